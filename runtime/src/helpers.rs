@@ -1,0 +1,1 @@
+//! `extern "C"` helpers callable from JIT code (filled in by the JIT work).

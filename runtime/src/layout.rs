@@ -1,0 +1,469 @@
+//! The position record and the columnar chunk layout.
+//!
+//! **Architecture invariant:** column offsets are defined here and only here,
+//! computed by the compiler (`offset_of!`). The JIT reads columns through
+//! [`Column::offset`]; the interpreter and the importer go through
+//! [`ChunkColumns`] and [`PositionRecord`].
+//!
+//! A chunk holds up to [`CHUNK_POSITIONS`] consecutive positions of the store
+//! (positions of one game are consecutive, in PGN text order: the initial
+//! position, then each move's position, a variation's positions right after
+//! the position they branch from's mainline successor, as the PGN lists them).
+//! Unused slots of the last chunk are zero.
+
+use std::mem::{offset_of, size_of};
+
+/// Positions per chunk.
+pub const CHUNK_POSITIONS: usize = 4096;
+
+/// Index of each piece bitboard in [`PositionRecord::bb`] and the column
+/// order: the six roles, then the two colours.
+pub const BB_PAWN: usize = 0;
+pub const BB_KNIGHT: usize = 1;
+pub const BB_BISHOP: usize = 2;
+pub const BB_ROOK: usize = 3;
+pub const BB_QUEEN: usize = 4;
+pub const BB_KING: usize = 5;
+pub const BB_WHITE: usize = 6;
+pub const BB_BLACK: usize = 7;
+/// Number of bitboards per position.
+pub const BB_COUNT: usize = 8;
+
+/// Position flags (bits of [`PositionRecord::flags`]), computed at import.
+pub mod flags {
+    /// White is to move.
+    pub const WHITE_TO_MOVE: u8 = 1 << 0;
+    /// The side to move is in check.
+    pub const CHECK: u8 = 1 << 1;
+    /// The side to move is checkmated.
+    pub const MATE: u8 = 1 << 2;
+    /// The side to move is stalemated.
+    pub const STALEMATE: u8 = 1 << 3;
+    /// The game's first position (the start or the `[FEN]` setup).
+    pub const INITIAL: u8 = 1 << 4;
+    /// No move follows this position in the game (end of mainline or of a
+    /// variation).
+    pub const TERMINAL: u8 = 1 << 5;
+    /// The position is on the mainline.
+    pub const MAINLINE: u8 = 1 << 6;
+    /// The game is Chess960 (castling by rook squares).
+    pub const CHESS960: u8 = 1 << 7;
+}
+
+/// The move that led to a position, packed in 32 bits:
+/// bits 0..6 from square, 6..12 to square, 12..15 moving role (0 = pawn ..
+/// 5 = king; 7 = no move: initial position), 15..18 captured role (7 = none),
+/// 18..21 promotion role (7 = none), 21..23 kind ([`PackedMove::NORMAL`] etc.),
+/// bit 23 the mover was white.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct PackedMove(pub u32);
+
+impl PackedMove {
+    pub const NORMAL: u8 = 0;
+    pub const EN_PASSANT: u8 = 1;
+    pub const CASTLE_KINGSIDE: u8 = 2;
+    pub const CASTLE_QUEENSIDE: u8 = 3;
+    /// Role code meaning "none".
+    pub const NO_ROLE: u8 = 7;
+    /// The "move" of an initial position.
+    pub const NONE: PackedMove = PackedMove(7 << 12 | 7 << 15 | 7 << 18);
+
+    /// Packs a move. Roles are 0..=5 or [`Self::NO_ROLE`]. For castling,
+    /// `from` is the king's square and `to` the king's destination square.
+    pub fn new(
+        from: u8,
+        to: u8,
+        role: u8,
+        captured: u8,
+        promotion: u8,
+        kind: u8,
+        white: bool,
+    ) -> PackedMove {
+        PackedMove(
+            (from as u32 & 63)
+                | (to as u32 & 63) << 6
+                | (role as u32 & 7) << 12
+                | (captured as u32 & 7) << 15
+                | (promotion as u32 & 7) << 18
+                | (kind as u32 & 3) << 21
+                | (white as u32) << 23,
+        )
+    }
+    pub fn is_none(self) -> bool {
+        self.role() == Self::NO_ROLE
+    }
+    pub fn from(self) -> u8 {
+        (self.0 & 63) as u8
+    }
+    pub fn to(self) -> u8 {
+        (self.0 >> 6 & 63) as u8
+    }
+    pub fn role(self) -> u8 {
+        (self.0 >> 12 & 7) as u8
+    }
+    pub fn captured(self) -> u8 {
+        (self.0 >> 15 & 7) as u8
+    }
+    pub fn promotion(self) -> u8 {
+        (self.0 >> 18 & 7) as u8
+    }
+    pub fn kind(self) -> u8 {
+        (self.0 >> 21 & 3) as u8
+    }
+    pub fn white(self) -> bool {
+        self.0 >> 23 & 1 == 1
+    }
+}
+
+/// One position in row form (decoded from, or about to be written to, the
+/// columns). What the interpreter evaluates on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PositionRecord {
+    /// Piece bitboards, indexed by `BB_*`.
+    pub bb: [u64; BB_COUNT],
+    /// The move that led here ([`PackedMove::NONE`] for an initial position).
+    pub mv: PackedMove,
+    /// Distance back (in positions of the same game) to the parent position;
+    /// 0 for the initial position.
+    pub parent_delta: u16,
+    /// Ply of this position counted from the game's start (initial = 0).
+    pub ply: u16,
+    /// Halfmove clock (fifty-move rule).
+    pub halfmove: u16,
+    /// Castling rights as rook files: bit x = white may castle with the rook
+    /// on file x of rank 1; bit 8 + x = black, rank 8.
+    pub castling: u16,
+    /// En-passant target square (0..64), or 64 if none. Set only when an
+    /// en-passant capture is legal (shakmaty's `EnPassantMode::Legal`).
+    pub ep: u8,
+    /// `flags::*` bits.
+    pub flags: u8,
+}
+
+impl PositionRecord {
+    pub fn occupied(&self) -> u64 {
+        self.bb[BB_WHITE] | self.bb[BB_BLACK]
+    }
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+    pub fn white_to_move(&self) -> bool {
+        self.has(flags::WHITE_TO_MOVE)
+    }
+    /// Bitboard of the given colour and role (0 = pawn .. 5 = king).
+    pub fn pieces(&self, white: bool, role: usize) -> u64 {
+        self.bb[role] & self.bb[if white { BB_WHITE } else { BB_BLACK }]
+    }
+}
+
+/// The columns of one chunk, each contiguous. Exactly the bytes of a chunk
+/// in the store file (native little-endian; the store header checks
+/// endianness).
+#[derive(Clone)]
+#[repr(C)]
+pub struct ChunkColumns {
+    pub bb: [[u64; CHUNK_POSITIONS]; BB_COUNT],
+    pub mv: [u32; CHUNK_POSITIONS],
+    pub parent_delta: [u16; CHUNK_POSITIONS],
+    pub ply: [u16; CHUNK_POSITIONS],
+    pub halfmove: [u16; CHUNK_POSITIONS],
+    pub castling: [u16; CHUNK_POSITIONS],
+    pub ep: [u8; CHUNK_POSITIONS],
+    pub flags: [u8; CHUNK_POSITIONS],
+}
+
+/// Bytes per position in the columns.
+pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITIONS;
+
+/// One column of a chunk, for code (the JIT) that addresses columns by offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Column {
+    /// Piece bitboard `BB_*` (u64 per position).
+    Bitboard(usize),
+    Move,
+    ParentDelta,
+    Ply,
+    Halfmove,
+    Castling,
+    Ep,
+    Flags,
+}
+
+impl Column {
+    /// Byte offset of the column from the start of the chunk.
+    pub const fn offset(self) -> usize {
+        match self {
+            Column::Bitboard(i) => offset_of!(ChunkColumns, bb) + i * CHUNK_POSITIONS * 8,
+            Column::Move => offset_of!(ChunkColumns, mv),
+            Column::ParentDelta => offset_of!(ChunkColumns, parent_delta),
+            Column::Ply => offset_of!(ChunkColumns, ply),
+            Column::Halfmove => offset_of!(ChunkColumns, halfmove),
+            Column::Castling => offset_of!(ChunkColumns, castling),
+            Column::Ep => offset_of!(ChunkColumns, ep),
+            Column::Flags => offset_of!(ChunkColumns, flags),
+        }
+    }
+    /// Bytes per position in this column.
+    pub const fn width(self) -> usize {
+        match self {
+            Column::Bitboard(_) => 8,
+            Column::Move => 4,
+            Column::ParentDelta | Column::Ply | Column::Halfmove | Column::Castling => 2,
+            Column::Ep | Column::Flags => 1,
+        }
+    }
+}
+
+impl ChunkColumns {
+    /// A zeroed chunk on the heap.
+    pub fn new_boxed() -> Box<ChunkColumns> {
+        let layout = std::alloc::Layout::new::<ChunkColumns>();
+        // SAFETY: the layout has non-zero size; an all-zero ChunkColumns is a
+        // valid value (every field is an integer array); the pointer comes
+        // from the global allocator with ChunkColumns' layout, as Box expects.
+        unsafe {
+            let ptr = std::alloc::alloc_zeroed(layout) as *mut ChunkColumns;
+            if ptr.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            Box::from_raw(ptr)
+        }
+    }
+
+    /// Reads position `i` (< CHUNK_POSITIONS) in row form.
+    pub fn get(&self, i: usize) -> PositionRecord {
+        let mut bb = [0u64; BB_COUNT];
+        for (k, b) in bb.iter_mut().enumerate() {
+            *b = self.bb[k][i];
+        }
+        PositionRecord {
+            bb,
+            mv: PackedMove(self.mv[i]),
+            parent_delta: self.parent_delta[i],
+            ply: self.ply[i],
+            halfmove: self.halfmove[i],
+            castling: self.castling[i],
+            ep: self.ep[i],
+            flags: self.flags[i],
+        }
+    }
+
+    /// Writes position `i` (< CHUNK_POSITIONS) from row form.
+    pub fn set(&mut self, i: usize, p: &PositionRecord) {
+        for k in 0..BB_COUNT {
+            self.bb[k][i] = p.bb[k];
+        }
+        self.mv[i] = p.mv.0;
+        self.parent_delta[i] = p.parent_delta;
+        self.ply[i] = p.ply;
+        self.halfmove[i] = p.halfmove;
+        self.castling[i] = p.castling;
+        self.ep[i] = p.ep;
+        self.flags[i] = p.flags;
+    }
+}
+
+/// Per-chunk summary, tested before a chunk's columns are touched: a chunk
+/// whose summary cannot satisfy a query is skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct ChunkSummary {
+    /// Union over the chunk's positions of each piece bitboard.
+    pub bb_union: [u64; BB_COUNT],
+    /// Union of the white/black role bitboards: index `role` for white,
+    /// `6 + role` for black.
+    pub piece_union: [u64; 12],
+    /// OR of all positions' flags.
+    pub flags_or: u8,
+    /// AND of all positions' flags.
+    pub flags_and: u8,
+    pub _pad: [u8; 6],
+}
+
+impl ChunkSummary {
+    /// The summary of no positions (the identity for [`Self::add`]).
+    pub const EMPTY: ChunkSummary = ChunkSummary {
+        bb_union: [0; BB_COUNT],
+        piece_union: [0; 12],
+        flags_or: 0,
+        flags_and: 0xff,
+        _pad: [0; 6],
+    };
+
+    /// Adds one position to the summary.
+    pub fn add(&mut self, p: &PositionRecord) {
+        for k in 0..BB_COUNT {
+            self.bb_union[k] |= p.bb[k];
+        }
+        for role in 0..6 {
+            self.piece_union[role] |= p.pieces(true, role);
+            self.piece_union[6 + role] |= p.pieces(false, role);
+        }
+        self.flags_or |= p.flags;
+        self.flags_and &= p.flags;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_dense_and_aligned() {
+        assert_eq!(BYTES_PER_POSITION, 8 * 8 + 4 + 2 * 4 + 1 + 1);
+        assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
+        let mut end = 0;
+        for c in [
+            Column::Bitboard(0),
+            Column::Bitboard(7),
+            Column::Move,
+            Column::ParentDelta,
+            Column::Ply,
+            Column::Halfmove,
+            Column::Castling,
+            Column::Ep,
+            Column::Flags,
+        ] {
+            assert_eq!(c.offset() % c.width(), 0);
+            assert!(c.offset() >= end);
+            end = c.offset() + c.width() * CHUNK_POSITIONS;
+        }
+        assert_eq!(end, size_of::<ChunkColumns>());
+    }
+
+    #[test]
+    fn record_round_trips_through_columns() {
+        let mut c = ChunkColumns::new_boxed();
+        let p = PositionRecord {
+            bb: [1, 2, 3, 4, 5, 6, 7, 8],
+            mv: PackedMove::new(12, 28, 0, 7, 7, PackedMove::NORMAL, true),
+            parent_delta: 1,
+            ply: 1,
+            halfmove: 0,
+            castling: 0x8181,
+            ep: 64,
+            flags: flags::MAINLINE,
+        };
+        c.set(4095, &p);
+        assert_eq!(c.get(4095), p);
+        assert_eq!(p.mv.from(), 12);
+        assert_eq!(p.mv.to(), 28);
+        assert!(p.mv.white());
+        assert!(PackedMove::NONE.is_none());
+    }
+}
+
+/// Conversions between shakmaty positions and records.
+pub mod chess {
+    use super::*;
+    use shakmaty::{
+        CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, Role, Setup, Square,
+    };
+
+    /// The role index (0 = pawn .. 5 = king) of a shakmaty role.
+    pub fn role_index(role: Role) -> u8 {
+        role as u8 - 1
+    }
+
+    /// The shakmaty role of a role index 0..=5.
+    pub fn role_of(index: u8) -> Option<Role> {
+        Role::ALL.get(index as usize).copied()
+    }
+
+    /// The board part of a record: bitboards, side to move, castling, en
+    /// passant, halfmove clock, and the check/mate/stalemate flags. Move,
+    /// parent, ply and game-structure flags are left for the caller.
+    pub fn record_of(pos: &Chess, chess960: bool) -> PositionRecord {
+        let board = pos.board();
+        let mut bb = [0u64; BB_COUNT];
+        for (i, role) in Role::ALL.into_iter().enumerate() {
+            bb[i] = board.by_role(role).0;
+        }
+        bb[BB_WHITE] = board.by_color(Color::White).0;
+        bb[BB_BLACK] = board.by_color(Color::Black).0;
+        let rooks = pos.castles().castling_rights();
+        let castling = ((rooks.0 & 0xff) | ((rooks.0 >> 56) << 8)) as u16;
+        let ep = pos
+            .ep_square(EnPassantMode::Legal)
+            .map_or(64, |sq: Square| sq as u8);
+        let mut flags = 0;
+        if pos.turn() == Color::White {
+            flags |= flags::WHITE_TO_MOVE;
+        }
+        if pos.is_check() {
+            flags |= flags::CHECK;
+        }
+        if pos.is_checkmate() {
+            flags |= flags::MATE;
+        }
+        if pos.is_stalemate() {
+            flags |= flags::STALEMATE;
+        }
+        if chess960 {
+            flags |= flags::CHESS960;
+        }
+        PositionRecord {
+            bb,
+            mv: PackedMove::NONE,
+            parent_delta: 0,
+            ply: 0,
+            halfmove: pos.halfmoves().min(u16::MAX as u32) as u16,
+            castling,
+            ep,
+            flags,
+        }
+    }
+
+    /// Rebuilds the shakmaty position of a record (for legal-move queries in
+    /// the interpreter). `fullmoves` is derived from the ply.
+    ///
+    /// # Errors
+    /// Returns shakmaty's error if the record does not describe a legal
+    /// position (only possible for a corrupt store).
+    pub fn chess_of(rec: &PositionRecord) -> Result<Chess, InvalidRecord> {
+        let mut board = shakmaty::Board::empty();
+        for (i, role) in Role::ALL.into_iter().enumerate() {
+            for color in [Color::White, Color::Black] {
+                let cbb = rec.bb[if color == Color::White {
+                    BB_WHITE
+                } else {
+                    BB_BLACK
+                }];
+                for sq in shakmaty::Bitboard(rec.bb[i] & cbb) {
+                    board.set_piece_at(sq, shakmaty::Piece { color, role });
+                }
+            }
+        }
+        let castling =
+            shakmaty::Bitboard((rec.castling as u64 & 0xff) | ((rec.castling as u64 >> 8) << 56));
+        let turn = if rec.white_to_move() {
+            Color::White
+        } else {
+            Color::Black
+        };
+        let setup = Setup {
+            board,
+            promoted: shakmaty::Bitboard::EMPTY,
+            pockets: None,
+            turn,
+            castling_rights: castling,
+            ep_square: (rec.ep < 64).then(|| Square::new(rec.ep as u32)),
+            remaining_checks: None,
+            halfmoves: rec.halfmove as u32,
+            fullmoves: std::num::NonZeroU32::new(1 + rec.ply as u32 / 2)
+                .unwrap_or(std::num::NonZeroU32::MIN),
+        };
+        let mode = if rec.has(flags::CHESS960) {
+            CastlingMode::Chess960
+        } else {
+            CastlingMode::Standard
+        };
+        Chess::from_setup(setup, mode).map_err(|e| InvalidRecord(e.to_string()))
+    }
+
+    /// A record that does not describe a legal position.
+    #[derive(Debug, thiserror::Error)]
+    #[error("position record is not a legal position: {0}")]
+    pub struct InvalidRecord(pub String);
+}

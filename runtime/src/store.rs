@@ -1,0 +1,1 @@
+//! The on-disk position store: format, writer and memory-mapped reader.

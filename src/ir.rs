@@ -1,0 +1,616 @@
+//! The typed intermediate representation shared by the transform engine, the
+//! interpreter and the JIT.
+//!
+//! The parser (`crate::syntax`) lowers its AST into this tree after name
+//! resolution and kind checking: variables are resolved to [`VarId`]s,
+//! functions are inlined at their call sites, `fen "..."` is lowered to a
+//! conjunction of piece designators, and every node knows its [`Kind`].
+//!
+//! **Invariants**
+//! - Every [`Expr`] carries the byte [`Span`] of the source text it came from
+//!   (synthetic nodes made by transforms keep the span of their original).
+//! - Structural equality (`PartialEq`) ignores spans: it is the equality that
+//!   orbit deduplication uses (SEMANTICS.md §6.2).
+//! - Square sets are [`Bitboard`]s in shakmaty's square order (a1 = bit 0,
+//!   h8 = bit 63).
+
+use std::fmt;
+
+pub use cqlj_runtime::bitboard::{Bitboard, DirSet, Direction};
+pub use cqlj_runtime::piece::PieceSet;
+
+/// A byte range in the query source.
+#[derive(Clone, Copy, Debug, Default, Eq)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    /// The smallest span covering both.
+    pub fn join(self, other: Span) -> Span {
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
+    }
+}
+
+/// Spans never take part in structural equality.
+impl PartialEq for Span {
+    fn eq(&self, _: &Span) -> bool {
+        true
+    }
+}
+
+/// Consistent with `PartialEq`: all spans hash alike.
+impl std::hash::Hash for Span {
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+/// What a filter yields when it matches (CQL 6 filter kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Matches or not; no value.
+    Logical,
+    /// A set of squares; a set filter matches iff its set is non-empty
+    /// (except where CQL says otherwise, e.g. a variable).
+    Set,
+    /// An integer.
+    Numeric,
+    /// A string.
+    String,
+    /// A position (e.g. `currentposition`).
+    Position,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kind::Logical => "logical",
+            Kind::Set => "set",
+            Kind::Numeric => "numeric",
+            Kind::String => "string",
+            Kind::Position => "position",
+        })
+    }
+}
+
+/// A variable, resolved by the parser. Index into [`Query::vars`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+
+/// A declared variable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Var {
+    pub name: String,
+    pub kind: Kind,
+}
+
+/// A player colour as written in a filter (`white`, `black`); swapped by
+/// invertcolor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    White,
+    Black,
+}
+
+impl Side {
+    pub fn flip(self) -> Side {
+        match self {
+            Side::White => Side::Black,
+            Side::Black => Side::White,
+        }
+    }
+}
+
+/// Game result as written in `result 1-0` etc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GameResult {
+    WhiteWins,
+    BlackWins,
+    Draw,
+    /// `*`
+    Unknown,
+}
+
+/// Binary set operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SetOp {
+    /// `&`, `∩`
+    Inter,
+    /// `|`, `∪`
+    Union,
+}
+
+/// Arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+/// Comparison operators. Between sets, `==`/`!=` compare the sets; between a
+/// set and a number the set stands for its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Eq,
+    Ge,
+    Gt,
+    Ne,
+}
+
+/// Which pawn-structure set (`passedpawns` etc.).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PawnSet {
+    Passed,
+    Doubled,
+    Isolated,
+    Connected,
+}
+
+/// String-valued game tags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TagField {
+    Event,
+    Site,
+    Date,
+    Eco,
+}
+
+/// The transform filters of SEMANTICS.md §5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransformFilter {
+    /// `flip`, `dihedral`, `flipdihedral`
+    Flip,
+    Rotate90,
+    FlipHorizontal,
+    FlipVertical,
+    FlipColor,
+    ReverseColor,
+    Rotate45,
+    ShiftHorizontal,
+    ShiftVertical,
+    Shift,
+}
+
+/// The parameters of a `move` filter. Set-valued fields are filters of kind
+/// [`Kind::Set`]; `None` means "any".
+#[derive(Clone, Debug, PartialEq)]
+pub struct MoveFilter {
+    pub from: Option<Box<Expr>>,
+    pub to: Option<Box<Expr>>,
+    pub capture: Option<Box<Expr>>,
+    pub promote: Option<Box<Expr>>,
+    pub enpassant: bool,
+    pub castle_kingside: bool,
+    pub castle_queenside: bool,
+    /// `previous`: the move that led to this position (else: moves from it).
+    pub previous: bool,
+    /// `legal`: legal moves from this position rather than the game's moves.
+    pub legal: bool,
+    /// `count`: numeric value = number of matching moves.
+    pub count: bool,
+}
+
+/// One filter of the query, after name resolution and kind checking.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub node: Node,
+    pub kind: Kind,
+    pub span: Span,
+}
+
+/// The filter vocabulary. Comments give the CQL spelling and kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    // ---- constants -------------------------------------------------------
+    /// `true` (logical, always matches) / `false` (never matches).
+    Bool(bool),
+    /// Integer literal (numeric).
+    Number(i64),
+    /// String literal (string).
+    Str(String),
+
+    // ---- set filters -----------------------------------------------------
+    /// Square designator: `a1`, `a-h2-7`, `[a1-8,b3]`, `.` (set). Transforms
+    /// act on it; an empty set elides an orbit element.
+    Squares(Bitboard),
+    /// Piece designator: pieces in `pieces` standing on `squares` (set).
+    /// `K` is `Piece { K, all 64 }`; `_e4` uses [`PieceSet::EMPTY`].
+    Piece {
+        pieces: PieceSet,
+        squares: Bitboard,
+    },
+    /// `X & Y`, `X | Y` (set).
+    SetBinary(SetOp, Box<Expr>, Box<Expr>),
+    /// `~X`: the complement (set).
+    Complement(Box<Expr>),
+    /// `dir [min [max]] X` (set): squares reachable from a square of `X` in one
+    /// of `dirs` at a distance in `min..=max` (defaults 1..=7), not wrapping.
+    Direction {
+        dirs: DirSet,
+        min: u8,
+        max: u8,
+        arg: Box<Expr>,
+    },
+    /// `X attacks Y` / `X -> Y` (set: squares of X holding a piece that attacks
+    /// a square of Y).
+    Attacks(Box<Expr>, Box<Expr>),
+    /// `X attackedby Y` / `X <- Y` (set: squares of X attacked by a piece on Y).
+    AttackedBy(Box<Expr>, Box<Expr>),
+    /// `ray [dirs] (X Y ...)` (set), `xray` when `xray` is true.
+    Ray {
+        xray: bool,
+        dirs: DirSet,
+        args: Vec<Expr>,
+    },
+    /// `between (X Y)` (set).
+    Between(Box<Expr>, Box<Expr>),
+    /// `pin [from X] [through Y] [to Z]` (set: the pinned pieces).
+    Pin {
+        from: Option<Box<Expr>>,
+        through: Option<Box<Expr>>,
+        to: Option<Box<Expr>>,
+    },
+    /// `passedpawns` etc. (set).
+    PawnStructure(PawnSet),
+    /// `light X` / `dark X` (set); swapped by colour-swapping transforms.
+    Light(Box<Expr>),
+    Dark(Box<Expr>),
+    /// `enpassantsquare` (set).
+    EnPassantSquare,
+    /// `makesquare (file rank)` (set); not changed by transforms.
+    MakeSquare(Box<Expr>, Box<Expr>),
+    /// `move ...` (set: the squares the matching moves go to, or numeric with
+    /// `count`).
+    Move(MoveFilter),
+    /// `square [all] x in S F` / `piece [all] x in S F` (set: the squares x
+    /// of S for which F matches; with `all`, matches iff F matches for every x).
+    SquareLoop {
+        piece: bool,
+        all: bool,
+        var: VarId,
+        domain: Box<Expr>,
+        body: Box<Expr>,
+    },
+
+    // ---- numeric filters -------------------------------------------------
+    /// `#X` (numeric): the size of a set.
+    Count(Box<Expr>),
+    /// `power X` (numeric): material value of the pieces on X.
+    Power(Box<Expr>),
+    /// `X + Y` etc. (numeric); division or modulo by zero does not match.
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    /// `-X`.
+    Neg(Box<Expr>),
+    /// `abs X`.
+    Abs(Box<Expr>),
+    /// `max (X Y ...)`, `min (X Y ...)`.
+    Max(Vec<Expr>),
+    Min(Vec<Expr>),
+    /// `rank X`, `file X` (numeric 1..8): X must be a single square.
+    Rank(Box<Expr>),
+    File(Box<Expr>),
+    /// `ply`, `movenumber`, `gamenumber` (numeric).
+    Ply,
+    MoveNumber,
+    GameNumber,
+    /// `elo white` / `elo black` (numeric; no match when the tag is missing).
+    Elo(Side),
+    /// `year` (numeric).
+    Year,
+    /// `sidetomove` (numeric: 1 white, -1 black), `white`/`black` constants
+    /// as numbers are [`Node::SideConst`].
+    SideToMove,
+    SideConst(Side),
+
+    // ---- string filters --------------------------------------------------
+    /// `event`, `site`, `date`, `eco` (string).
+    Tag(TagField),
+    /// `tag "Name"` (string).
+    TagNamed(String),
+    /// `player white` / `player black` / `player` (either) (string).
+    Player(Option<Side>),
+    /// `currenttransform` (string).
+    CurrentTransform,
+
+    // ---- position filters ------------------------------------------------
+    /// `currentposition` / `∙` (position).
+    CurrentPosition,
+
+    // ---- logical filters -------------------------------------------------
+    Check,
+    Mate,
+    Stalemate,
+    /// `wtm` when Side::White, `btm` when Side::Black.
+    ToMove(Side),
+    Initial,
+    Terminal,
+    Mainline,
+    Variation,
+    /// `enpassant`: the move that led here was an en-passant capture.
+    EnPassant,
+    /// `castle`: the move that led here castled.
+    Castle,
+    /// `result 1-0` etc.
+    Result(GameResult),
+    /// `X in Y` (logical: X ⊆ Y).
+    In(Box<Expr>, Box<Expr>),
+    /// Comparison; kind logical (CQL gives the left value when numeric, see
+    /// interpreter docs).
+    Compare(CmpOp, Box<Expr>, Box<Expr>),
+    /// `X and Y`, `X or Y`, `not X`.
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    /// `if C then T [else E]`.
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// `{ F G ... }`: all must match; value of the last.
+    Block(Vec<Expr>),
+    /// `X = Y` assignment to a variable (side effect).
+    Assign {
+        var: VarId,
+        value: Box<Expr>,
+    },
+    /// A variable reference.
+    Var(VarId),
+    /// `sort ["label"] [min] F` (side effect: records a sort key).
+    Sort {
+        label: Option<String>,
+        min: bool,
+        arg: Box<Expr>,
+    },
+    /// `comment (args)` / `message (args)` (side effects; always match).
+    Comment(Vec<Expr>),
+    Message(Vec<Expr>),
+    /// A transform filter `T [count] [restrict] F`.
+    Transform {
+        filter: TransformFilter,
+        count: bool,
+        restrict: bool,
+        body: Box<Expr>,
+    },
+    /// `notransform F`.
+    NoTransform(Box<Expr>),
+}
+
+/// Options from the `cql(...)` header.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Header {
+    pub input: Option<String>,
+    pub output: Option<String>,
+    /// `variations`: also search variations (default: mainline only).
+    pub variations: bool,
+    pub matchstring: Option<String>,
+    /// `gamenumber A [B]`.
+    pub gamenumber: Option<(u64, Option<u64>)>,
+    pub silent: bool,
+    pub quiet: bool,
+}
+
+/// A whole parsed query: header, body (implicitly and-ed), variables.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    pub header: Header,
+    pub body: Vec<Expr>,
+    pub vars: Vec<Var>,
+}
+
+impl Expr {
+    pub fn new(node: Node, kind: Kind, span: Span) -> Expr {
+        Expr { node, kind, span }
+    }
+
+    /// Calls `f` on each direct child, in source order.
+    pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
+        use Node::*;
+        match &self.node {
+            Bool(_)
+            | Number(_)
+            | Str(_)
+            | Squares(_)
+            | Piece { .. }
+            | PawnStructure(_)
+            | EnPassantSquare
+            | Ply
+            | MoveNumber
+            | GameNumber
+            | Elo(_)
+            | Year
+            | SideToMove
+            | SideConst(_)
+            | Tag(_)
+            | TagNamed(_)
+            | Player(_)
+            | CurrentTransform
+            | CurrentPosition
+            | Check
+            | Mate
+            | Stalemate
+            | ToMove(_)
+            | Initial
+            | Terminal
+            | Mainline
+            | Variation
+            | EnPassant
+            | Castle
+            | Result(_)
+            | Var(_) => {}
+            SetBinary(_, a, b)
+            | Attacks(a, b)
+            | AttackedBy(a, b)
+            | Between(a, b)
+            | MakeSquare(a, b)
+            | Arith(_, a, b)
+            | In(a, b)
+            | Compare(_, a, b)
+            | And(a, b)
+            | Or(a, b) => {
+                f(a);
+                f(b)
+            }
+            Complement(a) | Light(a) | Dark(a) | Count(a) | Power(a) | Neg(a) | Abs(a)
+            | Rank(a) | File(a) | Not(a) | NoTransform(a) => f(a),
+            Direction { arg, .. } => f(arg),
+            Ray { args, .. }
+            | Max(args)
+            | Min(args)
+            | Block(args)
+            | Comment(args)
+            | Message(args) => args.iter().for_each(f),
+            Pin { from, through, to } => {
+                for e in [from, through, to].into_iter().flatten() {
+                    f(e)
+                }
+            }
+            Move(m) => {
+                for e in [&m.from, &m.to, &m.capture, &m.promote]
+                    .into_iter()
+                    .flatten()
+                {
+                    f(e)
+                }
+            }
+            SquareLoop { domain, body, .. } => {
+                f(domain);
+                f(body)
+            }
+            If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                f(cond);
+                f(then);
+                if let Some(e) = otherwise {
+                    f(e)
+                }
+            }
+            Assign { value, .. } => f(value),
+            Sort { arg, .. } => f(arg),
+            Transform { body, .. } => f(body),
+        }
+    }
+
+    /// True if evaluating this filter can have a side effect (assignment,
+    /// comment, message, sort) anywhere inside it.
+    pub fn has_side_effects(&self) -> bool {
+        match &self.node {
+            Node::Assign { .. } | Node::Sort { .. } | Node::Comment(_) | Node::Message(_) => true,
+            _ => {
+                let mut any = false;
+                self.for_each_child(|c| any |= c.has_side_effects());
+                any
+            }
+        }
+    }
+}
+
+impl Expr {
+    /// Calls `f` on each direct child, mutably, in source order.
+    pub fn for_each_child_mut(&mut self, mut f: impl FnMut(&mut Expr)) {
+        use Node::*;
+        match &mut self.node {
+            Bool(_)
+            | Number(_)
+            | Str(_)
+            | Squares(_)
+            | Piece { .. }
+            | PawnStructure(_)
+            | EnPassantSquare
+            | Ply
+            | MoveNumber
+            | GameNumber
+            | Elo(_)
+            | Year
+            | SideToMove
+            | SideConst(_)
+            | Tag(_)
+            | TagNamed(_)
+            | Player(_)
+            | CurrentTransform
+            | CurrentPosition
+            | Check
+            | Mate
+            | Stalemate
+            | ToMove(_)
+            | Initial
+            | Terminal
+            | Mainline
+            | Variation
+            | EnPassant
+            | Castle
+            | Result(_)
+            | Var(_) => {}
+            SetBinary(_, a, b)
+            | Attacks(a, b)
+            | AttackedBy(a, b)
+            | Between(a, b)
+            | MakeSquare(a, b)
+            | Arith(_, a, b)
+            | In(a, b)
+            | Compare(_, a, b)
+            | And(a, b)
+            | Or(a, b) => {
+                f(a);
+                f(b)
+            }
+            Complement(a) | Light(a) | Dark(a) | Count(a) | Power(a) | Neg(a) | Abs(a)
+            | Rank(a) | File(a) | Not(a) | NoTransform(a) => f(a),
+            Direction { arg, .. } => f(arg),
+            Ray { args, .. }
+            | Max(args)
+            | Min(args)
+            | Block(args)
+            | Comment(args)
+            | Message(args) => args.iter_mut().for_each(f),
+            Pin { from, through, to } => {
+                for e in [from, through, to].into_iter().flatten() {
+                    f(e)
+                }
+            }
+            Move(m) => {
+                for e in [&mut m.from, &mut m.to, &mut m.capture, &mut m.promote]
+                    .into_iter()
+                    .flatten()
+                {
+                    f(e)
+                }
+            }
+            SquareLoop { domain, body, .. } => {
+                f(domain);
+                f(body)
+            }
+            If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                f(cond);
+                f(then);
+                if let Some(e) = otherwise {
+                    f(e)
+                }
+            }
+            Assign { value, .. } => f(value),
+            Sort { arg, .. } => f(arg),
+            Transform { body, .. } => f(body),
+        }
+    }
+}

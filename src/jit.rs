@@ -1,0 +1,1 @@
+//! jit (to be written).

@@ -1,0 +1,1 @@
+//! syntax (to be written).
