@@ -388,6 +388,27 @@ pub enum Node {
     },
     /// `notransform F`.
     NoTransform(Box<Expr>),
+
+    // ---- only in an [`ExpandedQuery`] -----------------------------------
+    /// An expanded transform filter: its orbit, after elision, deduplication
+    /// and composition (SEMANTICS.md §6). Value rules: with `count`, numeric
+    /// (number of matching elements; always matches); else by `kind`: set =
+    /// union of matching elements, numeric = max, otherwise matches iff some
+    /// element matches. Every element is evaluated (side effects).
+    Orbit {
+        count: bool,
+        elements: Vec<OrbitElement>,
+    },
+}
+
+/// One element of an expanded orbit: a transformed copy of the target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrbitElement {
+    /// The `currenttransform` name of the element's transform (e.g.
+    /// `"identity"`, `"invertcolor reflect_h"`, `"right^6 up^3"`).
+    pub transform: String,
+    /// The transformed target (itself expanded).
+    pub body: Expr,
 }
 
 /// Options from the `cql(...)` header.
@@ -505,6 +526,7 @@ impl Expr {
             Assign { value, .. } => f(value),
             Sort { arg, .. } => f(arg),
             Transform { body, .. } => f(body),
+            Orbit { elements, .. } => elements.iter().for_each(|e| f(&e.body)),
         }
     }
 
@@ -611,6 +633,56 @@ impl Expr {
             Assign { value, .. } => f(value),
             Sort { arg, .. } => f(arg),
             Transform { body, .. } => f(body),
+            Orbit { elements, .. } => elements.iter_mut().for_each(|e| f(&mut e.body)),
         }
+    }
+}
+
+/// A query whose transform filters have all been expanded into orbits: it
+/// holds no [`Node::Transform`], [`Node::NoTransform`] or
+/// [`Node::CurrentTransform`] (each `currenttransform` became a [`Node::Str`]).
+/// Only `crate::transform` builds one; interp and jit consume it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExpandedQuery {
+    query: Query,
+}
+
+impl ExpandedQuery {
+    /// Wraps a query that holds no transform filter at all (no
+    /// `Transform`, `NoTransform` or `CurrentTransform` node), e.g. one built
+    /// by hand in a test. Returns the query back if it holds one.
+    pub fn from_transform_free(query: Query) -> Result<ExpandedQuery, Query> {
+        fn free(e: &Expr) -> bool {
+            let mut ok = !matches!(
+                e.node,
+                Node::Transform { .. } | Node::NoTransform(_) | Node::CurrentTransform
+            );
+            e.for_each_child(|c| ok &= free(c));
+            ok
+        }
+        if query.body.iter().all(free) {
+            Ok(ExpandedQuery { query })
+        } else {
+            Err(query)
+        }
+    }
+
+    /// Wraps a query that the caller guarantees is fully expanded.
+    /// For `crate::transform` only.
+    #[allow(dead_code)]
+    pub(crate) fn new_unchecked(query: Query) -> ExpandedQuery {
+        ExpandedQuery { query }
+    }
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+    pub fn header(&self) -> &Header {
+        &self.query.header
+    }
+    pub fn body(&self) -> &[Expr] {
+        &self.query.body
+    }
+    pub fn vars(&self) -> &[Var] {
+        &self.query.vars
     }
 }
