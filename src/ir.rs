@@ -650,8 +650,8 @@ pub struct ExpandedQuery {
 impl ExpandedQuery {
     /// Wraps a query that holds no transform filter at all (no
     /// `Transform`, `NoTransform` or `CurrentTransform` node), e.g. one built
-    /// by hand in a test. Returns the query back if it holds one.
-    pub fn from_transform_free(query: Query) -> Result<ExpandedQuery, Query> {
+    /// by hand in a test. `None` if it holds one.
+    pub fn from_transform_free(query: Query) -> Option<ExpandedQuery> {
         fn free(e: &Expr) -> bool {
             let mut ok = !matches!(
                 e.node,
@@ -660,11 +660,11 @@ impl ExpandedQuery {
             e.for_each_child(|c| ok &= free(c));
             ok
         }
-        if query.body.iter().all(free) {
-            Ok(ExpandedQuery { query })
-        } else {
-            Err(query)
-        }
+        query
+            .body
+            .iter()
+            .all(free)
+            .then_some(ExpandedQuery { query })
     }
 
     /// Wraps a query that the caller guarantees is fully expanded.
