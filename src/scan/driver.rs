@@ -1,4 +1,4 @@
-//! Running a matcher over the games of a store, on all cores, with results
+//! The scan driver: running a matcher over the games of a store, on all cores, with results
 //! delivered in game order.
 //!
 //! The roles follow ripgrep's: a [`GameMatcher`] decides which positions of a
