@@ -203,10 +203,7 @@ impl Visitor for PgnRewriter<'_> {
         ControlFlow::Continue(())
     }
 
-    fn begin_variation(
-        &mut self,
-        (_, mt): &mut Self::Movetext,
-    ) -> ControlFlow<Self::Output, Skip> {
+    fn begin_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
         mt.stack.push(mt.ply);
         mt.ply = mt.ply.saturating_sub(1);
         mt.tokens.push("(".to_owned());

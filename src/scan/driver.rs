@@ -172,7 +172,9 @@ pub fn scan<M: GameMatcher>(
                         || matcher.scratch(),
                         |scratch, r| {
                             let mut out = Vec::new();
-                            matcher.match_games(r.clone(), scratch, &mut out).map(|()| out)
+                            matcher
+                                .match_games(r.clone(), scratch, &mut out)
+                                .map(|()| out)
                         },
                     )
                     .collect()
@@ -261,7 +263,11 @@ mod tests {
         assert_eq!(stats.games, 1000);
         assert!(want.windows(2).all(|w| w[0].game < w[1].game));
         for (threads, batch) in [(2, 1), (2, 7), (3, 256), (8, 1000)] {
-            assert_eq!(run(threads, batch).0, want, "threads {threads} batch {batch}");
+            assert_eq!(
+                run(threads, batch).0,
+                want,
+                "threads {threads} batch {batch}"
+            );
         }
     }
 

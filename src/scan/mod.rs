@@ -1,23 +1,12 @@
-//! Running a query over a store: preparing the query ([`prepare`]), opening
-//! inputs ([`input`]), the per-store matchers over the interpreter and the JIT
-//! ([`matcher`]), the ordered parallel driver ([`driver`]) and JSON output of
-//! a match ([`json`]).
+//! Running a query over a store: the ordered parallel driver ([`driver`]).
 //!
 //! This is the last library stage: it depends on every stage before it
 //! (syntax, transform, interp, jit) and on the store; only the binary sits
 //! above it.
 
 pub mod driver;
-pub mod input;
-pub mod json;
-pub mod matcher;
-pub mod prepare;
 
 pub use driver::{
     Collect, GameMatch, GameMatcher, ScanError, ScanOptions, ScanStats, Sink, SortKey, SortValue,
     scan,
 };
-pub use input::{cached_store, default_store};
-pub use json::match_json;
-pub use matcher::{Engine, RunPlan, StoreMatcher};
-pub use prepare::{PrepareError, Prepared, QueryInput, has_sort, prepare};
