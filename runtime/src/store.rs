@@ -781,6 +781,18 @@ impl Store {
                 ))
             });
         }
+        if len < CHUNKS_OFFSET {
+            return Err(StoreError::Truncated {
+                len,
+                needed: CHUNKS_OFFSET,
+            });
+        }
+        if self.map[HEADER_LEN..CHUNKS_OFFSET as usize]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err(StoreError::BadHeaderChecksum);
+        }
         let expected_chunks = h.n_positions.div_ceil(CHUNK_POSITIONS as u64);
         if h.n_chunks != expected_chunks {
             return Err(out_of_range(format!(

@@ -159,6 +159,31 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
     }
 }
 
+/// Movetext written in UCI notation (`g1f3`, `e7e8q`) parses as a pawn move
+/// with full disambiguation; replay it as the UCI move it is, if legal.
+fn uci_fallback(san: shakmaty::san::San, pos: &Chess) -> Option<Move> {
+    let shakmaty::san::San::Normal {
+        role: shakmaty::Role::Pawn,
+        file: Some(file),
+        rank: Some(rank),
+        capture: false,
+        to,
+        promotion,
+    } = san
+    else {
+        return None;
+    };
+    let from = shakmaty::Square::from_coords(file, rank);
+    let mut uci = format!("{from}{to}");
+    if let Some(p) = promotion {
+        uci.push(p.char());
+    }
+    shakmaty::uci::UciMove::from_ascii(uci.as_bytes())
+        .ok()?
+        .to_move(pos)
+        .ok()
+}
+
 impl GameVisitor {
     pub fn new() -> GameVisitor {
         GameVisitor::default()
@@ -283,6 +308,7 @@ impl Visitor for GameVisitor {
         let parent_ply = self.records[frame.idx as usize].ply;
         let m = match san_plus.san.to_move(&frame.pos) {
             Ok(m) => m,
+            Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
             Err(e) => {
                 let what = if matches!(san_plus.san, shakmaty::san::San::Null) {
                     "null move (not supported)".to_string()
