@@ -15,7 +15,10 @@ struct Tmp(PathBuf);
 
 impl Tmp {
     fn new(name: &str) -> Tmp {
-        Tmp(std::env::temp_dir().join(format!("cqlj-store-test-{}-{name}.cqlj", std::process::id())))
+        Tmp(std::env::temp_dir().join(format!(
+            "cqlj-store-test-{}-{name}.cqlj",
+            std::process::id()
+        )))
     }
 }
 
@@ -29,14 +32,25 @@ impl Drop for Tmp {
 fn record(g: u64, initial: bool) -> PositionRecord {
     let mut bb = [0u64; 8];
     for (k, b) in bb.iter_mut().enumerate() {
-        *b = g.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(k as u32 * 7) | 1 << k;
+        *b = g
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(k as u32 * 7)
+            | 1 << k;
     }
     PositionRecord {
         bb,
         mv: if initial {
             PackedMove::NONE
         } else {
-            PackedMove::new((g % 64) as u8, (g * 7 % 64) as u8, (g % 6) as u8, 7, 7, 0, g % 2 == 0)
+            PackedMove::new(
+                (g % 64) as u8,
+                (g * 7 % 64) as u8,
+                (g % 6) as u8,
+                7,
+                7,
+                0,
+                g.is_multiple_of(2),
+            )
         },
         parent_delta: if initial { 0 } else { 1 },
         ply: (g % 1000) as u16,
@@ -99,21 +113,33 @@ fn store_round_trip() {
         assert_eq!(e.result, meta.result);
         assert_eq!((e.white_elo, e.black_elo), (meta.white_elo, meta.black_elo));
         assert_eq!(e.flags, meta.flags);
-        assert_eq!((e.source_start, e.source_len), (meta.source_start, meta.source_len));
+        assert_eq!(
+            (e.source_start, e.source_len),
+            (meta.source_start, meta.source_len)
+        );
         assert_eq!(store.game_text(i as u32).expect("text"), meta.text);
         let raw = store.game_tags_raw(i as u32).expect("tags");
-        let raw: Vec<_> = raw.into_iter().map(|(n, v)| (n.to_vec(), v.to_vec())).collect();
+        let raw: Vec<_> = raw
+            .into_iter()
+            .map(|(n, v)| (n.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(raw, meta.tags);
         assert_eq!(
             store.game_tag(i as u32, "Event").expect("tag"),
             Some(format!("Game {i}"))
         );
-        assert_eq!(&store.game_positions(i as u32).expect("positions"), positions);
+        assert_eq!(
+            &store.game_positions(i as u32).expect("positions"),
+            positions
+        );
         // game_of_position at both ends of the game.
         assert_eq!(store.game_of_position(g).expect("lookup"), i as u32);
         let last = g + positions.len() as u64 - 1;
         assert_eq!(store.game_of_position(last).expect("lookup"), i as u32);
-        assert_eq!(store.position(last).expect("position"), positions[positions.len() - 1]);
+        assert_eq!(
+            store.position(last).expect("position"),
+            positions[positions.len() - 1]
+        );
         g += positions.len() as u64;
     }
     assert!(matches!(
@@ -156,9 +182,15 @@ fn store_chunks_are_aligned_zero_copy_and_summarised() {
 #[test]
 fn store_empty_opens() {
     let tmp = Tmp::new("empty");
-    StoreWriter::create(&tmp.0).expect("create").finish().expect("finish");
+    StoreWriter::create(&tmp.0)
+        .expect("create")
+        .finish()
+        .expect("finish");
     let store = Store::open(&tmp.0).expect("open");
-    assert_eq!((store.n_games(), store.n_positions(), store.n_chunks()), (0, 0, 0));
+    assert_eq!(
+        (store.n_games(), store.n_positions(), store.n_chunks()),
+        (0, 0, 0)
+    );
     assert!(store.game(0).is_err());
     assert!(store.game_of_position(0).is_err());
 }
@@ -174,7 +206,8 @@ fn store_writer_is_atomic() {
     );
     {
         let mut w = StoreWriter::create(&tmp.0).expect("create");
-        w.add_game(&GameMeta::default(), &[record(0, true)]).expect("add");
+        w.add_game(&GameMeta::default(), &[record(0, true)])
+            .expect("add");
         assert!(dir.join(&tmp_name).exists());
         assert!(!tmp.0.exists(), "target appears only at finish");
         // Dropped unfinished: the temporary file goes away.
@@ -182,7 +215,8 @@ fn store_writer_is_atomic() {
     assert!(!dir.join(&tmp_name).exists());
     assert!(!tmp.0.exists());
     let mut w = StoreWriter::create(&tmp.0).expect("create");
-    w.add_game(&GameMeta::default(), &[record(0, true)]).expect("add");
+    w.add_game(&GameMeta::default(), &[record(0, true)])
+        .expect("add");
     w.finish().expect("finish");
     assert!(!dir.join(&tmp_name).exists());
     assert_eq!(Store::open(&tmp.0).expect("open").n_games(), 1);
@@ -219,7 +253,15 @@ fn good_bytes(name: &str) -> Vec<u8> {
 #[test]
 fn store_corrupt_truncated() {
     let bytes = good_bytes("trunc-src");
-    for len in [0, 7, HEADER_LEN - 1, HEADER_LEN, 4096, bytes.len() / 2, bytes.len() - 1] {
+    for len in [
+        0,
+        7,
+        HEADER_LEN - 1,
+        HEADER_LEN,
+        4096,
+        bytes.len() / 2,
+        bytes.len() - 1,
+    ] {
         let err = open_bytes("trunc", &bytes[..len], true).expect_err("truncated must fail");
         assert!(
             matches!(err, StoreError::Truncated { .. }),
@@ -253,7 +295,10 @@ fn store_corrupt_header_and_meta() {
     let bytes = good_bytes("header-src");
     let mut bad_magic = bytes.clone();
     bad_magic[0] = b'X';
-    assert!(matches!(open_bytes("magic", &bad_magic, true), Err(StoreError::BadMagic)));
+    assert!(matches!(
+        open_bytes("magic", &bad_magic, true),
+        Err(StoreError::BadMagic)
+    ));
 
     let mut version = bytes.clone();
     version[8..12].copy_from_slice(&99u32.to_le_bytes());
@@ -284,7 +329,10 @@ fn store_corrupt_header_and_meta() {
     let mut meta = bytes.clone();
     let last = meta.len() - 20;
     meta[last] ^= 0x80;
-    assert!(matches!(open_bytes("meta", &meta, true), Err(StoreError::BadMetaChecksum)));
+    assert!(matches!(
+        open_bytes("meta", &meta, true),
+        Err(StoreError::BadMetaChecksum)
+    ));
 }
 
 #[test]
@@ -297,7 +345,10 @@ fn store_corrupt_anywhere_never_panics() {
         b[at] ^= 0x5a;
         // Every flip is caught (checksums cover every byte, the header
         // padding must be zero), and none panics.
-        assert!(open_bytes("sweep", &b, true).is_err(), "flip at {at} went unnoticed");
+        assert!(
+            open_bytes("sweep", &b, true).is_err(),
+            "flip at {at} went unnoticed"
+        );
         at += 997;
     }
 }

@@ -180,6 +180,9 @@ pub struct GameMeta {
     pub text: Vec<u8>,
 }
 
+/// A tag pair as stored: (name, value) raw bytes borrowed from the map.
+pub type RawTagPair<'a> = (&'a [u8], &'a [u8]);
+
 /// One game of an open store (decoded from the game index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GameEntry {
@@ -546,7 +549,8 @@ impl StoreWriter {
         let tags_len = u32::try_from(self.tags.len() as u64 - tags_offset)
             .map_err(|_| limit("tags of one game over 4 GB"))?;
         // Text: whole games per block.
-        if !self.text_block.is_empty() && self.text_block.len() + meta.text.len() > TEXT_BLOCK_TARGET
+        if !self.text_block.is_empty()
+            && self.text_block.len() + meta.text.len() > TEXT_BLOCK_TARGET
         {
             self.flush_text_block()?;
         }
@@ -585,8 +589,8 @@ impl StoreWriter {
     }
 
     fn flush_text_block(&mut self) -> Result<(), StoreError> {
-        let compressed = zstd::bulk::compress(&self.text_block, TEXT_ZSTD_LEVEL)
-            .map_err(|e| self.io_err(e))?;
+        let compressed =
+            zstd::bulk::compress(&self.text_block, TEXT_ZSTD_LEVEL).map_err(|e| self.io_err(e))?;
         let offset = self.text.len() as u64;
         self.text_index.extend_from_slice(&offset.to_le_bytes());
         self.text_index
@@ -775,10 +779,7 @@ impl Store {
                     needed: h.file_len,
                 }
             } else {
-                out_of_range(format!(
-                    "file is {len} bytes, header says {}",
-                    h.file_len
-                ))
+                out_of_range(format!("file is {len} bytes, header says {}", h.file_len))
             });
         }
         if len < CHUNKS_OFFSET {
@@ -816,8 +817,18 @@ impl Store {
             }
             Ok(())
         };
-        section("chunk index", h.chunk_index_offset, h.n_chunks, CHUNK_ENTRY_LEN as u64)?;
-        section("game index", h.game_index_offset, h.n_games, GAME_ENTRY_LEN as u64)?;
+        section(
+            "chunk index",
+            h.chunk_index_offset,
+            h.n_chunks,
+            CHUNK_ENTRY_LEN as u64,
+        )?;
+        section(
+            "game index",
+            h.game_index_offset,
+            h.n_games,
+            GAME_ENTRY_LEN as u64,
+        )?;
         section("tag blob", h.tags_offset, h.tags_len, 1)?;
         section(
             "text index",
@@ -839,7 +850,8 @@ impl Store {
         // Chunk entries.
         for i in 0..h.n_chunks {
             let c = self.chunk_entry(i);
-            let expected_len = (h.n_positions - i * CHUNK_POSITIONS as u64).min(CHUNK_POSITIONS as u64);
+            let expected_len =
+                (h.n_positions - i * CHUNK_POSITIONS as u64).min(CHUNK_POSITIONS as u64);
             if c.first_position != i * CHUNK_POSITIONS as u64 || c.len as u64 != expected_len {
                 return Err(out_of_range(format!("chunk {i} entry")));
             }
@@ -982,7 +994,7 @@ impl Store {
     }
 
     /// Game `i`'s tag pairs, in PGN order, as raw bytes.
-    pub fn game_tags_raw(&self, i: u32) -> Result<Vec<(&[u8], &[u8])>, StoreError> {
+    pub fn game_tags_raw(&self, i: u32) -> Result<Vec<RawTagPair<'_>>, StoreError> {
         let g = self.game(i)?;
         let start = (self.header.tags_offset + g.tags_offset) as usize;
         let blob = &self.map[start..start + g.tags_len as usize];
@@ -998,7 +1010,9 @@ impl Store {
             let vl = blob.get(o..o + 4).ok_or_else(bad)?;
             let vl = u32::from_le_bytes([vl[0], vl[1], vl[2], vl[3]]) as usize;
             o += 4;
-            let value = blob.get(o..o.checked_add(vl).ok_or_else(bad)?).ok_or_else(bad)?;
+            let value = blob
+                .get(o..o.checked_add(vl).ok_or_else(bad)?)
+                .ok_or_else(bad)?;
             o += vl;
             out.push((name, value));
         }
@@ -1099,7 +1113,8 @@ impl Store {
 
     fn parse_sources(&self) -> Result<Vec<String>, StoreError> {
         let h = &self.header;
-        let bytes = &self.map[h.sources_offset as usize..(h.sources_offset + h.sources_len) as usize];
+        let bytes =
+            &self.map[h.sources_offset as usize..(h.sources_offset + h.sources_len) as usize];
         let bad = || out_of_range("source list");
         let mut out = Vec::new();
         let mut o = 0usize;
@@ -1107,7 +1122,9 @@ impl Store {
             let l = bytes.get(o..o + 4).ok_or_else(bad)?;
             let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
             o += 4;
-            let s = bytes.get(o..o.checked_add(l).ok_or_else(bad)?).ok_or_else(bad)?;
+            let s = bytes
+                .get(o..o.checked_add(l).ok_or_else(bad)?)
+                .ok_or_else(bad)?;
             o += l;
             out.push(String::from_utf8_lossy(s).into_owned());
         }

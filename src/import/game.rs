@@ -13,9 +13,7 @@ use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
 use cqlj_runtime::store::{GameMeta, game_flags, result};
 use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
-use shakmaty::{
-    CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup,
-};
+use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup};
 
 /// Most positions a game may have (`parent_delta` and `ply` are u16).
 pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
@@ -219,8 +217,10 @@ impl GameVisitor {
         };
         match parsed.clone().into_position::<Chess>(mode) {
             Ok(pos) => Ok(pos),
-            Err(e) if mode == CastlingMode::Standard
-                && e.kinds().contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) =>
+            Err(e)
+                if mode == CastlingMode::Standard
+                    && e.kinds()
+                        .contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) =>
             {
                 // X-FEN / Shredder castling that is not standard: Chess960.
                 match parsed.into_position::<Chess>(CastlingMode::Chess960) {
@@ -320,8 +320,7 @@ impl Visitor for GameVisitor {
                     return self.fail(at);
                 }
                 frame.dead = true;
-                self.warnings
-                    .push(format!("variation cut short: {at}"));
+                self.warnings.push(format!("variation cut short: {at}"));
                 return ControlFlow::Continue(());
             }
         };
