@@ -34,8 +34,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     println!("chunks:         {}", store.n_chunks());
     println!("file size:      {size} bytes");
     println!("bytes/position: {bpp:.1}");
-    for (i, s) in store.source_files().iter().enumerate() {
-        println!("source {i}:       {s}");
+    let sources = store.source_files();
+    println!("source files:   {}", sources.len());
+    const SHOWN: usize = 10;
+    for s in sources.iter().take(SHOWN) {
+        println!("  {s}");
+    }
+    if sources.len() > SHOWN {
+        println!("  ... and {} more", sources.len() - SHOWN);
     }
     Ok(ExitCode::SUCCESS)
 }
