@@ -1,0 +1,1 @@
+//! Unit tests of the interpreter on hand-built IR.
