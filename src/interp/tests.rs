@@ -1228,3 +1228,54 @@ fn errors_are_typed_not_panics() {
         Err(InterpError::Unsupported { .. })
     ));
 }
+
+#[test]
+fn smart_comments_drop_comments_of_failing_filters() {
+    let comment = |t: &str| logical(Node::Comment(vec![string(t)]));
+    // { comment "kept" } and not { comment "dropped" false }
+    let kept = x(Node::Block(vec![comment("kept")]), Kind::Logical);
+    let dropped = x(
+        Node::Block(vec![comment("dropped"), logical(Node::Bool(false))]),
+        Kind::Logical,
+    );
+    let body = vec![kept, logical(Node::Not(bx(dropped)))];
+    let interp = query(body, &[]);
+    let positions = one_position(START);
+    let game = GameView {
+        number: 1,
+        tags: NO_TAGS,
+        positions: &positions,
+    };
+    let out = interp
+        .eval_game(&game, &EvalOptions::default())
+        .expect("evaluates");
+    assert_eq!(out.matched, vec![0]);
+    assert_eq!(out.comments, vec![(0, "kept".to_string())]);
+}
+
+#[test]
+fn game_view_tree_navigation() {
+    let g = sample_game();
+    let game = GameView {
+        number: 1,
+        tags: NO_TAGS,
+        positions: &g.records,
+    };
+    assert_eq!(game.children(0), vec![1, 2]);
+    assert_eq!(game.children(1), vec![4]);
+    assert_eq!(game.children(3), Vec::<u32>::new());
+    assert_eq!(game.parent(0), None);
+    assert_eq!(game.parent(2), Some(0));
+    assert_eq!(game.parent(4), Some(1));
+    assert_eq!(game.parent(99), None);
+    // Mainline-only evaluation skips the variation's positions.
+    let interp = query(vec![logical(Node::Bool(true))], &[]);
+    let main = interp
+        .eval_game(&game, &EvalOptions::default())
+        .expect("evaluates");
+    assert_eq!(main.matched, vec![0, 1, 4, 5, 6, 7, 8, 9]);
+    let all = interp
+        .eval_game(&game, &EvalOptions { variations: true })
+        .expect("evaluates");
+    assert_eq!(all.matched, (0..10).collect::<Vec<u32>>());
+}
