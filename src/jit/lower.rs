@@ -1,0 +1,1008 @@
+//! Lowering of expanded IR filters to Cranelift IR inside the kernel's loop
+//! body: every filter becomes straight-line code over the current position's
+//! columns (no branches inside a position), so Cranelift's optimizer can
+//! share subexpressions across orbit elements.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    AbiParam, Function, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
+    Value, types,
+};
+use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+
+use super::{GameSlot, JitOptions, fused};
+use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, SetOp, Side};
+use crate::runtime::bitboard::{DARK_SQUARES, DirSet, LIGHT_SQUARES};
+use crate::runtime::helpers;
+use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
+
+/// Why the JIT does not lower `e`, or `None` if it does.
+pub(super) fn unsupported(e: &Expr) -> Option<String> {
+    let own = match &e.node {
+        Node::Str(_) => Some("string values"),
+        Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some("string-valued game tags"),
+        Node::CurrentTransform => Some("currenttransform (string)"),
+        Node::CurrentPosition => Some("position values"),
+        Node::Var(_) | Node::Assign { .. } => Some("variables"),
+        Node::Sort { .. } => Some("sort (side effect)"),
+        Node::Comment(_) | Node::Message(_) => Some("comment/message (side effect)"),
+        Node::SquareLoop { .. } => Some("square/piece loops"),
+        Node::Move(_) => Some("move filters"),
+        Node::Transform { .. } | Node::NoTransform(_) => Some("unexpanded transform"),
+        Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
+            Some("and/or/not with a value")
+        }
+        _ => None,
+    };
+    if let Some(r) = own {
+        return Some(r.to_string());
+    }
+    if matches!(e.kind, Kind::String | Kind::Position) {
+        return Some(format!("{} values", e.kind));
+    }
+    let mut found = None;
+    e.for_each_child(|c| {
+        if found.is_none() {
+            found = unsupported(c);
+        }
+    });
+    found
+}
+
+/// A lowered filter at the current position.
+#[derive(Clone, Copy)]
+pub(super) enum V {
+    /// Match flag (i8: 0 or 1).
+    Logical(Value),
+    /// A square set (i64); matches iff non-empty. A set filter that does not
+    /// match for another reason has the empty set.
+    Set(Value),
+    /// Match flag and value.
+    Num { m: Value, v: Value },
+}
+
+pub(super) struct Lower<'a, 'f> {
+    pub b: &'a mut FunctionBuilder<'f>,
+    ptr: Type,
+    chunk: Value,
+    /// Position index, pointer-sized.
+    idx: Value,
+    game: Value,
+    game_slots: &'a mut Vec<GameSlot>,
+    bbs: [Option<Value>; 8],
+    cols: HashMap<Column, Value>,
+    pieces: HashMap<PieceSet, Value>,
+    board: Option<Value>,
+    pub fused: &'a mut Vec<usize>,
+    fuse: bool,
+}
+
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+impl<'a, 'f> Lower<'a, 'f> {
+    pub fn i64c(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(types::I64, v)
+    }
+    pub fn u64c(&mut self, v: u64) -> Value {
+        self.b.ins().iconst(types::I64, v as i64)
+    }
+    pub fn i8c(&mut self, v: bool) -> Value {
+        self.b.ins().iconst(types::I8, v as i64)
+    }
+
+    /// Loads the current position's value of a column (zero-extended to i64).
+    fn column(&mut self, c: Column) -> Value {
+        if let Some(v) = self.cols.get(&c) {
+            return *v;
+        }
+        let w = c.width() as i64;
+        let ty = match w {
+            8 => types::I64,
+            4 => types::I32,
+            2 => types::I16,
+            _ => types::I8,
+        };
+        let off = self.b.ins().imul_imm_s(self.idx, w);
+        let base = self.b.ins().iadd_imm_s(self.chunk, c.offset() as i64);
+        let addr = self.b.ins().iadd(base, off);
+        let raw = self.b.ins().load(ty, trusted(), addr, 0);
+        let v = if ty == types::I64 {
+            raw
+        } else {
+            self.b.ins().uextend(types::I64, raw)
+        };
+        self.cols.insert(c, v);
+        v
+    }
+
+    fn bb(&mut self, i: usize) -> Value {
+        if let Some(v) = self.bbs[i] {
+            return v;
+        }
+        let v = self.column(Column::Bitboard(i));
+        self.bbs[i] = Some(v);
+        v
+    }
+
+    fn occupied(&mut self) -> Value {
+        let w = self.bb(BB_WHITE);
+        let k = self.bb(BB_BLACK);
+        self.b.ins().bor(w, k)
+    }
+
+    /// The squares holding a piece of `set`.
+    pub fn pieces(&mut self, set: PieceSet) -> Value {
+        if let Some(v) = self.pieces.get(&set) {
+            return *v;
+        }
+        let white = set.0 & 0x3f;
+        let black = (set.0 >> 6) & 0x3f;
+        let mut acc: Option<Value> = None;
+        let mut or = |l: &mut Self, v: Value| {
+            acc = Some(match acc {
+                Some(a) => l.b.ins().bor(a, v),
+                None => v,
+            })
+        };
+        if white == black {
+            // Both colours of the same roles: no colour mask needed.
+            if white == 0x3f {
+                let o = self.occupied();
+                or(self, o);
+            } else {
+                for r in 0..6 {
+                    if white >> r & 1 == 1 {
+                        let v = self.bb(r);
+                        or(self, v);
+                    }
+                }
+            }
+        } else {
+            for (mask, col) in [(white, BB_WHITE), (black, BB_BLACK)] {
+                if mask == 0 {
+                    continue;
+                }
+                let c = self.bb(col);
+                if mask == 0x3f {
+                    or(self, c);
+                    continue;
+                }
+                let mut roles: Option<Value> = None;
+                for r in 0..6 {
+                    if mask >> r & 1 == 1 {
+                        let v = self.bb(r);
+                        roles = Some(match roles {
+                            Some(a) => self.b.ins().bor(a, v),
+                            None => v,
+                        });
+                    }
+                }
+                if let Some(roles) = roles {
+                    let v = self.b.ins().band(roles, c);
+                    or(self, v);
+                }
+            }
+        }
+        if set.contains(PieceSet::EMPTY_SQUARE) {
+            let o = self.occupied();
+            let e = self.b.ins().bnot(o);
+            or(self, e);
+        }
+        let v = match acc {
+            Some(v) => v,
+            None => self.u64c(0),
+        };
+        self.pieces.insert(set, v);
+        v
+    }
+
+    /// Address of a stack copy of the current position's eight bitboards
+    /// (for helpers).
+    fn board(&mut self) -> Value {
+        if let Some(v) = self.board {
+            return v;
+        }
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 64, 3));
+        for i in 0..8 {
+            let v = self.bb(i);
+            self.b.ins().stack_store(self.ptr, v, slot, (i * 8) as i32);
+        }
+        let addr = self.b.ins().stack_addr(self.ptr, slot, 0);
+        self.board = Some(addr);
+        addr
+    }
+
+    /// Calls an `extern "C"` helper at a fixed address.
+    fn call(&mut self, addr: usize, params: &[Type], args: &[Value]) -> Value {
+        let mut sig = Signature::new(self.b.func.signature.call_conv);
+        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+        sig.returns.push(AbiParam::new(types::I64));
+        let sigref = self.b.import_signature(sig);
+        let callee = self.b.ins().iconst(self.ptr, addr as i64);
+        let inst = self.b.ins().call_indirect(sigref, callee, args);
+        self.b.inst_results(inst)[0]
+    }
+
+    fn flag(&mut self, bit: u8) -> Value {
+        let f = self.column(Column::Flags);
+        let t = self.b.ins().band_imm_s(f, bit as i64);
+        self.b.ins().icmp_imm_s(IntCC::NotEqual, t, 0)
+    }
+
+    fn game_value(&mut self, slot: GameSlot) -> Value {
+        let i = match self.game_slots.iter().position(|s| *s == slot) {
+            Some(i) => i,
+            None => {
+                self.game_slots.push(slot);
+                self.game_slots.len() - 1
+            }
+        };
+        self.b
+            .ins()
+            .load(types::I64, trusted(), self.game, (i * 8) as i32)
+    }
+
+    pub fn matched(&mut self, v: V) -> Value {
+        match v {
+            V::Logical(m) | V::Num { m, .. } => m,
+            V::Set(s) => self.b.ins().icmp_imm_s(IntCC::NotEqual, s, 0),
+        }
+    }
+
+    fn set(&mut self, e: &Expr) -> Value {
+        match self.expr(e) {
+            V::Set(s) => s,
+            // Not expected from a kind-checked IR: a non-set in set position
+            // contributes its match as all-or-nothing.
+            other => {
+                let m = self.matched(other);
+                let wide = self.b.ins().uextend(types::I64, m);
+                self.b.ins().ineg(wide)
+            }
+        }
+    }
+
+    /// Numeric value with match flag; a set stands for its size.
+    fn num(&mut self, e: &Expr) -> (Value, Value) {
+        match self.expr(e) {
+            V::Num { m, v } => (m, v),
+            V::Set(s) => {
+                let c = self.b.ins().popcnt(s);
+                (self.i8c(true), c)
+            }
+            V::Logical(m) => {
+                let v = self.b.ins().uextend(types::I64, m);
+                (m, v)
+            }
+        }
+    }
+
+    fn and(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().band(a, b)
+    }
+
+    fn all(&mut self, ms: &[Value]) -> Value {
+        let mut acc = self.i8c(true);
+        for &m in ms {
+            acc = self.and(acc, m);
+        }
+        acc
+    }
+
+    /// Shifts every square of `s` by (dx, dy); squares leaving the board
+    /// vanish.
+    pub fn translate(&mut self, s: Value, dx: i8, dy: i8) -> Value {
+        let mut keep = !0u64;
+        for x in 0..8i8 {
+            if !(0..8).contains(&(x + dx)) {
+                keep &= !crate::runtime::bitboard::file_mask(x as u8);
+            }
+        }
+        let mut v = s;
+        if keep != !0 {
+            v = self.b.ins().band_imm_s(v, keep as i64);
+        }
+        let sh = dx as i64 + 8 * dy as i64;
+        if sh > 0 {
+            self.b.ins().ishl_imm_u(v, sh)
+        } else if sh < 0 {
+            self.b.ins().ushr_imm_u(v, -sh)
+        } else {
+            v
+        }
+    }
+
+    fn direction(&mut self, dirs: DirSet, min: u8, max: u8, s: Value) -> Value {
+        let mut acc = self.u64c(0);
+        for d in dirs.iter() {
+            let (dx, dy) = d.delta();
+            let mut cur = s;
+            for k in 1..=max.min(7) {
+                cur = self.translate(cur, dx, dy);
+                if k >= min {
+                    acc = self.b.ins().bor(acc, cur);
+                }
+            }
+        }
+        acc
+    }
+
+    fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
+        let cc = match op {
+            CmpOp::Lt => IntCC::SignedLessThan,
+            CmpOp::Le => IntCC::SignedLessThanOrEqual,
+            CmpOp::Eq => IntCC::Equal,
+            CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+            CmpOp::Gt => IntCC::SignedGreaterThan,
+            CmpOp::Ne => IntCC::NotEqual,
+        };
+        self.b.ins().icmp(cc, a, b)
+    }
+
+    fn flags_value(&mut self, e: &Expr) -> Option<V> {
+        let bit = match &e.node {
+            Node::Check => flags::CHECK,
+            Node::Mate => flags::MATE,
+            Node::Stalemate => flags::STALEMATE,
+            Node::Initial => flags::INITIAL,
+            Node::Terminal => flags::TERMINAL,
+            Node::Mainline => flags::MAINLINE,
+            Node::ToMove(Side::White) => flags::WHITE_TO_MOVE,
+            Node::ToMove(Side::Black) | Node::Variation => {
+                let bit = if matches!(e.node, Node::Variation) {
+                    flags::MAINLINE
+                } else {
+                    flags::WHITE_TO_MOVE
+                };
+                let f = self.column(Column::Flags);
+                let t = self.b.ins().band_imm_s(f, bit as i64);
+                return Some(V::Logical(self.b.ins().icmp_imm_s(IntCC::Equal, t, 0)));
+            }
+            _ => return None,
+        };
+        Some(V::Logical(self.flag(bit)))
+    }
+
+    /// Lowers one filter.
+    pub fn expr(&mut self, e: &Expr) -> V {
+        if let Some(v) = self.flags_value(e) {
+            return v;
+        }
+        match &e.node {
+            Node::Bool(b) => V::Logical(self.i8c(*b)),
+            Node::Number(n) => V::Num {
+                m: self.i8c(true),
+                v: self.i64c(*n),
+            },
+            Node::Squares(s) => V::Set(self.u64c(s.0)),
+            Node::Piece { pieces, squares } => {
+                let p = self.pieces(*pieces);
+                if squares.0 == !0 {
+                    V::Set(p)
+                } else {
+                    V::Set(self.b.ins().band_imm_s(p, squares.0 as i64))
+                }
+            }
+            Node::SetBinary(op, a, b) => {
+                let (a, b) = (self.set(a), self.set(b));
+                V::Set(match op {
+                    SetOp::Inter => self.b.ins().band(a, b),
+                    SetOp::Union => self.b.ins().bor(a, b),
+                })
+            }
+            Node::Complement(a) => {
+                let a = self.set(a);
+                V::Set(self.b.ins().bnot(a))
+            }
+            Node::Direction {
+                dirs,
+                min,
+                max,
+                arg,
+            } => {
+                let s = self.set(arg);
+                V::Set(self.direction(*dirs, *min, *max, s))
+            }
+            Node::Light(a) | Node::Dark(a) => {
+                let s = self.set(a);
+                let mask = if matches!(e.node, Node::Light(_)) {
+                    LIGHT_SQUARES
+                } else {
+                    DARK_SQUARES
+                };
+                V::Set(self.b.ins().band_imm_s(s, mask as i64))
+            }
+            Node::EnPassantSquare => {
+                let ep = self.column(Column::Ep);
+                let one = self.u64c(1);
+                let bit = self.b.ins().ishl(one, ep);
+                let valid = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, ep, 64);
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(valid, bit, zero))
+            }
+            Node::MakeSquare(f, r) => {
+                let (mf, vf) = self.num(f);
+                let (mr, vr) = self.num(r);
+                let f0 = self.b.ins().iadd_imm_s(vf, -1);
+                let r0 = self.b.ins().iadd_imm_s(vr, -1);
+                let okf = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, f0, 8);
+                let okr = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, r0, 8);
+                let ok = self.all(&[mf, mr, okf, okr]);
+                let r8 = self.b.ins().imul_imm_s(r0, 8);
+                let sq = self.b.ins().iadd(r8, f0);
+                let sq = self.b.ins().band_imm_s(sq, 63);
+                let one = self.u64c(1);
+                let bit = self.b.ins().ishl(one, sq);
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(ok, bit, zero))
+            }
+            Node::Attacks(x, y) | Node::AttackedBy(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                let board = self.board();
+                let f = if matches!(e.node, Node::Attacks(..)) {
+                    helpers::cqlj_attacks as *const () as usize
+                } else {
+                    helpers::cqlj_attacked_by as *const () as usize
+                };
+                let p = self.ptr;
+                V::Set(self.call(f, &[p, types::I64, types::I64], &[board, x, y]))
+            }
+            Node::Between(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                let f = helpers::cqlj_between as *const () as usize;
+                V::Set(self.call(f, &[types::I64, types::I64], &[x, y]))
+            }
+            Node::Ray { xray, dirs, args } => {
+                let vals: Vec<Value> = args.iter().map(|a| self.set(a)).collect();
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    8 * vals.len().max(1) as u32,
+                    3,
+                ));
+                for (i, v) in vals.iter().enumerate() {
+                    self.b.ins().stack_store(self.ptr, *v, slot, (i * 8) as i32);
+                }
+                let argp = self.b.ins().stack_addr(self.ptr, slot, 0);
+                let board = self.board();
+                let d = self.b.ins().iconst(types::I32, dirs.0 as i64);
+                let x = self.b.ins().iconst(types::I32, *xray as i64);
+                let n = self.b.ins().iconst(types::I32, vals.len() as i64);
+                let p = self.ptr;
+                let f = helpers::cqlj_ray as *const () as usize;
+                V::Set(self.call(
+                    f,
+                    &[p, types::I32, types::I32, p, types::I32],
+                    &[board, d, x, argp, n],
+                ))
+            }
+            Node::Pin { from, through, to } => {
+                let mut present = 0;
+                let mut vals = [None; 3];
+                for (i, part) in [from, through, to].into_iter().enumerate() {
+                    if let Some(p) = part {
+                        present |= 1 << i;
+                        vals[i] = Some(self.set(p));
+                    }
+                }
+                let vals = vals.map(|v| v.unwrap_or_else(|| self.u64c(0)));
+                let board = self.board();
+                let pr = self.b.ins().iconst(types::I32, present);
+                let p = self.ptr;
+                let f = helpers::cqlj_pin as *const () as usize;
+                V::Set(self.call(
+                    f,
+                    &[p, types::I32, types::I64, types::I64, types::I64],
+                    &[board, pr, vals[0], vals[1], vals[2]],
+                ))
+            }
+            Node::PawnStructure(which) => {
+                let code = match which {
+                    PawnSet::Passed => helpers::PawnStructure::Passed,
+                    PawnSet::Doubled => helpers::PawnStructure::Doubled,
+                    PawnSet::Isolated => helpers::PawnStructure::Isolated,
+                    PawnSet::Connected => helpers::PawnStructure::Connected,
+                } as u32;
+                let board = self.board();
+                let c = self.b.ins().iconst(types::I32, code as i64);
+                let p = self.ptr;
+                let f = helpers::cqlj_pawn_structure as *const () as usize;
+                V::Set(self.call(f, &[p, types::I32], &[board, c]))
+            }
+            Node::Count(a) => {
+                let s = self.set(a);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().popcnt(s),
+                }
+            }
+            Node::Power(a) => {
+                let s = self.set(a);
+                let mut acc = self.i64c(0);
+                for (role, value) in [(0usize, 1i64), (1, 3), (2, 3), (3, 5), (4, 9)] {
+                    let r = self.bb(role);
+                    let on = self.b.ins().band(r, s);
+                    let c = self.b.ins().popcnt(on);
+                    let w = self.b.ins().imul_imm_s(c, value);
+                    acc = self.b.ins().iadd(acc, w);
+                }
+                V::Num {
+                    m: self.i8c(true),
+                    v: acc,
+                }
+            }
+            Node::Arith(op, a, b) => {
+                let (ma, va) = self.num(a);
+                let (mb, vb) = self.num(b);
+                let both = self.and(ma, mb);
+                match op {
+                    ArithOp::Add => V::Num {
+                        m: both,
+                        v: self.b.ins().iadd(va, vb),
+                    },
+                    ArithOp::Sub => V::Num {
+                        m: both,
+                        v: self.b.ins().isub(va, vb),
+                    },
+                    ArithOp::Mul => V::Num {
+                        m: both,
+                        v: self.b.ins().imul(va, vb),
+                    },
+                    ArithOp::Div | ArithOp::Mod => {
+                        // Division by zero does not match; a divisor of 0 or
+                        // -1 is replaced by 1 so sdiv/srem cannot trap, and
+                        // x / -1 = -x, x % -1 = 0 (wrapping).
+                        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, vb, 0);
+                        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, vb, -1);
+                        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, vb, 0);
+                        let unsafe_div = self.b.ins().bor(m1, zero);
+                        let one = self.i64c(1);
+                        let d = self.b.ins().select(unsafe_div, one, vb);
+                        let (q, special) = if *op == ArithOp::Div {
+                            (self.b.ins().sdiv(va, d), self.b.ins().ineg(va))
+                        } else {
+                            (self.b.ins().srem(va, d), self.i64c(0))
+                        };
+                        let v = self.b.ins().select(m1, special, q);
+                        V::Num {
+                            m: self.and(both, nz),
+                            v,
+                        }
+                    }
+                }
+            }
+            Node::Neg(a) => {
+                let (m, v) = self.num(a);
+                V::Num {
+                    m,
+                    v: self.b.ins().ineg(v),
+                }
+            }
+            Node::Abs(a) => {
+                let (m, v) = self.num(a);
+                V::Num {
+                    m,
+                    v: self.b.ins().iabs(v),
+                }
+            }
+            Node::Max(args) | Node::Min(args) => {
+                let max = matches!(e.node, Node::Max(_));
+                let mut m = self.i8c(true);
+                let mut acc: Option<Value> = None;
+                for a in args {
+                    let (ma, va) = self.num(a);
+                    m = self.and(m, ma);
+                    acc = Some(match acc {
+                        None => va,
+                        Some(x) if max => self.b.ins().smax(x, va),
+                        Some(x) => self.b.ins().smin(x, va),
+                    });
+                }
+                let v = acc.unwrap_or_else(|| self.i64c(0));
+                if args.is_empty() {
+                    m = self.i8c(false);
+                }
+                V::Num { m, v }
+            }
+            Node::Rank(a) | Node::File(a) => {
+                let s = self.set(a);
+                let c = self.b.ins().popcnt(s);
+                let m = self.b.ins().icmp_imm_s(IntCC::Equal, c, 1);
+                let sq = self.b.ins().ctz(s);
+                let sq = self.b.ins().band_imm_s(sq, 63);
+                let v = if matches!(e.node, Node::Rank(_)) {
+                    self.b.ins().ushr_imm_u(sq, 3)
+                } else {
+                    self.b.ins().band_imm_s(sq, 7)
+                };
+                V::Num {
+                    m,
+                    v: self.b.ins().iadd_imm_s(v, 1),
+                }
+            }
+            Node::Ply => {
+                let p = self.column(Column::Ply);
+                V::Num {
+                    m: self.i8c(true),
+                    v: p,
+                }
+            }
+            Node::MoveNumber => {
+                // Full-move number counted from the game's start, which is
+                // move 1; the game started with black to move iff the parity
+                // of the ply disagrees with the side to move.
+                let p = self.column(Column::Ply);
+                let wtm = self.flag(flags::WHITE_TO_MOVE);
+                let wtm = self.b.ins().uextend(types::I64, wtm);
+                let odd = self.b.ins().band_imm_s(p, 1);
+                // black start: ply even & btm, or ply odd & wtm -> odd ^ wtm == 0
+                let x = self.b.ins().bxor(odd, wtm);
+                let black_start = self.b.ins().bxor_imm_s(x, 1);
+                let adj = self.b.ins().iadd(p, black_start);
+                let half = self.b.ins().ushr_imm_u(adj, 1);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().iadd_imm_s(half, 1),
+                }
+            }
+            Node::GameNumber | Node::Elo(_) | Node::Year => {
+                let slot = match &e.node {
+                    Node::GameNumber => GameSlot::GameNumber,
+                    Node::Elo(s) => GameSlot::Elo(*s),
+                    _ => GameSlot::Year,
+                };
+                let v = self.game_value(slot);
+                let m = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::NotEqual, v, super::GAME_VALUE_MISSING);
+                V::Num { m, v }
+            }
+            Node::Result(r) => {
+                let v = self.game_value(GameSlot::Result(*r));
+                V::Logical(self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0))
+            }
+            Node::SideToMove => {
+                let w = self.flag(flags::WHITE_TO_MOVE);
+                let one = self.i64c(1);
+                let neg = self.i64c(-1);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().select(w, one, neg),
+                }
+            }
+            Node::SideConst(s) => V::Num {
+                m: self.i8c(true),
+                v: self.i64c(if *s == Side::White { 1 } else { -1 }),
+            },
+            Node::EnPassant | Node::Castle => {
+                let mv = self.column(Column::Move);
+                let kind = self.b.ins().ushr_imm_u(mv, 21);
+                let kind = self.b.ins().band_imm_s(kind, 3);
+                V::Logical(if matches!(e.node, Node::EnPassant) {
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::Equal, kind, PackedMove::EN_PASSANT as i64)
+                } else {
+                    self.b.ins().icmp_imm_s(
+                        IntCC::UnsignedGreaterThanOrEqual,
+                        kind,
+                        PackedMove::CASTLE_KINGSIDE as i64,
+                    )
+                })
+            }
+            Node::In(a, b) => {
+                let (a, b) = (self.set(a), self.set(b));
+                let out = self.b.ins().band_not(a, b);
+                V::Logical(self.b.ins().icmp_imm_s(IntCC::Equal, out, 0))
+            }
+            Node::Compare(op, a, b) => {
+                let sets = a.kind == Kind::Set && b.kind == Kind::Set;
+                if sets && matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                    let (x, y) = (self.set(a), self.set(b));
+                    return V::Logical(self.cmp(*op, x, y));
+                }
+                let (ma, va) = self.num(a);
+                let (mb, vb) = self.num(b);
+                let c = self.cmp(*op, va, vb);
+                let m = self.all(&[ma, mb, c]);
+                if e.kind == Kind::Numeric {
+                    V::Num { m, v: va }
+                } else {
+                    V::Logical(m)
+                }
+            }
+            Node::And(a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.matched(a), self.matched(b));
+                V::Logical(self.and(a, b))
+            }
+            Node::Or(a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.matched(a), self.matched(b));
+                V::Logical(self.b.ins().bor(a, b))
+            }
+            Node::Not(a) => {
+                let a = self.expr(a);
+                let m = self.matched(a);
+                V::Logical(self.b.ins().bxor_imm_s(m, 1))
+            }
+            Node::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond);
+                let c = self.matched(c);
+                let t = self.expr(then);
+                let o = otherwise.as_ref().map(|o| self.expr(o));
+                self.select(e.kind, c, t, o)
+            }
+            Node::Block(items) => {
+                let Some((last, init)) = items.split_last() else {
+                    return V::Logical(self.i8c(true));
+                };
+                let mut ms = Vec::with_capacity(init.len());
+                for i in init {
+                    let v = self.expr(i);
+                    ms.push(self.matched(v));
+                }
+                let ok = self.all(&ms);
+                let v = self.expr(last);
+                self.guard(ok, v)
+            }
+            Node::Orbit { count, elements } => {
+                if self.fuse
+                    && let Some(f) = fused::Fused::detect(*count, e.kind, elements)
+                {
+                    self.fused.push(f.groups.len());
+                    return f.lower(self);
+                }
+                let vals: Vec<V> = elements.iter().map(|el| self.expr(&el.body)).collect();
+                self.combine(*count, e.kind, &vals)
+            }
+            // `unsupported` rejects everything else before lowering.
+            _ => V::Logical(self.i8c(false)),
+        }
+    }
+
+    /// `v` if `ok`, else a non-match (of the same shape).
+    fn guard(&mut self, ok: Value, v: V) -> V {
+        match v {
+            V::Logical(m) => V::Logical(self.and(ok, m)),
+            V::Set(s) => {
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(ok, s, zero))
+            }
+            V::Num { m, v } => V::Num {
+                m: self.and(ok, m),
+                v,
+            },
+        }
+    }
+
+    /// `if c then t [else o]`: without `else`, a false condition matches
+    /// (with the empty set / no value for valued kinds).
+    fn select(&mut self, kind: Kind, c: Value, t: V, o: Option<V>) -> V {
+        match kind {
+            Kind::Set => {
+                let ts = self.as_set(t);
+                let os = match o {
+                    Some(o) => self.as_set(o),
+                    None => self.u64c(0),
+                };
+                V::Set(self.b.ins().select(c, ts, os))
+            }
+            Kind::Numeric => {
+                let (mt, vt) = self.as_num(t);
+                let (mo, vo) = match o {
+                    Some(o) => self.as_num(o),
+                    None => (self.i8c(false), self.i64c(0)),
+                };
+                V::Num {
+                    m: self.b.ins().select(c, mt, mo),
+                    v: self.b.ins().select(c, vt, vo),
+                }
+            }
+            _ => {
+                let mt = self.matched(t);
+                let mo = match o {
+                    Some(o) => self.matched(o),
+                    None => self.i8c(true),
+                };
+                V::Logical(self.b.ins().select(c, mt, mo))
+            }
+        }
+    }
+
+    fn as_set(&mut self, v: V) -> Value {
+        match v {
+            V::Set(s) => s,
+            other => {
+                let m = self.matched(other);
+                let w = self.b.ins().uextend(types::I64, m);
+                self.b.ins().ineg(w)
+            }
+        }
+    }
+
+    fn as_num(&mut self, v: V) -> (Value, Value) {
+        match v {
+            V::Num { m, v } => (m, v),
+            V::Set(s) => (self.i8c(true), self.b.ins().popcnt(s)),
+            V::Logical(m) => (m, self.i64c(0)),
+        }
+    }
+
+    /// Combines orbit element values per SEMANTICS.md §6.
+    pub fn combine(&mut self, count: bool, kind: Kind, vals: &[V]) -> V {
+        if count {
+            let mut acc = self.i64c(0);
+            for v in vals {
+                let m = self.matched(*v);
+                let w = self.b.ins().uextend(types::I64, m);
+                acc = self.b.ins().iadd(acc, w);
+            }
+            return V::Num {
+                m: self.i8c(true),
+                v: acc,
+            };
+        }
+        match kind {
+            Kind::Set => {
+                let mut acc = self.u64c(0);
+                for v in vals {
+                    let s = self.as_set(*v);
+                    acc = self.b.ins().bor(acc, s);
+                }
+                V::Set(acc)
+            }
+            Kind::Numeric => {
+                let mut m = self.i8c(false);
+                let mut acc = self.i64c(i64::MIN);
+                for v in vals {
+                    let (mi, vi) = self.as_num(*v);
+                    let bigger = self.b.ins().smax(acc, vi);
+                    acc = self.b.ins().select(mi, bigger, acc);
+                    m = self.b.ins().bor(m, mi);
+                }
+                V::Num { m, v: acc }
+            }
+            _ => {
+                let mut m = self.i8c(false);
+                for v in vals {
+                    let mi = self.matched(*v);
+                    m = self.b.ins().bor(m, mi);
+                }
+                V::Logical(m)
+            }
+        }
+    }
+}
+
+/// Builds the whole kernel function into `func`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn build_kernel(
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    config: TargetFrontendConfig,
+    filters: &[&Expr],
+    value: Option<&Expr>,
+    opts: &JitOptions,
+    game_slots: &mut Vec<GameSlot>,
+    fused: &mut Vec<usize>,
+) {
+    let ptr = config.pointer_type();
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    let header = b.create_block();
+    let body = b.create_block();
+    let flush = b.create_block();
+    let next = b.create_block();
+    let exit = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (chunk, start, end, game, out_bits, out_vals) = (
+        params[0], params[1], params[2], params[3], params[4], params[5],
+    );
+    let start = b.ins().uextend(types::I64, start);
+    let end = b.ins().uextend(types::I64, end);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().jump(header, &[start.into(), zero.into()]);
+
+    // header(i, acc): loop test.
+    b.switch_to_block(header);
+    let i = b.append_block_param(header, types::I64);
+    let acc = b.append_block_param(header, types::I64);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
+    b.ins().brif(more, body, &[], exit, &[]);
+
+    // body: evaluate the position, accumulate the match bit.
+    b.switch_to_block(body);
+    let idx = if ptr == types::I64 {
+        i
+    } else {
+        b.ins().ireduce(ptr, i)
+    };
+    let (m, v) = {
+        let mut l = Lower {
+            b: &mut b,
+            ptr,
+            chunk,
+            idx,
+            game,
+            game_slots,
+            bbs: [None; 8],
+            cols: HashMap::new(),
+            pieces: HashMap::new(),
+            board: None,
+            fused,
+            fuse: opts.fuse_orbits,
+        };
+        let mut ms = Vec::with_capacity(filters.len());
+        let mut value_v = None;
+        for f in filters {
+            let v = l.expr(f);
+            if value.is_some_and(|x| std::ptr::eq(x, *f)) {
+                value_v = Some(v);
+            }
+            ms.push(l.matched(v));
+        }
+        let m = l.all(&ms);
+        let v = value_v.map(|v| match v {
+            V::Set(s) => s,
+            V::Num { v, .. } => v,
+            V::Logical(m) => l.b.ins().uextend(types::I64, m),
+        });
+        (m, v)
+    };
+    if let Some(v) = v {
+        let off = b.ins().imul_imm_s(idx, 8);
+        let addr = b.ins().iadd(out_vals, off);
+        b.ins().store(MemFlagsData::trusted(), v, addr, 0);
+    }
+    let bit = b.ins().uextend(types::I64, m);
+    let sh = b.ins().band_imm_s(i, 63);
+    let bit = b.ins().ishl(bit, sh);
+    let acc2 = b.ins().bor(acc, bit);
+    let i1 = b.ins().iadd_imm_s(i, 1);
+    let word_end = b.ins().icmp_imm_s(IntCC::Equal, sh, 63);
+    let last = b.ins().icmp(IntCC::Equal, i1, end);
+    let do_flush = b.ins().bor(word_end, last);
+    b.ins()
+        .brif(do_flush, flush, &[], next, &[i1.into(), acc2.into()]);
+
+    // flush: OR the accumulated word into out_bits[i / 64].
+    b.switch_to_block(flush);
+    let w = b.ins().ushr_imm_u(i, 6);
+    let w = if ptr == types::I64 {
+        w
+    } else {
+        b.ins().ireduce(ptr, w)
+    };
+    let off = b.ins().imul_imm_s(w, 8);
+    let addr = b.ins().iadd(out_bits, off);
+    let old = b.ins().load(types::I64, MemFlagsData::trusted(), addr, 0);
+    let new = b.ins().bor(old, acc2);
+    b.ins().store(MemFlagsData::trusted(), new, addr, 0);
+    let z = b.ins().iconst(types::I64, 0);
+    b.ins().jump(header, &[i1.into(), z.into()]);
+
+    // next: continue with the accumulated word.
+    b.switch_to_block(next);
+    let ni = b.append_block_param(next, types::I64);
+    let nacc = b.append_block_param(next, types::I64);
+    b.ins().jump(header, &[ni.into(), nacc.into()]);
+
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+}
