@@ -10,7 +10,6 @@
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use cqlj::ir::{
     ArithOp, Bitboard, CmpOp, DirSet, Direction, ExpandedQuery, Expr, Kind, Node, OrbitElement,
     PawnSet, PieceSet, Query, Side, Span,
@@ -20,6 +19,7 @@ use cqlj::runtime::helpers;
 use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord, chess::record_of, flags,
 };
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pgn_reader::{Reader, SanPlus, Skip, Visitor};
 use shakmaty::{Chess, Position};
 
@@ -168,8 +168,11 @@ fn query(body: Expr) -> ExpandedQuery {
     .expect("transform-free")
 }
 
+/// A map of board coordinates.
+type SquareMap = fn(i8, i8) -> (i8, i8);
+
 /// D4 maps on (x, y).
-const D4: [fn(i8, i8) -> (i8, i8); 8] = [
+const D4: [SquareMap; 8] = [
     |x, y| (x, y),
     |x, y| (7 - y, x),
     |x, y| (7 - x, 7 - y),
@@ -180,7 +183,7 @@ const D4: [fn(i8, i8) -> (i8, i8); 8] = [
     |x, y| (7 - y, 7 - x),
 ];
 
-fn map_sq(s: u32, f: fn(i8, i8) -> (i8, i8)) -> u32 {
+fn map_sq(s: u32, f: SquareMap) -> u32 {
     let (x, y) = f((s % 8) as i8, (s / 8) as i8);
     (8 * y + x) as u32
 }
@@ -286,9 +289,17 @@ fn suite() -> Vec<(&'static str, ExpandedQuery, Reference)> {
         )),
         Box::new(|r| {
             let p = |w: bool, role: usize| r.pieces(w, role);
-            helpers::ray_set(&r.bb, DirSet::ANY, true, &[p(true, 2), p(false, 3), p(false, 4)])
-                | helpers::ray_set(&r.bb, DirSet::ANY, true, &[p(false, 2), p(true, 3), p(true, 4)])
-                != 0
+            helpers::ray_set(
+                &r.bb,
+                DirSet::ANY,
+                true,
+                &[p(true, 2), p(false, 3), p(false, 4)],
+            ) | helpers::ray_set(
+                &r.bb,
+                DirSet::ANY,
+                true,
+                &[p(false, 2), p(true, 3), p(true, 4)],
+            ) != 0
         }),
     ));
 
@@ -411,7 +422,11 @@ fn bench(c: &mut Criterion) {
                 }
                 out.clear();
                 cq.run(chunk, 0..*len, &[], &mut out).expect("run");
-                n += out.bits.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+                n += out
+                    .bits
+                    .iter()
+                    .map(|w| w.count_ones() as usize)
+                    .sum::<usize>();
             }
             n
         };

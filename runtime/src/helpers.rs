@@ -114,6 +114,21 @@ fn slides_along(p: Piece, d: Direction) -> bool {
     }
 }
 
+/// The squares reached from the squares of `from` along `d` through empty
+/// squares, including the first occupied square of each ray.
+pub fn slide(from: u64, d: Direction, occupied: u64) -> u64 {
+    let mut out = 0;
+    let mut cur = from;
+    loop {
+        cur = d.shift(cur);
+        if cur == 0 {
+            return out;
+        }
+        out |= cur;
+        cur &= !occupied;
+    }
+}
+
 /// `ray [dirs] (args..)` and, with `xray`, `xray [dirs] (args..)`; see the
 /// module docs. Fewer than two arguments give the empty set.
 pub fn ray_set(b: &Board, dirs: DirSet, xray: bool, args: &[u64]) -> u64 {
@@ -122,29 +137,16 @@ pub fn ray_set(b: &Board, dirs: DirSet, xray: bool, args: &[u64]) -> u64 {
     };
     let occ = occupied(b);
     let mut out = 0;
-    for s0 in squares(first) {
-        for d in dirs.iter() {
-            if xray && !piece_at(b, s0).is_some_and(|p| slides_along(p, d)) {
-                continue;
-            }
-            let mut k = 1;
-            let mut t = 1u64 << s0;
-            loop {
-                t = d.shift(t);
-                if t == 0 {
-                    break;
-                }
-                if t & args[k] != 0 {
-                    k += 1;
-                    if k == args.len() {
-                        out |= t;
-                        break;
-                    }
-                } else if t & occ != 0 {
-                    break;
-                }
-            }
+    for d in dirs.iter() {
+        let mut s = first;
+        if xray {
+            let sliders = b[4] | if d.is_diagonal() { b[2] } else { b[3] };
+            s &= sliders;
         }
+        for a in &args[1..] {
+            s = slide(s, d, occ) & a;
+        }
+        out |= s;
     }
     out
 }

@@ -15,7 +15,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 
 use super::{GameSlot, JitOptions, fused};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, SetOp, Side};
-use crate::runtime::bitboard::{DARK_SQUARES, DirSet, LIGHT_SQUARES};
+use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
 use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
 
@@ -67,7 +67,8 @@ pub(super) enum V {
 pub(super) struct Lower<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     ptr: Type,
-    chunk: Value,
+    /// Base address of each column, computed once in the entry block.
+    bases: HashMap<Column, Value>,
     /// Position index, pointer-sized.
     idx: Value,
     game: Value,
@@ -108,7 +109,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             _ => types::I8,
         };
         let off = self.b.ins().imul_imm_s(self.idx, w);
-        let base = self.b.ins().iadd_imm_s(self.chunk, c.offset() as i64);
+        let base = self.bases[&c];
         let addr = self.b.ins().iadd(base, off);
         let raw = self.b.ins().load(ty, trusted(), addr, 0);
         let v = if ty == types::I64 {
@@ -370,6 +371,213 @@ impl<'a, 'f> Lower<'a, 'f> {
         Some(V::Logical(self.flag(bit)))
     }
 
+    /// Shifts by `n` steps of `d` without masking (Kogge-Stone inner step).
+    fn raw_shift(&mut self, v: Value, d: Direction, n: i64) -> Value {
+        let (dx, dy) = d.delta();
+        let sh = n * (dx as i64 + 8 * dy as i64);
+        if sh > 0 {
+            self.b.ins().ishl_imm_u(v, sh)
+        } else {
+            self.b.ins().ushr_imm_u(v, -sh)
+        }
+    }
+
+    /// The squares reached from `from` along `d` through empty squares,
+    /// including the first occupied square of each ray (sliding attacks;
+    /// Kogge-Stone occluded fill, then one masked step).
+    fn slide(&mut self, from: Value, d: Direction) -> Value {
+        let occ = self.occupied();
+        let empty = self.b.ins().bnot(occ);
+        let (dx, _) = d.delta();
+        let wrap = match dx {
+            1 => !crate::runtime::bitboard::file_mask(0),
+            -1 => !crate::runtime::bitboard::file_mask(7),
+            _ => !0u64,
+        };
+        let mut pro = if wrap == !0 {
+            empty
+        } else {
+            self.b.ins().band_imm_s(empty, wrap as i64)
+        };
+        let mut g = from;
+        for n in [1, 2, 4] {
+            let sh = self.raw_shift(g, d, n);
+            let add = self.b.ins().band(pro, sh);
+            g = self.b.ins().bor(g, add);
+            if n < 4 {
+                let p = self.raw_shift(pro, d, n);
+                pro = self.b.ins().band(pro, p);
+            }
+        }
+        let (dx, dy) = d.delta();
+        self.translate(g, dx, dy)
+    }
+
+    /// Sliders of either colour that move along `d`.
+    fn sliders(&mut self, d: Direction) -> Value {
+        let q = self.bb(4);
+        let r = self.bb(if d.is_diagonal() { 2 } else { 3 });
+        self.b.ins().bor(q, r)
+    }
+
+    /// Union of translates of `s` by the given vectors.
+    fn hops(&mut self, s: Value, vectors: &[(i8, i8)]) -> Value {
+        let mut acc = self.u64c(0);
+        for &(dx, dy) in vectors {
+            let t = self.translate(s, dx, dy);
+            acc = self.b.ins().bor(acc, t);
+        }
+        acc
+    }
+
+    /// Squares attacked by the pieces standing on `y`.
+    fn attacked_from(&mut self, y: Value) -> Value {
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let pawns = self.bb(0);
+        let on = |l: &mut Self, role: usize| {
+            let r = l.bb(role);
+            l.b.ins().band(r, y)
+        };
+        let n = on(self, 1);
+        let mut acc = self.hops(n, &KNIGHT);
+        let k = on(self, 5);
+        let kh = self.hops(k, &KING);
+        acc = self.b.ins().bor(acc, kh);
+        let p = self.b.ins().band(pawns, y);
+        let wp = self.b.ins().band(p, w);
+        let bp = self.b.ins().band(p, bl);
+        let wa = self.hops(wp, &[(1, 1), (-1, 1)]);
+        let ba = self.hops(bp, &[(1, -1), (-1, -1)]);
+        acc = self.b.ins().bor(acc, wa);
+        acc = self.b.ins().bor(acc, ba);
+        for d in Direction::ALL {
+            let s = self.sliders(d);
+            let s = self.b.ins().band(s, y);
+            let a = self.slide(s, d);
+            acc = self.b.ins().bor(acc, a);
+        }
+        acc
+    }
+
+    /// Squares of `x` holding a piece that attacks a square of `y`.
+    fn attackers(&mut self, x: Value, y: Value) -> Value {
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let occ = self.occupied();
+        let xo = self.b.ins().band(x, occ);
+        let n = self.bb(1);
+        let nh = self.hops(y, &KNIGHT);
+        let mut acc = self.b.ins().band(n, nh);
+        let k = self.bb(5);
+        let kh = self.hops(y, &KING);
+        let ka = self.b.ins().band(k, kh);
+        acc = self.b.ins().bor(acc, ka);
+        let pawns = self.bb(0);
+        // A white pawn on s attacks t iff s is a black-pawn capture from t.
+        let from_w = self.hops(y, &[(1, -1), (-1, -1)]);
+        let from_b = self.hops(y, &[(1, 1), (-1, 1)]);
+        let wp = self.b.ins().band(pawns, w);
+        let bp = self.b.ins().band(pawns, bl);
+        let wa = self.b.ins().band(wp, from_w);
+        let ba = self.b.ins().band(bp, from_b);
+        acc = self.b.ins().bor(acc, wa);
+        acc = self.b.ins().bor(acc, ba);
+        for d in Direction::ALL {
+            // A slider on s attacks t along d iff s is the first occupied
+            // square from t along the opposite direction.
+            let back = Direction::ALL[(d as usize + 4) % 8];
+            let reach = self.slide(y, back);
+            let s = self.sliders(d);
+            let a = self.b.ins().band(s, reach);
+            acc = self.b.ins().bor(acc, a);
+        }
+        self.b.ins().band(acc, xo)
+    }
+
+    /// `ray`/`xray` (same definition as `helpers::ray_set`).
+    fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
+        let mut acc = self.u64c(0);
+        if args.len() < 2 {
+            return acc;
+        }
+        for d in dirs.iter() {
+            let mut s = args[0];
+            if xray {
+                let sl = self.sliders(d);
+                s = self.b.ins().band(s, sl);
+            }
+            for a in &args[1..] {
+                let r = self.slide(s, d);
+                s = self.b.ins().band(r, *a);
+            }
+            acc = self.b.ins().bor(acc, s);
+        }
+        acc
+    }
+
+    /// `x | x<<8 | x<<16 ...` (north) or the same southwards.
+    fn file_fill(&mut self, x: Value, north: bool) -> Value {
+        let mut v = x;
+        for n in [8, 16, 32] {
+            let sh = if north {
+                self.b.ins().ishl_imm_u(v, n)
+            } else {
+                self.b.ins().ushr_imm_u(v, n)
+            };
+            v = self.b.ins().bor(v, sh);
+        }
+        v
+    }
+
+    /// The pawn-structure sets (same definitions as
+    /// `helpers::pawn_structure_set`), by fills.
+    fn pawn_structure(&mut self, which: PawnSet) -> Value {
+        let pawns = self.bb(0);
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let wp = self.b.ins().band(pawns, w);
+        let bp = self.b.ins().band(pawns, bl);
+        let mut out = self.u64c(0);
+        for (own, enemy, white) in [(wp, bp, true), (bp, wp, false)] {
+            let set = match which {
+                PawnSet::Passed => {
+                    let spread = self.hops(enemy, &[(0, 0), (1, 0), (-1, 0)]);
+                    // Squares strictly behind (from `own`'s view) an enemy
+                    // pawn on the same or an adjacent file.
+                    let blocked = if white {
+                        let s = self.b.ins().ushr_imm_u(spread, 8);
+                        self.file_fill(s, false)
+                    } else {
+                        let s = self.b.ins().ishl_imm_u(spread, 8);
+                        self.file_fill(s, true)
+                    };
+                    self.b.ins().band_not(own, blocked)
+                }
+                PawnSet::Doubled => {
+                    let up = self.b.ins().ishl_imm_u(own, 8);
+                    let up = self.file_fill(up, true);
+                    let down = self.b.ins().ushr_imm_u(own, 8);
+                    let down = self.file_fill(down, false);
+                    let other = self.b.ins().bor(up, down);
+                    self.b.ins().band(own, other)
+                }
+                PawnSet::Isolated | PawnSet::Connected => {
+                    let n = self.file_fill(own, true);
+                    let files = self.file_fill(n, false);
+                    let adj = self.hops(files, &[(1, 0), (-1, 0)]);
+                    if which == PawnSet::Isolated {
+                        self.b.ins().band_not(own, adj)
+                    } else {
+                        self.b.ins().band(own, adj)
+                    }
+                }
+            };
+            out = self.b.ins().bor(out, set);
+        }
+        out
+    }
+
     /// Lowers one filter.
     pub fn expr(&mut self, e: &Expr) -> V {
         if let Some(v) = self.flags_value(e) {
@@ -443,16 +651,14 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let zero = self.u64c(0);
                 V::Set(self.b.ins().select(ok, bit, zero))
             }
-            Node::Attacks(x, y) | Node::AttackedBy(x, y) => {
+            Node::Attacks(x, y) => {
                 let (x, y) = (self.set(x), self.set(y));
-                let board = self.board();
-                let f = if matches!(e.node, Node::Attacks(..)) {
-                    helpers::cqlj_attacks as *const () as usize
-                } else {
-                    helpers::cqlj_attacked_by as *const () as usize
-                };
-                let p = self.ptr;
-                V::Set(self.call(f, &[p, types::I64, types::I64], &[board, x, y]))
+                V::Set(self.attackers(x, y))
+            }
+            Node::AttackedBy(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                let a = self.attacked_from(y);
+                V::Set(self.b.ins().band(x, a))
             }
             Node::Between(x, y) => {
                 let (x, y) = (self.set(x), self.set(y));
@@ -461,26 +667,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             }
             Node::Ray { xray, dirs, args } => {
                 let vals: Vec<Value> = args.iter().map(|a| self.set(a)).collect();
-                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    8 * vals.len().max(1) as u32,
-                    3,
-                ));
-                for (i, v) in vals.iter().enumerate() {
-                    self.b.ins().stack_store(self.ptr, *v, slot, (i * 8) as i32);
-                }
-                let argp = self.b.ins().stack_addr(self.ptr, slot, 0);
-                let board = self.board();
-                let d = self.b.ins().iconst(types::I32, dirs.0 as i64);
-                let x = self.b.ins().iconst(types::I32, *xray as i64);
-                let n = self.b.ins().iconst(types::I32, vals.len() as i64);
-                let p = self.ptr;
-                let f = helpers::cqlj_ray as *const () as usize;
-                V::Set(self.call(
-                    f,
-                    &[p, types::I32, types::I32, p, types::I32],
-                    &[board, d, x, argp, n],
-                ))
+                V::Set(self.ray(*dirs, *xray, &vals))
             }
             Node::Pin { from, through, to } => {
                 let mut present = 0;
@@ -502,19 +689,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     &[board, pr, vals[0], vals[1], vals[2]],
                 ))
             }
-            Node::PawnStructure(which) => {
-                let code = match which {
-                    PawnSet::Passed => helpers::PawnStructure::Passed,
-                    PawnSet::Doubled => helpers::PawnStructure::Doubled,
-                    PawnSet::Isolated => helpers::PawnStructure::Isolated,
-                    PawnSet::Connected => helpers::PawnStructure::Connected,
-                } as u32;
-                let board = self.board();
-                let c = self.b.ins().iconst(types::I32, code as i64);
-                let p = self.ptr;
-                let f = helpers::cqlj_pawn_structure as *const () as usize;
-                V::Set(self.call(f, &[p, types::I32], &[board, c]))
-            }
+            Node::PawnStructure(which) => V::Set(self.pawn_structure(*which)),
             Node::Count(a) => {
                 let s = self.set(a);
                 V::Num {
@@ -886,7 +1061,78 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 }
 
+/// All columns, for the entry block's base addresses.
+const COLUMNS: [Column; 15] = [
+    Column::Bitboard(0),
+    Column::Bitboard(1),
+    Column::Bitboard(2),
+    Column::Bitboard(3),
+    Column::Bitboard(4),
+    Column::Bitboard(5),
+    Column::Bitboard(6),
+    Column::Bitboard(7),
+    Column::Move,
+    Column::ParentDelta,
+    Column::Ply,
+    Column::Halfmove,
+    Column::Castling,
+    Column::Ep,
+    Column::Flags,
+];
+
+/// Flags that every position matching `e` has (a per-position necessary
+/// condition the kernel tests before evaluating anything else).
+pub(super) fn required_flags(e: &Expr) -> u8 {
+    match &e.node {
+        Node::Check => flags::CHECK,
+        Node::Mate => flags::MATE | flags::CHECK,
+        Node::Stalemate => flags::STALEMATE,
+        Node::Initial => flags::INITIAL,
+        Node::Terminal => flags::TERMINAL,
+        Node::Mainline => flags::MAINLINE,
+        Node::ToMove(Side::White) => flags::WHITE_TO_MOVE,
+        Node::And(a, b) => required_flags(a) | required_flags(b),
+        Node::Block(items) => items.iter().fold(0, |acc, i| acc | required_flags(i)),
+        Node::Or(a, b) => required_flags(a) & required_flags(b),
+        Node::Orbit {
+            count: false,
+            elements,
+        } => elements
+            .iter()
+            .map(|el| required_flags(&el.body))
+            .reduce(|a, b| a & b)
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+const KNIGHT: [(i8, i8); 8] = [
+    (1, 2),
+    (2, 1),
+    (2, -1),
+    (1, -2),
+    (-1, -2),
+    (-2, -1),
+    (-2, 1),
+    (-1, 2),
+];
+const KING: [(i8, i8); 8] = [
+    (0, 1),
+    (1, 1),
+    (1, 0),
+    (1, -1),
+    (0, -1),
+    (-1, -1),
+    (-1, 0),
+    (-1, 1),
+];
+
 /// Builds the whole kernel function into `func`.
+///
+/// Loop structure: an outer loop over 64-position words of `start..end`, an
+/// inner loop over the positions of one word that shifts each match bit into
+/// an accumulator (`acc = acc >> 1 | m << 63`), and a flush that aligns the
+/// word and ORs it into `out_bits`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build_kernel(
     func: &mut Function,
@@ -901,10 +1147,13 @@ pub(super) fn build_kernel(
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
-    let header = b.create_block();
+    let outer = b.create_block();
+    let word = b.create_block();
+    let inner = b.create_block();
     let body = b.create_block();
+    let eval = b.create_block();
+    let step = b.create_block();
     let flush = b.create_block();
-    let next = b.create_block();
     let exit = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
@@ -914,28 +1163,57 @@ pub(super) fn build_kernel(
     );
     let start = b.ins().uextend(types::I64, start);
     let end = b.ins().uextend(types::I64, end);
+    let mut bases = HashMap::new();
+    for c in COLUMNS {
+        bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
+    }
+    b.ins().jump(outer, &[start.into()]);
+
+    // outer(ws): one 64-position word starting at ws.
+    b.switch_to_block(outer);
+    let ws = b.append_block_param(outer, types::I64);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, ws, end);
+    b.ins().brif(more, word, &[], exit, &[]);
+
+    b.switch_to_block(word);
+    let next_word = b.ins().bor_imm_s(ws, 63);
+    let next_word = b.ins().iadd_imm_s(next_word, 1);
+    let we = b.ins().umin(next_word, end);
     let zero = b.ins().iconst(types::I64, 0);
-    b.ins().jump(header, &[start.into(), zero.into()]);
+    b.ins().jump(inner, &[ws.into(), zero.into()]);
 
-    // header(i, acc): loop test.
-    b.switch_to_block(header);
-    let i = b.append_block_param(header, types::I64);
-    let acc = b.append_block_param(header, types::I64);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, end);
-    b.ins().brif(more, body, &[], exit, &[]);
+    // inner(i, acc)
+    b.switch_to_block(inner);
+    let i = b.append_block_param(inner, types::I64);
+    let acc = b.append_block_param(inner, types::I64);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
+    b.ins().brif(more, body, &[], flush, &[]);
 
-    // body: evaluate the position, accumulate the match bit.
+    // body: the flag prefilter, then the evaluation.
     b.switch_to_block(body);
     let idx = if ptr == types::I64 {
         i
     } else {
         b.ins().ireduce(ptr, i)
     };
+    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
+    if need != 0 && !opts.values {
+        let addr = b.ins().iadd(bases[&Column::Flags], idx);
+        let f = b.ins().load(types::I8, MemFlagsData::trusted(), addr, 0);
+        let f = b.ins().band_imm_s(f, need as i64);
+        let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
+        let z = b.ins().iconst(types::I8, 0);
+        b.ins().brif(ok, eval, &[], step, &[z.into()]);
+    } else {
+        b.ins().jump(eval, &[]);
+    }
+
+    b.switch_to_block(eval);
     let (m, v) = {
         let mut l = Lower {
             b: &mut b,
             ptr,
-            chunk,
+            bases,
             idx,
             game,
             game_slots,
@@ -963,25 +1241,32 @@ pub(super) fn build_kernel(
         });
         (m, v)
     };
-    if let Some(v) = v {
+    if let (Some(v), true) = (v, opts.values) {
         let off = b.ins().imul_imm_s(idx, 8);
         let addr = b.ins().iadd(out_vals, off);
         b.ins().store(MemFlagsData::trusted(), v, addr, 0);
     }
-    let bit = b.ins().uextend(types::I64, m);
-    let sh = b.ins().band_imm_s(i, 63);
-    let bit = b.ins().ishl(bit, sh);
-    let acc2 = b.ins().bor(acc, bit);
-    let i1 = b.ins().iadd_imm_s(i, 1);
-    let word_end = b.ins().icmp_imm_s(IntCC::Equal, sh, 63);
-    let last = b.ins().icmp(IntCC::Equal, i1, end);
-    let do_flush = b.ins().bor(word_end, last);
-    b.ins()
-        .brif(do_flush, flush, &[], next, &[i1.into(), acc2.into()]);
+    b.ins().jump(step, &[m.into()]);
 
-    // flush: OR the accumulated word into out_bits[i / 64].
+    // step(m): shift the match bit into the accumulator.
+    b.switch_to_block(step);
+    let m = b.append_block_param(step, types::I8);
+    let bit = b.ins().uextend(types::I64, m);
+    let bit = b.ins().ishl_imm_u(bit, 63);
+    let shifted = b.ins().ushr_imm_u(acc, 1);
+    let acc2 = b.ins().bor(shifted, bit);
+    let i1 = b.ins().iadd_imm_s(i, 1);
+    b.ins().jump(inner, &[i1.into(), acc2.into()]);
+
+    // flush: the word's k = we - ws bits sit at the top of acc.
     b.switch_to_block(flush);
-    let w = b.ins().ushr_imm_u(i, 6);
+    let k = b.ins().isub(we, ws);
+    let sixty_four = b.ins().iconst(types::I64, 64);
+    let down = b.ins().isub(sixty_four, k);
+    let aligned = b.ins().ushr(acc, down);
+    let low = b.ins().band_imm_s(ws, 63);
+    let aligned = b.ins().ishl(aligned, low);
+    let w = b.ins().ushr_imm_u(ws, 6);
     let w = if ptr == types::I64 {
         w
     } else {
@@ -990,16 +1275,9 @@ pub(super) fn build_kernel(
     let off = b.ins().imul_imm_s(w, 8);
     let addr = b.ins().iadd(out_bits, off);
     let old = b.ins().load(types::I64, MemFlagsData::trusted(), addr, 0);
-    let new = b.ins().bor(old, acc2);
+    let new = b.ins().bor(old, aligned);
     b.ins().store(MemFlagsData::trusted(), new, addr, 0);
-    let z = b.ins().iconst(types::I64, 0);
-    b.ins().jump(header, &[i1.into(), z.into()]);
-
-    // next: continue with the accumulated word.
-    b.switch_to_block(next);
-    let ni = b.append_block_param(next, types::I64);
-    let nacc = b.append_block_param(next, types::I64);
-    b.ins().jump(header, &[ni.into(), nacc.into()]);
+    b.ins().jump(outer, &[we.into()]);
 
     b.switch_to_block(exit);
     b.ins().return_(&[]);

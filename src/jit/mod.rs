@@ -47,6 +47,10 @@ pub struct JitOptions {
     pub keep_clif: bool,
     /// Use the bit-parallel form for orbits of single-square piece patterns.
     pub fuse_orbits: bool,
+    /// Write the last body filter's value for every position (for tests and
+    /// value consumers); off, the kernel writes only the match bitmap and may
+    /// skip positions early on a flag prefilter.
+    pub values: bool,
     /// Largest number of Cranelift instructions accepted for one kernel;
     /// larger queries are refused with [`JitError::TooLarge`].
     pub max_instructions: usize,
@@ -58,6 +62,7 @@ impl Default for JitOptions {
             verify: cfg!(debug_assertions),
             keep_clif: false,
             fuse_orbits: true,
+            values: false,
             max_instructions: 200_000,
         }
     }
@@ -272,7 +277,7 @@ impl CompiledQuery {
         &self.game_slots
     }
     /// The kind of value written to `out.values`, if any: that of the last
-    /// body filter when the JIT lowers it.
+    /// body filter when the JIT lowers it and [`JitOptions::values`] is set.
     pub fn value_kind(&self) -> Option<ValueKind> {
         self.value_kind
     }
@@ -385,7 +390,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         kernel,
         plan,
         game_slots,
-        value_kind: value_expr.map(|(_, k)| k),
+        value_kind: value_expr.filter(|_| opts.values).map(|(_, k)| k),
         condition,
         clif,
         instructions,

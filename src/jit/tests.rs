@@ -9,7 +9,7 @@ use crate::ir::{
     Bitboard, CmpOp, DirSet, Expr, Kind, Node, OrbitElement, PieceSet, Query, SetOp, Span,
 };
 use crate::runtime::layout::chess::record_of;
-use crate::runtime::layout::flags;
+use crate::runtime::layout::{BB_BLACK, BB_WHITE, flags};
 
 /// Tiny IR builder for tests.
 pub(crate) mod build {
@@ -162,7 +162,11 @@ fn chunk_of(fens: &[&str]) -> Box<ChunkColumns> {
 
 /// Runs `q` over the positions; per position: matched, value.
 fn run(q: &ExpandedQuery, fens: &[&str]) -> Vec<(bool, Option<i64>)> {
-    let cq = compile(q, &JitOptions::default()).expect("compile");
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = compile(q, &opts).expect("compile");
     let chunk = chunk_of(fens);
     let mut out = ChunkOutput::new();
     let game = vec![GAME_VALUE_MISSING; cq.game_slots().len()];
@@ -354,6 +358,7 @@ fn orbits_fused_shift_flip_kings() {
     // The element-by-element form agrees.
     let opts = JitOptions {
         fuse_orbits: false,
+        values: true,
         ..JitOptions::default()
     };
     let plain = compile(&q, &opts).expect("compile");
@@ -476,4 +481,237 @@ fn compiled_query_is_shared_across_threads() {
             });
         }
     });
+}
+
+/// Test data: positions of the mainlines of `studies.pgn` (setups included).
+pub(crate) mod data {
+    use std::ops::ControlFlow;
+    use std::path::PathBuf;
+
+    use pgn_reader::{RawTag, Reader, SanPlus, Skip, Visitor};
+    use shakmaty::fen::Fen;
+    use shakmaty::{CastlingMode, Chess, Position};
+
+    use crate::runtime::layout::{PositionRecord, chess::record_of, flags};
+
+    /// `$CQLJ_SHARED_DATA`, else `<manifest>/../shared/data`, else
+    /// `/work/shared/data`.
+    pub fn data_dir() -> PathBuf {
+        if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
+            return PathBuf::from(d);
+        }
+        let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+        if local.exists() {
+            local
+        } else {
+            PathBuf::from("/work/shared/data")
+        }
+    }
+
+    struct Collect {
+        pos: Option<Chess>,
+        out: Vec<PositionRecord>,
+        ply: u16,
+    }
+
+    impl Collect {
+        fn push(&mut self, initial: bool) {
+            if let Some(p) = &self.pos {
+                let mut r = record_of(p, false);
+                r.flags |= flags::MAINLINE;
+                if initial {
+                    r.flags |= flags::INITIAL;
+                }
+                r.ply = self.ply;
+                self.out.push(r);
+            }
+        }
+    }
+
+    impl Visitor for Collect {
+        type Tags = Option<Chess>;
+        type Movetext = ();
+        type Output = ();
+        fn begin_tags(&mut self) -> ControlFlow<(), Option<Chess>> {
+            ControlFlow::Continue(None)
+        }
+        fn tag(
+            &mut self,
+            tags: &mut Option<Chess>,
+            name: &[u8],
+            value: RawTag<'_>,
+        ) -> ControlFlow<()> {
+            if name == b"FEN" {
+                *tags = Fen::from_ascii(value.as_bytes())
+                    .ok()
+                    .and_then(|f| f.into_position(CastlingMode::Standard).ok());
+            }
+            ControlFlow::Continue(())
+        }
+        fn begin_movetext(&mut self, tags: Option<Chess>) -> ControlFlow<(), ()> {
+            self.pos = Some(tags.unwrap_or_default());
+            self.ply = 0;
+            self.push(true);
+            ControlFlow::Continue(())
+        }
+        fn san(&mut self, _: &mut (), san: SanPlus) -> ControlFlow<()> {
+            let next = self.pos.as_ref().and_then(|p| {
+                let m = san.san.to_move(p).ok()?;
+                let mut p = p.clone();
+                p.play_unchecked(m);
+                Some(p)
+            });
+            self.pos = next;
+            self.ply += 1;
+            self.push(false);
+            ControlFlow::Continue(())
+        }
+        fn begin_variation(&mut self, _: &mut ()) -> ControlFlow<(), Skip> {
+            ControlFlow::Continue(Skip(true))
+        }
+        fn end_game(&mut self, _: ()) {}
+    }
+
+    /// Mainline positions of `studies.pgn`.
+    pub fn studies() -> Vec<PositionRecord> {
+        let file = std::fs::File::open(data_dir().join("studies.pgn")).expect("studies.pgn");
+        let mut c = Collect {
+            pos: None,
+            out: Vec::new(),
+            ply: 0,
+        };
+        Reader::new(file)
+            .visit_all_games(&mut c)
+            .expect("read studies.pgn");
+        c.out
+    }
+}
+
+/// Runs `q` over `recs` (in chunks) and returns (matched, value) per record.
+fn run_records(
+    q: &ExpandedQuery,
+    recs: &[crate::runtime::layout::PositionRecord],
+) -> Vec<(bool, i64)> {
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = compile(q, &opts).expect("compile");
+    let mut out_all = Vec::with_capacity(recs.len());
+    let mut out = ChunkOutput::new();
+    for part in recs.chunks(CHUNK_POSITIONS) {
+        let mut c = ChunkColumns::new_boxed();
+        for (i, r) in part.iter().enumerate() {
+            c.set(i, r);
+        }
+        out.clear();
+        cq.run(&c, 0..part.len(), &[], &mut out).expect("run");
+        out_all.extend((0..part.len()).map(|i| (out.matched(i), out.values[i])));
+    }
+    out_all
+}
+
+#[test]
+fn inline_attacks_rays_and_pawns_agree_with_runtime_helpers() {
+    use crate::runtime::helpers;
+    let recs = data::studies();
+    assert!(recs.len() > 1000, "{} positions", recs.len());
+    let x = piece("Aa", !0);
+    let y = union(piece("k", !0), piece("K", !0));
+    let attacks = e(
+        Node::Attacks(Box::new(x.clone()), Box::new(y.clone())),
+        Kind::Set,
+    );
+    let attacked = e(
+        Node::AttackedBy(Box::new(piece("_", !0)), Box::new(piece("A", !0))),
+        Kind::Set,
+    );
+    let xray = e(
+        Node::Ray {
+            xray: true,
+            dirs: DirSet::ANY,
+            args: vec![piece("BRQ", !0), piece("a", !0), piece("kq", !0)],
+        },
+        Kind::Set,
+    );
+    let ray = e(
+        Node::Ray {
+            xray: false,
+            dirs: DirSet::ORTHOGONAL,
+            args: vec![piece("R", !0), piece("_", !0), piece("a", !0)],
+        },
+        Kind::Set,
+    );
+    type Slow = Box<dyn Fn(&helpers::Board) -> u64>;
+    let slow: Vec<(Expr, Slow)> = vec![
+        (
+            attacks,
+            Box::new(|b| helpers::attacks_set(b, b[BB_WHITE] | b[BB_BLACK], b[5])),
+        ),
+        (
+            attacked,
+            Box::new(|b| helpers::attacked_by_set(b, !(b[BB_WHITE] | b[BB_BLACK]), b[BB_WHITE])),
+        ),
+        (
+            xray,
+            Box::new(|b| {
+                helpers::ray_set(
+                    b,
+                    DirSet::ANY,
+                    true,
+                    &[
+                        b[BB_WHITE] & (b[2] | b[3] | b[4]),
+                        b[BB_BLACK],
+                        b[BB_BLACK] & (b[5] | b[4]),
+                    ],
+                )
+            }),
+        ),
+        (
+            ray,
+            Box::new(|b| {
+                helpers::ray_set(
+                    b,
+                    DirSet::ORTHOGONAL,
+                    false,
+                    &[
+                        b[BB_WHITE] & b[3],
+                        !(b[BB_WHITE] | b[BB_BLACK]),
+                        b[BB_BLACK],
+                    ],
+                )
+            }),
+        ),
+    ];
+    for (q, f) in slow {
+        let got = run_records(&query(vec![q.clone()]), &recs);
+        for (i, r) in recs.iter().enumerate() {
+            let want = f(&r.bb);
+            assert_eq!(
+                got[i],
+                (want != 0, want as i64),
+                "{:?} at record {i}",
+                q.node
+            );
+        }
+    }
+    for (which, code) in [
+        (crate::ir::PawnSet::Passed, helpers::PawnStructure::Passed),
+        (crate::ir::PawnSet::Doubled, helpers::PawnStructure::Doubled),
+        (
+            crate::ir::PawnSet::Isolated,
+            helpers::PawnStructure::Isolated,
+        ),
+        (
+            crate::ir::PawnSet::Connected,
+            helpers::PawnStructure::Connected,
+        ),
+    ] {
+        let q = query(vec![e(Node::PawnStructure(which), Kind::Set)]);
+        let got = run_records(&q, &recs);
+        for (i, r) in recs.iter().enumerate() {
+            let want = helpers::pawn_structure_set(&r.bb, code);
+            assert_eq!(got[i].1, want as i64, "{which:?} at record {i}");
+        }
+    }
 }
