@@ -52,6 +52,22 @@ pub(super) fn unsupported(e: &Expr) -> Option<String> {
     found
 }
 
+/// Which piece types (and `_` for empty squares) can stand on the squares
+/// of set filter `e`: a static over-approximation.
+pub(super) fn possible_pieces(e: &Expr) -> PieceSet {
+    const ALL: PieceSet = PieceSet(0x1fff);
+    match &e.node {
+        Node::Piece { pieces, .. } => *pieces,
+        Node::SetBinary(SetOp::Inter, a, b) => {
+            PieceSet(possible_pieces(a).0 & possible_pieces(b).0)
+        }
+        Node::SetBinary(SetOp::Union, a, b) => possible_pieces(a).union(possible_pieces(b)),
+        Node::Attacks(a, _) | Node::Light(a) | Node::Dark(a) => possible_pieces(a),
+        Node::AttackedBy(a, _) => possible_pieces(a),
+        _ => ALL,
+    }
+}
+
 /// A lowered filter at the current position.
 #[derive(Clone, Copy)]
 pub(super) enum V {
@@ -667,7 +683,20 @@ impl<'a, 'f> Lower<'a, 'f> {
             }
             Node::Ray { xray, dirs, args } => {
                 let vals: Vec<Value> = args.iter().map(|a| self.set(a)).collect();
-                V::Set(self.ray(*dirs, *xray, &vals))
+                // Directions along which no possible first piece slides
+                // cannot contribute to an xray.
+                let mut dirs = *dirs;
+                if *xray && let Some(first) = args.first() {
+                    let p = possible_pieces(first).0;
+                    let has = |role: u16| p >> role & 1 == 1 || p >> (6 + role) & 1 == 1;
+                    if !has(4) && !has(2) {
+                        dirs = DirSet(dirs.0 & DirSet::ORTHOGONAL.0);
+                    }
+                    if !has(4) && !has(3) {
+                        dirs = DirSet(dirs.0 & DirSet::DIAGONAL.0);
+                    }
+                }
+                V::Set(self.ray(dirs, *xray, &vals))
             }
             Node::Pin { from, through, to } => {
                 let mut present = 0;
