@@ -10,6 +10,7 @@ pub mod import;
 pub mod interp;
 pub mod ir;
 pub mod jit;
+pub mod output;
 pub mod scan;
 pub mod syntax;
 pub mod transform;

@@ -1,1 +1,1149 @@
-//! The on-disk position store: format, writer and memory-mapped reader.
+//! The on-disk position store: file format, writer and memory-mapped reader.
+//!
+//! # File format (version [`FORMAT_VERSION`])
+//!
+//! All integers of the header and the index sections are little-endian. The
+//! chunk images are [`ChunkColumns`] in native byte order; the header's
+//! endianness marker (written natively) lets a reader on a host of the other
+//! byte order refuse the file.
+//!
+//! ```text
+//! offset 0      header (HEADER_LEN bytes, padded with zeros to 4096)
+//! 4096          chunk 0 .. chunk n-1: full ChunkColumns images (CHUNK_BYTES
+//!               each, so every chunk starts at a 4096-aligned offset)
+//! meta_offset   chunk index   n_chunks x CHUNK_ENTRY_LEN
+//!               game index    n_games  x GAME_ENTRY_LEN
+//!               tag blob      per game: n_tags x (u16 name len, name, u32
+//!                             value len, value)
+//!               text index    n_blocks x TEXT_BLOCK_LEN (offset, compressed
+//!                             len, decompressed len)
+//!               text blocks   zstd frames of whole games' original text
+//!               sources       n_sources x (u32 len, UTF-8 path)
+//! ```
+//!
+//! Positions are numbered globally from 0 in store order (the games in order,
+//! each game's positions in PGN text order); chunk `i` holds positions
+//! `i * CHUNK_POSITIONS ..`, every chunk but the last is full, and a game may
+//! span chunks. Each chunk has a 64-bit checksum ([`checksum64`]) of its full
+//! image; the header has one of the metadata sections and one of itself.
+//!
+//! # Invariants guaranteed by [`Store::open`]
+//! Every offset and length in the header and the index sections lies inside
+//! the file; games are contiguous and cover every position exactly once;
+//! chunk entries agree with the position count; checksums match (chunk
+//! checksums unless opened with [`Store::open_unverified`]). After a
+//! successful open no accessor panics or reads out of bounds, whatever the
+//! file held.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::mem::size_of;
+use std::path::{Path, PathBuf};
+
+use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
+
+/// First bytes of every store file.
+pub const MAGIC: [u8; 8] = *b"CQLJSTOR";
+/// The format version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Written in native byte order; reads back differently on a host of the
+/// other endianness.
+pub const ENDIAN_MARKER: u32 = 0x0102_0304;
+/// Bytes of the header proper (the rest of the first 4096 bytes is zero).
+pub const HEADER_LEN: usize = 160;
+/// Offset of chunk 0.
+pub const CHUNKS_OFFSET: u64 = 4096;
+/// Bytes of one chunk image.
+pub const CHUNK_BYTES: usize = size_of::<ChunkColumns>();
+/// Bytes of one chunk-index entry.
+pub const CHUNK_ENTRY_LEN: usize = 192;
+/// Bytes of one game-index entry.
+pub const GAME_ENTRY_LEN: usize = 64;
+/// Bytes of one text-block-index entry.
+pub const TEXT_BLOCK_LEN: usize = 16;
+/// Target decompressed size of a text block (blocks hold whole games).
+pub const TEXT_BLOCK_TARGET: usize = 256 * 1024;
+/// zstd level of the text blocks.
+const TEXT_ZSTD_LEVEL: i32 = 3;
+
+/// Result codes of [`GameEntry::result`].
+pub mod result {
+    /// `*` or no result.
+    pub const UNKNOWN: u8 = 0;
+    pub const WHITE_WINS: u8 = 1;
+    pub const BLACK_WINS: u8 = 2;
+    pub const DRAW: u8 = 3;
+}
+
+/// Game flags ([`GameEntry::flags`]).
+pub mod game_flags {
+    /// The game is Chess960.
+    pub const CHESS960: u8 = 1 << 0;
+    /// The game starts from a `[FEN]` setup.
+    pub const SETUP: u8 = 1 << 1;
+}
+
+/// What can go wrong writing or opening a store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("store file is truncated: {len} bytes, at least {needed} needed")]
+    Truncated { len: u64, needed: u64 },
+    #[error("not a cqlj store (bad magic number)")]
+    BadMagic,
+    #[error("unsupported store format version {found} (this build reads version {FORMAT_VERSION})")]
+    UnsupportedVersion { found: u32 },
+    #[error("store was written on a host of the other byte order")]
+    WrongEndianness,
+    #[error("store header checksum mismatch (the header is corrupt)")]
+    BadHeaderChecksum,
+    #[error("store index checksum mismatch (game, tag or text index is corrupt)")]
+    BadMetaChecksum,
+    #[error("checksum mismatch in chunk {chunk} (position data is corrupt)")]
+    BadChunkChecksum { chunk: u64 },
+    #[error("corrupt store: {what}")]
+    OutOfRange { what: String },
+    #[error("cannot decompress the text of game {game}: {reason}")]
+    CorruptText { game: u32, reason: String },
+    #[error("store limit exceeded: {what}")]
+    Limit { what: String },
+    #[error("index {index} out of range ({count} {what})")]
+    NoSuchItem {
+        what: &'static str,
+        index: u64,
+        count: u64,
+    },
+}
+
+fn out_of_range(what: impl Into<String>) -> StoreError {
+    StoreError::OutOfRange { what: what.into() }
+}
+
+/// A fast 64-bit checksum (four independent multiply-rotate lanes over
+/// 8-byte words, then a final mix). Not cryptographic: it detects corruption.
+pub fn checksum64(bytes: &[u8]) -> u64 {
+    const P1: u64 = 0x9E37_79B1_85EB_CA87;
+    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    let mut lanes = [P1, P2, P1 ^ P2, P1.wrapping_mul(3)];
+    let mut blocks = bytes.chunks_exact(32);
+    for block in &mut blocks {
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&block[k * 8..k * 8 + 8]);
+            let w = u64::from_le_bytes(w);
+            *lane = (*lane ^ w).wrapping_mul(P1).rotate_left(29);
+        }
+    }
+    let mut h = (bytes.len() as u64).wrapping_mul(P2);
+    for lane in lanes {
+        h = (h ^ lane).wrapping_mul(P2).rotate_left(31);
+    }
+    for (i, &b) in blocks.remainder().iter().enumerate() {
+        h = (h ^ ((b as u64) << ((i % 8) * 8))).wrapping_mul(P1);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(P2);
+    h ^ (h >> 29)
+}
+
+/// The bytes of a chunk image.
+fn chunk_bytes(c: &ChunkColumns) -> &[u8] {
+    // SAFETY: ChunkColumns is repr(C), made only of integer arrays with no
+    // padding between them (layout test `layout_is_dense_and_aligned`), so
+    // all its CHUNK_BYTES bytes are initialised and may be viewed as u8.
+    unsafe { std::slice::from_raw_parts((c as *const ChunkColumns).cast::<u8>(), CHUNK_BYTES) }
+}
+
+/// Per-game metadata handed to [`StoreWriter::add_game`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameMeta {
+    /// `result::*` code.
+    pub result: u8,
+    /// Elo ratings (0 = none).
+    pub white_elo: u16,
+    pub black_elo: u16,
+    /// `game_flags::*`.
+    pub flags: u8,
+    /// Index into the store's source files (see [`StoreWriter::add_source`]).
+    pub source_file: u32,
+    /// Byte range of the game in the (decompressed) source file.
+    pub source_start: u64,
+    pub source_len: u64,
+    /// Tag pairs in PGN order, raw bytes (escapes resolved).
+    pub tags: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The original text of the game, byte for byte.
+    pub text: Vec<u8>,
+}
+
+/// A tag pair as stored: (name, value) raw bytes borrowed from the map.
+pub type RawTagPair<'a> = (&'a [u8], &'a [u8]);
+
+/// One game of an open store (decoded from the game index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GameEntry {
+    /// Global index of the game's initial position.
+    pub first_position: u64,
+    /// Positions of the game (initial position included).
+    pub n_positions: u32,
+    pub result: u8,
+    pub white_elo: u16,
+    pub black_elo: u16,
+    pub flags: u8,
+    pub source_file: u32,
+    pub source_start: u64,
+    pub source_len: u64,
+    tags_offset: u64,
+    tags_len: u32,
+    n_tags: u16,
+    text_block: u32,
+    text_offset: u32,
+    text_len: u32,
+}
+
+impl GameEntry {
+    fn encode(&self) -> [u8; GAME_ENTRY_LEN] {
+        let mut b = [0u8; GAME_ENTRY_LEN];
+        b[0..8].copy_from_slice(&self.first_position.to_le_bytes());
+        b[8..16].copy_from_slice(&self.source_start.to_le_bytes());
+        b[16..24].copy_from_slice(&self.source_len.to_le_bytes());
+        b[24..32].copy_from_slice(&self.tags_offset.to_le_bytes());
+        b[32..36].copy_from_slice(&self.n_positions.to_le_bytes());
+        b[36..40].copy_from_slice(&self.tags_len.to_le_bytes());
+        b[40..44].copy_from_slice(&self.text_block.to_le_bytes());
+        b[44..48].copy_from_slice(&self.text_offset.to_le_bytes());
+        b[48..52].copy_from_slice(&self.text_len.to_le_bytes());
+        b[52..56].copy_from_slice(&self.source_file.to_le_bytes());
+        b[56..58].copy_from_slice(&self.white_elo.to_le_bytes());
+        b[58..60].copy_from_slice(&self.black_elo.to_le_bytes());
+        b[60] = self.result;
+        b[61] = self.flags;
+        b[62..64].copy_from_slice(&self.n_tags.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> GameEntry {
+        let r = Bytes(b);
+        GameEntry {
+            first_position: r.u64(0),
+            source_start: r.u64(8),
+            source_len: r.u64(16),
+            tags_offset: r.u64(24),
+            n_positions: r.u32(32),
+            tags_len: r.u32(36),
+            text_block: r.u32(40),
+            text_offset: r.u32(44),
+            text_len: r.u32(48),
+            source_file: r.u32(52),
+            white_elo: r.u16(56),
+            black_elo: r.u16(58),
+            result: r.u8(60),
+            flags: r.u8(61),
+            n_tags: r.u16(62),
+        }
+    }
+
+    /// CQL's game number (1-based) of the game with 0-based index `i`.
+    pub fn cql_number(i: u32) -> u64 {
+        i as u64 + 1
+    }
+}
+
+/// One chunk's index entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkInfo {
+    pub summary: ChunkSummary,
+    /// Global index of the chunk's first position (`i * CHUNK_POSITIONS`).
+    pub first_position: u64,
+    /// Used slots (CHUNK_POSITIONS for every chunk but the last).
+    pub len: u32,
+    pub checksum: u64,
+}
+
+impl ChunkInfo {
+    fn encode(&self) -> [u8; CHUNK_ENTRY_LEN] {
+        let mut b = [0u8; CHUNK_ENTRY_LEN];
+        let s = &self.summary;
+        let mut o = 0;
+        for v in s.bb_union.iter().chain(s.piece_union.iter()) {
+            b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+            o += 8;
+        }
+        b[o] = s.flags_or;
+        b[o + 1] = s.flags_and;
+        o += 8;
+        b[o..o + 8].copy_from_slice(&self.first_position.to_le_bytes());
+        b[o + 8..o + 12].copy_from_slice(&self.len.to_le_bytes());
+        b[o + 16..o + 24].copy_from_slice(&self.checksum.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> ChunkInfo {
+        let r = Bytes(b);
+        let mut summary = ChunkSummary::EMPTY;
+        let mut o = 0;
+        for v in summary.bb_union.iter_mut() {
+            *v = r.u64(o);
+            o += 8;
+        }
+        for v in summary.piece_union.iter_mut() {
+            *v = r.u64(o);
+            o += 8;
+        }
+        summary.flags_or = r.u8(o);
+        summary.flags_and = r.u8(o + 1);
+        o += 8;
+        ChunkInfo {
+            summary,
+            first_position: r.u64(o),
+            len: r.u32(o + 8),
+            checksum: r.u64(o + 16),
+        }
+    }
+}
+
+/// Little-endian reads from a slice whose length the caller has checked.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&self, o: usize) -> u8 {
+        self.0[o]
+    }
+    fn u16(&self, o: usize) -> u16 {
+        u16::from_le_bytes([self.0[o], self.0[o + 1]])
+    }
+    fn u32(&self, o: usize) -> u32 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&self.0[o..o + 4]);
+        u32::from_le_bytes(b)
+    }
+    fn u64(&self, o: usize) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[o..o + 8]);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// The fixed header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Header {
+    version: u32,
+    n_games: u64,
+    n_positions: u64,
+    n_chunks: u64,
+    n_sources: u64,
+    n_text_blocks: u64,
+    meta_offset: u64,
+    chunk_index_offset: u64,
+    game_index_offset: u64,
+    tags_offset: u64,
+    tags_len: u64,
+    text_index_offset: u64,
+    text_offset: u64,
+    text_len: u64,
+    sources_offset: u64,
+    sources_len: u64,
+    file_len: u64,
+    meta_checksum: u64,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
+        b[12..16].copy_from_slice(&ENDIAN_MARKER.to_ne_bytes());
+        let fields = [
+            self.n_games,
+            self.n_positions,
+            self.n_chunks,
+            self.n_sources,
+            self.n_text_blocks,
+            self.meta_offset,
+            self.chunk_index_offset,
+            self.game_index_offset,
+            self.tags_offset,
+            self.tags_len,
+            self.text_index_offset,
+            self.text_offset,
+            self.text_len,
+            self.sources_offset,
+            self.sources_len,
+            self.file_len,
+            self.meta_checksum,
+        ];
+        for (k, v) in fields.iter().enumerate() {
+            b[16 + 8 * k..24 + 8 * k].copy_from_slice(&v.to_le_bytes());
+        }
+        let sum = checksum64(&b[..HEADER_LEN - 8]);
+        b[HEADER_LEN - 8..].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// Checks magic, endianness, version and checksum, in that order.
+    fn decode(b: &[u8]) -> Result<Header, StoreError> {
+        if b.len() < HEADER_LEN {
+            return Err(StoreError::Truncated {
+                len: b.len() as u64,
+                needed: HEADER_LEN as u64,
+            });
+        }
+        if b[0..8] != MAGIC {
+            return Err(StoreError::BadMagic);
+        }
+        let r = Bytes(b);
+        let marker = u32::from_ne_bytes([b[12], b[13], b[14], b[15]]);
+        if marker != ENDIAN_MARKER {
+            return if marker == ENDIAN_MARKER.swap_bytes() {
+                Err(StoreError::WrongEndianness)
+            } else {
+                Err(StoreError::BadHeaderChecksum)
+            };
+        }
+        let version = r.u32(8);
+        if version != FORMAT_VERSION {
+            return Err(StoreError::UnsupportedVersion { found: version });
+        }
+        if checksum64(&b[..HEADER_LEN - 8]) != r.u64(HEADER_LEN - 8) {
+            return Err(StoreError::BadHeaderChecksum);
+        }
+        let f = |k: usize| r.u64(16 + 8 * k);
+        Ok(Header {
+            version,
+            n_games: f(0),
+            n_positions: f(1),
+            n_chunks: f(2),
+            n_sources: f(3),
+            n_text_blocks: f(4),
+            meta_offset: f(5),
+            chunk_index_offset: f(6),
+            game_index_offset: f(7),
+            tags_offset: f(8),
+            tags_len: f(9),
+            text_index_offset: f(10),
+            text_offset: f(11),
+            text_len: f(12),
+            sources_offset: f(13),
+            sources_len: f(14),
+            file_len: f(15),
+            meta_checksum: f(16),
+        })
+    }
+}
+
+/// Builds a store file. Games are appended with [`StoreWriter::add_game`];
+/// [`StoreWriter::finish`] writes the indexes, fsyncs and renames the
+/// temporary file (`DB.cqlj.tmp-<pid>`, same directory) over the target, so
+/// the target is either the old file or the complete new one. Dropping an
+/// unfinished writer removes the temporary file.
+pub struct StoreWriter {
+    path: PathBuf,
+    tmp_path: PathBuf,
+    file: Option<BufWriter<File>>,
+    chunk: Box<ChunkColumns>,
+    chunk_len: usize,
+    summary: ChunkSummary,
+    chunks: Vec<ChunkInfo>,
+    n_positions: u64,
+    games: Vec<u8>,
+    n_games: u64,
+    tags: Vec<u8>,
+    text_block: Vec<u8>,
+    text_index: Vec<u8>,
+    text: Vec<u8>,
+    sources: Vec<String>,
+}
+
+impl StoreWriter {
+    /// Starts writing a store that will replace `path` on [`Self::finish`].
+    pub fn create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let mut name = path
+            .file_name()
+            .ok_or_else(|| StoreError::Io {
+                path: path.clone(),
+                source: io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
+            })?
+            .to_os_string();
+        name.push(format!(".tmp-{}", std::process::id()));
+        let tmp_path = path.with_file_name(name);
+        let io_err = |source| StoreError::Io {
+            path: tmp_path.clone(),
+            source,
+        };
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(&tmp_path).map_err(io_err)?);
+        file.write_all(&[0u8; CHUNKS_OFFSET as usize])
+            .map_err(io_err)?;
+        Ok(StoreWriter {
+            path,
+            tmp_path,
+            file: Some(file),
+            chunk: ChunkColumns::new_boxed(),
+            chunk_len: 0,
+            summary: ChunkSummary::EMPTY,
+            chunks: Vec::new(),
+            n_positions: 0,
+            games: Vec::new(),
+            n_games: 0,
+            tags: Vec::new(),
+            text_block: Vec::new(),
+            text_index: Vec::new(),
+            text: Vec::new(),
+            sources: Vec::new(),
+        })
+    }
+
+    fn io_err(&self, source: io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.tmp_path.clone(),
+            source,
+        }
+    }
+
+    /// Registers a source file; returns its index for [`GameMeta::source_file`].
+    pub fn add_source(&mut self, name: &str) -> u32 {
+        self.sources.push(name.to_string());
+        (self.sources.len() - 1) as u32
+    }
+
+    /// Games added so far.
+    pub fn n_games(&self) -> u64 {
+        self.n_games
+    }
+
+    /// Positions added so far.
+    pub fn n_positions(&self) -> u64 {
+        self.n_positions
+    }
+
+    /// Appends a game: its positions in PGN text order (initial position
+    /// first, `parent_delta` set) and its metadata. Returns the game's index.
+    pub fn add_game(
+        &mut self,
+        meta: &GameMeta,
+        positions: &[PositionRecord],
+    ) -> Result<u32, StoreError> {
+        let limit = |what: &str| StoreError::Limit { what: what.into() };
+        if positions.is_empty() {
+            return Err(limit("a game needs at least its initial position"));
+        }
+        let index = u32::try_from(self.n_games).map_err(|_| limit("more than 2^32 games"))?;
+        let n_positions =
+            u32::try_from(positions.len()).map_err(|_| limit("game with 2^32 positions"))?;
+        let n_tags = u16::try_from(meta.tags.len()).map_err(|_| limit("more than 65535 tags"))?;
+        let text_len = u32::try_from(meta.text.len()).map_err(|_| limit("game text over 4 GB"))?;
+        // Tags.
+        let tags_offset = self.tags.len() as u64;
+        for (name, value) in &meta.tags {
+            let nl = u16::try_from(name.len()).map_err(|_| limit("tag name over 64 KB"))?;
+            let vl = u32::try_from(value.len()).map_err(|_| limit("tag value over 4 GB"))?;
+            self.tags.extend_from_slice(&nl.to_le_bytes());
+            self.tags.extend_from_slice(name);
+            self.tags.extend_from_slice(&vl.to_le_bytes());
+            self.tags.extend_from_slice(value);
+        }
+        let tags_len = u32::try_from(self.tags.len() as u64 - tags_offset)
+            .map_err(|_| limit("tags of one game over 4 GB"))?;
+        // Text: whole games per block.
+        if !self.text_block.is_empty()
+            && self.text_block.len() + meta.text.len() > TEXT_BLOCK_TARGET
+        {
+            self.flush_text_block()?;
+        }
+        let text_block = (self.text_index.len() / TEXT_BLOCK_LEN) as u32;
+        let text_offset = self.text_block.len() as u32;
+        self.text_block.extend_from_slice(&meta.text);
+        let entry = GameEntry {
+            first_position: self.n_positions,
+            n_positions,
+            result: meta.result,
+            white_elo: meta.white_elo,
+            black_elo: meta.black_elo,
+            flags: meta.flags,
+            source_file: meta.source_file,
+            source_start: meta.source_start,
+            source_len: meta.source_len,
+            tags_offset,
+            tags_len,
+            n_tags,
+            text_block,
+            text_offset,
+            text_len,
+        };
+        self.games.extend_from_slice(&entry.encode());
+        self.n_games += 1;
+        for p in positions {
+            self.chunk.set(self.chunk_len, p);
+            self.summary.add(p);
+            self.chunk_len += 1;
+            self.n_positions += 1;
+            if self.chunk_len == CHUNK_POSITIONS {
+                self.flush_chunk()?;
+            }
+        }
+        Ok(index)
+    }
+
+    fn flush_text_block(&mut self) -> Result<(), StoreError> {
+        let compressed =
+            zstd::bulk::compress(&self.text_block, TEXT_ZSTD_LEVEL).map_err(|e| self.io_err(e))?;
+        let offset = self.text.len() as u64;
+        self.text_index.extend_from_slice(&offset.to_le_bytes());
+        self.text_index
+            .extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+        self.text_index
+            .extend_from_slice(&(self.text_block.len() as u32).to_le_bytes());
+        self.text.extend_from_slice(&compressed);
+        self.text_block.clear();
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> Result<(), StoreError> {
+        if self.chunk_len == 0 {
+            return Ok(());
+        }
+        let checksum = checksum64(chunk_bytes(&self.chunk));
+        let info = ChunkInfo {
+            summary: self.summary,
+            first_position: self.chunks.len() as u64 * CHUNK_POSITIONS as u64,
+            len: self.chunk_len as u32,
+            checksum,
+        };
+        let file = self.file.as_mut().ok_or_else(|| StoreError::Io {
+            path: self.tmp_path.clone(),
+            source: io::Error::other("writer already finished"),
+        })?;
+        if let Err(e) = file.write_all(chunk_bytes(&self.chunk)) {
+            return Err(self.io_err(e));
+        }
+        self.chunks.push(info);
+        // Reset only the used slots (unused slots are zero already).
+        let zero = PositionRecord::default();
+        for i in 0..self.chunk_len {
+            self.chunk.set(i, &zero);
+        }
+        self.chunk_len = 0;
+        self.summary = ChunkSummary::EMPTY;
+        Ok(())
+    }
+
+    /// Writes the indexes and the header, fsyncs, and atomically renames the
+    /// temporary file to the target path.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        self.flush_chunk()?;
+        if !self.text_block.is_empty() {
+            self.flush_text_block()?;
+        }
+        let n_chunks = self.chunks.len() as u64;
+        let meta_offset = CHUNKS_OFFSET + n_chunks * CHUNK_BYTES as u64;
+        let mut meta = Vec::new();
+        for c in &self.chunks {
+            meta.extend_from_slice(&c.encode());
+        }
+        let game_index_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.games);
+        let tags_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.tags);
+        let text_index_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.text_index);
+        let text_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.text);
+        let sources_offset = meta_offset + meta.len() as u64;
+        for s in &self.sources {
+            meta.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            meta.extend_from_slice(s.as_bytes());
+        }
+        let sources_len = meta_offset + meta.len() as u64 - sources_offset;
+        let header = Header {
+            version: FORMAT_VERSION,
+            n_games: self.n_games,
+            n_positions: self.n_positions,
+            n_chunks,
+            n_sources: self.sources.len() as u64,
+            n_text_blocks: (self.text_index.len() / TEXT_BLOCK_LEN) as u64,
+            meta_offset,
+            chunk_index_offset: meta_offset,
+            game_index_offset,
+            tags_offset,
+            tags_len: self.tags.len() as u64,
+            text_index_offset,
+            text_offset,
+            text_len: self.text.len() as u64,
+            sources_offset,
+            sources_len,
+            file_len: meta_offset + meta.len() as u64,
+            meta_checksum: checksum64(&meta),
+        };
+        let Some(writer) = self.file.take() else {
+            return Err(self.io_err(io::Error::other("writer already finished")));
+        };
+        let result = (|| -> io::Result<()> {
+            let mut writer = writer;
+            writer.write_all(&meta)?;
+            let mut file = writer.into_inner().map_err(|e| e.into_error())?;
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&header.encode())?;
+            file.sync_all()?;
+            Ok(())
+        })();
+        result.map_err(|e| self.io_err(e))?;
+        std::fs::rename(&self.tmp_path, &self.path).map_err(|source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        // Best effort: make the rename durable.
+        if let Some(dir) = self.path.parent()
+            && let Ok(d) = File::open(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            })
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp_path);
+        }
+    }
+}
+
+/// A memory-mapped store, validated at open.
+///
+/// # Contract
+/// The file must not be modified or truncated while a `Store` maps it (cqlj
+/// writes stores through a temporary file and a rename, which never changes
+/// a mapped file). Modifying it anyway may change the data seen through the
+/// map or raise SIGBUS on access; it cannot break memory safety of the
+/// accessors, which only hand out integer data.
+pub struct Store {
+    map: memmap2::Mmap,
+    header: Header,
+    path: PathBuf,
+}
+
+/// `a + b <= limit`, without overflow.
+fn fits(offset: u64, len: u64, limit: u64) -> bool {
+    offset.checked_add(len).is_some_and(|end| end <= limit)
+}
+
+impl Store {
+    /// Opens and fully validates a store, chunk checksums included.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_with(path.as_ref(), true)
+    }
+
+    /// Opens a store, validating its structure, header and index checksums
+    /// but not the chunk checksums (faster on big stores).
+    pub fn open_unverified(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_with(path.as_ref(), false)
+    }
+
+    fn open_with(path: &Path, verify_chunks: bool) -> Result<Store, StoreError> {
+        let io_err = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = File::open(path).map_err(io_err)?;
+        // SAFETY: mapping a file is sound as long as no one modifies it while
+        // mapped; that is the documented contract of `Store` (stores are only
+        // ever replaced by rename, never rewritten in place). All reads
+        // through the map go through bounds-checked slices of integer data.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+        let header = Header::decode(&map)?;
+        let store = Store {
+            map,
+            header,
+            path: path.to_path_buf(),
+        };
+        store.validate(verify_chunks)?;
+        Ok(store)
+    }
+
+    fn validate(&self, verify_chunks: bool) -> Result<(), StoreError> {
+        let h = &self.header;
+        let len = self.map.len() as u64;
+        if len != h.file_len {
+            return Err(if len < h.file_len {
+                StoreError::Truncated {
+                    len,
+                    needed: h.file_len,
+                }
+            } else {
+                out_of_range(format!("file is {len} bytes, header says {}", h.file_len))
+            });
+        }
+        if len < CHUNKS_OFFSET {
+            return Err(StoreError::Truncated {
+                len,
+                needed: CHUNKS_OFFSET,
+            });
+        }
+        if self.map[HEADER_LEN..CHUNKS_OFFSET as usize]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err(StoreError::BadHeaderChecksum);
+        }
+        let expected_chunks = h.n_positions.div_ceil(CHUNK_POSITIONS as u64);
+        if h.n_chunks != expected_chunks {
+            return Err(out_of_range(format!(
+                "{} chunks for {} positions",
+                h.n_chunks, h.n_positions
+            )));
+        }
+        let chunks_len = h
+            .n_chunks
+            .checked_mul(CHUNK_BYTES as u64)
+            .ok_or_else(|| out_of_range("chunk count"))?;
+        if !fits(CHUNKS_OFFSET, chunks_len, len) || h.meta_offset != CHUNKS_OFFSET + chunks_len {
+            return Err(out_of_range("chunk region"));
+        }
+        let section = |name: &str, offset: u64, count: u64, item: u64| {
+            let bytes = count
+                .checked_mul(item)
+                .ok_or_else(|| out_of_range(format!("{name} size")))?;
+            if offset < h.meta_offset || !fits(offset, bytes, len) {
+                return Err(out_of_range(format!("{name} outside the file")));
+            }
+            Ok(())
+        };
+        section(
+            "chunk index",
+            h.chunk_index_offset,
+            h.n_chunks,
+            CHUNK_ENTRY_LEN as u64,
+        )?;
+        section(
+            "game index",
+            h.game_index_offset,
+            h.n_games,
+            GAME_ENTRY_LEN as u64,
+        )?;
+        section("tag blob", h.tags_offset, h.tags_len, 1)?;
+        section(
+            "text index",
+            h.text_index_offset,
+            h.n_text_blocks,
+            TEXT_BLOCK_LEN as u64,
+        )?;
+        section("text blocks", h.text_offset, h.text_len, 1)?;
+        section("source list", h.sources_offset, h.sources_len, 1)?;
+        // Everything after the chunks is covered by the meta checksum.
+        let meta = &self.map[h.meta_offset as usize..];
+        if checksum64(meta) != h.meta_checksum {
+            return Err(StoreError::BadMetaChecksum);
+        }
+        // 32-bit counts the accessors rely on.
+        if h.n_games > u32::MAX as u64 {
+            return Err(out_of_range("more than 2^32 games"));
+        }
+        // Chunk entries.
+        for i in 0..h.n_chunks {
+            let c = self.chunk_entry(i);
+            let expected_len =
+                (h.n_positions - i * CHUNK_POSITIONS as u64).min(CHUNK_POSITIONS as u64);
+            if c.first_position != i * CHUNK_POSITIONS as u64 || c.len as u64 != expected_len {
+                return Err(out_of_range(format!("chunk {i} entry")));
+            }
+            if verify_chunks {
+                let bytes = self.chunk_slice(i);
+                if checksum64(bytes) != c.checksum {
+                    return Err(StoreError::BadChunkChecksum { chunk: i });
+                }
+            }
+        }
+        // Games: contiguous, covering all positions; tags and text in range.
+        let mut next = 0u64;
+        for i in 0..h.n_games {
+            let g = self.game_entry(i as usize);
+            if g.first_position != next || g.n_positions == 0 {
+                return Err(out_of_range(format!("game {i} positions")));
+            }
+            next = g.first_position + g.n_positions as u64;
+            if next > h.n_positions {
+                return Err(out_of_range(format!("game {i} positions")));
+            }
+            if !fits(g.tags_offset, g.tags_len as u64, h.tags_len) {
+                return Err(out_of_range(format!("game {i} tags")));
+            }
+            if g.text_len > 0 && g.text_block as u64 >= h.n_text_blocks {
+                return Err(out_of_range(format!("game {i} text block")));
+            }
+            if h.n_sources > 0 && g.source_file as u64 >= h.n_sources {
+                return Err(out_of_range(format!("game {i} source file")));
+            }
+        }
+        if next != h.n_positions {
+            return Err(out_of_range("games do not cover all positions"));
+        }
+        for b in 0..h.n_text_blocks {
+            let (off, clen, _) = self.text_block_entry(b);
+            if !fits(off, clen as u64, h.text_len) {
+                return Err(out_of_range(format!("text block {b}")));
+            }
+        }
+        self.parse_sources()?;
+        Ok(())
+    }
+
+    /// The file this store maps.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// Size of the store file in bytes.
+    pub fn file_len(&self) -> u64 {
+        self.map.len() as u64
+    }
+    /// The store's format version.
+    pub fn format_version(&self) -> u32 {
+        self.header.version
+    }
+    pub fn n_games(&self) -> u32 {
+        self.header.n_games as u32
+    }
+    pub fn n_positions(&self) -> u64 {
+        self.header.n_positions
+    }
+    pub fn n_chunks(&self) -> u64 {
+        self.header.n_chunks
+    }
+
+    fn chunk_slice(&self, i: u64) -> &[u8] {
+        let start = (CHUNKS_OFFSET + i * CHUNK_BYTES as u64) as usize;
+        &self.map[start..start + CHUNK_BYTES]
+    }
+
+    fn chunk_entry(&self, i: u64) -> ChunkInfo {
+        let o = (self.header.chunk_index_offset + i * CHUNK_ENTRY_LEN as u64) as usize;
+        ChunkInfo::decode(&self.map[o..o + CHUNK_ENTRY_LEN])
+    }
+
+    fn game_entry(&self, i: usize) -> GameEntry {
+        let o = self.header.game_index_offset as usize + i * GAME_ENTRY_LEN;
+        GameEntry::decode(&self.map[o..o + GAME_ENTRY_LEN])
+    }
+
+    fn text_block_entry(&self, b: u64) -> (u64, u32, u32) {
+        let o = (self.header.text_index_offset + b * TEXT_BLOCK_LEN as u64) as usize;
+        let r = Bytes(&self.map[o..o + TEXT_BLOCK_LEN]);
+        (r.u64(0), r.u32(8), r.u32(12))
+    }
+
+    fn check_chunk(&self, i: u64) -> Result<(), StoreError> {
+        if i >= self.header.n_chunks {
+            return Err(StoreError::NoSuchItem {
+                what: "chunks",
+                index: i,
+                count: self.header.n_chunks,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_game(&self, i: u32) -> Result<(), StoreError> {
+        if i as u64 >= self.header.n_games {
+            return Err(StoreError::NoSuchItem {
+                what: "games",
+                index: i as u64,
+                count: self.header.n_games,
+            });
+        }
+        Ok(())
+    }
+
+    /// Chunk `i`'s columns, straight from the map (no copy).
+    ///
+    /// # Panics
+    /// If `i >= n_chunks()`.
+    pub fn chunk(&self, i: u64) -> &ChunkColumns {
+        let bytes = self.chunk_slice(i);
+        let ptr = bytes.as_ptr();
+        assert_eq!(
+            ptr.align_offset(std::mem::align_of::<ChunkColumns>()),
+            0,
+            "mmap chunks are page aligned"
+        );
+        // SAFETY: `bytes` is CHUNK_BYTES = size_of::<ChunkColumns>() bytes of
+        // the map, which lives as long as `&self`; the map is page aligned
+        // and chunks start at multiples of 4096, so `ptr` is aligned (checked
+        // above); every bit pattern is a valid ChunkColumns (integer arrays
+        // only); the map is read-only and not mutated while borrowed.
+        unsafe { &*ptr.cast::<ChunkColumns>() }
+    }
+
+    /// Chunk `i`'s index entry (summary, first position, used slots).
+    pub fn chunk_info(&self, i: u64) -> Result<ChunkInfo, StoreError> {
+        self.check_chunk(i)?;
+        Ok(self.chunk_entry(i))
+    }
+
+    /// Game `i` (0-based; CQL's game number is `i + 1`).
+    pub fn game(&self, i: u32) -> Result<GameEntry, StoreError> {
+        self.check_game(i)?;
+        Ok(self.game_entry(i as usize))
+    }
+
+    /// Game `i`'s tag pairs, in PGN order, as raw bytes.
+    pub fn game_tags_raw(&self, i: u32) -> Result<Vec<RawTagPair<'_>>, StoreError> {
+        let g = self.game(i)?;
+        let start = (self.header.tags_offset + g.tags_offset) as usize;
+        let blob = &self.map[start..start + g.tags_len as usize];
+        let bad = || out_of_range(format!("game {i} tag data"));
+        let mut out = Vec::with_capacity(g.n_tags as usize);
+        let mut o = 0usize;
+        for _ in 0..g.n_tags {
+            let nl = blob.get(o..o + 2).ok_or_else(bad)?;
+            let nl = u16::from_le_bytes([nl[0], nl[1]]) as usize;
+            o += 2;
+            let name = blob.get(o..o + nl).ok_or_else(bad)?;
+            o += nl;
+            let vl = blob.get(o..o + 4).ok_or_else(bad)?;
+            let vl = u32::from_le_bytes([vl[0], vl[1], vl[2], vl[3]]) as usize;
+            o += 4;
+            let value = blob
+                .get(o..o.checked_add(vl).ok_or_else(bad)?)
+                .ok_or_else(bad)?;
+            o += vl;
+            out.push((name, value));
+        }
+        Ok(out)
+    }
+
+    /// Game `i`'s tag pairs as (lossy) UTF-8 strings.
+    pub fn game_tags(&self, i: u32) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self
+            .game_tags_raw(i)?
+            .into_iter()
+            .map(|(n, v)| {
+                (
+                    String::from_utf8_lossy(n).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect())
+    }
+
+    /// The value of tag `name` of game `i`, if present.
+    pub fn game_tag(&self, i: u32, name: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .game_tags_raw(i)?
+            .into_iter()
+            .find(|(n, _)| *n == name.as_bytes())
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned()))
+    }
+
+    /// The original text of game `i`, byte for byte as in its source file.
+    pub fn game_text(&self, i: u32) -> Result<Vec<u8>, StoreError> {
+        let g = self.game(i)?;
+        if g.text_len == 0 {
+            return Ok(Vec::new());
+        }
+        let (off, clen, dlen) = self.text_block_entry(g.text_block as u64);
+        let start = (self.header.text_offset + off) as usize;
+        let frame = &self.map[start..start + clen as usize];
+        let block =
+            zstd::bulk::decompress(frame, dlen as usize).map_err(|e| StoreError::CorruptText {
+                game: i,
+                reason: e.to_string(),
+            })?;
+        let (a, n) = (g.text_offset as usize, g.text_len as usize);
+        block
+            .get(a..a + n)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| StoreError::CorruptText {
+                game: i,
+                reason: "text range outside its block".into(),
+            })
+    }
+
+    /// The position with global index `global`.
+    pub fn position(&self, global: u64) -> Result<PositionRecord, StoreError> {
+        if global >= self.header.n_positions {
+            return Err(StoreError::NoSuchItem {
+                what: "positions",
+                index: global,
+                count: self.header.n_positions,
+            });
+        }
+        let c = global / CHUNK_POSITIONS as u64;
+        Ok(self
+            .chunk(c)
+            .get((global % CHUNK_POSITIONS as u64) as usize))
+    }
+
+    /// Game `i`'s positions, in PGN text order.
+    pub fn game_positions(&self, i: u32) -> Result<Vec<PositionRecord>, StoreError> {
+        let g = self.game(i)?;
+        (g.first_position..g.first_position + g.n_positions as u64)
+            .map(|p| self.position(p))
+            .collect()
+    }
+
+    /// The (0-based) game holding position `global` (binary search).
+    pub fn game_of_position(&self, global: u64) -> Result<u32, StoreError> {
+        if global >= self.header.n_positions {
+            return Err(StoreError::NoSuchItem {
+                what: "positions",
+                index: global,
+                count: self.header.n_positions,
+            });
+        }
+        // Largest game whose first position is <= global.
+        let (mut lo, mut hi) = (0usize, self.header.n_games as usize);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.game_entry(mid).first_position <= global {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo as u32)
+    }
+
+    fn parse_sources(&self) -> Result<Vec<String>, StoreError> {
+        let h = &self.header;
+        let bytes =
+            &self.map[h.sources_offset as usize..(h.sources_offset + h.sources_len) as usize];
+        let bad = || out_of_range("source list");
+        let mut out = Vec::new();
+        let mut o = 0usize;
+        for _ in 0..h.n_sources {
+            let l = bytes.get(o..o + 4).ok_or_else(bad)?;
+            let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
+            o += 4;
+            let s = bytes
+                .get(o..o.checked_add(l).ok_or_else(bad)?)
+                .ok_or_else(bad)?;
+            o += l;
+            out.push(String::from_utf8_lossy(s).into_owned());
+        }
+        Ok(out)
+    }
+
+    /// The source files the games came from (as given to the importer).
+    pub fn source_files(&self) -> Vec<String> {
+        // Validated at open.
+        self.parse_sources().unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("n_games", &self.header.n_games)
+            .field("n_positions", &self.header.n_positions)
+            .finish()
+    }
+}

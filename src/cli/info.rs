@@ -1,11 +1,47 @@
-//! `cqlj info`.
+//! `cqlj info DB.cqlj`: a store's counts, format version and size.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use cqlj::runtime::store::Store;
 
 /// Arguments of `cqlj info`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The store file.
+    pub store: PathBuf,
+    /// Skip the chunk checksums (faster on big stores).
+    #[arg(long)]
+    pub no_verify: bool,
+}
 
-pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`cqlj info` is not available in this build yet")
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let store = if args.no_verify {
+        Store::open_unverified(&args.store)?
+    } else {
+        Store::open(&args.store)?
+    };
+    let size = store.file_len();
+    let bpp = if store.n_positions() > 0 {
+        size as f64 / store.n_positions() as f64
+    } else {
+        0.0
+    };
+    println!("store:          {}", args.store.display());
+    println!("format version: {}", store.format_version());
+    println!("games:          {}", store.n_games());
+    println!("positions:      {}", store.n_positions());
+    println!("chunks:         {}", store.n_chunks());
+    println!("file size:      {size} bytes");
+    println!("bytes/position: {bpp:.1}");
+    let sources = store.source_files();
+    println!("source files:   {}", sources.len());
+    const SHOWN: usize = 10;
+    for s in sources.iter().take(SHOWN) {
+        println!("  {s}");
+    }
+    if sources.len() > SHOWN {
+        println!("  ... and {} more", sources.len() - SHOWN);
+    }
+    Ok(ExitCode::SUCCESS)
 }

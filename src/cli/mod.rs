@@ -33,7 +33,7 @@ enum Command {
 
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse_from(args);
+    let cli = Cli::parse_from(explain::normalize_args(args));
     match cli.command {
         Command::Index(a) => index::main(a),
         Command::Info(a) => info::main(a),

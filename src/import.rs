@@ -1,1 +1,0 @@
-//! import (to be written).

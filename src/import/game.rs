@@ -1,0 +1,413 @@
+//! One game's PGN text -> position records: a pgn-reader visitor that replays
+//! the mainline and every variation with shakmaty.
+//!
+//! Positions are emitted in PGN text order: the initial position, then each
+//! move's position as the text lists it (a variation's positions follow the
+//! position its first move replaces). Each record knows its parent
+//! (`parent_delta`), its ply, and the `INITIAL`, `MAINLINE` and `TERMINAL`
+//! flags.
+
+use std::ops::ControlFlow;
+
+use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
+use cqlj_runtime::store::{GameMeta, game_flags, result};
+use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup};
+
+/// Most positions a game may have (`parent_delta` and `ply` are u16).
+pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
+
+/// A game replayed into records, with its metadata (source fields left for
+/// the caller).
+#[derive(Clone, Debug, Default)]
+pub struct ParsedGame {
+    pub meta: GameMeta,
+    pub positions: Vec<PositionRecord>,
+    /// Problems that did not stop the import of the game (a variation cut
+    /// short at an illegal move, ...).
+    pub warnings: Vec<String>,
+}
+
+/// One line of play being replayed.
+struct Frame {
+    /// Position after the last move of this line.
+    pos: Chess,
+    /// Its index in the game's records.
+    idx: u32,
+    /// Position (and index) before the last move, where a variation starting
+    /// here branches from; `None` before the line's first move.
+    prev: Option<(Chess, u32)>,
+    /// An illegal move was met: ignore the rest of this line.
+    dead: bool,
+}
+
+/// Names of `[Variant]` values that are not (Chess960) chess.
+const OTHER_VARIANTS: &[&str] = &[
+    "crazyhouse",
+    "atomic",
+    "antichess",
+    "suicide",
+    "giveaway",
+    "losers",
+    "king of the hill",
+    "kingofthehill",
+    "koth",
+    "three-check",
+    "threecheck",
+    "3-check",
+    "3check",
+    "horde",
+    "racing kings",
+    "racingkings",
+    "bughouse",
+    "shogi",
+    "xiangqi",
+];
+
+/// The visitor; reusable across games (state is reset in `begin_tags`).
+#[derive(Default)]
+pub struct GameVisitor {
+    meta: GameMeta,
+    fen: Option<Vec<u8>>,
+    variant: Option<Vec<u8>>,
+    outcome: Option<u8>,
+    chess960: bool,
+    records: Vec<PositionRecord>,
+    stack: Vec<Frame>,
+    warnings: Vec<String>,
+}
+
+fn parse_elo(v: &[u8]) -> u16 {
+    let v = v.trim_ascii();
+    if v.is_empty() || v.len() > 5 || !v.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    v.iter()
+        .fold(0u32, |a, &d| a * 10 + (d - b'0') as u32)
+        .min(u16::MAX as u32) as u16
+}
+
+fn result_code(v: &[u8]) -> Option<u8> {
+    match v.trim_ascii() {
+        b"1-0" => Some(result::WHITE_WINS),
+        b"0-1" => Some(result::BLACK_WINS),
+        b"1/2-1/2" | b"1/2" | b"\xc2\xbd-\xc2\xbd" => Some(result::DRAW),
+        b"*" => Some(result::UNKNOWN),
+        _ => None,
+    }
+}
+
+/// The packed form of a legal move played by `turn`.
+pub fn pack_move(m: Move, turn: Color) -> PackedMove {
+    let white = turn == Color::White;
+    let none = PackedMove::NO_ROLE;
+    match m {
+        Move::Normal {
+            role,
+            from,
+            capture,
+            to,
+            promotion,
+        } => PackedMove::new(
+            from as u8,
+            to as u8,
+            lchess::role_index(role),
+            capture.map_or(none, lchess::role_index),
+            promotion.map_or(none, lchess::role_index),
+            PackedMove::NORMAL,
+            white,
+        ),
+        Move::EnPassant { from, to } => PackedMove::new(
+            from as u8,
+            to as u8,
+            0,
+            0,
+            none,
+            PackedMove::EN_PASSANT,
+            white,
+        ),
+        Move::Castle { king, rook } => {
+            let side = shakmaty::CastlingSide::from_king_side(king < rook);
+            let kind = if side.is_king_side() {
+                PackedMove::CASTLE_KINGSIDE
+            } else {
+                PackedMove::CASTLE_QUEENSIDE
+            };
+            PackedMove::new(
+                king as u8,
+                side.king_to(turn) as u8,
+                5,
+                none,
+                none,
+                kind,
+                white,
+            )
+        }
+        // Drops do not occur in chess.
+        Move::Put { role, to } => PackedMove::new(
+            to as u8,
+            to as u8,
+            lchess::role_index(role),
+            none,
+            none,
+            PackedMove::NORMAL,
+            white,
+        ),
+    }
+}
+
+/// Movetext written in UCI notation (`g1f3`, `e7e8q`) parses as a pawn move
+/// with full disambiguation; replay it as the UCI move it is, if legal.
+fn uci_fallback(san: shakmaty::san::San, pos: &Chess) -> Option<Move> {
+    let shakmaty::san::San::Normal {
+        role: shakmaty::Role::Pawn,
+        file: Some(file),
+        rank: Some(rank),
+        capture: false,
+        to,
+        promotion,
+    } = san
+    else {
+        return None;
+    };
+    let from = shakmaty::Square::from_coords(file, rank);
+    let mut uci = format!("{from}{to}");
+    if let Some(p) = promotion {
+        uci.push(p.char());
+    }
+    shakmaty::uci::UciMove::from_ascii(uci.as_bytes())
+        .ok()?
+        .to_move(pos)
+        .ok()
+}
+
+impl GameVisitor {
+    pub fn new() -> GameVisitor {
+        GameVisitor::default()
+    }
+
+    /// The starting position from the tags.
+    fn initial_position(&mut self) -> Result<Chess, String> {
+        if let Some(v) = &self.variant {
+            let v = String::from_utf8_lossy(v).to_ascii_lowercase();
+            let v = v.trim();
+            if v.contains("960") || v.contains("fischer") || v == "frc" {
+                self.chess960 = true;
+            } else if OTHER_VARIANTS.contains(&v) {
+                return Err(format!("unsupported variant \"{v}\""));
+            }
+        }
+        let Some(fen) = &self.fen else {
+            return if self.chess960 {
+                Chess::from_setup(Setup::initial(), CastlingMode::Chess960)
+                    .map_err(|e| format!("cannot set up the start position: {e}"))
+            } else {
+                Ok(Chess::default())
+            };
+        };
+        let fen_text = String::from_utf8_lossy(fen.trim_ascii()).into_owned();
+        let parsed = Fen::from_ascii(fen.trim_ascii())
+            .map_err(|e| format!("invalid FEN \"{fen_text}\": {e}"))?;
+        self.meta.flags |= game_flags::SETUP;
+        let mode = if self.chess960 {
+            CastlingMode::Chess960
+        } else {
+            CastlingMode::Standard
+        };
+        match parsed.clone().into_position::<Chess>(mode) {
+            Ok(pos) => Ok(pos),
+            Err(e)
+                if mode == CastlingMode::Standard
+                    && e.kinds()
+                        .contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) =>
+            {
+                // X-FEN / Shredder castling that is not standard: Chess960.
+                match parsed.into_position::<Chess>(CastlingMode::Chess960) {
+                    Ok(pos) => {
+                        self.chess960 = true;
+                        Ok(pos)
+                    }
+                    Err(e) => Err(format!("illegal FEN position \"{fen_text}\": {e}")),
+                }
+            }
+            Err(e) => Err(format!("illegal FEN position \"{fen_text}\": {e}")),
+        }
+    }
+
+    fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
+        ControlFlow::Break(Err(reason))
+    }
+}
+
+impl Visitor for GameVisitor {
+    type Tags = ();
+    type Movetext = ();
+    type Output = Result<ParsedGame, String>;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        self.meta = GameMeta::default();
+        self.fen = None;
+        self.variant = None;
+        self.outcome = None;
+        self.chess960 = false;
+        self.records.clear();
+        self.stack.clear();
+        self.warnings.clear();
+        ControlFlow::Continue(())
+    }
+
+    fn tag(&mut self, _: &mut (), name: &[u8], value: RawTag<'_>) -> ControlFlow<Self::Output> {
+        let value = value.decode().into_owned();
+        match name {
+            b"FEN" => self.fen = Some(value.clone()),
+            b"Variant" => self.variant = Some(value.clone()),
+            b"WhiteElo" => self.meta.white_elo = parse_elo(&value),
+            b"BlackElo" => self.meta.black_elo = parse_elo(&value),
+            b"Result" => {
+                if let Some(r) = result_code(&value) {
+                    self.meta.result = r;
+                    self.outcome = Some(r);
+                }
+            }
+            _ => {}
+        }
+        self.meta.tags.push((name.to_vec(), value));
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, _: ()) -> ControlFlow<Self::Output, ()> {
+        let pos = match self.initial_position() {
+            Ok(p) => p,
+            Err(reason) => return self.fail(reason),
+        };
+        if self.chess960 {
+            self.meta.flags |= game_flags::CHESS960;
+        }
+        let mut rec = lchess::record_of(&pos, self.chess960);
+        rec.flags |= flags::INITIAL | flags::MAINLINE;
+        self.records.push(rec);
+        self.stack.push(Frame {
+            pos,
+            idx: 0,
+            prev: None,
+            dead: false,
+        });
+        ControlFlow::Continue(())
+    }
+
+    fn san(&mut self, _: &mut (), san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        let depth = self.stack.len();
+        let n = self.records.len();
+        let Some(frame) = self.stack.last_mut() else {
+            return ControlFlow::Continue(());
+        };
+        if frame.dead {
+            return ControlFlow::Continue(());
+        }
+        let parent_ply = self.records[frame.idx as usize].ply;
+        let m = match san_plus.san.to_move(&frame.pos) {
+            Ok(m) => m,
+            Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
+            Err(e) => {
+                let what = if matches!(san_plus.san, shakmaty::san::San::Null) {
+                    "null move (not supported)".to_string()
+                } else {
+                    format!("illegal move {san_plus} ({e})")
+                };
+                let at = format!("{what} at ply {}", parent_ply as u32 + 1);
+                if depth == 1 {
+                    return self.fail(at);
+                }
+                frame.dead = true;
+                self.warnings.push(format!("variation cut short: {at}"));
+                return ControlFlow::Continue(());
+            }
+        };
+        if n >= MAX_GAME_POSITIONS {
+            return self.fail(format!(
+                "game has more than {MAX_GAME_POSITIONS} positions (u16 ply/parent limit)"
+            ));
+        }
+        let turn = frame.pos.turn();
+        let before = frame.pos.clone();
+        frame.pos.play_unchecked(m);
+        let mut rec = lchess::record_of(&frame.pos, self.chess960);
+        rec.mv = pack_move(m, turn);
+        rec.parent_delta = (n as u32 - frame.idx) as u16;
+        rec.ply = parent_ply + 1;
+        if depth == 1 {
+            rec.flags |= flags::MAINLINE;
+        }
+        frame.prev = Some((before, frame.idx));
+        frame.idx = n as u32;
+        self.records.push(rec);
+        ControlFlow::Continue(())
+    }
+
+    fn begin_variation(&mut self, _: &mut ()) -> ControlFlow<Self::Output, Skip> {
+        let Some(frame) = self.stack.last() else {
+            return ControlFlow::Continue(Skip(true));
+        };
+        match (&frame.prev, frame.dead) {
+            (Some((pos, idx)), false) => {
+                let f = Frame {
+                    pos: pos.clone(),
+                    idx: *idx,
+                    prev: None,
+                    dead: false,
+                };
+                self.stack.push(f);
+                ControlFlow::Continue(Skip(false))
+            }
+            // A variation before any move, or inside a dead line: nothing to
+            // branch from.
+            _ => ControlFlow::Continue(Skip(true)),
+        }
+    }
+
+    fn end_variation(&mut self, _: &mut ()) -> ControlFlow<Self::Output> {
+        if self.stack.len() > 1 {
+            self.stack.pop();
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn outcome(&mut self, _: &mut (), outcome: Outcome) -> ControlFlow<Self::Output> {
+        if self.stack.len() == 1 && self.outcome.is_none() {
+            self.outcome = Some(match outcome {
+                Outcome::Known(KnownOutcome::Decisive {
+                    winner: Color::White,
+                }) => result::WHITE_WINS,
+                Outcome::Known(KnownOutcome::Decisive {
+                    winner: Color::Black,
+                }) => result::BLACK_WINS,
+                Outcome::Known(KnownOutcome::Draw) => result::DRAW,
+                Outcome::Unknown => result::UNKNOWN,
+            });
+            self.meta.result = self.outcome.unwrap_or(result::UNKNOWN);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, _: ()) -> Self::Output {
+        let mut positions = std::mem::take(&mut self.records);
+        if positions.is_empty() {
+            return Err("no game".into());
+        }
+        let mut has_child = vec![false; positions.len()];
+        for (i, p) in positions.iter().enumerate().skip(1) {
+            has_child[i - p.parent_delta as usize] = true;
+        }
+        for (p, child) in positions.iter_mut().zip(has_child) {
+            if !child {
+                p.flags |= flags::TERMINAL;
+            }
+        }
+        Ok(ParsedGame {
+            meta: std::mem::take(&mut self.meta),
+            positions,
+            warnings: std::mem::take(&mut self.warnings),
+        })
+    }
+}

@@ -1,0 +1,383 @@
+//! PGN import: `.pgn` / `.pgn.zst` files -> a position store.
+//!
+//! [`PgnGames`] reads one (decompressed) PGN stream game by game and yields
+//! each game replayed into position records ([`game::GameVisitor`]), with
+//! the game's exact byte range and text in the stream, or the reason it was
+//! skipped. [`import_files`] drives it over several input files into one
+//! [`StoreWriter`].
+//!
+//! A game that fails to parse, has an illegal mainline move, an illegal
+//! setup, or more than [`game::MAX_GAME_POSITIONS`] positions is skipped and
+//! reported ([`Report`]); the import continues. An illegal move inside a
+//! variation cuts that variation short and is reported as a warning.
+//!
+//! Replaying a game is a pure function of its bytes ([`parse_game`]); the
+//! reader only finds game boundaries, so a threaded importer can split the
+//! stream and parse games in parallel.
+
+pub mod game;
+
+use std::cell::{Cell, RefCell};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use cqlj_runtime::store::{StoreError, StoreWriter};
+pub use game::{GameVisitor, MAX_GAME_POSITIONS, ParsedGame};
+
+/// What stops an import (as opposed to a skipped game).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A skipped game or a warning about an imported one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The input file, as given.
+    pub file: String,
+    /// 1-based number of the game in its file.
+    pub game: u64,
+    /// 1-based line where the game starts.
+    pub line: u64,
+    pub reason: String,
+    /// True if the game was not imported; false for a warning.
+    pub skipped: bool,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = if self.skipped { "skipped" } else { "warning" };
+        write!(
+            f,
+            "{}:{}: game {}: {what}: {}",
+            self.file, self.line, self.game, self.reason
+        )
+    }
+}
+
+/// Totals of an import.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportSummary {
+    pub games: u64,
+    pub positions: u64,
+    pub skipped: u64,
+    pub warnings: u64,
+    /// Decompressed PGN bytes read.
+    pub pgn_bytes: u64,
+}
+
+/// Progress of an import, for a progress bar.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// Index of the file being read.
+    pub file: usize,
+    /// Bytes of that file read from disk (compressed bytes for `.zst`).
+    pub file_bytes_read: u64,
+    /// Bytes read from disk over all files so far.
+    pub total_bytes_read: u64,
+    pub games: u64,
+    pub positions: u64,
+}
+
+/// Keeps every byte the PGN reader pulls, so a game's text can be cut out.
+struct Tee<R> {
+    inner: R,
+    kept: Rc<RefCell<Kept>>,
+}
+
+#[derive(Default)]
+struct Kept {
+    bytes: Vec<u8>,
+    /// Stream offset of `bytes[0]`.
+    start: u64,
+    /// Stream offset just past the last byte read.
+    end: u64,
+}
+
+impl Kept {
+    fn slice(&self, from: u64, to: u64) -> &[u8] {
+        let a = (from.saturating_sub(self.start) as usize).min(self.bytes.len());
+        let b = (to.saturating_sub(self.start) as usize).clamp(a, self.bytes.len());
+        &self.bytes[a..b]
+    }
+    /// Forgets bytes before stream offset `upto` (amortised).
+    fn discard(&mut self, upto: u64) {
+        let n = (upto.saturating_sub(self.start) as usize).min(self.bytes.len());
+        if n >= 1 << 20 || n == self.bytes.len() {
+            self.bytes.drain(..n);
+            self.start += n as u64;
+        }
+    }
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut k = self.kept.borrow_mut();
+        k.bytes.extend_from_slice(&buf[..n]);
+        k.end += n as u64;
+        Ok(n)
+    }
+}
+
+/// Counts bytes read from the underlying file (for progress).
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// One game read from a stream.
+#[derive(Debug)]
+pub struct GameItem {
+    /// 1-based number of the game in its stream.
+    pub number: u64,
+    /// 1-based line where the game starts.
+    pub line: u64,
+    /// Byte range of the game in the (decompressed) stream, trailing
+    /// whitespace excluded.
+    pub start: u64,
+    pub end: u64,
+    /// The replayed game (its `meta.text` is the stream's bytes
+    /// `start..end`), or why it was skipped.
+    pub game: Result<ParsedGame, String>,
+}
+
+/// Iterator over the games of a PGN byte stream.
+pub struct PgnGames<R: Read> {
+    reader: pgn_reader::Reader<Tee<R>>,
+    kept: Rc<RefCell<Kept>>,
+    visitor: GameVisitor,
+    number: u64,
+    /// Newlines counted up to `counted_to`.
+    lines: u64,
+    counted_to: u64,
+    done: bool,
+}
+
+impl<R: Read> PgnGames<R> {
+    pub fn new(inner: R) -> PgnGames<R> {
+        let kept = Rc::new(RefCell::new(Kept::default()));
+        let tee = Tee {
+            inner,
+            kept: kept.clone(),
+        };
+        PgnGames {
+            reader: pgn_reader::Reader::new(tee),
+            kept,
+            visitor: GameVisitor::new(),
+            number: 0,
+            lines: 0,
+            counted_to: 0,
+            done: false,
+        }
+    }
+
+    /// Stream offset of the reader's next unread byte.
+    fn offset(&self) -> u64 {
+        self.kept.borrow().end - self.reader.buffer().len() as u64
+    }
+
+    fn count_lines_to(&mut self, to: u64) {
+        let k = self.kept.borrow();
+        let s = k.slice(self.counted_to, to);
+        self.lines += s.iter().filter(|&&b| b == b'\n').count() as u64;
+        self.counted_to = to.max(self.counted_to);
+    }
+
+    fn next_game(&mut self) -> io::Result<Option<GameItem>> {
+        if self.done || !self.reader.has_more()? {
+            self.done = true;
+            return Ok(None);
+        }
+        let start = self.offset();
+        self.count_lines_to(start);
+        self.number += 1;
+        let line = self.lines + 1;
+        let read = self.reader.read_game(&mut self.visitor);
+        let mut end = self.offset();
+        let game = match read {
+            Ok(Some(Ok(mut g))) => {
+                let k = self.kept.borrow();
+                let text = k.slice(start, end);
+                let trimmed = text.trim_ascii_end();
+                end = start + trimmed.len() as u64;
+                g.meta.text = trimmed.to_vec();
+                g.meta.source_start = start;
+                g.meta.source_len = end - start;
+                Ok(g)
+            }
+            Ok(Some(Err(reason))) => Err(reason),
+            Ok(None) => {
+                self.done = true;
+                return Ok(None);
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                if self.offset() <= start {
+                    // No progress possible: stop rather than loop.
+                    self.done = true;
+                }
+                Err(format!("PGN syntax error: {e}"))
+            }
+            Err(e) => return Err(e),
+        };
+        self.count_lines_to(end.max(start));
+        let upto = self.counted_to;
+        self.kept.borrow_mut().discard(upto);
+        Ok(Some(GameItem {
+            number: self.number,
+            line,
+            start,
+            end,
+            game,
+        }))
+    }
+}
+
+impl<R: Read> Iterator for PgnGames<R> {
+    type Item = io::Result<GameItem>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_game().transpose()
+    }
+}
+
+/// Replays the first game of `text` (a pure function of the bytes).
+pub fn parse_game(text: &[u8]) -> Result<ParsedGame, String> {
+    match PgnGames::new(text).next() {
+        Some(Ok(item)) => item.game,
+        Some(Err(e)) => Err(e.to_string()),
+        None => Err("no game in the text".into()),
+    }
+}
+
+/// Opens a PGN file, decompressing zstd (detected by its magic number).
+pub fn open_pgn(path: &Path, counter: Rc<Cell<u64>>) -> io::Result<Box<dyn Read>> {
+    let mut file = File::open(path)?;
+    let mut magic = [0u8; 4];
+    let n = read_up_to(&mut file, &mut magic)?;
+    file.rewind()?;
+    let counted = Counting {
+        inner: file,
+        count: counter,
+    };
+    if n == 4 && magic == [0x28, 0xB5, 0x2F, 0xFD] {
+        Ok(Box::new(zstd::stream::read::Decoder::new(counted)?))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(1 << 16, counted)))
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Callbacks of [`import_files`].
+pub trait ImportObserver {
+    /// A game was skipped, or imported with a warning.
+    fn report(&mut self, report: &Report);
+    /// Called every few hundred games and at the end of each file.
+    fn progress(&mut self, _progress: &Progress) {}
+}
+
+/// Collects reports in a vector (tests, quiet runs).
+#[derive(Default, Debug)]
+pub struct CollectReports(pub Vec<Report>);
+
+impl ImportObserver for CollectReports {
+    fn report(&mut self, report: &Report) {
+        self.0.push(report.clone());
+    }
+}
+
+/// Imports `inputs` (in order) into a new store at `output` (replaced
+/// atomically when complete).
+pub fn import_files(
+    inputs: &[PathBuf],
+    output: &Path,
+    observer: &mut dyn ImportObserver,
+) -> Result<ImportSummary, ImportError> {
+    let mut writer = StoreWriter::create(output)?;
+    let mut summary = ImportSummary::default();
+    let mut progress = Progress::default();
+    for (fi, input) in inputs.iter().enumerate() {
+        let name = input.display().to_string();
+        let source = writer.add_source(&name);
+        let counter = Rc::new(Cell::new(0));
+        let io_err = |source| ImportError::Io {
+            path: input.clone(),
+            source,
+        };
+        let reader = open_pgn(input, counter.clone()).map_err(io_err)?;
+        let mut games = PgnGames::new(reader);
+        progress.file = fi;
+        let before = progress.total_bytes_read;
+        while let Some(item) = games.next_game().map_err(io_err)? {
+            match item.game {
+                Ok(mut g) => {
+                    g.meta.source_file = source;
+                    writer.add_game(&g.meta, &g.positions)?;
+                    summary.games += 1;
+                    summary.positions += g.positions.len() as u64;
+                    for w in g.warnings {
+                        summary.warnings += 1;
+                        observer.report(&Report {
+                            file: name.clone(),
+                            game: item.number,
+                            line: item.line,
+                            reason: w,
+                            skipped: false,
+                        });
+                    }
+                }
+                Err(reason) => {
+                    summary.skipped += 1;
+                    observer.report(&Report {
+                        file: name.clone(),
+                        game: item.number,
+                        line: item.line,
+                        reason,
+                        skipped: true,
+                    });
+                }
+            }
+            if item.number % 512 == 0 {
+                progress.file_bytes_read = counter.get();
+                progress.total_bytes_read = before + counter.get();
+                progress.games = summary.games;
+                progress.positions = summary.positions;
+                observer.progress(&progress);
+            }
+        }
+        summary.pgn_bytes += games.offset();
+        progress.file_bytes_read = counter.get();
+        progress.total_bytes_read = before + counter.get();
+        progress.games = summary.games;
+        progress.positions = summary.positions;
+        observer.progress(&progress);
+    }
+    writer.finish()?;
+    Ok(summary)
+}

@@ -1,0 +1,306 @@
+//! Sinks for a query run: the PGN writer (each matching game with its
+//! original tags, moves, comments and variations, plus a comment after each
+//! matching move, as CQL writes it) and the JSON-lines writer.
+//!
+//! Positions of a game are numbered in store order: 0 is the initial
+//! position, k >= 1 the position after the k-th move *in PGN text order*
+//! (mainline and variations interleaved as written), the order the importer
+//! stores them in.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::ops::ControlFlow;
+
+use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
+use shakmaty::Color;
+use shakmaty::fen::Fen;
+
+/// What to add to one game when it is written.
+#[derive(Clone, Debug, Default)]
+pub struct Annotations {
+    /// Comment texts per position index (store order within the game). Each
+    /// matching position gets at least the match string.
+    pub comments: BTreeMap<u32, Vec<String>>,
+}
+
+impl Annotations {
+    /// Adds a comment at position `index`.
+    pub fn add(&mut self, index: u32, text: impl Into<String>) {
+        self.comments.entry(index).or_default().push(text.into());
+    }
+}
+
+/// Errors of the PGN writer.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("writing output: {0}")]
+    Io(#[from] io::Error),
+    #[error("the stored text of game {0} holds no game")]
+    NoGame(u64),
+}
+
+/// Maximum line length of written movetext (PGN export format says 80).
+const LINE: usize = 79;
+
+/// Writes one game: its tag pairs as in the source, a blank line, the
+/// movetext with the annotations inserted, and a blank line.
+///
+/// # Errors
+/// Fails on write errors, or if `text` holds no game.
+pub fn write_pgn_game(
+    out: &mut dyn Write,
+    game_number: u64,
+    text: &[u8],
+    notes: &Annotations,
+) -> Result<(), OutputError> {
+    let mut reader = Reader::new(io::Cursor::new(text));
+    let mut writer = PgnRewriter { notes };
+    let game = reader
+        .read_game(&mut writer)?
+        .ok_or(OutputError::NoGame(game_number))?;
+    for (name, value) in &game.tags {
+        out.write_all(b"[")?;
+        out.write_all(name)?;
+        out.write_all(b" \"")?;
+        out.write_all(value)?;
+        out.write_all(b"\"]\n")?;
+    }
+    out.write_all(b"\n")?;
+    let mut col = 0;
+    let mut prev: &str = "";
+    for token in &game.tokens {
+        // No space inside parentheses: "(40... Kf7)".
+        let glued = prev == "(" || token == ")";
+        if col > 0 && col + 1 + token.len() > LINE {
+            out.write_all(b"\n")?;
+            col = 0;
+        } else if col > 0 && !glued {
+            out.write_all(b" ")?;
+            col += 1;
+        }
+        prev = token;
+        out.write_all(token.as_bytes())?;
+        col += token.len();
+    }
+    out.write_all(b"\n\n")?;
+    Ok(())
+}
+
+/// A game as re-emitted: tags (raw bytes) and movetext tokens.
+struct Rewritten {
+    tags: Vec<(Vec<u8>, Vec<u8>)>,
+    tokens: Vec<String>,
+}
+
+struct PgnRewriter<'a> {
+    notes: &'a Annotations,
+}
+
+struct Movetext {
+    tokens: Vec<String>,
+    /// Position index of the next move (store order).
+    next_index: u32,
+    /// Plies played from the initial position on the current line.
+    ply: u32,
+    /// Saved plies of enclosing lines.
+    stack: Vec<u32>,
+    /// Initial side to move and fullmove number.
+    white_first: bool,
+    first_move_number: u32,
+    /// The next move needs its number even if black's ("12...").
+    need_number: bool,
+}
+
+impl Movetext {
+    fn comment_tokens(&mut self, index: u32, notes: &Annotations) {
+        if let Some(texts) = notes.comments.get(&index) {
+            for t in texts {
+                self.tokens.push(format!("{{{}}}", t.replace('}', ")")));
+            }
+            self.need_number = true;
+        }
+    }
+}
+
+impl Visitor for PgnRewriter<'_> {
+    type Tags = Vec<(Vec<u8>, Vec<u8>)>;
+    type Movetext = (Vec<(Vec<u8>, Vec<u8>)>, Movetext);
+    type Output = Rewritten;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        ControlFlow::Continue(Vec::new())
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        tags.push((name.to_vec(), value.as_bytes().to_vec()));
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
+        let fen = tags
+            .iter()
+            .find(|(n, _)| n.as_slice() == b"FEN")
+            .and_then(|(_, v)| Fen::from_ascii(v).ok());
+        let (white_first, first_move_number) = match fen {
+            Some(f) => {
+                let setup = f.as_setup();
+                (setup.turn == Color::White, setup.fullmoves.get())
+            }
+            None => (true, 1),
+        };
+        let mut mt = Movetext {
+            tokens: Vec::new(),
+            next_index: 1,
+            ply: 0,
+            stack: Vec::new(),
+            white_first,
+            first_move_number,
+            need_number: true,
+        };
+        mt.comment_tokens(0, self.notes);
+        ControlFlow::Continue((tags, mt))
+    }
+
+    fn san(
+        &mut self,
+        (_, mt): &mut Self::Movetext,
+        san_plus: SanPlus,
+    ) -> ControlFlow<Self::Output> {
+        let half = mt.ply + if mt.white_first { 0 } else { 1 };
+        let number = mt.first_move_number + half / 2;
+        if half % 2 == 0 {
+            mt.tokens.push(format!("{number}."));
+        } else if mt.need_number {
+            mt.tokens.push(format!("{number}..."));
+        }
+        mt.need_number = false;
+        mt.tokens.push(san_plus.to_string());
+        mt.ply += 1;
+        let index = mt.next_index;
+        mt.next_index += 1;
+        mt.comment_tokens(index, self.notes);
+        ControlFlow::Continue(())
+    }
+
+    fn nag(&mut self, (_, mt): &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
+        mt.tokens.push(format!("${}", nag.0));
+        ControlFlow::Continue(())
+    }
+
+    fn comment(
+        &mut self,
+        (_, mt): &mut Self::Movetext,
+        comment: RawComment<'_>,
+    ) -> ControlFlow<Self::Output> {
+        let text = String::from_utf8_lossy(comment.as_bytes());
+        mt.tokens.push(format!("{{{}}}", text.trim()));
+        mt.need_number = true;
+        ControlFlow::Continue(())
+    }
+
+    fn begin_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
+        mt.stack.push(mt.ply);
+        mt.ply = mt.ply.saturating_sub(1);
+        mt.tokens.push("(".to_owned());
+        mt.need_number = true;
+        ControlFlow::Continue(Skip(false))
+    }
+
+    fn end_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output> {
+        if let Some(ply) = mt.stack.pop() {
+            mt.ply = ply;
+            mt.tokens.push(")".to_owned());
+            mt.need_number = true;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn outcome(
+        &mut self,
+        (_, mt): &mut Self::Movetext,
+        outcome: Outcome,
+    ) -> ControlFlow<Self::Output> {
+        mt.tokens.push(outcome.to_string());
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, (tags, mut mt): Self::Movetext) -> Self::Output {
+        // Close variations the source left open, and always end with a
+        // result token (the Result tag's, else `*`).
+        while mt.stack.pop().is_some() {
+            mt.tokens.push(")".to_owned());
+        }
+        let has_result = mt
+            .tokens
+            .last()
+            .is_some_and(|t| matches!(t.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*"));
+        if !has_result {
+            let result = tags
+                .iter()
+                .find(|(n, _)| n.as_slice() == b"Result")
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+                .filter(|r| matches!(r.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*"))
+                .unwrap_or_else(|| "*".to_owned());
+            mt.tokens.push(result);
+        }
+        Rewritten {
+            tags,
+            tokens: mt.tokens,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(text: &str, notes: &Annotations) -> String {
+        let mut out = Vec::new();
+        write_pgn_game(&mut out, 1, text.as_bytes(), notes).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn marks_matching_moves_and_keeps_comments() {
+        let text = "[Event \"T\"]\n[Result \"1-0\"]\n\n1. e4 {best} e5 2. Qh5 $1 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n";
+        let mut notes = Annotations::default();
+        notes.add(7, "CQL");
+        notes.add(2, "CQL");
+        let got = render(text, &notes);
+        assert_eq!(
+            got,
+            "[Event \"T\"]\n[Result \"1-0\"]\n\n1. e4 {best} 1... e5 {CQL} 2. Qh5 $1 Nc6 3. Bc4 Nf6 4. Qxf7# {CQL} 1-0\n\n"
+        );
+    }
+
+    #[test]
+    fn numbers_variations_and_setups() {
+        let text = "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 (40... Kf7 41. Ra7+) 41. Ra7+ *\n";
+        let mut notes = Annotations::default();
+        // Store order: 0 initial, 1 Kd7, 2 Kf7, 3 Ra7+ (variation), 4 Ra7+.
+        notes.add(3, "CQL");
+        notes.add(0, "start");
+        let got = render(text, &notes);
+        assert_eq!(
+            got,
+            "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n{start} 40... Kd7 (40... Kf7 41. Ra7+ {CQL}) 41. Ra7+ *\n\n"
+        );
+    }
+
+    #[test]
+    fn long_movetext_wraps() {
+        let mut text = String::from("[Result \"*\"]\n\n");
+        for _ in 0..20 {
+            text.push_str("Nf3 Nf6 Ng1 Ng8 ");
+        }
+        text.push('*');
+        let got = render(&text, &Annotations::default());
+        assert!(got.lines().all(|l| l.len() <= LINE), "{got}");
+        assert_eq!(got.matches("Nf3").count(), 20);
+    }
+}

@@ -1,1 +1,0 @@
-//! scan (to be written).

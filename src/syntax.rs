@@ -1,1 +1,0 @@
-//! syntax (to be written).

@@ -1,0 +1,492 @@
+//! The CQL lexer: source text to tokens, on demand.
+//!
+//! Piece and square designators (`Ka1`, `[RQ]a-h2`, `_e4`, `[a1-8,b3]`, `.`)
+//! are single tokens, decided here: a word is a designator when the whole
+//! word reads as one (so `abs` is an identifier and `a` a designator). The
+//! Unicode spellings of CQL 6.2 are mapped to their ASCII meaning here, so
+//! the parser sees only one vocabulary: e.g. `⬓` lexes as the keyword
+//! `flipcolor`, `∩` as `&`, `――` as `--`, `△` as the piece letter `A`.
+
+use crate::ir::{Bitboard, PieceSet, Span};
+use crate::syntax::diag::Diagnostics;
+
+/// A token kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    /// Integer literal (non-negative as written).
+    Num(u64),
+    /// String literal, quotes removed, escapes resolved.
+    Str(String),
+    /// An identifier or keyword (Unicode keyword symbols are spelled out).
+    Ident(String),
+    /// A piece and/or square designator.
+    Designator {
+        pieces: Option<PieceSet>,
+        squares: Option<Bitboard>,
+    },
+    /// A raw word in the `cql(...)` header (a file name).
+    Word(String),
+    LParen,
+    RParen,
+    LBrace,
+    RBrace,
+    Comma,
+    /// `&`, `∩`
+    Amp,
+    /// `|`, `∪`
+    Bar,
+    Tilde,
+    Hash,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Percent,
+    Lt,
+    Le,
+    EqEq,
+    Ge,
+    Gt,
+    Ne,
+    /// `=` (assignment, or promotion in a dash move)
+    Assign,
+    /// `->`, `→`
+    ArrowRight,
+    /// `<-`, `←`
+    ArrowLeft,
+    /// `--`, `――`
+    DashDash,
+    /// `[x]`, `×`
+    CaptureX,
+    /// `o-o`, `O-O`
+    CastleKing,
+    /// `o-o-o`, `O-O-O`
+    CastleQueen,
+    Eof,
+}
+
+/// A token and its byte span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+}
+
+/// Converts the text of one square spec (`a1`, `a-h2-7`, `b3-5`, `c-e4`) at
+/// the start of `s` into a bitboard; returns bytes consumed.
+fn square_spec(s: &[u8]) -> Option<(usize, Bitboard)> {
+    let file = |c: u8| (b'a'..=b'h').contains(&c).then(|| c - b'a');
+    let rank = |c: u8| (b'1'..=b'8').contains(&c).then(|| c - b'1');
+    let mut i = 0;
+    let f0 = file(*s.first()?)?;
+    i += 1;
+    let mut f1 = f0;
+    if s.get(i) == Some(&b'-')
+        && let Some(f) = s.get(i + 1).and_then(|&c| file(c))
+    {
+        f1 = f;
+        i += 2;
+    }
+    let r0 = rank(*s.get(i)?)?;
+    i += 1;
+    let mut r1 = r0;
+    if s.get(i) == Some(&b'-')
+        && let Some(r) = s.get(i + 1).and_then(|&c| rank(c))
+    {
+        r1 = r;
+        i += 2;
+    }
+    let (flo, fhi) = (f0.min(f1), f0.max(f1));
+    let (rlo, rhi) = (r0.min(r1), r0.max(r1));
+    let mut bb = 0u64;
+    for r in rlo..=rhi {
+        for f in flo..=fhi {
+            bb |= 1 << (8 * r + f);
+        }
+    }
+    Some((i, Bitboard(bb)))
+}
+
+/// Parses a complete square designator: `a1`, `a-h2-7`, `[a1-8,b3]`, `.`.
+/// Returns `None` unless all of `s` is one designator.
+pub fn square_designator(s: &str) -> Option<Bitboard> {
+    let b = s.as_bytes();
+    match designator_squares(s, 0) {
+        Some((n, bb)) if n == b.len() => Some(bb),
+        _ => None,
+    }
+}
+
+/// Reads a square part at byte `at` of `s`: `.`/`▦`, `[spec,...]` or a spec.
+fn designator_squares(s: &str, at: usize) -> Option<(usize, Bitboard)> {
+    let rest = s.get(at..)?;
+    if rest.starts_with('.') {
+        return Some((1, Bitboard::FULL));
+    }
+    if rest.starts_with('▦') {
+        return Some(('▦'.len_utf8(), Bitboard::FULL));
+    }
+    let b = rest.as_bytes();
+    if b.first() == Some(&b'[') {
+        let mut i = 1;
+        let mut bb = 0u64;
+        loop {
+            while b.get(i) == Some(&b' ') {
+                i += 1;
+            }
+            let (n, set) = square_spec(&b[i..])?;
+            bb |= set.0;
+            i += n;
+            while b.get(i) == Some(&b' ') {
+                i += 1;
+            }
+            match b.get(i) {
+                Some(b',') => i += 1,
+                Some(b']') => return Some((i + 1, Bitboard(bb))),
+                _ => return None,
+            }
+        }
+    }
+    square_spec(b)
+}
+
+/// One piece character, ASCII or Unicode.
+fn piece_char(c: char) -> Option<PieceSet> {
+    let ascii = match c {
+        '♔' => 'K',
+        '♕' => 'Q',
+        '♖' => 'R',
+        '♗' => 'B',
+        '♘' => 'N',
+        '♙' => 'P',
+        '♚' => 'k',
+        '♛' => 'q',
+        '♜' => 'r',
+        '♝' => 'b',
+        '♞' => 'n',
+        '♟' => 'p',
+        '△' => 'A',
+        '▲' => 'a',
+        '□' => '_',
+        '◭' => return Some(PieceSet::WHITE.union(PieceSet::BLACK)),
+        c if "KQRBNPAkqrbnpa_".contains(c) => c,
+        _ => return None,
+    };
+    PieceSet::from_char(ascii)
+}
+
+/// Reads a piece part at byte `at`: one piece char or `[chars]`.
+fn designator_pieces(s: &str, at: usize) -> Option<(usize, PieceSet)> {
+    let rest = s.get(at..)?;
+    let mut chars = rest.char_indices();
+    let (_, c0) = chars.next()?;
+    if c0 == '[' {
+        let mut set = PieceSet::NONE;
+        for (i, c) in chars {
+            if c == ']' {
+                return (i > 1).then_some((i + 1, set));
+            }
+            set = set.union(piece_char(c)?);
+        }
+        return None;
+    }
+    Some((c0.len_utf8(), piece_char(c0)?))
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$'
+}
+
+/// Reads a whole designator at `at`; it must not run into an identifier.
+fn designator(s: &str, at: usize) -> Option<(usize, Option<PieceSet>, Option<Bitboard>)> {
+    let next_ok = |end: usize| !s[end..].chars().next().is_some_and(is_ident_char);
+    let (np, pieces) = match designator_pieces(s, at) {
+        Some((n, p)) => (n, Some(p)),
+        None => (0, None),
+    };
+    if pieces.is_some()
+        && let Some((ns, sq)) = designator_squares(s, at + np)
+    {
+        // A `.` after a piece part is not part of it (`A.` is not CQL).
+        if !s[at + np..].starts_with('.') && next_ok(at + np + ns) {
+            return Some((np + ns, pieces, Some(sq)));
+        }
+    }
+    // `b2`: `b` is also a piece letter, but this is a square designator.
+    if let Some((ns, sq)) = designator_squares(s, at)
+        && next_ok(at + ns)
+    {
+        return Some((ns, None, Some(sq)));
+    }
+    if let Some(p) = pieces
+        && next_ok(at + np)
+    {
+        return Some((np, Some(p), None));
+    }
+    None
+}
+
+/// Keyword symbols of CQL 6.2 and their ASCII keyword.
+fn unicode_keyword(c: char) -> Option<&'static str> {
+    Some(match c {
+        '⬓' => "flipcolor",
+        '✵' => "flip",
+        '∊' => "in",
+        '∀' => "all",
+        '∙' => "currentposition",
+        '⊢' => "line",
+        _ => return None,
+    })
+}
+
+/// The on-demand lexer. Errors are added to the shared [`Diagnostics`];
+/// a bad character is skipped.
+pub struct Lexer<'s> {
+    src: &'s str,
+    pos: usize,
+}
+
+impl<'s> Lexer<'s> {
+    pub fn new(src: &'s str) -> Lexer<'s> {
+        Lexer { src, pos: 0 }
+    }
+
+    fn rest(&self) -> &'s str {
+        &self.src[self.pos..]
+    }
+
+    /// Skips white space and comments.
+    fn skip_trivia(&mut self, diags: &mut Diagnostics) {
+        loop {
+            let rest = self.rest();
+            let trimmed = rest.trim_start();
+            self.pos += rest.len() - trimmed.len();
+            if trimmed.starts_with("//") {
+                let n = trimmed.find('\n').unwrap_or(trimmed.len());
+                self.pos += n;
+            } else if let Some(body) = trimmed.strip_prefix("/*") {
+                match body.find("*/") {
+                    Some(n) => self.pos += n + 4,
+                    None => {
+                        diags.error(
+                            Span::new(self.pos, self.pos + 2),
+                            "unterminated comment: `/*` has no closing `*/`",
+                        );
+                        self.pos = self.src.len();
+                    }
+                }
+            } else {
+                return;
+            }
+        }
+    }
+
+    /// A raw header word (file name): a string literal or the text up to
+    /// white space or `)`.
+    pub fn raw_word(&mut self, diags: &mut Diagnostics) -> Token {
+        self.skip_trivia(diags);
+        if self.rest().starts_with('"') {
+            return self.next(diags);
+        }
+        let start = self.pos;
+        let n = self
+            .rest()
+            .find(|c: char| c.is_whitespace() || c == ')')
+            .unwrap_or(self.rest().len());
+        self.pos += n;
+        if n == 0 {
+            return self.next(diags);
+        }
+        Token {
+            tok: Tok::Word(self.src[start..self.pos].to_owned()),
+            span: Span::new(start, self.pos),
+        }
+    }
+
+    /// The next token (`Eof` at the end, forever).
+    pub fn next(&mut self, diags: &mut Diagnostics) -> Token {
+        loop {
+            self.skip_trivia(diags);
+            let start = self.pos;
+            let rest = self.rest();
+            let Some(c) = rest.chars().next() else {
+                return Token {
+                    tok: Tok::Eof,
+                    span: Span::new(start, start),
+                };
+            };
+            match self.lex_one(c, diags) {
+                Some(tok) => {
+                    return Token {
+                        tok,
+                        span: Span::new(start, self.pos),
+                    };
+                }
+                None => continue,
+            }
+        }
+    }
+
+    fn take(&mut self, n: usize, tok: Tok) -> Option<Tok> {
+        self.pos += n;
+        Some(tok)
+    }
+
+    fn lex_one(&mut self, c: char, diags: &mut Diagnostics) -> Option<Tok> {
+        let rest = self.rest();
+        let start = self.pos;
+        // Multi-character operators first.
+        for (text, tok) in [
+            ("o-o-o", Tok::CastleQueen),
+            ("O-O-O", Tok::CastleQueen),
+            ("o-o", Tok::CastleKing),
+            ("O-O", Tok::CastleKing),
+        ] {
+            if rest.starts_with(text) && !rest[text.len()..].starts_with(is_ident_char) {
+                return self.take(text.len(), tok);
+            }
+        }
+        for (text, tok) in [
+            ("[x]", Tok::CaptureX),
+            ("――", Tok::DashDash),
+            ("--", Tok::DashDash),
+            ("->", Tok::ArrowRight),
+            ("<-", Tok::ArrowLeft),
+            ("<=", Tok::Le),
+            (">=", Tok::Ge),
+            ("==", Tok::EqEq),
+            ("!=", Tok::Ne),
+        ] {
+            if rest.starts_with(text) {
+                return self.take(text.len(), tok);
+            }
+        }
+        if c == '"' {
+            return self.string(diags);
+        }
+        if c.is_ascii_digit() {
+            let n = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let text = &rest[..n];
+            self.pos += n;
+            return match text.parse::<u64>() {
+                Ok(v) if v <= i64::MAX as u64 => Some(Tok::Num(v)),
+                _ => {
+                    diags.error(
+                        Span::new(start, self.pos),
+                        format!("number `{text}` is too large"),
+                    );
+                    Some(Tok::Num(0))
+                }
+            };
+        }
+        if let Some((n, pieces, squares)) = designator(self.src, self.pos) {
+            return self.take(n, Tok::Designator { pieces, squares });
+        }
+        if c.is_ascii_alphabetic() || c == '_' || c == '$' {
+            let n = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
+            return self.take(n, Tok::Ident(rest[..n].to_owned()));
+        }
+        if let Some(kw) = unicode_keyword(c) {
+            return self.take(c.len_utf8(), Tok::Ident(kw.to_owned()));
+        }
+        let single = match c {
+            '(' => Tok::LParen,
+            ')' => Tok::RParen,
+            '{' => Tok::LBrace,
+            '}' => Tok::RBrace,
+            ',' => Tok::Comma,
+            '&' | '∩' => Tok::Amp,
+            '|' | '∪' => Tok::Bar,
+            '~' => Tok::Tilde,
+            '#' => Tok::Hash,
+            '+' => Tok::Plus,
+            '-' => Tok::Minus,
+            '*' => Tok::Star,
+            '/' => Tok::Slash,
+            '%' => Tok::Percent,
+            '<' => Tok::Lt,
+            '>' => Tok::Gt,
+            '=' => Tok::Assign,
+            '≤' => Tok::Le,
+            '≥' => Tok::Ge,
+            '≠' => Tok::Ne,
+            '→' => Tok::ArrowRight,
+            '←' => Tok::ArrowLeft,
+            '×' => Tok::CaptureX,
+            _ => {
+                self.pos += c.len_utf8();
+                let what = if c == '[' {
+                    "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`)"
+                        .to_owned()
+                } else {
+                    format!("unexpected character `{c}`")
+                };
+                diags.error(Span::new(start, self.pos), what);
+                return None;
+            }
+        };
+        self.take(c.len_utf8(), single)
+    }
+
+    fn string(&mut self, diags: &mut Diagnostics) -> Option<Tok> {
+        let start = self.pos;
+        let mut out = String::new();
+        let mut chars = self.src[start + 1..].char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => {
+                    self.pos = start + 1 + i + 1;
+                    return Some(Tok::Str(out));
+                }
+                '\\' => match chars.next() {
+                    Some((_, e)) => out.push(e),
+                    None => break,
+                },
+                c => out.push(c),
+            }
+        }
+        self.pos = self.src.len();
+        diags.error(
+            Span::new(start, start + 1),
+            "unterminated string: `\"` has no closing quote",
+        );
+        Some(Tok::Str(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Tok> {
+        let mut d = Diagnostics::new(s);
+        let mut l = Lexer::new(s);
+        let mut out = vec![];
+        loop {
+            let t = l.next(&mut d);
+            if t.tok == Tok::Eof {
+                break;
+            }
+            out.push(t.tok);
+        }
+        assert!(d.is_empty(), "{d}");
+        out
+    }
+
+    #[test]
+    fn lexer_designators_and_identifiers() {
+        assert!(matches!(toks("abs")[..], [Tok::Ident(_)]));
+        assert!(matches!(toks("a")[..], [Tok::Designator { .. }]));
+        assert_eq!(toks("Ka1--b2").len(), 3);
+        assert_eq!(toks("Q[x]r").len(), 3);
+        assert_eq!(
+            square_designator("[a1-8,b3]").map(|b| b.0),
+            Some(0x0101_0101_0101_0101 | 1 << 17)
+        );
+        assert_eq!(square_designator("a-h2-7").map(|b| b.count()), Some(48));
+        assert_eq!(square_designator(".").map(|b| b.count()), Some(64));
+        assert_eq!(square_designator("i9"), None);
+    }
+}

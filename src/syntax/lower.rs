@@ -1,0 +1,1030 @@
+//! Lowering: [`ast::File`] to the typed [`ir::Query`].
+//!
+//! Name resolution (variables, function parameters), kind checking, function
+//! inlining at each call, `fen "..."` to a conjunction of piece designators,
+//! dash moves to `move` filters, comparison chains to conjunctions, and
+//! "a set in numeric context is its size" (an explicit [`Node::Count`]).
+//! Every error is recorded and lowering goes on, so a file reports all its
+//! errors at once.
+
+use std::collections::HashMap;
+
+use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
+use crate::syntax::ast::{self, ExprKind, Infix, ListFilter, Prefix};
+use crate::syntax::diag::Diagnostics;
+use crate::syntax::parser::KEYWORDS;
+
+/// Most IR nodes a query may have after function inlining.
+pub const MAX_NODES: usize = 1_000_000;
+/// Deepest IR nesting after function inlining.
+pub const MAX_LOWER_DEPTH: usize = 512;
+
+struct Function<'a> {
+    params: &'a [ast::Name],
+    body: &'a ast::Expr,
+}
+
+struct Lowerer<'a, 'd> {
+    diags: &'d mut Diagnostics,
+    vars: Vec<Var>,
+    var_ids: HashMap<String, VarId>,
+    functions: HashMap<String, Function<'a>>,
+    /// Parameter bindings of the calls being inlined, innermost last.
+    bindings: Vec<HashMap<String, Expr>>,
+    /// Names of the functions being inlined (recursion check).
+    call_stack: Vec<String>,
+    nodes: usize,
+    depth: usize,
+    fatal: bool,
+}
+
+/// Marker: an error was recorded.
+struct Failed;
+type LResult = Result<Expr, Failed>;
+
+/// Lowers a parsed file. Errors go to `diags`; `None` if there were any.
+pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
+    let mut l = Lowerer {
+        diags,
+        vars: Vec::new(),
+        var_ids: HashMap::new(),
+        functions: HashMap::new(),
+        bindings: Vec::new(),
+        call_stack: Vec::new(),
+        nodes: 0,
+        depth: 0,
+        fatal: false,
+    };
+    let body = l.list(&file.body).unwrap_or_default();
+    let header = file
+        .header
+        .as_ref()
+        .map(|h| h.options.clone())
+        .unwrap_or_default();
+    if l.diags.has_errors() {
+        return None;
+    }
+    Some(Query {
+        header,
+        body,
+        vars: l.vars,
+    })
+}
+
+/// How a kind reads in a message.
+fn kind_phrase(k: Kind) -> &'static str {
+    match k {
+        Kind::Logical => "a logical filter (it matches or not, and has no value)",
+        Kind::Set => "a set filter",
+        Kind::Numeric => "a numeric filter",
+        Kind::String => "a string filter",
+        Kind::Position => "a position filter",
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+impl<'a> Lowerer<'a, '_> {
+    fn mk(&mut self, node: Node, kind: Kind, span: Span) -> LResult {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            if !self.fatal {
+                self.diags.error(
+                    span,
+                    format!("the query is too large: more than {MAX_NODES} filters after inlining function calls"),
+                );
+            }
+            self.fatal = true;
+            return Err(Failed);
+        }
+        Ok(Expr::new(node, kind, span))
+    }
+
+    fn err(&mut self, span: Span, msg: impl Into<String>) -> Failed {
+        self.diags.error(span, msg);
+        Failed
+    }
+
+    /// Lowers a list of filters (body or block), registering function
+    /// definitions and dropping them from the list.
+    fn list(&mut self, items: &'a [ast::Expr]) -> Result<Vec<Expr>, Failed> {
+        let mut out = Vec::new();
+        let mut failed = false;
+        for item in items {
+            if self.fatal {
+                return Err(Failed);
+            }
+            if let ExprKind::Function { name, params, body } = &item.kind {
+                if self.functions.contains_key(&name.name) {
+                    self.diags.error(
+                        name.span,
+                        format!("function `{}` is defined twice", name.name),
+                    );
+                    failed = true;
+                    continue;
+                }
+                if self.var_ids.contains_key(&name.name) {
+                    self.diags.error(
+                        name.span,
+                        format!(
+                            "`{}` is already a variable; a function needs another name",
+                            name.name
+                        ),
+                    );
+                    failed = true;
+                    continue;
+                }
+                self.functions.insert(
+                    name.name.clone(),
+                    Function {
+                        params,
+                        body: body.as_ref(),
+                    },
+                );
+                continue;
+            }
+            match self.lower(item) {
+                Ok(e) => out.push(e),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
+    }
+
+    fn lower(&mut self, e: &'a ast::Expr) -> LResult {
+        if self.fatal {
+            return Err(Failed);
+        }
+        if self.depth >= MAX_LOWER_DEPTH {
+            self.fatal = true;
+            return Err(self.err(
+                e.span,
+                format!("the query is nested too deeply after inlining function calls (more than {MAX_LOWER_DEPTH} levels)"),
+            ));
+        }
+        self.depth += 1;
+        let r = self.lower_inner(e);
+        self.depth -= 1;
+        r
+    }
+
+    /// A set is needed: anything else is an error naming `what`.
+    fn want_set(&mut self, e: Expr, what: &str) -> LResult {
+        if e.kind == Kind::Set {
+            return Ok(e);
+        }
+        let extra = if e.kind == Kind::Numeric {
+            " (a number is not a set of squares)"
+        } else {
+            ""
+        };
+        Err(self.err(
+            e.span,
+            format!(
+                "{what} needs a set of squares, but this is {}{extra}",
+                kind_phrase(e.kind)
+            ),
+        ))
+    }
+
+    /// A number is needed: a set stands for its size.
+    fn want_num(&mut self, e: Expr, what: &str) -> LResult {
+        match e.kind {
+            Kind::Numeric => Ok(e),
+            Kind::Set => {
+                let span = e.span;
+                self.mk(Node::Count(Box::new(e)), Kind::Numeric, span)
+            }
+            k => Err(self.err(
+                e.span,
+                format!("{what} needs a number, but this is {}", kind_phrase(k)),
+            )),
+        }
+    }
+
+    fn sub(&mut self, e: &'a ast::Expr) -> LResult {
+        self.lower(e)
+    }
+
+    fn set_arg(&mut self, e: &'a ast::Expr, what: &str) -> LResult {
+        let x = self.lower(e)?;
+        self.want_set(x, what)
+    }
+
+    fn num_arg(&mut self, e: &'a ast::Expr, what: &str) -> LResult {
+        let x = self.lower(e)?;
+        self.want_num(x, what)
+    }
+
+    fn opt_set(
+        &mut self,
+        e: &'a Option<Box<ast::Expr>>,
+        what: &str,
+    ) -> Result<Option<Box<Expr>>, Failed> {
+        match e {
+            Some(x) => Ok(Some(Box::new(self.set_arg(x, what)?))),
+            None => Ok(None),
+        }
+    }
+
+    fn lower_inner(&mut self, e: &'a ast::Expr) -> LResult {
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Number(n) => self.mk(Node::Number(*n), Kind::Numeric, span),
+            ExprKind::Str(s) => self.mk(Node::Str(s.clone()), Kind::String, span),
+            ExprKind::Designator { pieces, squares } => {
+                let squares = squares.unwrap_or(Bitboard::FULL);
+                let node = match pieces {
+                    Some(p) => Node::Piece {
+                        pieces: *p,
+                        squares,
+                    },
+                    None => Node::Squares(squares),
+                };
+                self.mk(node, Kind::Set, span)
+            }
+            ExprKind::Leaf(node) => {
+                let kind = leaf_kind(node);
+                self.mk(node.clone(), kind, span)
+            }
+            ExprKind::Ident(name) => self.ident(name, span),
+            ExprKind::Prefix(op, arg) => self.prefix(*op, arg, span),
+            ExprKind::Infix(op, a, b) => self.infix(*op, a, b, span),
+            ExprKind::Compare(first, rest) => self.compare(first, rest, span),
+            ExprKind::Direction { dirs, range, arg } => {
+                let (min, max) = match range.as_slice() {
+                    [] => (1, 7),
+                    [(n, s)] => {
+                        let n = self.distance(*n, *s)?;
+                        (n, n)
+                    }
+                    [(a, sa), (b, sb)] => {
+                        let a = self.distance(*a, *sa)?;
+                        let b = self.distance(*b, *sb)?;
+                        if a > b {
+                            return Err(self.err(
+                                sa.join(*sb),
+                                format!("the distance range {a} {b} is empty: the first number must not exceed the second"),
+                            ));
+                        }
+                        (a, b)
+                    }
+                    [.., (_, s)] => {
+                        return Err(self.err(
+                            *s,
+                            "a direction filter takes at most two distances (`up 1 3 K`)",
+                        ));
+                    }
+                };
+                let name = dirs.keyword().unwrap_or("direction");
+                let arg = self.set_arg(arg, &format!("`{name}`"))?;
+                self.mk(
+                    Node::Direction {
+                        dirs: *dirs,
+                        min,
+                        max,
+                        arg: Box::new(arg),
+                    },
+                    Kind::Set,
+                    span,
+                )
+            }
+            ExprKind::Ray { xray, dirs, args } => {
+                let what = if *xray { "`xray`" } else { "`ray`" };
+                if args.len() < 2 {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "{what} needs at least two arguments, e.g. `{}(R k)`",
+                            &what[1..what.len() - 1]
+                        ),
+                    ));
+                }
+                let args = self.set_args(args, what)?;
+                self.mk(
+                    Node::Ray {
+                        xray: *xray,
+                        dirs: *dirs,
+                        args,
+                    },
+                    Kind::Set,
+                    span,
+                )
+            }
+            ExprKind::List(f, args) => self.list_filter(*f, args, span),
+            ExprKind::Pin { from, through, to } => {
+                let from = self.opt_set(from, "`pin from`")?;
+                let through = self.opt_set(through, "`pin through`")?;
+                let to = self.opt_set(to, "`pin to`")?;
+                self.mk(Node::Pin { from, through, to }, Kind::Set, span)
+            }
+            ExprKind::Move(m) => {
+                let mf = ir::MoveFilter {
+                    from: self.opt_set(&m.from, "`move from`")?,
+                    to: self.opt_set(&m.to, "`move to`")?,
+                    capture: self.opt_set(&m.capture, "`move capture`")?,
+                    promote: self.opt_set(&m.promote, "`move promote`")?,
+                    enpassant: m.enpassant,
+                    castle_kingside: m.castle_kingside,
+                    castle_queenside: m.castle_queenside,
+                    previous: m.previous,
+                    legal: m.legal,
+                    count: m.count,
+                };
+                let kind = if m.count { Kind::Numeric } else { Kind::Set };
+                self.mk(Node::Move(mf), kind, span)
+            }
+            ExprKind::Dash {
+                from,
+                to,
+                capture,
+                promote,
+            } => {
+                let from = self.opt_set(from, "the left side of a move dash")?;
+                let target = self.opt_set(to, "the right side of a move dash")?;
+                let promote = self.opt_set(promote, "a promotion `=`")?;
+                let (to, capture) = if *capture {
+                    let any = match target {
+                        Some(t) => t,
+                        None => Box::new(self.mk(
+                            Node::Piece {
+                                pieces: PieceSet::WHITE.union(PieceSet::BLACK),
+                                squares: Bitboard::FULL,
+                            },
+                            Kind::Set,
+                            span,
+                        )?),
+                    };
+                    (None, Some(any))
+                } else {
+                    (target, None)
+                };
+                let mf = ir::MoveFilter {
+                    from,
+                    to,
+                    capture,
+                    promote,
+                    enpassant: false,
+                    castle_kingside: false,
+                    castle_queenside: false,
+                    previous: false,
+                    legal: false,
+                    count: false,
+                };
+                self.mk(Node::Move(mf), Kind::Set, span)
+            }
+            ExprKind::Loop {
+                piece,
+                all,
+                var,
+                domain,
+                body,
+            } => {
+                let what = if *piece {
+                    "`piece ... in`"
+                } else {
+                    "`square ... in`"
+                };
+                let domain = self.set_arg(domain, what)?;
+                let id = self.declare(var, Kind::Set)?;
+                let body = self.sub(body)?;
+                self.mk(
+                    Node::SquareLoop {
+                        piece: *piece,
+                        all: *all,
+                        var: id,
+                        domain: Box::new(domain),
+                        body: Box::new(body),
+                    },
+                    Kind::Set,
+                    span,
+                )
+            }
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.sub(cond);
+                let t = self.sub(then);
+                let o = otherwise.as_ref().map(|x| self.sub(x));
+                let (c, t) = (c?, t?);
+                let o = o.transpose()?;
+                let kind = match &o {
+                    Some(o) if o.kind == t.kind => t.kind,
+                    _ => Kind::Logical,
+                };
+                self.mk(
+                    Node::If {
+                        cond: Box::new(c),
+                        then: Box::new(t),
+                        otherwise: o.map(Box::new),
+                    },
+                    kind,
+                    span,
+                )
+            }
+            ExprKind::Block(items) => {
+                let items = self.list(items)?;
+                let kind = items.last().map_or(Kind::Logical, |e| e.kind);
+                self.mk(Node::Block(items), kind, span)
+            }
+            ExprKind::Paren(inner) => self.lower(inner),
+            ExprKind::Assign { var, value } => {
+                let v = self.sub(value)?;
+                if v.kind == Kind::Logical {
+                    return Err(self.err(
+                        v.span,
+                        format!(
+                            "cannot assign this to `{}`: it is {}; a variable holds a set, a number, a string or a position",
+                            var.name,
+                            kind_phrase(v.kind)
+                        ),
+                    ));
+                }
+                let id = self.declare(var, v.kind)?;
+                self.mk(
+                    Node::Assign {
+                        var: id,
+                        value: Box::new(v),
+                    },
+                    Kind::Logical,
+                    span,
+                )
+            }
+            ExprKind::Sort { label, min, arg } => {
+                let a = self.sub(arg)?;
+                let a = if a.kind == Kind::String {
+                    a
+                } else {
+                    self.want_num(a, "`sort`")?
+                };
+                let kind = a.kind;
+                self.mk(
+                    Node::Sort {
+                        label: label.clone(),
+                        min: *min,
+                        arg: Box::new(a),
+                    },
+                    kind,
+                    span,
+                )
+            }
+            ExprKind::Transform {
+                filter,
+                count,
+                restrict,
+                body,
+            } => {
+                let b = self.sub(body)?;
+                let kind = if *count {
+                    Kind::Numeric
+                } else {
+                    match b.kind {
+                        Kind::Set | Kind::Numeric => b.kind,
+                        _ => Kind::Logical,
+                    }
+                };
+                self.mk(
+                    Node::Transform {
+                        filter: *filter,
+                        count: *count,
+                        restrict: *restrict,
+                        body: Box::new(b),
+                    },
+                    kind,
+                    span,
+                )
+            }
+            ExprKind::Fen(text) => self.fen(text, span),
+            ExprKind::StringMatch { filter, pattern } => {
+                let f = self.sub(filter)?;
+                match pattern {
+                    None => Ok(f),
+                    Some((p, ps)) => {
+                        let p = self.mk(Node::Str(p.clone()), Kind::String, *ps)?;
+                        self.mk(Node::In(Box::new(p), Box::new(f)), Kind::Logical, span)
+                    }
+                }
+            }
+            ExprKind::Call { name, args } => self.call(name, args, span),
+            ExprKind::Function { name, .. } => Err(self.err(
+                name.span,
+                "a function definition must stand on its own, not inside another filter",
+            )),
+        }
+    }
+
+    fn distance(&mut self, n: i64, span: Span) -> Result<u8, Failed> {
+        if (0..=7).contains(&n) {
+            Ok(n as u8)
+        } else {
+            Err(self.err(
+                span,
+                format!("distance {n} is off the board: a direction distance is 0 to 7"),
+            ))
+        }
+    }
+
+    fn set_args(&mut self, args: &'a [ast::Expr], what: &str) -> Result<Vec<Expr>, Failed> {
+        let mut out = Vec::new();
+        let mut failed = false;
+        for a in args {
+            match self.set_arg(a, what) {
+                Ok(x) => out.push(x),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
+    }
+
+    fn declare(&mut self, var: &ast::Name, kind: Kind) -> Result<VarId, Failed> {
+        if self
+            .bindings
+            .last()
+            .is_some_and(|b| b.contains_key(&var.name))
+        {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "`{}` is a function parameter and cannot be assigned to",
+                    var.name
+                ),
+            ));
+        }
+        if self.functions.contains_key(&var.name) {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "`{}` is a function; a variable needs another name",
+                    var.name
+                ),
+            ));
+        }
+        if let Some(&id) = self.var_ids.get(&var.name) {
+            let old = self.vars[id.0 as usize].kind;
+            if old != kind {
+                return Err(self.err(
+                    var.span,
+                    format!(
+                        "variable `{}` holds a {old} value, so it cannot also hold a {kind} value",
+                        var.name
+                    ),
+                ));
+            }
+            return Ok(id);
+        }
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(Var {
+            name: var.name.clone(),
+            kind,
+        });
+        self.var_ids.insert(var.name.clone(), id);
+        Ok(id)
+    }
+
+    fn ident(&mut self, name: &str, span: Span) -> LResult {
+        if let Some(b) = self.bindings.last()
+            && let Some(x) = b.get(name)
+        {
+            let x = x.clone();
+            self.nodes += 1;
+            return Ok(x);
+        }
+        if let Some(&id) = self.var_ids.get(name) {
+            let kind = self.vars[id.0 as usize].kind;
+            return self.mk(Node::Var(id), kind, span);
+        }
+        if self.functions.contains_key(name) {
+            return Err(self.err(
+                span,
+                format!("`{name}` is a function: call it with its arguments, e.g. `{name}(...)`"),
+            ));
+        }
+        let mut best: Option<(usize, String)> = None;
+        let candidates = KEYWORDS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.var_ids.keys().cloned())
+            .chain(self.functions.keys().cloned());
+        for c in candidates {
+            let d = edit_distance(name, &c);
+            let limit = if name.chars().count() <= 4 { 1 } else { 2 };
+            if d <= limit && c.len() >= 3 && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                best = Some((d, c));
+            }
+        }
+        let hint = match best {
+            Some((_, c)) => format!(" (did you mean `{c}`?)"),
+            None => String::new(),
+        };
+        Err(self.err(
+            span,
+            format!("unknown variable or filter `{name}`: a variable must be assigned before it is used{hint}"),
+        ))
+    }
+
+    fn prefix(&mut self, op: Prefix, arg: &'a ast::Expr, span: Span) -> LResult {
+        let (node, kind): (fn(Box<Expr>) -> Node, Kind) = match op {
+            Prefix::Not => {
+                let a = self.sub(arg)?;
+                return self.mk(Node::Not(Box::new(a)), Kind::Logical, span);
+            }
+            Prefix::NoTransform => {
+                let a = self.sub(arg)?;
+                let k = a.kind;
+                return self.mk(Node::NoTransform(Box::new(a)), k, span);
+            }
+            Prefix::Complement => (Node::Complement, Kind::Set),
+            Prefix::Count => (Node::Count, Kind::Numeric),
+            Prefix::Power => (Node::Power, Kind::Numeric),
+            Prefix::Rank => (Node::Rank, Kind::Numeric),
+            Prefix::File => (Node::File, Kind::Numeric),
+            Prefix::Light => (Node::Light, Kind::Set),
+            Prefix::Dark => (Node::Dark, Kind::Set),
+            Prefix::Neg => {
+                let a = self.num_arg(arg, "unary `-`")?;
+                return self.mk(Node::Neg(Box::new(a)), Kind::Numeric, span);
+            }
+            Prefix::Abs => {
+                let a = self.num_arg(arg, "`abs`")?;
+                return self.mk(Node::Abs(Box::new(a)), Kind::Numeric, span);
+            }
+        };
+        let what = match op {
+            Prefix::Complement => "`~`",
+            Prefix::Count => "`#`",
+            Prefix::Power => "`power`",
+            Prefix::Rank => "`rank`",
+            Prefix::File => "`file`",
+            Prefix::Light => "`light`",
+            _ => "`dark`",
+        };
+        let a = self.set_arg(arg, what)?;
+        self.mk(node(Box::new(a)), kind, span)
+    }
+
+    fn infix(&mut self, op: Infix, a: &'a ast::Expr, b: &'a ast::Expr, span: Span) -> LResult {
+        let x = self.sub(a);
+        let y = self.sub(b);
+        let (x, y) = (x?, y?);
+        match op {
+            Infix::Or => self.mk(Node::Or(Box::new(x), Box::new(y)), Kind::Logical, span),
+            Infix::And => self.mk(Node::And(Box::new(x), Box::new(y)), Kind::Logical, span),
+            Infix::In => match (x.kind, y.kind) {
+                (Kind::Set, Kind::Set) | (Kind::String, Kind::String) => {
+                    self.mk(Node::In(Box::new(x), Box::new(y)), Kind::Logical, span)
+                }
+                (kx, ky) => Err(self.err(
+                    span,
+                    format!(
+                        "`in` needs two sets (X in Y: every square of X is in Y) or two strings (substring); here the left side is {} and the right side is {}",
+                        kind_phrase(kx),
+                        kind_phrase(ky)
+                    ),
+                )),
+            },
+            Infix::Set(sop) => {
+                let what = if sop == ir::SetOp::Inter { "`&`" } else { "`|`" };
+                let x = self.want_set(x, what);
+                let y = self.want_set(y, what);
+                let (x, y) = (x?, y?);
+                self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+            }
+            Infix::Arith(aop) => {
+                let what = match aop {
+                    ir::ArithOp::Add => "`+`",
+                    ir::ArithOp::Sub => "`-`",
+                    ir::ArithOp::Mul => "`*`",
+                    ir::ArithOp::Div => "`/`",
+                    ir::ArithOp::Mod => "`%`",
+                };
+                let x = self.want_num(x, what);
+                let y = self.want_num(y, what);
+                let (x, y) = (x?, y?);
+                self.mk(Node::Arith(aop, Box::new(x), Box::new(y)), Kind::Numeric, span)
+            }
+            Infix::Attacks | Infix::AttackedBy => {
+                let what = if op == Infix::Attacks {
+                    "`attacks`"
+                } else {
+                    "`attackedby`"
+                };
+                let x = self.want_set(x, what);
+                let y = self.want_set(y, what);
+                let (x, y) = (x?, y?);
+                let node = if op == Infix::Attacks {
+                    Node::Attacks(Box::new(x), Box::new(y))
+                } else {
+                    Node::AttackedBy(Box::new(x), Box::new(y))
+                };
+                self.mk(node, Kind::Set, span)
+            }
+        }
+    }
+
+    /// One comparison, after kind checks and set-to-size conversion.
+    fn compare_pair(&mut self, op: CmpOp, x: Expr, y: Expr, span: Span) -> LResult {
+        let sym = match op {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Eq => "==",
+            CmpOp::Ge => ">=",
+            CmpOp::Gt => ">",
+            CmpOp::Ne => "!=",
+        };
+        let (x, y) = match (x.kind, y.kind) {
+            (Kind::Logical, _) | (_, Kind::Logical) => {
+                let bad = if x.kind == Kind::Logical { &x } else { &y };
+                let s = bad.span;
+                return Err(self.err(
+                    s,
+                    format!(
+                        "cannot compare with `{sym}`: this is {}",
+                        kind_phrase(Kind::Logical)
+                    ),
+                ));
+            }
+            (Kind::Set, Kind::Set) if matches!(op, CmpOp::Eq | CmpOp::Ne) => (x, y),
+            (Kind::Set | Kind::Numeric, Kind::Set | Kind::Numeric) => {
+                let x = self.want_num(x, "a comparison")?;
+                let y = self.want_num(y, "a comparison")?;
+                (x, y)
+            }
+            (a, b) if a == b => (x, y),
+            (a, b) => {
+                return Err(self.err(
+                    span,
+                    format!("cannot compare a {a} with a {b} (`{sym}` needs two numbers, two sets, two strings or two positions)"),
+                ));
+            }
+        };
+        self.mk(
+            Node::Compare(op, Box::new(x), Box::new(y)),
+            Kind::Logical,
+            span,
+        )
+    }
+
+    fn compare(
+        &mut self,
+        first: &'a ast::Expr,
+        rest: &'a [(CmpOp, ast::Expr)],
+        span: Span,
+    ) -> LResult {
+        let mut operands = vec![self.sub(first)];
+        for (_, e) in rest {
+            operands.push(self.sub(e));
+        }
+        let operands: Vec<Expr> = operands.into_iter().collect::<Result<_, _>>()?;
+        for mid in &operands[1..operands.len() - 1] {
+            if mid.has_side_effects() {
+                return Err(self.err(
+                    mid.span,
+                    "in a chain of comparisons the middle operands are evaluated twice, so they must not have side effects (assignments, comments, sort)",
+                ));
+            }
+        }
+        let mut acc: Option<Expr> = None;
+        for (i, (op, _)) in rest.iter().enumerate() {
+            let x = operands[i].clone();
+            let y = operands[i + 1].clone();
+            let pair_span = x.span.join(y.span);
+            let c = self.compare_pair(*op, x, y, pair_span)?;
+            acc = Some(match acc {
+                None => c,
+                Some(prev) => {
+                    self.mk(Node::And(Box::new(prev), Box::new(c)), Kind::Logical, span)?
+                }
+            });
+        }
+        acc.ok_or_else(|| self.err(span, "empty comparison"))
+    }
+
+    fn list_filter(&mut self, f: ListFilter, args: &'a [ast::Expr], span: Span) -> LResult {
+        match f {
+            ListFilter::Between | ListFilter::MakeSquare => {
+                let name = if f == ListFilter::Between {
+                    "between"
+                } else {
+                    "makesquare"
+                };
+                if args.len() != 2 {
+                    return Err(self.err(
+                        span,
+                        format!("`{name}` takes exactly two arguments, found {}", args.len()),
+                    ));
+                }
+                if f == ListFilter::Between {
+                    let x = self.set_arg(&args[0], "`between`");
+                    let y = self.set_arg(&args[1], "`between`");
+                    let (x, y) = (x?, y?);
+                    self.mk(Node::Between(Box::new(x), Box::new(y)), Kind::Set, span)
+                } else {
+                    let x = self.sub(&args[0]);
+                    let y = self.sub(&args[1]);
+                    let (x, y) = (x?, y?);
+                    for a in [&x, &y] {
+                        if a.kind != Kind::Numeric {
+                            let s = a.span;
+                            return Err(self.err(
+                                s,
+                                format!("`makesquare` needs a file and a rank number (1 to 8), but this is {}", kind_phrase(a.kind)),
+                            ));
+                        }
+                    }
+                    self.mk(Node::MakeSquare(Box::new(x), Box::new(y)), Kind::Set, span)
+                }
+            }
+            ListFilter::Max | ListFilter::Min => {
+                let name = if f == ListFilter::Max {
+                    "`max`"
+                } else {
+                    "`min`"
+                };
+                if args.is_empty() {
+                    return Err(self.err(span, format!("{name} needs at least one argument")));
+                }
+                let mut out = Vec::new();
+                let mut failed = false;
+                for a in args {
+                    match self.num_arg(a, name) {
+                        Ok(x) => out.push(x),
+                        Err(Failed) => failed = true,
+                    }
+                }
+                if failed {
+                    return Err(Failed);
+                }
+                let node = if f == ListFilter::Max {
+                    Node::Max(out)
+                } else {
+                    Node::Min(out)
+                };
+                self.mk(node, Kind::Numeric, span)
+            }
+            ListFilter::Comment | ListFilter::Message => {
+                let mut out = Vec::new();
+                let mut failed = false;
+                for a in args {
+                    match self.sub(a) {
+                        Ok(x) => out.push(x),
+                        Err(Failed) => failed = true,
+                    }
+                }
+                if failed {
+                    return Err(Failed);
+                }
+                let node = if f == ListFilter::Comment {
+                    Node::Comment(out)
+                } else {
+                    Node::Message(out)
+                };
+                self.mk(node, Kind::Logical, span)
+            }
+        }
+    }
+
+    fn fen(&mut self, text: &str, span: Span) -> LResult {
+        let board = text.split_whitespace().next().unwrap_or("");
+        let ranks: Vec<&str> = board.split('/').collect();
+        if ranks.len() != 8 {
+            return Err(self.err(
+                span,
+                format!(
+                    "bad FEN: the board needs 8 ranks separated by `/`, found {}",
+                    ranks.len()
+                ),
+            ));
+        }
+        let mut squares: Vec<(PieceSet, u32)> = Vec::new();
+        for (i, r) in ranks.iter().enumerate() {
+            let y = 7 - i as u32;
+            let mut x = 0u32;
+            for c in r.chars() {
+                if let Some(d) = c.to_digit(10) {
+                    if !(1..=8).contains(&d) {
+                        return Err(self.err(
+                            span,
+                            format!("bad FEN: `{c}` is not a number of empty squares (1 to 8)"),
+                        ));
+                    }
+                    for k in 0..d {
+                        squares.push((PieceSet::EMPTY_SQUARE, 8 * y + x + k));
+                    }
+                    x += d;
+                } else if let Some(p) = "KQRBNPkqrbnp"
+                    .contains(c)
+                    .then(|| PieceSet::from_char(c))
+                    .flatten()
+                {
+                    squares.push((p, 8 * y + x));
+                    x += 1;
+                } else {
+                    return Err(self.err(span, format!("bad FEN: `{c}` is not a piece letter")));
+                }
+            }
+            if x != 8 {
+                return Err(self.err(
+                    span,
+                    format!("bad FEN: rank {} has {x} squares, not 8", 8 - i),
+                ));
+            }
+        }
+        let mut acc: Option<Expr> = None;
+        for (p, sq) in squares {
+            if sq >= 64 {
+                return Err(self.err(span, "bad FEN: a rank is too long"));
+            }
+            let d = self.mk(
+                Node::Piece {
+                    pieces: p,
+                    squares: Bitboard(1 << sq),
+                },
+                Kind::Set,
+                span,
+            )?;
+            acc = Some(match acc {
+                None => d,
+                Some(prev) => {
+                    self.mk(Node::And(Box::new(prev), Box::new(d)), Kind::Logical, span)?
+                }
+            });
+        }
+        acc.ok_or_else(|| self.err(span, "bad FEN: empty board"))
+    }
+
+    fn call(&mut self, name: &'a ast::Name, args: &'a [ast::Expr], span: Span) -> LResult {
+        let Some(f) = self.functions.get(&name.name) else {
+            return Err(self.err(name.span, format!("unknown function `{}`", name.name)));
+        };
+        let (params, body) = (f.params, f.body);
+        if params.len() != args.len() {
+            return Err(self.err(
+                span,
+                format!(
+                    "function `{}` takes {} argument{}, but this call gives {}",
+                    name.name,
+                    params.len(),
+                    if params.len() == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            ));
+        }
+        if self.call_stack.contains(&name.name) {
+            return Err(self.err(
+                name.span,
+                format!("function `{}` calls itself: recursive functions are not supported (calls are inlined)", name.name),
+            ));
+        }
+        let mut bound = HashMap::new();
+        let mut failed = false;
+        for (p, a) in params.iter().zip(args) {
+            match self.sub(a) {
+                Ok(x) => {
+                    bound.insert(p.name.clone(), x);
+                }
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Failed);
+        }
+        self.bindings.push(bound);
+        self.call_stack.push(name.name.clone());
+        let r = self.lower(body);
+        self.call_stack.pop();
+        self.bindings.pop();
+        r
+    }
+}
+
+/// The kind of a keyword leaf.
+fn leaf_kind(n: &Node) -> Kind {
+    match n {
+        Node::Bool(_) => Kind::Logical,
+        Node::PawnStructure(_) | Node::EnPassantSquare => Kind::Set,
+        Node::Ply
+        | Node::MoveNumber
+        | Node::GameNumber
+        | Node::Year
+        | Node::SideToMove
+        | Node::SideConst(_)
+        | Node::Elo(_) => Kind::Numeric,
+        Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) | Node::CurrentTransform => Kind::String,
+        Node::CurrentPosition => Kind::Position,
+        _ => Kind::Logical,
+    }
+}

@@ -1,0 +1,124 @@
+//! The CQL language: lexer, parser, AST, kind checking and lowering to the
+//! typed [`ir`], diagnostics, and a printer back to CQL text.
+//!
+//! Entry points: [`parse`] (text to [`ir::Query`]), [`parse_ast`] (text to
+//! [`ast::File`]), [`print_query`] / [`print_expr`] (IR to canonical ASCII
+//! CQL; `parse(print_query(q)) == q`), [`parse_square_designator`].
+//!
+//! # Grammar decisions
+//!
+//! A file is an optional header `cql( option ... )` followed by filters
+//! written side by side (and-ed). The header is optional, so a one-line
+//! `-cql` query parses too. `//` and `/* */` are comments.
+//!
+//! Precedence, lowest first (operators in one row bind alike; binary ones
+//! associate to the left). It follows the CQL 6 table of precedence:
+//!
+//! | binding | filters |
+//! |---|---|
+//! | lowest  | the target of a transform (`flipcolor`, `shift`, ... incl. `count`/`restrict`), `notransform`, `if`/`then`/`else` branches, the body of `square`/`piece`, the argument of `sort`, function arguments, the filters inside `{ }` and `( )` |
+//! | 10 | `or` |
+//! | 20 | `and` |
+//! | 30 | `not` (its operand includes everything below) |
+//! | 40 | `in` / `∊` |
+//! | 50 | `< <= == >= > !=` (`≤ ≥ ≠`); a chain `a == b == c` means `a == b and b == c` |
+//! | 51 | right side of an assignment `x = ...` |
+//! | 60 | `+ -`; the operand of `abs` |
+//! | 70 | `* / %`; the operand of unary `-` |
+//! | 80 | `|` / `∪`; the operand of `#`, `power`, `rank`, `file`; the set after `square x in` |
+//! | 90 | `&` / `∩` |
+//! | 100 | `attacks`, `attackedby`, `->` / `→`, `<-` / `←`; the operand of `~` |
+//! | 110 | the operand of a direction (`up 1 K`), `light`, `dark`; the parameters of `move` and `pin`; both sides of a dash move `X--Y`, `X[x]Y` |
+//!
+//! So `flipcolor wtm and mate` transforms both filters, `flipcolor 2 == A
+//! attacks k` transforms the comparison, `flipcolor wtm mate` transforms only
+//! `wtm`; `A attacks k == 2` is `(A attacks k) == 2`; `up 1 K | Q` is
+//! `(up 1 K) | Q`; `#P + #p` adds two counts; `not mate and Q` is `(not
+//! mate) and Q`.
+//!
+//! Kinds: a set in numeric context (arithmetic, `abs`, `max`, `<`, a set
+//! compared with a number, `sort`) stands for its size and is lowered to an
+//! explicit `#`. `==`/`!=` between two sets compare the sets. `X in Y` takes
+//! two sets (subset) or two strings (substring); `player white "Kasparov"`
+//! (and `event "x"`, `site`, `date`, `eco`, `tag "T" "x"`) is lowered to
+//! `"Kasparov" in player white`. `X--Y` is `move from X to Y`; `X[x]Y` is
+//! `move from X capture Y` (`X[x]` captures anything). `fen "..."` is the
+//! conjunction (`and`, one per square, a8 first) of one-square piece
+//! designators, `_` for an empty square. A function call is replaced by the
+//! function body with the parameters bound to the lowered arguments.
+//!
+//! CQL 3 syntax (`(match (position ...))`, seeds 002 and 004) is rejected
+//! with a "CQL 3 syntax is not supported" diagnostic: its shift rules differ
+//! from CQL 6 (SEMANTICS.md §8), so translating it silently would change
+//! results.
+//!
+//! Limits: nesting deeper than [`parser::MAX_DEPTH`], a source larger than
+//! [`parser::MAX_SOURCE_BYTES`], more than [`lower::MAX_NODES`] IR nodes after
+//! inlining are errors, never stack overflows.
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+pub mod lower;
+pub mod parser;
+pub mod print;
+
+pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use print::{print_expr, print_query};
+
+use crate::ir::{self, Bitboard, Span};
+
+/// Detects the CQL 3 dialect: `(match ...` or `(position ...` at the start.
+fn cql3_dialect(src: &str, diags: &mut Diagnostics) -> bool {
+    let t = src.trim_start();
+    let start = src.len() - t.len();
+    for head in ["(match", "(position", "(cql"] {
+        if let Some(rest) = t.strip_prefix(head)
+            && (rest.starts_with(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                || rest.is_empty())
+        {
+            diags.error(
+                    Span::new(start, start + head.len()),
+                    "CQL 3 syntax is not supported: `(match (position ...))` is the CQL 3 dialect; write CQL 6 filters instead (e.g. `(position Rc2 Bh8 :wtm :flip)` is `flip {Rc2 Bh8 wtm}`)",
+                );
+            return true;
+        }
+    }
+    false
+}
+
+/// Parses query text to its syntax tree (no name resolution or kind
+/// checking).
+///
+/// # Errors
+/// Syntax errors, with spans; several per file where possible.
+pub fn parse_ast(src: &str) -> Result<ast::File, Diagnostics> {
+    let mut diags = Diagnostics::new(src);
+    if cql3_dialect(src, &mut diags) {
+        return Err(diags);
+    }
+    match parser::parse_file(src, &mut diags) {
+        Some(f) if !diags.has_errors() => Ok(f),
+        _ => Err(diags),
+    }
+}
+
+/// Parses query text to the typed IR: syntax, name resolution, kind
+/// checking, function inlining.
+///
+/// # Errors
+/// Every syntax and kind error found, with spans.
+pub fn parse(src: &str) -> Result<ir::Query, Diagnostics> {
+    let file = parse_ast(src)?;
+    let mut diags = Diagnostics::new(src);
+    match lower::lower_file(&file, &mut diags) {
+        Some(q) if !diags.has_errors() => Ok(q),
+        _ => Err(diags),
+    }
+}
+
+/// Parses a square designator such as `a1`, `a-h2-7`, `[a1-8,b3]` or `.`.
+/// `None` unless the whole text is one designator.
+pub fn parse_square_designator(s: &str) -> Option<Bitboard> {
+    lexer::square_designator(s.trim())
+}

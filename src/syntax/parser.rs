@@ -1,0 +1,1324 @@
+//! The recursive-descent (Pratt) parser: tokens to [`ast::File`].
+//!
+//! Precedence is CQL 6's (see the table in the [`crate::syntax`] docs).
+//! Nesting deeper than [`MAX_DEPTH`] is an error, never a stack overflow.
+//! After a syntax error the parser skips to the next line and goes on, so
+//! several errors in one file are reported.
+
+use std::collections::HashSet;
+
+use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
+use crate::ir::{Node, TransformFilter};
+use crate::syntax::ast::{
+    Expr, ExprKind, File, Header, Infix, ListFilter, MoveParams, Name, Prefix,
+};
+use crate::syntax::diag::{Diagnostics, line_col};
+use crate::syntax::lexer::{Lexer, Tok, Token};
+
+/// Deepest nesting of filters the parser accepts.
+pub const MAX_DEPTH: usize = 128;
+/// Largest query text accepted, in bytes.
+pub const MAX_SOURCE_BYTES: usize = 1 << 20;
+/// After this many errors the parser stops.
+const MAX_ERRORS: usize = 50;
+
+/// Binding powers (higher binds tighter); see the module docs of
+/// `crate::syntax` for the table.
+pub mod bp {
+    pub const LOWEST: u8 = 0;
+    pub const OR: u8 = 10;
+    pub const AND: u8 = 20;
+    pub const NOT: u8 = 30;
+    pub const IN: u8 = 40;
+    pub const CMP: u8 = 50;
+    pub const ADD: u8 = 60;
+    pub const MUL: u8 = 70;
+    pub const UNION: u8 = 80;
+    pub const INTER: u8 = 90;
+    pub const ATTACKS: u8 = 100;
+    pub const PREFIX: u8 = 110;
+    /// Operand of `abs`: just below addition's operands.
+    pub const ABS_ARG: u8 = ADD;
+    /// Operand of unary minus.
+    pub const NEG_ARG: u8 = MUL;
+    /// Operand of `#`, `power`, `rank`, `file`, the domain of `square`.
+    pub const SET_ARG: u8 = UNION;
+    /// Operand of `~`.
+    pub const COMPLEMENT_ARG: u8 = ATTACKS;
+    /// Right side of an assignment.
+    pub const ASSIGN_RHS: u8 = CMP + 1;
+}
+
+/// Keywords that later issues will add; they get "not supported yet".
+pub const UNSUPPORTED: &[&str] = &[
+    "line",
+    "path",
+    "find",
+    "echo",
+    "dictionary",
+    "readfile",
+    "writefile",
+    "appendfile",
+    "consecutivemoves",
+    "pieceid",
+    "persistent",
+    "atomic",
+    "lca",
+    "ancestor",
+    "descendant",
+    "distance",
+    "parent",
+    "child",
+    "position",
+    "positionid",
+    "virtualmainline",
+    "sqrt",
+    "int",
+    "str",
+    "ascii",
+    "lowercase",
+    "uppercase",
+    "type",
+    "colortype",
+    "hascomment",
+    "originalcomment",
+    "nestban",
+    "pseudolegal",
+    "local",
+    "loop",
+    "while",
+    "settag",
+    "removecomment",
+    "unbind",
+    "isbound",
+    "isunbound",
+    "zobristkey",
+    "lastgamenumber",
+    "depth",
+    "modelmate",
+    "idealmate",
+    "puremate",
+    "modelstalemate",
+    "purestalemate",
+    "idealstalemate",
+    "hhdb",
+    "exit",
+    "quit",
+    "reverse",
+    "fromsquare",
+    "tosquare",
+    "movenumberof",
+    "dictionary",
+    "attackers",
+    "attackedsquares",
+    "pgnfilename",
+    "fileread",
+    "includeposition",
+    "player_",
+    "basicsquare",
+    "counts",
+    "currentmove",
+    "cql",
+    "mate_",
+    "comparepositions",
+    "dollars",
+    "special",
+    "threat",
+    "nonlegal",
+    "right_",
+    "colorfrom",
+    "function_",
+    "legalmove",
+];
+
+/// Words that are keywords (cannot name a variable).
+pub const KEYWORDS: &[&str] = &[
+    "and",
+    "or",
+    "not",
+    "in",
+    "all",
+    "if",
+    "then",
+    "else",
+    "true",
+    "false",
+    "square",
+    "piece",
+    "function",
+    "sort",
+    "min",
+    "max",
+    "abs",
+    "power",
+    "rank",
+    "file",
+    "light",
+    "dark",
+    "attacks",
+    "attackedby",
+    "ray",
+    "xray",
+    "between",
+    "pin",
+    "from",
+    "through",
+    "to",
+    "capture",
+    "promote",
+    "enpassant",
+    "enpassantsquare",
+    "previous",
+    "legal",
+    "count",
+    "restrict",
+    "move",
+    "check",
+    "mate",
+    "stalemate",
+    "wtm",
+    "btm",
+    "sidetomove",
+    "white",
+    "black",
+    "initial",
+    "terminal",
+    "mainline",
+    "variation",
+    "passedpawns",
+    "doubledpawns",
+    "isolatedpawns",
+    "connectedpawns",
+    "makesquare",
+    "castle",
+    "ply",
+    "movenumber",
+    "gamenumber",
+    "result",
+    "player",
+    "elo",
+    "event",
+    "site",
+    "date",
+    "year",
+    "eco",
+    "tag",
+    "comment",
+    "message",
+    "currenttransform",
+    "notransform",
+    "currentposition",
+    "fen",
+    "up",
+    "down",
+    "left",
+    "right",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "vertical",
+    "horizontal",
+    "orthogonal",
+    "diagonal",
+    "maindiagonal",
+    "offdiagonal",
+    "anydirection",
+    "flip",
+    "dihedral",
+    "flipdihedral",
+    "rotate90",
+    "fliphorizontal",
+    "flipvertical",
+    "flipcolor",
+    "reversecolor",
+    "rotate45",
+    "shifthorizontal",
+    "shiftvertical",
+    "shift",
+];
+
+/// The direction set named by a direction keyword.
+pub fn direction_keyword(w: &str) -> Option<DirSet> {
+    use ir::Direction as D;
+    Some(match w {
+        "up" => DirSet::single(D::Up),
+        "down" => DirSet::single(D::Down),
+        "left" => DirSet::single(D::Left),
+        "right" => DirSet::single(D::Right),
+        "northeast" => DirSet::single(D::Northeast),
+        "northwest" => DirSet::single(D::Northwest),
+        "southeast" => DirSet::single(D::Southeast),
+        "southwest" => DirSet::single(D::Southwest),
+        "vertical" => DirSet::VERTICAL,
+        "horizontal" => DirSet::HORIZONTAL,
+        "orthogonal" => DirSet::ORTHOGONAL,
+        "diagonal" => DirSet::DIAGONAL,
+        "maindiagonal" => DirSet::MAINDIAGONAL,
+        "offdiagonal" => DirSet::OFFDIAGONAL,
+        "anydirection" => DirSet::ANY,
+        _ => return None,
+    })
+}
+
+/// The transform filter named by a keyword.
+pub fn transform_keyword(w: &str) -> Option<TransformFilter> {
+    use TransformFilter as T;
+    Some(match w {
+        "flip" | "dihedral" | "flipdihedral" => T::Flip,
+        "rotate90" => T::Rotate90,
+        "fliphorizontal" => T::FlipHorizontal,
+        "flipvertical" => T::FlipVertical,
+        "flipcolor" => T::FlipColor,
+        "reversecolor" => T::ReverseColor,
+        "rotate45" => T::Rotate45,
+        "shifthorizontal" => T::ShiftHorizontal,
+        "shiftvertical" => T::ShiftVertical,
+        "shift" => T::Shift,
+        _ => return None,
+    })
+}
+
+/// Keyword filters without arguments and their IR node.
+fn leaf_keyword(w: &str) -> Option<Node> {
+    Some(match w {
+        "check" => Node::Check,
+        "mate" => Node::Mate,
+        "stalemate" => Node::Stalemate,
+        "wtm" => Node::ToMove(Side::White),
+        "btm" => Node::ToMove(Side::Black),
+        "sidetomove" => Node::SideToMove,
+        "white" => Node::SideConst(Side::White),
+        "black" => Node::SideConst(Side::Black),
+        "initial" => Node::Initial,
+        "terminal" => Node::Terminal,
+        "mainline" => Node::Mainline,
+        "variation" => Node::Variation,
+        "passedpawns" => Node::PawnStructure(PawnSet::Passed),
+        "doubledpawns" => Node::PawnStructure(PawnSet::Doubled),
+        "isolatedpawns" => Node::PawnStructure(PawnSet::Isolated),
+        "connectedpawns" => Node::PawnStructure(PawnSet::Connected),
+        "enpassant" => Node::EnPassant,
+        "enpassantsquare" => Node::EnPassantSquare,
+        "castle" => Node::Castle,
+        "ply" => Node::Ply,
+        "movenumber" => Node::MoveNumber,
+        "gamenumber" => Node::GameNumber,
+        "year" => Node::Year,
+        "true" => Node::Bool(true),
+        "false" => Node::Bool(false),
+        "currenttransform" => Node::CurrentTransform,
+        "currentposition" => Node::CurrentPosition,
+        _ => return None,
+    })
+}
+
+/// Marker: an error was recorded in the diagnostics.
+#[derive(Debug)]
+pub struct Failed;
+
+type PResult<T> = Result<T, Failed>;
+
+/// Parses a whole file. Errors go to `diags`.
+pub fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
+    if src.len() > MAX_SOURCE_BYTES {
+        diags.error(
+            Span::new(0, 0),
+            format!(
+                "query is too large ({} bytes; the limit is {MAX_SOURCE_BYTES})",
+                src.len()
+            ),
+        );
+        return None;
+    }
+    let mut p = Parser {
+        src,
+        lexer: Lexer::new(src),
+        peeked: None,
+        prev_end: 0,
+        diags,
+        depth: 0,
+        fatal: false,
+        functions: HashSet::new(),
+    };
+    let file = p.file();
+    if p.diags.has_errors() { None } else { file }
+}
+
+struct Parser<'s, 'd> {
+    src: &'s str,
+    lexer: Lexer<'s>,
+    peeked: Option<Token>,
+    prev_end: usize,
+    diags: &'d mut Diagnostics,
+    depth: usize,
+    /// Set when parsing must stop (nesting limit, too many errors).
+    fatal: bool,
+    /// Functions defined so far (a call must follow the definition).
+    functions: HashSet<String>,
+}
+
+impl Parser<'_, '_> {
+    fn peek(&mut self) -> &Token {
+        if self.peeked.is_none() {
+            let t = self.lexer.next(self.diags);
+            self.peeked = Some(t);
+        }
+        self.peeked.as_ref().expect("just filled")
+    }
+
+    fn peek_tok(&mut self) -> Tok {
+        self.peek().tok.clone()
+    }
+
+    fn bump(&mut self) -> Token {
+        self.peek();
+        let t = self.peeked.take().expect("peeked");
+        self.prev_end = t.span.end as usize;
+        t
+    }
+
+    fn at_ident(&mut self, w: &str) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(s) if s == w)
+    }
+
+    fn eat_ident(&mut self, w: &str) -> Option<Span> {
+        if self.at_ident(w) {
+            Some(self.bump().span)
+        } else {
+            None
+        }
+    }
+
+    fn eat(&mut self, t: &Tok) -> Option<Span> {
+        if &self.peek().tok == t {
+            Some(self.bump().span)
+        } else {
+            None
+        }
+    }
+
+    fn error(&mut self, span: Span, msg: impl Into<String>) -> Failed {
+        self.diags.error(span, msg);
+        if self.diags.error_count() >= MAX_ERRORS {
+            self.fatal = true;
+        }
+        Failed
+    }
+
+    fn describe(t: &Tok) -> String {
+        match t {
+            Tok::Num(n) => format!("number {n}"),
+            Tok::Str(s) => format!("string \"{s}\""),
+            Tok::Ident(s) => format!("`{s}`"),
+            Tok::Word(s) => format!("`{s}`"),
+            Tok::Designator { .. } => "a piece or square designator".to_owned(),
+            Tok::Eof => "the end of the query".to_owned(),
+            other => format!("`{}`", tok_text(other)),
+        }
+    }
+
+    fn expect(&mut self, t: &Tok, what: &str) -> PResult<Span> {
+        if let Some(s) = self.eat(t) {
+            return Ok(s);
+        }
+        let got = self.peek().clone();
+        Err(self.error(
+            got.span,
+            format!("expected {what}, found {}", Self::describe(&got.tok)),
+        ))
+    }
+
+    fn span_from(&self, start: Span) -> Span {
+        Span::new(start.start as usize, self.prev_end.max(start.end as usize))
+    }
+
+    /// Skips to the first token on a later line than `after` (error
+    /// recovery).
+    fn recover(&mut self, after: usize) {
+        let (line, _) = line_col(self.src, after);
+        loop {
+            let t = self.peek().clone();
+            if t.tok == Tok::Eof {
+                return;
+            }
+            let (l, _) = line_col(self.src, t.span.start as usize);
+            if l > line {
+                return;
+            }
+            self.bump();
+        }
+    }
+
+    fn file(&mut self) -> Option<File> {
+        let header = if self.at_ident("cql") {
+            let t = self.bump();
+            if self.peek().tok == Tok::LParen {
+                self.header(t.span).ok()
+            } else {
+                let _ = self.error(
+                    t.span,
+                    "expected `(` after `cql` (the header is `cql( ... )`)",
+                );
+                None
+            }
+        } else {
+            None
+        };
+        let mut body = Vec::new();
+        loop {
+            if self.fatal {
+                return None;
+            }
+            let t = self.peek().clone();
+            match t.tok {
+                Tok::Eof => break,
+                Tok::RBrace | Tok::RParen => {
+                    let _ = self.error(t.span, format!("unmatched `{}`", tok_text(&t.tok)));
+                    self.bump();
+                }
+                _ => match self.expr(bp::LOWEST) {
+                    Ok(e) => body.push(e),
+                    Err(Failed) => {
+                        if self.fatal {
+                            return None;
+                        }
+                        let at = self.prev_end.max(t.span.start as usize);
+                        self.recover(at);
+                    }
+                },
+            }
+        }
+        if body.is_empty() && !self.diags.has_errors() {
+            let end = self.src.len();
+            let _ = self.error(Span::new(end, end), "the query has no filters");
+        }
+        Some(File { header, body })
+    }
+
+    fn header(&mut self, start: Span) -> PResult<Header> {
+        self.expect(&Tok::LParen, "`(`")?;
+        let mut h = ir::Header::default();
+        loop {
+            let t = self.bump();
+            match &t.tok {
+                Tok::RParen => break,
+                Tok::Ident(w) => match w.as_str() {
+                    "input" | "output" => {
+                        let word = self.lexer.raw_word(self.diags);
+                        self.prev_end = word.span.end as usize;
+                        let name = match word.tok {
+                            Tok::Word(s) | Tok::Str(s) => s,
+                            other => {
+                                return Err(self.error(
+                                    word.span,
+                                    format!(
+                                        "expected a file name after `{w}`, found {}",
+                                        Self::describe(&other)
+                                    ),
+                                ));
+                            }
+                        };
+                        if w == "input" {
+                            h.input = Some(name);
+                        } else {
+                            h.output = Some(name);
+                        }
+                    }
+                    "variations" => h.variations = true,
+                    "silent" => h.silent = true,
+                    "quiet" => h.quiet = true,
+                    "matchstring" => match self.bump() {
+                        Token {
+                            tok: Tok::Str(s), ..
+                        } => h.matchstring = Some(s),
+                        t => {
+                            return Err(self.error(t.span, "expected a string after `matchstring`"));
+                        }
+                    },
+                    "gamenumber" => {
+                        let a = match self.bump() {
+                            Token {
+                                tok: Tok::Num(n), ..
+                            } => n,
+                            t => {
+                                return Err(
+                                    self.error(t.span, "expected a game number after `gamenumber`")
+                                );
+                            }
+                        };
+                        let b = if let Tok::Num(n) = self.peek_tok() {
+                            self.bump();
+                            Some(n)
+                        } else {
+                            None
+                        };
+                        h.gamenumber = Some((a, b));
+                    }
+                    other => {
+                        return Err(self.error(
+                            t.span,
+                            format!(
+                                "unknown `cql(...)` header option `{other}` (supported: input, output, variations, matchstring, gamenumber, silent, quiet)"
+                            ),
+                        ));
+                    }
+                },
+                Tok::Eof => {
+                    return Err(self.error(t.span, "the `cql(` header has no closing `)`"));
+                }
+                other => {
+                    return Err(self.error(
+                        t.span,
+                        format!(
+                            "unexpected {} in the `cql(...)` header",
+                            Self::describe(other)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Header {
+            options: h,
+            span: self.span_from(start),
+        })
+    }
+
+    /// Parses a filter whose operators all bind at least as tightly as
+    /// `min_bp`.
+    fn expr(&mut self, min_bp: u8) -> PResult<Expr> {
+        if self.depth >= MAX_DEPTH {
+            let span = self.peek().span;
+            let _ = self.error(
+                span,
+                format!("the query is nested too deeply (more than {MAX_DEPTH} levels)"),
+            );
+            self.fatal = true;
+            return Err(Failed);
+        }
+        self.depth += 1;
+        let r = self.expr_inner(min_bp);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, min_bp: u8) -> PResult<Expr> {
+        let mut lhs = self.prefix()?;
+        loop {
+            let tok = self.peek_tok();
+            let (op, lbp) = match &tok {
+                Tok::Ident(w) if w == "or" => (Some(Infix::Or), bp::OR),
+                Tok::Ident(w) if w == "and" => (Some(Infix::And), bp::AND),
+                Tok::Ident(w) if w == "in" => (Some(Infix::In), bp::IN),
+                Tok::Lt | Tok::Le | Tok::EqEq | Tok::Ge | Tok::Gt | Tok::Ne => (None, bp::CMP),
+                Tok::Plus => (Some(Infix::Arith(ArithOp::Add)), bp::ADD),
+                Tok::Minus => (Some(Infix::Arith(ArithOp::Sub)), bp::ADD),
+                Tok::Star => (Some(Infix::Arith(ArithOp::Mul)), bp::MUL),
+                Tok::Slash => (Some(Infix::Arith(ArithOp::Div)), bp::MUL),
+                Tok::Percent => (Some(Infix::Arith(ArithOp::Mod)), bp::MUL),
+                Tok::Bar => (Some(Infix::Set(SetOp::Union)), bp::UNION),
+                Tok::Amp => (Some(Infix::Set(SetOp::Inter)), bp::INTER),
+                Tok::Ident(w) if w == "attacks" => (Some(Infix::Attacks), bp::ATTACKS),
+                Tok::ArrowRight => (Some(Infix::Attacks), bp::ATTACKS),
+                Tok::Ident(w) if w == "attackedby" => (Some(Infix::AttackedBy), bp::ATTACKS),
+                Tok::ArrowLeft => (Some(Infix::AttackedBy), bp::ATTACKS),
+                _ => break,
+            };
+            if lbp < min_bp {
+                break;
+            }
+            match op {
+                None => {
+                    let mut rest = Vec::new();
+                    while let Some(c) = cmp_op(&self.peek_tok()) {
+                        self.bump();
+                        let rhs = self.expr(bp::CMP + 1)?;
+                        rest.push((c, rhs));
+                    }
+                    let span = lhs.span.join(rest.last().map_or(lhs.span, |(_, e)| e.span));
+                    lhs = Expr::new(ExprKind::Compare(Box::new(lhs), rest), span);
+                }
+                Some(op) => {
+                    self.bump();
+                    let rhs = self.expr(lbp + 1)?;
+                    let span = lhs.span.join(rhs.span);
+                    lhs = Expr::new(ExprKind::Infix(op, Box::new(lhs), Box::new(rhs)), span);
+                }
+            }
+        }
+        Ok(lhs)
+    }
+
+    fn prefix_op(&mut self, op: Prefix, start: Span, arg_bp: u8) -> PResult<Expr> {
+        let arg = self.expr(arg_bp)?;
+        let span = start.join(arg.span);
+        Ok(Expr::new(ExprKind::Prefix(op, Box::new(arg)), span))
+    }
+
+    /// Can the current token start the right side of a dash move?
+    fn starts_dash_target(&mut self) -> bool {
+        matches!(
+            self.peek_tok(),
+            Tok::Designator { .. } | Tok::LParen | Tok::Tilde
+        )
+    }
+
+    /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`).
+    fn dash(&mut self, from: Option<Expr>, start: Span) -> PResult<Expr> {
+        let t = self.bump();
+        let capture = t.tok == Tok::CaptureX;
+        let to = if self.starts_dash_target() {
+            Some(Box::new(self.expr(bp::PREFIX)?))
+        } else {
+            None
+        };
+        let promote = if self.eat(&Tok::Assign).is_some() {
+            Some(Box::new(self.expr(bp::PREFIX)?))
+        } else {
+            None
+        };
+        Ok(Expr::new(
+            ExprKind::Dash {
+                from: from.map(Box::new),
+                to,
+                capture,
+                promote,
+            },
+            self.span_from(start),
+        ))
+    }
+
+    /// After a primary: a dash move may follow (`K--e4`).
+    fn maybe_dash(&mut self, e: Expr) -> PResult<Expr> {
+        if matches!(self.peek_tok(), Tok::DashDash | Tok::CaptureX) {
+            let start = e.span;
+            self.dash(Some(e), start)
+        } else {
+            Ok(e)
+        }
+    }
+
+    /// `( filter filter ... )`: the arguments of `ray`, `between`, calls...
+    fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
+        let open = self.expect(&Tok::LParen, &format!("`(` after `{what}`"))?;
+        let mut args = Vec::new();
+        loop {
+            match self.peek_tok() {
+                Tok::RParen => {
+                    self.bump();
+                    break;
+                }
+                Tok::Eof => {
+                    return Err(self.error(open, format!("`(` of `{what}` is never closed")));
+                }
+                Tok::Comma => {
+                    self.bump();
+                }
+                _ => args.push(self.expr(bp::LOWEST)?),
+            }
+        }
+        Ok((args, self.span_from(open)))
+    }
+
+    fn block(&mut self, open: Span) -> PResult<Expr> {
+        let mut items = Vec::new();
+        loop {
+            match self.peek_tok() {
+                Tok::RBrace => {
+                    self.bump();
+                    break;
+                }
+                Tok::Eof => return Err(self.error(open, "`{` is never closed")),
+                Tok::RParen => {
+                    let s = self.peek().span;
+                    return Err(self.error(s, "unmatched `)` inside `{ ... }`"));
+                }
+                _ => items.push(self.expr(bp::LOWEST)?),
+            }
+        }
+        Ok(Expr::new(ExprKind::Block(items), self.span_from(open)))
+    }
+
+    fn prefix(&mut self) -> PResult<Expr> {
+        let t = self.bump();
+        let start = t.span;
+        match t.tok {
+            Tok::Num(n) => Ok(Expr::new(ExprKind::Number(n as i64), start)),
+            Tok::Str(s) => Ok(Expr::new(ExprKind::Str(s), start)),
+            Tok::Designator { pieces, squares } => {
+                let e = Expr::new(ExprKind::Designator { pieces, squares }, start);
+                self.maybe_dash(e)
+            }
+            Tok::LParen => {
+                if self.peek().tok == Tok::RParen {
+                    let s = self.bump().span;
+                    return Err(self.error(
+                        start.join(s),
+                        "empty parentheses `()`: a filter is expected inside",
+                    ));
+                }
+                let inner = self.expr(bp::LOWEST)?;
+                if self.peek().tok != Tok::RParen {
+                    let got = self.peek().clone();
+                    return Err(self.error(
+                        got.span,
+                        format!(
+                            "expected `)` to close the `(` at {}, found {}",
+                            pos_text(self.src, start),
+                            Self::describe(&got.tok)
+                        ),
+                    ));
+                }
+                self.bump();
+                let e = Expr::new(ExprKind::Paren(Box::new(inner)), self.span_from(start));
+                self.maybe_dash(e)
+            }
+            Tok::LBrace => self.block(start),
+            Tok::Minus => {
+                if let Tok::Num(n) = self.peek_tok() {
+                    let s = self.bump().span;
+                    return Ok(Expr::new(ExprKind::Number(-(n as i64)), start.join(s)));
+                }
+                self.prefix_op(Prefix::Neg, start, bp::NEG_ARG)
+            }
+            Tok::Tilde => self.prefix_op(Prefix::Complement, start, bp::COMPLEMENT_ARG),
+            Tok::Hash => self.prefix_op(Prefix::Count, start, bp::SET_ARG),
+            Tok::DashDash | Tok::CaptureX => {
+                self.peeked = Some(Token {
+                    tok: t.tok,
+                    span: start,
+                });
+                self.dash(None, start)
+            }
+            Tok::Ident(w) => self.keyword(w, start),
+            Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
+            other => Err(self.error(
+                start,
+                format!("expected a filter, found {}", Self::describe(&other)),
+            )),
+        }
+    }
+
+    fn keyword(&mut self, w: String, start: Span) -> PResult<Expr> {
+        if let Some(node) = leaf_keyword(&w) {
+            return Ok(Expr::new(ExprKind::Leaf(node), start));
+        }
+        if let Some(dirs) = direction_keyword(&w) {
+            let mut range = Vec::new();
+            while let Tok::Num(n) = self.peek_tok() {
+                let s = self.bump().span;
+                range.push((n as i64, s));
+            }
+            let arg = self.expr(bp::PREFIX)?;
+            let span = start.join(arg.span);
+            return Ok(Expr::new(
+                ExprKind::Direction {
+                    dirs,
+                    range,
+                    arg: Box::new(arg),
+                },
+                span,
+            ));
+        }
+        if let Some(filter) = transform_keyword(&w) {
+            let mut count = false;
+            let mut restrict = false;
+            loop {
+                if self.eat_ident("count").is_some() {
+                    count = true;
+                } else if let Some(s) = self.eat_ident("restrict") {
+                    if !matches!(
+                        filter,
+                        TransformFilter::Shift
+                            | TransformFilter::ShiftHorizontal
+                            | TransformFilter::ShiftVertical
+                    ) {
+                        return Err(self.error(
+                            s,
+                            format!("`restrict` applies only to shift, shifthorizontal and shiftvertical, not to `{w}`"),
+                        ));
+                    }
+                    restrict = true;
+                } else {
+                    break;
+                }
+            }
+            let body = self.expr(bp::LOWEST)?;
+            let span = start.join(body.span);
+            return Ok(Expr::new(
+                ExprKind::Transform {
+                    filter,
+                    count,
+                    restrict,
+                    body: Box::new(body),
+                },
+                span,
+            ));
+        }
+        match w.as_str() {
+            "not" => self.prefix_op(Prefix::Not, start, bp::NOT),
+            "power" => self.prefix_op(Prefix::Power, start, bp::SET_ARG),
+            "rank" => self.prefix_op(Prefix::Rank, start, bp::SET_ARG),
+            "file" => self.prefix_op(Prefix::File, start, bp::SET_ARG),
+            "abs" => self.prefix_op(Prefix::Abs, start, bp::ABS_ARG),
+            "light" => self.prefix_op(Prefix::Light, start, bp::PREFIX),
+            "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
+            "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
+            "ray" | "xray" => {
+                let mut dirs = DirSet::EMPTY;
+                while let Tok::Ident(d) = self.peek_tok() {
+                    match direction_keyword(&d) {
+                        Some(s) => {
+                            self.bump();
+                            dirs = dirs.union(s);
+                        }
+                        None => break,
+                    }
+                }
+                if dirs == DirSet::EMPTY {
+                    dirs = DirSet::ANY;
+                }
+                let (args, span) = self.arg_list(&w)?;
+                Ok(Expr::new(
+                    ExprKind::Ray {
+                        xray: w == "xray",
+                        dirs,
+                        args,
+                    },
+                    start.join(span),
+                ))
+            }
+            "between" | "makesquare" | "max" | "min" => {
+                let f = match w.as_str() {
+                    "between" => ListFilter::Between,
+                    "makesquare" => ListFilter::MakeSquare,
+                    "max" => ListFilter::Max,
+                    _ => ListFilter::Min,
+                };
+                let (args, span) = self.arg_list(&w)?;
+                Ok(Expr::new(ExprKind::List(f, args), start.join(span)))
+            }
+            "comment" | "message" => {
+                let f = if w == "comment" {
+                    ListFilter::Comment
+                } else {
+                    ListFilter::Message
+                };
+                if let Tok::Str(s) = self.peek_tok() {
+                    let sp = self.bump().span;
+                    let arg = Expr::new(ExprKind::Str(s), sp);
+                    return Ok(Expr::new(ExprKind::List(f, vec![arg]), start.join(sp)));
+                }
+                let (args, span) = self.arg_list(&w)?;
+                Ok(Expr::new(ExprKind::List(f, args), start.join(span)))
+            }
+            "pin" => {
+                let (mut from, mut through, mut to) = (None, None, None);
+                loop {
+                    let slot = if self.eat_ident("from").is_some() {
+                        &mut from
+                    } else if self.eat_ident("through").is_some() {
+                        &mut through
+                    } else if self.eat_ident("to").is_some() {
+                        &mut to
+                    } else {
+                        break;
+                    };
+                    let e = self.expr(bp::PREFIX)?;
+                    *slot = Some(Box::new(e));
+                }
+                Ok(Expr::new(
+                    ExprKind::Pin { from, through, to },
+                    self.span_from(start),
+                ))
+            }
+            "move" => self.move_filter(start),
+            "square" | "piece" => {
+                let all = self.eat_ident("all").is_some();
+                let var = self.name("a variable name")?;
+                if self.eat_ident("in").is_none() {
+                    let got = self.peek().clone();
+                    return Err(self.error(
+                        got.span,
+                        format!(
+                            "expected `in` after `{w} {}`, found {}",
+                            var.name,
+                            Self::describe(&got.tok)
+                        ),
+                    ));
+                }
+                let domain = self.expr(bp::SET_ARG)?;
+                let body = self.expr(bp::LOWEST)?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Loop {
+                        piece: w == "piece",
+                        all,
+                        var,
+                        domain: Box::new(domain),
+                        body: Box::new(body),
+                    },
+                    span,
+                ))
+            }
+            "if" => {
+                let cond = self.expr(bp::LOWEST)?;
+                self.eat_ident("then");
+                let then = self.expr(bp::LOWEST)?;
+                let otherwise = if self.eat_ident("else").is_some() {
+                    Some(Box::new(self.expr(bp::LOWEST)?))
+                } else {
+                    None
+                };
+                Ok(Expr::new(
+                    ExprKind::If {
+                        cond: Box::new(cond),
+                        then: Box::new(then),
+                        otherwise,
+                    },
+                    self.span_from(start),
+                ))
+            }
+            "sort" => {
+                let mut label = None;
+                let mut min = false;
+                loop {
+                    if let Tok::Str(s) = self.peek_tok() {
+                        if label.is_some() {
+                            break;
+                        }
+                        self.bump();
+                        label = Some(s);
+                    } else if self.eat_ident("min").is_some() {
+                        min = true;
+                    } else if self.eat_ident("max").is_some() {
+                        min = false;
+                    } else {
+                        break;
+                    }
+                }
+                let arg = self.expr(bp::LOWEST)?;
+                let span = start.join(arg.span);
+                Ok(Expr::new(
+                    ExprKind::Sort {
+                        label,
+                        min,
+                        arg: Box::new(arg),
+                    },
+                    span,
+                ))
+            }
+            "fen" => match self.peek_tok() {
+                Tok::Str(s) => {
+                    let sp = self.bump().span;
+                    Ok(Expr::new(ExprKind::Fen(s), start.join(sp)))
+                }
+                other => {
+                    let sp = self.peek().span;
+                    Err(self.error(
+                        sp,
+                        format!(
+                            "expected a FEN string after `fen`, found {}",
+                            Self::describe(&other)
+                        ),
+                    ))
+                }
+            },
+            "result" => self.result(start),
+            "elo" => match self.side() {
+                Some(side) => Ok(Expr::new(
+                    ExprKind::Leaf(Node::Elo(side)),
+                    self.span_from(start),
+                )),
+                None => {
+                    let sp = self.peek().span;
+                    Err(self.error(sp, "expected `white` or `black` after `elo`"))
+                }
+            },
+            "player" => {
+                let side = self.side();
+                let f = Expr::new(ExprKind::Leaf(Node::Player(side)), self.span_from(start));
+                self.string_match(f, start)
+            }
+            "event" | "site" | "date" | "eco" => {
+                let field = match w.as_str() {
+                    "event" => TagField::Event,
+                    "site" => TagField::Site,
+                    "date" => TagField::Date,
+                    _ => TagField::Eco,
+                };
+                let f = Expr::new(ExprKind::Leaf(Node::Tag(field)), start);
+                self.string_match(f, start)
+            }
+            "tag" => match self.peek_tok() {
+                Tok::Str(s) => {
+                    self.bump();
+                    let f = Expr::new(ExprKind::Leaf(Node::TagNamed(s)), self.span_from(start));
+                    self.string_match(f, start)
+                }
+                other => {
+                    let sp = self.peek().span;
+                    Err(self.error(
+                        sp,
+                        format!("expected the tag name as a string after `tag` (e.g. `tag \"Annotator\"`), found {}", Self::describe(&other)),
+                    ))
+                }
+            },
+            "function" => self.function(start),
+            "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
+            _ if UNSUPPORTED.contains(&w.as_str()) => Err(self.error(
+                start,
+                format!("not supported yet: {w} at {}", pos_text(self.src, start)),
+            )),
+            _ if KEYWORDS.contains(&w.as_str()) => Err(self.error(
+                start,
+                format!("unexpected `{w}` here: a filter is expected"),
+            )),
+            _ => {
+                let name = Name {
+                    name: w,
+                    span: start,
+                };
+                if self.peek().tok == Tok::Assign {
+                    self.bump();
+                    let value = self.expr(bp::ASSIGN_RHS)?;
+                    let span = start.join(value.span);
+                    return Ok(Expr::new(
+                        ExprKind::Assign {
+                            var: name,
+                            value: Box::new(value),
+                        },
+                        span,
+                    ));
+                }
+                if self.functions.contains(&name.name) && self.peek().tok == Tok::LParen {
+                    let (args, span) = self.arg_list(&name.name)?;
+                    return Ok(Expr::new(ExprKind::Call { name, args }, start.join(span)));
+                }
+                let e = Expr::new(ExprKind::Ident(name.name), start);
+                self.maybe_dash(e)
+            }
+        }
+    }
+
+    fn side(&mut self) -> Option<Side> {
+        if self.eat_ident("white").is_some() {
+            Some(Side::White)
+        } else if self.eat_ident("black").is_some() {
+            Some(Side::Black)
+        } else {
+            None
+        }
+    }
+
+    fn string_match(&mut self, filter: Expr, start: Span) -> PResult<Expr> {
+        if let Tok::Str(s) = self.peek_tok() {
+            let sp = self.bump().span;
+            return Ok(Expr::new(
+                ExprKind::StringMatch {
+                    filter: Box::new(filter),
+                    pattern: Some((s, sp)),
+                },
+                start.join(sp),
+            ));
+        }
+        Ok(filter)
+    }
+
+    fn name(&mut self, what: &str) -> PResult<Name> {
+        let t = self.bump();
+        match t.tok {
+            Tok::Ident(w) if !KEYWORDS.contains(&w.as_str()) => Ok(Name {
+                name: w,
+                span: t.span,
+            }),
+            Tok::Ident(w) => Err(self.error(
+                t.span,
+                format!("`{w}` is a CQL keyword and cannot be used as {what}"),
+            )),
+            other => Err(self.error(
+                t.span,
+                format!("expected {what}, found {}", Self::describe(&other)),
+            )),
+        }
+    }
+
+    fn function(&mut self, start: Span) -> PResult<Expr> {
+        let name = self.name("a function name")?;
+        self.expect(&Tok::LParen, "`(` after the function name")?;
+        let mut params = Vec::new();
+        loop {
+            if self.eat(&Tok::RParen).is_some() {
+                break;
+            }
+            if self.eat(&Tok::Comma).is_some() {
+                continue;
+            }
+            params.push(self.name("a parameter name")?);
+        }
+        let open = self.expect(&Tok::LBrace, "`{` to start the function body")?;
+        // Register first, so the body may mention it (recursion is then
+        // reported when inlining).
+        self.functions.insert(name.name.clone());
+        let body = self.block(open)?;
+        Ok(Expr::new(
+            ExprKind::Function {
+                name,
+                params,
+                body: Box::new(body),
+            },
+            self.span_from(start),
+        ))
+    }
+
+    fn result(&mut self, start: Span) -> PResult<Expr> {
+        let t = self.bump();
+        let r = match &t.tok {
+            Tok::Str(s) => match s.as_str() {
+                "1-0" => Some(GameResult::WhiteWins),
+                "0-1" => Some(GameResult::BlackWins),
+                "1/2-1/2" => Some(GameResult::Draw),
+                "*" => Some(GameResult::Unknown),
+                _ => None,
+            },
+            Tok::Star => Some(GameResult::Unknown),
+            Tok::Num(a) => {
+                let a = *a;
+                // 1-0, 0-1, 1/2-1/2 arrive as several tokens.
+                let mut text = a.to_string();
+                while matches!(self.peek_tok(), Tok::Minus | Tok::Slash | Tok::Num(_))
+                    && self.peek().span.start as usize == self.prev_end
+                {
+                    let t = self.bump();
+                    text.push_str(&tok_text(&t.tok));
+                }
+                match text.as_str() {
+                    "1-0" => Some(GameResult::WhiteWins),
+                    "0-1" => Some(GameResult::BlackWins),
+                    "1/2-1/2" => Some(GameResult::Draw),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        match r {
+            Some(r) => Ok(Expr::new(
+                ExprKind::Leaf(Node::Result(r)),
+                self.span_from(start),
+            )),
+            None => Err(self.error(
+                self.span_from(t.span),
+                "expected a game result after `result`: 1-0, 0-1, 1/2-1/2 or *",
+            )),
+        }
+    }
+
+    fn move_filter(&mut self, start: Span) -> PResult<Expr> {
+        let mut m = MoveParams::default();
+        loop {
+            let t = self.peek().clone();
+            let w = match &t.tok {
+                Tok::Ident(w) => w.clone(),
+                Tok::CastleKing => {
+                    self.bump();
+                    m.castle_kingside = true;
+                    continue;
+                }
+                Tok::CastleQueen => {
+                    self.bump();
+                    m.castle_queenside = true;
+                    continue;
+                }
+                _ => break,
+            };
+            let slot = match w.as_str() {
+                "from" => &mut m.from,
+                "to" => &mut m.to,
+                "capture" => &mut m.capture,
+                "promote" => &mut m.promote,
+                "enpassant" => {
+                    self.bump();
+                    m.enpassant = true;
+                    continue;
+                }
+                "previous" => {
+                    self.bump();
+                    m.previous = true;
+                    continue;
+                }
+                "legal" => {
+                    self.bump();
+                    m.legal = true;
+                    continue;
+                }
+                "count" => {
+                    self.bump();
+                    m.count = true;
+                    continue;
+                }
+                _ => break,
+            };
+            if slot.is_some() {
+                return Err(self.error(t.span, format!("`{w}` is given twice in this `move`")));
+            }
+            self.bump();
+            *slot = Some(Box::new(self.expr(bp::PREFIX)?));
+        }
+        Ok(Expr::new(ExprKind::Move(m), self.span_from(start)))
+    }
+}
+
+fn cmp_op(t: &Tok) -> Option<CmpOp> {
+    Some(match t {
+        Tok::Lt => CmpOp::Lt,
+        Tok::Le => CmpOp::Le,
+        Tok::EqEq => CmpOp::Eq,
+        Tok::Ge => CmpOp::Ge,
+        Tok::Gt => CmpOp::Gt,
+        Tok::Ne => CmpOp::Ne,
+        _ => return None,
+    })
+}
+
+/// `LINE:COL` of a span's start.
+fn pos_text(src: &str, span: Span) -> String {
+    let (l, c) = line_col(src, span.start as usize);
+    format!("{l}:{c}")
+}
+
+/// The ASCII text of a punctuation token.
+fn tok_text(t: &Tok) -> String {
+    match t {
+        Tok::Num(n) => n.to_string(),
+        Tok::LParen => "(".into(),
+        Tok::RParen => ")".into(),
+        Tok::LBrace => "{".into(),
+        Tok::RBrace => "}".into(),
+        Tok::Comma => ",".into(),
+        Tok::Amp => "&".into(),
+        Tok::Bar => "|".into(),
+        Tok::Tilde => "~".into(),
+        Tok::Hash => "#".into(),
+        Tok::Plus => "+".into(),
+        Tok::Minus => "-".into(),
+        Tok::Star => "*".into(),
+        Tok::Slash => "/".into(),
+        Tok::Percent => "%".into(),
+        Tok::Lt => "<".into(),
+        Tok::Le => "<=".into(),
+        Tok::EqEq => "==".into(),
+        Tok::Ge => ">=".into(),
+        Tok::Gt => ">".into(),
+        Tok::Ne => "!=".into(),
+        Tok::Assign => "=".into(),
+        Tok::ArrowRight => "->".into(),
+        Tok::ArrowLeft => "<-".into(),
+        Tok::DashDash => "--".into(),
+        Tok::CaptureX => "[x]".into(),
+        Tok::CastleKing => "o-o".into(),
+        Tok::CastleQueen => "o-o-o".into(),
+        Tok::Ident(s) | Tok::Word(s) | Tok::Str(s) => s.clone(),
+        Tok::Designator { .. } => "designator".into(),
+        Tok::Eof => "end".into(),
+    }
+}

@@ -1,0 +1,591 @@
+//! The printer: IR back to canonical ASCII CQL.
+//!
+//! **Invariant:** for every query `q` that [`crate::syntax::parse`]
+//! returns, `parse(&print_query(&q)) == Ok(q)` (structural equality, spans
+//! ignored). Parentheses are added only where the CQL precedence rules
+//! (see [`crate::syntax::parser::bp`]) would otherwise group differently.
+//! Transformed trees (directions with no CQL keyword, orbits) print in a
+//! readable form that is not meant to be parsed again.
+
+use crate::ir::{
+    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, Node, PawnSet, Query, SetOp, Side,
+    TagField, TransformFilter, Var,
+};
+use crate::syntax::parser::bp;
+
+/// A printed filter: its text, the binding power it needs around it
+/// (`prec`), and `open`: an infix operator binding at least this tightly,
+/// written right after the text, would be captured by a prefix operator at
+/// the text's end.
+struct Doc {
+    text: String,
+    prec: u8,
+    open: u8,
+}
+
+const ATOM: u8 = u8::MAX;
+
+fn atom(text: impl Into<String>) -> Doc {
+    Doc {
+        text: text.into(),
+        prec: ATOM,
+        open: ATOM,
+    }
+}
+
+/// The square set as a designator: `a1`, `a-h2-7`, `[a1-8,b3]`, `.`.
+pub fn squares_text(bb: Bitboard) -> String {
+    if bb == Bitboard::FULL {
+        return ".".to_owned();
+    }
+    let files = b"abcdefgh";
+    // Rank runs per file, then identical runs on adjacent files merged.
+    let mut segs: Vec<(u8, u8, u8, u8)> = Vec::new(); // f0, f1, r0, r1
+    for f in 0..8u8 {
+        let mut r = 0u8;
+        while r < 8 {
+            if bb.0 >> (8 * r + f) & 1 == 1 {
+                let r0 = r;
+                while r < 8 && bb.0 >> (8 * r + f) & 1 == 1 {
+                    r += 1;
+                }
+                let r1 = r - 1;
+                if let Some(s) = segs
+                    .iter_mut()
+                    .find(|s| s.1 + 1 == f && s.2 == r0 && s.3 == r1)
+                {
+                    s.1 = f;
+                } else {
+                    segs.push((f, f, r0, r1));
+                }
+            } else {
+                r += 1;
+            }
+        }
+    }
+    let spec = |&(f0, f1, r0, r1): &(u8, u8, u8, u8)| {
+        let mut s = String::new();
+        s.push(files[f0 as usize] as char);
+        if f1 != f0 {
+            s.push('-');
+            s.push(files[f1 as usize] as char);
+        }
+        s.push((b'1' + r0) as char);
+        if r1 != r0 {
+            s.push('-');
+            s.push((b'1' + r1) as char);
+        }
+        s
+    };
+    let specs: Vec<String> = segs.iter().map(spec).collect();
+    if specs.len() == 1 {
+        specs.into_iter().next().unwrap_or_default()
+    } else {
+        format!("[{}]", specs.join(","))
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+fn dirs_text(d: DirSet) -> String {
+    match d.keyword() {
+        Some(k) => k.to_owned(),
+        None => format!(
+            "[{}]",
+            d.iter().map(|x| x.name()).collect::<Vec<_>>().join(",")
+        ),
+    }
+}
+
+fn transform_name(t: TransformFilter) -> &'static str {
+    match t {
+        TransformFilter::Flip => "flip",
+        TransformFilter::Rotate90 => "rotate90",
+        TransformFilter::FlipHorizontal => "fliphorizontal",
+        TransformFilter::FlipVertical => "flipvertical",
+        TransformFilter::FlipColor => "flipcolor",
+        TransformFilter::ReverseColor => "reversecolor",
+        TransformFilter::Rotate45 => "rotate45",
+        TransformFilter::ShiftHorizontal => "shifthorizontal",
+        TransformFilter::ShiftVertical => "shiftvertical",
+        TransformFilter::Shift => "shift",
+    }
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::White => "white",
+        Side::Black => "black",
+    }
+}
+
+struct Printer<'v> {
+    vars: &'v [Var],
+}
+
+/// First token of a filter that would continue the previous filter when
+/// two filters are written side by side.
+fn continues_previous(text: &str) -> bool {
+    const WORDS: [&str; 5] = ["enpassant", "white", "black", "o-o", "previous"];
+    text.starts_with('-')
+        || text.starts_with('"')
+        || text.starts_with("[x]")
+        || WORDS.iter().any(|w| {
+            text.strip_prefix(w)
+                .is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        })
+}
+
+impl Printer<'_> {
+    /// Text of `e` where the context needs binding power `min`, and an
+    /// infix operator of power `follow` may come right after it.
+    fn at(&self, e: &Expr, min: u8, follow: Option<u8>) -> String {
+        let d = self.doc(e);
+        if d.prec < min || follow.is_some_and(|f| d.open <= f) {
+            format!("({})", d.text)
+        } else {
+            d.text
+        }
+    }
+
+    /// Filters written side by side.
+    fn seq(&self, items: &[Expr], sep: &str) -> String {
+        let mut out = String::new();
+        for (i, e) in items.iter().enumerate() {
+            let t = self.doc(e).text;
+            if i > 0 {
+                out.push_str(sep);
+                if continues_previous(&t) {
+                    out.push('(');
+                    out.push_str(&t);
+                    out.push(')');
+                    continue;
+                }
+            }
+            out.push_str(&t);
+        }
+        out
+    }
+
+    fn var(&self, id: crate::ir::VarId) -> String {
+        self.vars
+            .get(id.0 as usize)
+            .map_or_else(|| format!("var{}", id.0), |v| v.name.clone())
+    }
+
+    fn infix(&self, a: &Expr, op: &str, b: &Expr, p: u8, left_assoc: bool) -> Doc {
+        let (lmin, rmin) = if left_assoc {
+            (p, p + 1)
+        } else {
+            (p + 1, p + 1)
+        };
+        let l = self.at(a, lmin, Some(p));
+        let rd = self.doc(b);
+        let (r, ropen) = if rd.prec < rmin {
+            (format!("({})", rd.text), ATOM)
+        } else {
+            (rd.text, rd.open)
+        };
+        Doc {
+            text: format!("{l} {op} {r}"),
+            prec: p,
+            open: ropen,
+        }
+    }
+
+    fn prefix(&self, head: &str, arg: &Expr, arg_bp: u8) -> Doc {
+        let d = self.doc(arg);
+        let (t, open) = if d.prec < arg_bp {
+            (format!("({})", d.text), ATOM)
+        } else {
+            (d.text, d.open)
+        };
+        Doc {
+            text: format!("{head}{t}"),
+            prec: ATOM,
+            open: open.min(arg_bp),
+        }
+    }
+
+    /// A prefix filter whose last part is parsed at the lowest precedence.
+    fn low(&self, head: String, body: &Expr) -> Doc {
+        let t = self.doc(body).text;
+        let t = if continues_previous(&t) {
+            format!("({t})")
+        } else {
+            t
+        };
+        Doc {
+            text: format!("{head}{t}"),
+            prec: ATOM,
+            open: bp::LOWEST,
+        }
+    }
+
+    fn doc(&self, e: &Expr) -> Doc {
+        match &e.node {
+            Node::Bool(b) => atom(if *b { "true" } else { "false" }),
+            Node::Number(n) => atom(n.to_string()),
+            Node::Str(s) => atom(quote(s)),
+            Node::Squares(bb) => atom(if bb.0 == 0 {
+                "[]".to_owned()
+            } else {
+                squares_text(*bb)
+            }),
+            Node::Piece { pieces, squares } => {
+                let sq = if *squares == Bitboard::FULL {
+                    String::new()
+                } else {
+                    squares_text(*squares)
+                };
+                atom(format!("{}{sq}", pieces.to_cql()))
+            }
+            Node::SetBinary(op, a, b) => match op {
+                SetOp::Inter => self.infix(a, "&", b, bp::INTER, true),
+                SetOp::Union => self.infix(a, "|", b, bp::UNION, true),
+            },
+            Node::Complement(a) => self.prefix("~", a, bp::COMPLEMENT_ARG),
+            Node::Direction {
+                dirs,
+                min,
+                max,
+                arg,
+            } => {
+                let range = match (min, max) {
+                    (1, 7) => String::new(),
+                    (a, b) if a == b => format!("{a} "),
+                    (a, b) => format!("{a} {b} "),
+                };
+                self.prefix(&format!("{} {range}", dirs_text(*dirs)), arg, bp::PREFIX)
+            }
+            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS, true),
+            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS, true),
+            Node::Ray { xray, dirs, args } => {
+                let head = if *xray { "xray" } else { "ray" };
+                let d = if *dirs == DirSet::ANY {
+                    String::new()
+                } else {
+                    format!(" {}", dirs_text(*dirs))
+                };
+                atom(format!("{head}{d} ({})", self.seq(args, " ")))
+            }
+            Node::Between(a, b) => atom(format!(
+                "between ({})",
+                self.seq(&[(**a).clone(), (**b).clone()], " ")
+            )),
+            Node::Pin { from, through, to } => {
+                let mut t = String::from("pin");
+                for (kw, x) in [("from", from), ("through", through), ("to", to)] {
+                    if let Some(x) = x {
+                        t.push_str(&format!(" {kw} {}", self.at(x, bp::PREFIX, None)));
+                    }
+                }
+                atom(t)
+            }
+            Node::PawnStructure(p) => atom(match p {
+                PawnSet::Passed => "passedpawns",
+                PawnSet::Doubled => "doubledpawns",
+                PawnSet::Isolated => "isolatedpawns",
+                PawnSet::Connected => "connectedpawns",
+            }),
+            Node::Light(a) => self.prefix("light ", a, bp::PREFIX),
+            Node::Dark(a) => self.prefix("dark ", a, bp::PREFIX),
+            Node::EnPassantSquare => atom("enpassantsquare"),
+            Node::MakeSquare(a, b) => atom(format!(
+                "makesquare ({})",
+                self.seq(&[(**a).clone(), (**b).clone()], " ")
+            )),
+            Node::Move(m) => {
+                let mut t = String::from("move");
+                for (kw, x) in [
+                    ("from", &m.from),
+                    ("to", &m.to),
+                    ("capture", &m.capture),
+                    ("promote", &m.promote),
+                ] {
+                    if let Some(x) = x {
+                        t.push_str(&format!(" {kw} {}", self.at(x, bp::PREFIX, None)));
+                    }
+                }
+                for (on, kw) in [
+                    (m.enpassant, "enpassant"),
+                    (m.castle_kingside, "o-o"),
+                    (m.castle_queenside, "o-o-o"),
+                    (m.previous, "previous"),
+                    (m.legal, "legal"),
+                    (m.count, "count"),
+                ] {
+                    if on {
+                        t.push(' ');
+                        t.push_str(kw);
+                    }
+                }
+                atom(t)
+            }
+            Node::SquareLoop {
+                piece,
+                all,
+                var,
+                domain,
+                body,
+            } => {
+                let head = format!(
+                    "{}{} {} in {} ",
+                    if *piece { "piece" } else { "square" },
+                    if *all { " all" } else { "" },
+                    self.var(*var),
+                    self.at(domain, bp::SET_ARG, None)
+                );
+                self.low(head, body)
+            }
+            Node::Count(a) => self.prefix("#", a, bp::SET_ARG),
+            Node::Power(a) => self.prefix("power ", a, bp::SET_ARG),
+            Node::Arith(op, a, b) => {
+                let (s, p) = match op {
+                    ArithOp::Add => ("+", bp::ADD),
+                    ArithOp::Sub => ("-", bp::ADD),
+                    ArithOp::Mul => ("*", bp::MUL),
+                    ArithOp::Div => ("/", bp::MUL),
+                    ArithOp::Mod => ("%", bp::MUL),
+                };
+                self.infix(a, s, b, p, true)
+            }
+            Node::Neg(a) => {
+                let d = self.doc(a);
+                let needs = d.prec < bp::NEG_ARG
+                    || d.text.starts_with(|c: char| c.is_ascii_digit() || c == '-');
+                let (t, open) = if needs {
+                    (format!("({})", d.text), ATOM)
+                } else {
+                    (d.text, d.open)
+                };
+                Doc {
+                    text: format!("-{t}"),
+                    prec: ATOM,
+                    open: open.min(bp::NEG_ARG),
+                }
+            }
+            Node::Abs(a) => self.prefix("abs ", a, bp::ABS_ARG),
+            Node::Max(args) => atom(format!("max ({})", self.seq(args, " "))),
+            Node::Min(args) => atom(format!("min ({})", self.seq(args, " "))),
+            Node::Rank(a) => self.prefix("rank ", a, bp::SET_ARG),
+            Node::File(a) => self.prefix("file ", a, bp::SET_ARG),
+            Node::Ply => atom("ply"),
+            Node::MoveNumber => atom("movenumber"),
+            Node::GameNumber => atom("gamenumber"),
+            Node::Elo(s) => atom(format!("elo {}", side(*s))),
+            Node::Year => atom("year"),
+            Node::SideToMove => atom("sidetomove"),
+            Node::SideConst(s) => atom(side(*s)),
+            Node::Tag(t) => atom(match t {
+                TagField::Event => "event",
+                TagField::Site => "site",
+                TagField::Date => "date",
+                TagField::Eco => "eco",
+            }),
+            Node::TagNamed(s) => atom(format!("tag {}", quote(s))),
+            Node::Player(s) => atom(match s {
+                Some(s) => format!("player {}", side(*s)),
+                None => "player".to_owned(),
+            }),
+            Node::CurrentTransform => atom("currenttransform"),
+            Node::CurrentPosition => atom("currentposition"),
+            Node::Check => atom("check"),
+            Node::Mate => atom("mate"),
+            Node::Stalemate => atom("stalemate"),
+            Node::ToMove(s) => atom(match s {
+                Side::White => "wtm",
+                Side::Black => "btm",
+            }),
+            Node::Initial => atom("initial"),
+            Node::Terminal => atom("terminal"),
+            Node::Mainline => atom("mainline"),
+            Node::Variation => atom("variation"),
+            Node::EnPassant => atom("enpassant"),
+            Node::Castle => atom("castle"),
+            Node::Result(r) => atom(format!(
+                "result {}",
+                match r {
+                    GameResult::WhiteWins => "1-0",
+                    GameResult::BlackWins => "0-1",
+                    GameResult::Draw => "1/2-1/2",
+                    GameResult::Unknown => "*",
+                }
+            )),
+            Node::In(a, b) => self.infix(a, "in", b, bp::IN, true),
+            Node::Compare(op, a, b) => {
+                let s = match op {
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Eq => "==",
+                    CmpOp::Ge => ">=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ne => "!=",
+                };
+                self.infix(a, s, b, bp::CMP, false)
+            }
+            Node::And(a, b) => self.infix(a, "and", b, bp::AND, true),
+            Node::Or(a, b) => self.infix(a, "or", b, bp::OR, true),
+            Node::Not(a) => self.prefix("not ", a, bp::NOT),
+            Node::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = if matches!(cond.node, Node::If { .. }) {
+                    format!("({})", self.doc(cond).text)
+                } else {
+                    self.doc(cond).text
+                };
+                match otherwise {
+                    None => self.low(format!("if {c} then "), then),
+                    Some(o) => {
+                        let td = self.doc(then);
+                        let t = if td.open == ATOM {
+                            td.text
+                        } else {
+                            format!("({})", td.text)
+                        };
+                        self.low(format!("if {c} then {t} else "), o)
+                    }
+                }
+            }
+            Node::Block(items) => {
+                if items.is_empty() {
+                    atom("{}")
+                } else {
+                    atom(format!("{{{}}}", self.seq(items, " ")))
+                }
+            }
+            Node::Assign { var, value } => {
+                let d = self.doc(value);
+                let (t, open) = if d.prec < bp::ASSIGN_RHS {
+                    (format!("({})", d.text), ATOM)
+                } else {
+                    (d.text, d.open)
+                };
+                Doc {
+                    text: format!("{} = {t}", self.var(*var)),
+                    prec: ATOM,
+                    open: open.min(bp::ASSIGN_RHS),
+                }
+            }
+            Node::Var(id) => atom(self.var(*id)),
+            Node::Sort { label, min, arg } => {
+                let mut head = String::from("sort ");
+                if let Some(l) = label {
+                    head.push_str(&quote(l));
+                    head.push(' ');
+                }
+                if *min {
+                    head.push_str("min ");
+                }
+                let t = self.doc(arg).text;
+                let risky = t.starts_with("min") || t.starts_with("max") || t.starts_with('"');
+                if risky {
+                    Doc {
+                        text: format!("{head}({t})"),
+                        prec: ATOM,
+                        open: ATOM,
+                    }
+                } else {
+                    self.low(head, arg)
+                }
+            }
+            Node::Comment(args) => atom(format!("comment ({})", self.seq(args, " "))),
+            Node::Message(args) => atom(format!("message ({})", self.seq(args, " "))),
+            Node::Transform {
+                filter,
+                count,
+                restrict,
+                body,
+            } => {
+                let mut head = format!("{} ", transform_name(*filter));
+                if *count {
+                    head.push_str("count ");
+                }
+                if *restrict {
+                    head.push_str("restrict ");
+                }
+                self.low(head, body)
+            }
+            Node::NoTransform(a) => self.low("notransform ".to_owned(), a),
+            Node::Orbit { count, elements } => {
+                let mut t = String::from(if *count { "orbit count {" } else { "orbit {" });
+                for el in elements {
+                    t.push_str(&format!(" [{}] {}", el.transform, self.doc(&el.body).text));
+                }
+                t.push_str(" }");
+                atom(t)
+            }
+        }
+    }
+}
+
+/// Prints one filter as canonical ASCII CQL; `vars` names the variables.
+pub fn print_expr(e: &Expr, vars: &[Var]) -> String {
+    Printer { vars }.doc(e).text
+}
+
+fn header_text(h: &Header) -> Option<String> {
+    if *h == Header::default() {
+        return None;
+    }
+    let word = |s: &str| {
+        if s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == ')' || c == '"') {
+            quote(s)
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut parts = Vec::new();
+    if let Some(i) = &h.input {
+        parts.push(format!("input {}", word(i)));
+    }
+    if let Some(o) = &h.output {
+        parts.push(format!("output {}", word(o)));
+    }
+    if h.variations {
+        parts.push("variations".to_owned());
+    }
+    if let Some(m) = &h.matchstring {
+        parts.push(format!("matchstring {}", quote(m)));
+    }
+    if let Some((a, b)) = h.gamenumber {
+        parts.push(match b {
+            Some(b) => format!("gamenumber {a} {b}"),
+            None => format!("gamenumber {a}"),
+        });
+    }
+    if h.silent {
+        parts.push("silent".to_owned());
+    }
+    if h.quiet {
+        parts.push("quiet".to_owned());
+    }
+    Some(format!("cql({})", parts.join(" ")))
+}
+
+/// Prints a whole query: the header (if not the default) and one body filter
+/// per line.
+pub fn print_query(q: &Query) -> String {
+    let p = Printer { vars: &q.vars };
+    let mut out = String::new();
+    if let Some(h) = header_text(&q.header) {
+        out.push_str(&h);
+        out.push('\n');
+    }
+    out.push_str(&p.seq(&q.body, "\n"));
+    out.push('\n');
+    out
+}

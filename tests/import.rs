@@ -1,0 +1,400 @@
+//! PGN import tests: the shared edge cases, the book's exact counts, flags
+//! against shakmaty, variation structure, game text round trip, and the
+//! quirk files under `tests/data/import/` (driven by `cases.txt`).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use cqlj::import::{CollectReports, ImportSummary, import_files, parse_game};
+use cqlj::runtime::layout::{PositionRecord, chess::chess_of, flags};
+use cqlj::runtime::store::{Store, game_flags, result};
+use shakmaty::{Chess, Position};
+
+/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
+/// then `/work/shared/data`.
+fn shared_data() -> PathBuf {
+    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if beside.is_dir() {
+        return beside;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
+fn test_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/import")
+        .join(name)
+}
+
+/// A store path in the temp dir, removed on drop.
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn new(name: &str) -> Tmp {
+        Tmp(std::env::temp_dir().join(format!(
+            "cqlj-import-test-{}-{name}.cqlj",
+            std::process::id()
+        )))
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn import(inputs: &[PathBuf], name: &str) -> (Tmp, Store, ImportSummary, CollectReports) {
+    let tmp = Tmp::new(name);
+    let mut reports = CollectReports::default();
+    let summary = import_files(inputs, &tmp.0, &mut reports).expect("import");
+    let store = Store::open(&tmp.0).expect("open");
+    (tmp, store, summary, reports)
+}
+
+/// Lines of a `|`-separated data file, comments and blank lines dropped.
+fn table(name: &str) -> Vec<Vec<String>> {
+    std::fs::read_to_string(test_data(name))
+        .expect("data file")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split('|').map(|f| f.trim().to_string()).collect())
+        .collect()
+}
+
+/// The decompressed bytes of a (possibly zstd) PGN file.
+fn source_bytes(path: &Path) -> Vec<u8> {
+    let raw = std::fs::read(path).expect("read source");
+    if raw.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]) {
+        let mut out = Vec::new();
+        zstd::stream::read::Decoder::new(&raw[..])
+            .expect("zstd")
+            .read_to_end(&mut out)
+            .expect("decompress");
+        out
+    } else {
+        raw
+    }
+}
+
+/// Every game's stored text is exactly its byte range of the source.
+fn assert_text_round_trips(store: &Store, step: usize) {
+    let sources: Vec<Vec<u8>> = store
+        .source_files()
+        .iter()
+        .map(|s| source_bytes(Path::new(s)))
+        .collect();
+    for g in (0..store.n_games()).step_by(step) {
+        let e = store.game(g).expect("game");
+        let text = store.game_text(g).expect("text");
+        let src = &sources[e.source_file as usize];
+        let range = e.source_start as usize..(e.source_start + e.source_len) as usize;
+        assert_eq!(text, &src[range], "game {g}");
+    }
+}
+
+/// Structure every store must satisfy: parents inside the game and one ply
+/// earlier, flags consistent with the game tree.
+fn assert_tree_consistent(store: &Store) {
+    for g in 0..store.n_games() {
+        let ps = store.game_positions(g).expect("positions");
+        let mut has_child = vec![false; ps.len()];
+        for (i, p) in ps.iter().enumerate() {
+            if i == 0 {
+                assert!(p.has(flags::INITIAL) && p.has(flags::MAINLINE));
+                assert_eq!((p.parent_delta, p.ply), (0, 0));
+                assert!(p.mv.is_none());
+                continue;
+            }
+            assert!(!p.has(flags::INITIAL));
+            let d = p.parent_delta as usize;
+            assert!(d >= 1 && d <= i, "game {g} position {i}");
+            let parent = &ps[i - d];
+            has_child[i - d] = true;
+            assert_eq!(p.ply, parent.ply + 1);
+            assert_eq!(p.white_to_move(), !parent.white_to_move());
+            assert_eq!(p.mv.white(), parent.white_to_move());
+            if p.has(flags::MAINLINE) {
+                assert!(parent.has(flags::MAINLINE));
+            }
+        }
+        for (p, c) in ps.iter().zip(has_child) {
+            assert_eq!(p.has(flags::TERMINAL), !c, "game {g}");
+        }
+    }
+}
+
+/// Replays each position's move from its parent with shakmaty and compares
+/// the result; checks the check/mate/stalemate flags against shakmaty.
+fn assert_moves_and_flags_agree(store: &Store) -> (u64, u64, u64) {
+    let (mut checks, mut mates, mut stalemates) = (0, 0, 0);
+    for g in 0..store.n_games() {
+        let ps = store.game_positions(g).expect("positions");
+        let chess960 = store.game(g).expect("game").flags & game_flags::CHESS960 != 0;
+        for (i, p) in ps.iter().enumerate() {
+            assert_eq!(p.has(flags::CHESS960), chess960);
+            let pos = chess_of(p).expect("legal record");
+            assert_eq!(p.has(flags::CHECK), pos.is_check(), "game {g} pos {i}");
+            assert_eq!(p.has(flags::MATE), pos.is_checkmate(), "game {g} pos {i}");
+            assert_eq!(
+                p.has(flags::STALEMATE),
+                pos.is_stalemate(),
+                "game {g} pos {i}"
+            );
+            checks += p.has(flags::CHECK) as u64;
+            mates += p.has(flags::MATE) as u64;
+            stalemates += p.has(flags::STALEMATE) as u64;
+            if i > 0 {
+                let parent = chess_of(&ps[i - p.parent_delta as usize]).expect("parent");
+                assert_eq!(replay(&parent, p).board(), pos.board(), "game {g} pos {i}");
+            }
+        }
+    }
+    (checks, mates, stalemates)
+}
+
+/// The position after the legal move of `parent` that `child.mv` describes.
+fn replay(parent: &Chess, child: &PositionRecord) -> Chess {
+    let mv = child.mv;
+    let found: Vec<_> = parent
+        .legal_moves()
+        .into_iter()
+        .filter(|m| {
+            let packed = cqlj::import::game::pack_move(*m, parent.turn());
+            packed == mv
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "packed move {mv:?} matches one legal move");
+    let mut next = parent.clone();
+    next.play_unchecked(found[0]);
+    next
+}
+
+#[test]
+fn import_cases_from_data_files() {
+    for row in table("cases.txt") {
+        let [file, games, positions, skipped, warnings] = &row[..] else {
+            panic!("bad row {row:?}");
+        };
+        let (_tmp, store, summary, reports) = import(&[test_data(file)], file);
+        let n = |s: &str| s.parse::<u64>().expect("number");
+        assert_eq!(summary.games, n(games), "{file}: games");
+        assert_eq!(summary.positions, n(positions), "{file}: positions");
+        assert_eq!(summary.skipped, n(skipped), "{file}: skipped");
+        assert_eq!(summary.warnings, n(warnings), "{file}: warnings");
+        assert_eq!(store.n_games() as u64, summary.games);
+        assert_eq!(store.n_positions(), summary.positions);
+        assert_eq!(
+            reports.0.len() as u64,
+            summary.skipped + summary.warnings,
+            "{file}: every skip and warning is reported"
+        );
+        assert_text_round_trips(&store, 1);
+        assert_tree_consistent(&store);
+        assert_moves_and_flags_agree(&store);
+    }
+}
+
+#[test]
+fn import_reports_broken_games_with_reasons() {
+    let (_tmp, store, _, reports) = import(&[test_data("broken.pgn")], "broken");
+    let r = &reports.0;
+    assert!(r[0].skipped && r[0].game == 1 && r[0].line == 1);
+    assert!(r[0].reason.contains("illegal move Ke3"), "{}", r[0].reason);
+    assert!(!r[1].skipped && r[1].game == 2 && r[1].line == 5);
+    assert!(r[1].reason.contains("variation cut short") && r[1].reason.contains("Ke7"));
+    assert!(r[2].skipped && r[2].game == 3);
+    assert!(r[2].reason.contains("FEN"), "{}", r[2].reason);
+    assert_eq!(
+        store.game_tag(1, "Event").expect("tag").as_deref(),
+        Some("good")
+    );
+}
+
+#[test]
+fn import_variation_structure() {
+    let (_tmp, store, _, _) = import(&[test_data("variations.pgn")], "variations");
+    let ps = store.game_positions(0).expect("positions");
+    // 0 start, 1 e4, 2 d4, 3 d5, 4 Nf6, 5 c4, 6 c4, 7 e5, 8 c5, 9 Nf3, 10 c3,
+    // 11 d6, 12 Nf3.
+    let parents = [0, 0, 0, 2, 2, 4, 3, 1, 1, 8, 8, 9, 7];
+    let plies = [0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3, 4, 3];
+    let mainline = [0, 1, 7, 12];
+    let terminal = [5, 6, 10, 11, 12];
+    assert_eq!(ps.len(), parents.len());
+    for (i, p) in ps.iter().enumerate() {
+        assert_eq!(i - p.parent_delta as usize, parents[i], "position {i}");
+        assert_eq!(p.ply, plies[i], "position {i}");
+        assert_eq!(
+            p.has(flags::MAINLINE),
+            mainline.contains(&i),
+            "position {i}"
+        );
+        assert_eq!(
+            p.has(flags::TERMINAL),
+            terminal.contains(&i),
+            "position {i}"
+        );
+    }
+}
+
+#[test]
+fn import_setups_and_chess960() {
+    let (_tmp, store, _, _) = import(&[test_data("setups.pgn")], "setups");
+    let g0 = store.game(0).expect("game");
+    assert_eq!(g0.flags, game_flags::SETUP);
+    let g1 = store.game(1).expect("game");
+    assert_eq!(g1.flags, game_flags::SETUP | game_flags::CHESS960);
+    let g2 = store.game(2).expect("game");
+    assert_eq!(g2.flags, game_flags::CHESS960);
+    // Shredder-FEN game: 1. O-O, king f1 -> g1.
+    let castle = store.game_positions(1).expect("positions")[1].mv;
+    assert_eq!((castle.from(), castle.to(), castle.role()), (5, 6, 5));
+    assert_eq!(
+        castle.kind(),
+        cqlj::runtime::layout::PackedMove::CASTLE_KINGSIDE
+    );
+    // Black's 3... O-O in the Variant-tag game: king e8 -> g8.
+    let castle = store.game_positions(2).expect("positions")[8].mv;
+    assert_eq!((castle.from(), castle.to()), (60, 62));
+    assert!(!castle.white());
+}
+
+#[test]
+fn import_tags_and_results() {
+    let (_tmp, store, _, _) = import(&[test_data("brackets-in-tags.pgn")], "tags");
+    assert_eq!(
+        store.game_tag(0, "Event").expect("tag").as_deref(),
+        Some("Open [A] ]x[ \"q\"")
+    );
+    assert_eq!(store.game(0).expect("game").result, result::BLACK_WINS);
+    let last = store.position(store.n_positions() - 1).expect("position");
+    assert!(last.has(flags::MATE) && last.has(flags::TERMINAL));
+    let (_tmp, store, _, _) = import(&[test_data("latin1.pgn")], "latin1");
+    let raw = store.game_tags_raw(0).expect("tags");
+    assert_eq!(raw[0].1, b"Z\xfcrich");
+    assert_eq!(store.game_tags(0).expect("tags")[1].1, "M\u{fffd}ller");
+}
+
+/// `n` plies of knight shuffling from the start position (always legal).
+fn knight_shuffle(plies: usize) -> String {
+    let cycle = ["Nf3", "Nf6", "Ng1", "Ng8"];
+    let mut s = String::from("[Event \"long\"]\n\n");
+    for i in 0..plies {
+        if i % 2 == 0 {
+            s.push_str(&format!("{}. ", i / 2 + 1));
+        }
+        s.push_str(cycle[i % 4]);
+        s.push(if i % 16 == 15 { '\n' } else { ' ' });
+    }
+    s.push_str("*\n");
+    s
+}
+
+#[test]
+fn import_long_games() {
+    let g = parse_game(knight_shuffle(3000).as_bytes()).expect("3000 plies");
+    assert_eq!(g.positions.len(), 3001);
+    assert_eq!(g.positions[3000].ply, 3000);
+    let g = parse_game(knight_shuffle(65_534).as_bytes()).expect("65,535 positions");
+    assert_eq!(g.positions.len(), 65_535);
+    let err = parse_game(knight_shuffle(65_535).as_bytes()).expect_err("too long");
+    assert!(err.contains("65535"), "{err}");
+}
+
+#[test]
+fn import_edge_cases_all_files() {
+    let dir = shared_data().join("edge-cases");
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("edge-cases dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pgn"))
+        .collect();
+    inputs.sort();
+    let (_tmp, store, summary, reports) = import(&inputs, "edge-cases");
+    assert_eq!(store.source_files().len(), inputs.len());
+    let skipped: Vec<_> = reports.0.iter().filter(|r| r.skipped).collect();
+    let expected = table("edge-cases-skipped.txt");
+    assert_eq!(skipped.len(), expected.len(), "skipped: {skipped:#?}");
+    assert_eq!(summary.skipped as usize, expected.len());
+    for row in &expected {
+        let [file, game, words] = &row[..] else {
+            panic!("bad row {row:?}");
+        };
+        let game: u64 = game.parse().expect("number");
+        assert!(
+            skipped.iter().any(|r| r.file.ends_with(file.as_str())
+                && r.game == game
+                && r.reason.contains(words.as_str())),
+            "{file} game {game} ({words}) not reported; got {skipped:#?}"
+        );
+    }
+    // Every file contributed (none was lost to a parse error), Chess960 games
+    // were recognised, and everything is consistent.
+    let mut per_source = vec![0u32; inputs.len()];
+    let mut chess960 = 0;
+    for g in 0..store.n_games() {
+        let e = store.game(g).expect("game");
+        per_source[e.source_file as usize] += 1;
+        chess960 += (e.flags & game_flags::CHESS960 != 0) as u32;
+    }
+    for (i, n) in per_source.iter().enumerate() {
+        let fully_skipped = expected.iter().any(|r| inputs[i].ends_with(&r[0]));
+        assert!(
+            *n > 0 || fully_skipped,
+            "{} imported no game",
+            inputs[i].display()
+        );
+    }
+    assert!(chess960 > 0);
+    assert_text_round_trips(&store, 1);
+    assert_tree_consistent(&store);
+    assert_moves_and_flags_agree(&store);
+}
+
+#[test]
+fn import_studies_flags_agree_with_shakmaty() {
+    let (_tmp, store, summary, _) = import(&[shared_data().join("studies.pgn")], "studies");
+    assert!(summary.games > 1000);
+    assert_tree_consistent(&store);
+    let (checks, mates, _) = assert_moves_and_flags_agree(&store);
+    assert!(checks > 0 && mates > 0);
+    assert_text_round_trips(&store, 1);
+}
+
+#[test]
+fn import_book_exact_counts() {
+    let (_tmp, store, summary, reports) = import(&[shared_data().join("book.pgn.zst")], "book");
+    assert!(reports.0.is_empty(), "{:?}", reports.0.first());
+    assert_eq!(summary.games, 145_716);
+    assert_eq!(summary.positions, 11_410_552);
+    assert_eq!(store.n_games(), 145_716);
+    assert_eq!(store.n_positions(), 11_410_552);
+    let (mut checks, mut mates, mut mainline, mut initial, mut terminal) = (0u64, 0, 0, 0, 0);
+    for c in 0..store.n_chunks() {
+        let info = store.chunk_info(c).expect("info");
+        let chunk = store.chunk(c);
+        for &f in &chunk.flags[..info.len as usize] {
+            checks += (f & flags::CHECK != 0) as u64;
+            mates += (f & flags::MATE != 0) as u64;
+            mainline += (f & flags::MAINLINE != 0) as u64;
+            initial += (f & flags::INITIAL != 0) as u64;
+            terminal += (f & flags::TERMINAL != 0) as u64;
+        }
+        // The book has no variations: every move follows its predecessor.
+        for (i, &d) in chunk.parent_delta[..info.len as usize].iter().enumerate() {
+            let first = chunk.flags[i] & flags::INITIAL != 0;
+            assert_eq!(d, if first { 0 } else { 1 });
+        }
+    }
+    assert_eq!(checks, 534_611);
+    assert_eq!(mates, 1_601);
+    assert_eq!(mainline, 11_410_552, "mainline only");
+    assert_eq!(initial, 145_716);
+    assert_eq!(terminal, 145_716);
+    assert_eq!(summary.positions - initial, 11_264_836, "moves");
+    assert_text_round_trips(&store, 97);
+}
