@@ -20,10 +20,11 @@
 //!   empty; the value is the set of the xn reached;
 //! - `xray`: as `ray`, and the piece on x1 must be a slider moving along that
 //!   direction (bishop diagonally, rook orthogonally, queen either);
-//! - `pin [from X] [through Y] [to Z]`: pieces p on Y standing between a
-//!   piece t on Z of p's colour and an enemy slider s on X that moves along
-//!   the line, with nothing else between s and t; defaults: X and Y all
-//!   squares, Z the two kings. The value is the set of pinned pieces.
+//! - `pin [from X] [through Y] [to Z]`: a line piece p on X, the first piece
+//!   q on one of p's lines (of the other colour, on Y), and beyond q, with
+//!   nothing between, a square z of Z that is empty or holds a piece of q's
+//!   colour; defaults: X and Y all pieces, Z the two kings. The value is the
+//!   set of the pinned pieces q.
 
 use shakmaty::{Color, Piece, Role, Square, attacks};
 
@@ -155,46 +156,37 @@ pub fn ray_set(b: &Board, dirs: DirSet, xray: bool, args: &[u64]) -> u64 {
 /// module docs.
 pub fn pin_set(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u64>) -> u64 {
     let occ = occupied(b);
-    let kings = b[5];
-    let to = to.unwrap_or(kings) & occ;
-    let from = from.unwrap_or(!0);
-    let through = through.unwrap_or(!0);
+    let from = from.unwrap_or(occ) & occ;
+    let through = through.unwrap_or(occ);
+    let to = to.unwrap_or(b[5]);
     let mut out = 0;
-    for t in squares(to) {
-        let Some(target) = piece_at(b, t) else {
+    for p in squares(from) {
+        let Some(pinner) = piece_at(b, p) else {
             continue;
         };
         for d in Direction::ALL {
-            // First occupied square from t along d: the candidate pinned piece.
-            let mut s = 1u64 << t;
-            let pinned = loop {
-                s = d.shift(s);
-                if s == 0 || s & occ != 0 {
-                    break s;
-                }
-            };
-            if pinned == 0 || pinned & through == 0 {
+            if !slides_along(pinner, d) {
                 continue;
             }
-            let sq = pinned.trailing_zeros();
-            if piece_at(b, sq).map(|p| p.color) != Some(target.color) {
+            // The first piece on the line from p: the candidate pinned piece.
+            let q = slide(1 << p, d, occ) & occ;
+            if q == 0 || q & through == 0 {
                 continue;
             }
-            let mut s = pinned;
-            let pinner = loop {
-                s = d.shift(s);
-                if s == 0 || s & occ != 0 {
-                    break s;
-                }
+            let Some(pinned) = piece_at(b, q.trailing_zeros()) else {
+                continue;
             };
-            if pinner == 0 || pinner & from == 0 {
+            if pinned.color == pinner.color {
                 continue;
             }
-            let Some(p) = piece_at(b, pinner.trailing_zeros()) else {
-                continue;
-            };
-            if p.color != target.color && slides_along(p, d) {
-                out |= pinned;
+            // Beyond q: empty squares up to the next piece.
+            let beyond = slide(q, d, occ);
+            let next_piece = beyond & occ;
+            let empty_hit = beyond & !occ & to != 0;
+            let piece_hit = next_piece & to != 0
+                && piece_at(b, next_piece.trailing_zeros()).map(|x| x.color) == Some(pinned.color);
+            if empty_hit || piece_hit {
+                out |= q;
             }
         }
     }

@@ -337,7 +337,8 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn direction(&mut self, dirs: DirSet, min: u8, max: u8, s: Value) -> Value {
-        let mut acc = self.u64c(0);
+        // Distance 0 is the square itself.
+        let mut acc = if min == 0 { s } else { self.u64c(0) };
         for d in dirs.iter() {
             let (dx, dy) = d.delta();
             let mut cur = s;
@@ -514,8 +515,12 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `ray`/`xray` (same definition as `helpers::ray_set`).
     fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
         let mut acc = self.u64c(0);
-        if args.len() < 2 {
-            return acc;
+        match args {
+            [] => return acc,
+            // A one-square ray: the first set, along any given direction.
+            [first] if dirs.0 != 0 => return *first,
+            [_] => return acc,
+            _ => {}
         }
         for d in dirs.iter() {
             let mut s = args[0];
@@ -644,12 +649,34 @@ impl<'a, 'f> Lower<'a, 'f> {
                 V::Set(self.b.ins().band_imm_s(s, mask as i64))
             }
             Node::EnPassantSquare => {
-                let ep = self.column(Column::Ep);
+                // After a move: the square a pawn's double step passed over;
+                // at a game's first position: the recorded en passant square.
+                let mv = self.column(Column::Move);
+                let from = self.b.ins().band_imm_s(mv, 63);
+                let to = self.b.ins().ushr_imm_u(mv, 6);
+                let to = self.b.ins().band_imm_s(to, 63);
+                let role = self.b.ins().ushr_imm_u(mv, 12);
+                let role = self.b.ins().band_imm_s(role, 7);
+                let dist = self.b.ins().isub(to, from);
+                let dist = self.b.ins().iabs(dist);
+                let pawn = self.b.ins().icmp_imm_s(IntCC::Equal, role, 0);
+                let double = self.b.ins().icmp_imm_s(IntCC::Equal, dist, 16);
+                let passed = self.b.ins().band(pawn, double);
+                let mid = self.b.ins().iadd(from, to);
+                let mid = self.b.ins().ushr_imm_u(mid, 1);
                 let one = self.u64c(1);
-                let bit = self.b.ins().ishl(one, ep);
-                let valid = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, ep, 64);
+                let mid_bit = self.b.ins().ishl(one, mid);
                 let zero = self.u64c(0);
-                V::Set(self.b.ins().select(valid, bit, zero))
+                let after_move = self.b.ins().select(passed, mid_bit, zero);
+                let ep = self.column(Column::Ep);
+                let ep_bit = self.b.ins().ishl(one, ep);
+                let valid = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, ep, 64);
+                let initial = self.b.ins().select(valid, ep_bit, zero);
+                let none = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::Equal, role, PackedMove::NO_ROLE as i64);
+                V::Set(self.b.ins().select(none, initial, after_move))
             }
             Node::MakeSquare(f, r) => {
                 let (mf, vf) = self.num(f);
@@ -745,23 +772,31 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let (ma, va) = self.num(a);
                 let (mb, vb) = self.num(b);
                 let both = self.and(ma, mb);
+                // Overflow does not match.
+                let checked = |l: &mut Self, (v, of): (Value, Value)| {
+                    let ok = l.b.ins().bxor_imm_s(of, 1);
+                    V::Num {
+                        m: l.and(both, ok),
+                        v,
+                    }
+                };
                 match op {
-                    ArithOp::Add => V::Num {
-                        m: both,
-                        v: self.b.ins().iadd(va, vb),
-                    },
-                    ArithOp::Sub => V::Num {
-                        m: both,
-                        v: self.b.ins().isub(va, vb),
-                    },
-                    ArithOp::Mul => V::Num {
-                        m: both,
-                        v: self.b.ins().imul(va, vb),
-                    },
+                    ArithOp::Add => {
+                        let r = self.b.ins().sadd_overflow(va, vb);
+                        checked(self, r)
+                    }
+                    ArithOp::Sub => {
+                        let r = self.b.ins().ssub_overflow(va, vb);
+                        checked(self, r)
+                    }
+                    ArithOp::Mul => {
+                        let r = self.b.ins().smul_overflow(va, vb);
+                        checked(self, r)
+                    }
                     ArithOp::Div | ArithOp::Mod => {
-                        // Division by zero does not match; a divisor of 0 or
-                        // -1 is replaced by 1 so sdiv/srem cannot trap, and
-                        // x / -1 = -x, x % -1 = 0 (wrapping).
+                        // Division by zero and i64::MIN / -1 (overflow) do
+                        // not match; a divisor of 0 or -1 is replaced by 1 so
+                        // sdiv/srem cannot trap; x / -1 = -x, x % -1 = 0.
                         let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, vb, 0);
                         let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, vb, -1);
                         let zero = self.b.ins().icmp_imm_s(IntCC::Equal, vb, 0);
@@ -774,26 +809,29 @@ impl<'a, 'f> Lower<'a, 'f> {
                             (self.b.ins().srem(va, d), self.i64c(0))
                         };
                         let v = self.b.ins().select(m1, special, q);
+                        let is_min = self.b.ins().icmp_imm_s(IntCC::Equal, va, i64::MIN);
+                        // (i64::MIN % -1 is an overflow for checked_rem too.)
+                        let overflow = self.b.ins().band(is_min, m1);
+                        let ok = self.b.ins().bxor_imm_s(overflow, 1);
+                        let m = self.and(both, nz);
                         V::Num {
-                            m: self.and(both, nz),
+                            m: self.and(m, ok),
                             v,
                         }
                     }
                 }
             }
-            Node::Neg(a) => {
+            Node::Neg(a) | Node::Abs(a) => {
+                // -i64::MIN and abs(i64::MIN) overflow: no match.
                 let (m, v) = self.num(a);
-                V::Num {
-                    m,
-                    v: self.b.ins().ineg(v),
-                }
-            }
-            Node::Abs(a) => {
-                let (m, v) = self.num(a);
-                V::Num {
-                    m,
-                    v: self.b.ins().iabs(v),
-                }
+                let is_min = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, i64::MIN);
+                let m = self.and(m, is_min);
+                let v = if matches!(e.node, Node::Neg(_)) {
+                    self.b.ins().ineg(v)
+                } else {
+                    self.b.ins().iabs(v)
+                };
+                V::Num { m, v }
             }
             Node::Max(args) | Node::Min(args) => {
                 let max = matches!(e.node, Node::Max(_));
@@ -838,21 +876,22 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
             }
             Node::MoveNumber => {
-                // Full-move number counted from the game's start, which is
-                // move 1; the game started with black to move iff the parity
-                // of the ply disagrees with the side to move.
+                // The game's first full-move number (per-game value) plus
+                // (ply + b) / 2, where b = 1 iff the game started with black
+                // to move, i.e. iff the ply's parity disagrees with the side
+                // to move.
                 let p = self.column(Column::Ply);
                 let wtm = self.flag(flags::WHITE_TO_MOVE);
                 let wtm = self.b.ins().uextend(types::I64, wtm);
                 let odd = self.b.ins().band_imm_s(p, 1);
-                // black start: ply even & btm, or ply odd & wtm -> odd ^ wtm == 0
                 let x = self.b.ins().bxor(odd, wtm);
                 let black_start = self.b.ins().bxor_imm_s(x, 1);
                 let adj = self.b.ins().iadd(p, black_start);
                 let half = self.b.ins().ushr_imm_u(adj, 1);
+                let start = self.game_value(GameSlot::StartMoveNumber);
                 V::Num {
                     m: self.i8c(true),
-                    v: self.b.ins().iadd_imm_s(half, 1),
+                    v: self.b.ins().iadd(half, start),
                 }
             }
             Node::GameNumber | Node::Elo(_) | Node::Year => {
@@ -992,7 +1031,8 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// `if c then t [else o]`: without `else`, a false condition matches
-    /// (with the empty set / no value for valued kinds).
+    /// (with no value; for a set-valued `if` the JIT can only say "empty set",
+    /// which is no match — see ARCHITECTURE.md).
     fn select(&mut self, kind: Kind, c: Value, t: V, o: Option<V>) -> V {
         match kind {
             Kind::Set => {
@@ -1005,9 +1045,10 @@ impl<'a, 'f> Lower<'a, 'f> {
             }
             Kind::Numeric => {
                 let (mt, vt) = self.as_num(t);
+                // Without `else`, a false condition matches with no value.
                 let (mo, vo) = match o {
                     Some(o) => self.as_num(o),
-                    None => (self.i8c(false), self.i64c(0)),
+                    None => (self.i8c(true), self.i64c(0)),
                 };
                 V::Num {
                     m: self.b.ins().select(c, mt, mo),

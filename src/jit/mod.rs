@@ -87,6 +87,9 @@ pub enum GameSlot {
     Elo(Side),
     Year,
     GameNumber,
+    /// The full-move number of the game's first position (1 unless a
+    /// `[FEN]` tag says otherwise).
+    StartMoveNumber,
     /// 1 if the game's result is this one, else 0.
     Result(GameResult),
 }
