@@ -1,1 +1,0 @@
-//! interp (to be written).

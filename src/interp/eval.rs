@@ -1,0 +1,962 @@
+//! The evaluator: one recursive function per filter family, each documented
+//! with the CQL 6 meaning it implements.
+
+use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
+use shakmaty::{Bitboard, Square};
+
+use super::moves::{MoveFacts, legal_moves};
+use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
+use crate::ir::{
+    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, SetOp, Side,
+    TagField,
+};
+
+type R<T> = Result<T, InterpError>;
+
+/// One evaluation of the query body at one position (or several, for
+/// filters that look at a parent position), with the game's state.
+pub(crate) struct Evaluator<'a, 'g> {
+    interp: &'a Interpreter,
+    game: &'a GameView<'g>,
+    st: &'a mut State,
+}
+
+/// An operand of a comparison, read according to its kind.
+enum Operand {
+    Set(Bitboard),
+    Num(i64),
+    /// Candidate strings (`player` without a colour stands for both
+    /// players' names; everything else for exactly one string).
+    Str(Vec<String>),
+    Pos(u32),
+}
+
+fn span_of(e: &Expr) -> (u32, u32) {
+    (e.span.start, e.span.end)
+}
+
+fn describe(v: &Option<Value>) -> String {
+    match v {
+        None => "no match".into(),
+        Some(Value::Set(_)) => "a set".into(),
+        Some(Value::Number(_)) => "a number".into(),
+        Some(Value::Str(_)) => "a string".into(),
+        Some(Value::Position(_)) => "a position".into(),
+        Some(Value::Matched) => "a logical match".into(),
+    }
+}
+
+/// A set of squares in CQL designator syntax: `e4`, `[a1,b2]`, `[]`.
+pub(crate) fn squares_text(bb: Bitboard) -> String {
+    let names: Vec<String> = bb.into_iter().map(|s| s.to_string()).collect();
+    if names.len() == 1 {
+        names[0].clone()
+    } else {
+        format!("[{}]", names.join(","))
+    }
+}
+
+impl<'a, 'g> Evaluator<'a, 'g> {
+    pub(crate) fn new(
+        interp: &'a Interpreter,
+        game: &'a GameView<'g>,
+        st: &'a mut State,
+    ) -> Evaluator<'a, 'g> {
+        Evaluator { interp, game, st }
+    }
+
+    fn rec(&self, at: u32) -> R<&'g PositionRecord> {
+        self.game
+            .positions
+            .get(at as usize)
+            .ok_or(InterpError::PositionOutOfRange {
+                index: at,
+                len: self.game.positions.len(),
+            })
+    }
+
+    /// The query body: its filters must all match, in order (evaluation
+    /// stops at the first that fails); the value is the last one's.
+    pub(crate) fn body(&mut self, body: &[Expr], at: u32) -> R<Option<Value>> {
+        let mark = self.st.comments.len();
+        let mut last = Some(Value::Matched);
+        for e in body {
+            last = self.eval(e, at)?;
+            if last.is_none() {
+                self.st.comments.truncate(mark);
+                return Ok(None);
+            }
+        }
+        Ok(last)
+    }
+
+    /// Evaluates any filter at position `at`. `None` = no match. A set value
+    /// is a match only if non-empty. Comments recorded while evaluating a
+    /// filter that ends up not matching are dropped (CQL 6.1 "smart
+    /// comments").
+    pub(crate) fn eval(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        let mark = self.st.comments.len();
+        let v = self.eval_node(e, at)?;
+        let v = match v {
+            Some(Value::Set(bb)) if bb.is_empty() => None,
+            v => v,
+        };
+        if v.is_none() {
+            self.st.comments.truncate(mark);
+        }
+        Ok(v)
+    }
+
+    /// Whether `e` matches at `at`.
+    fn matches(&mut self, e: &Expr, at: u32) -> R<bool> {
+        Ok(self.eval(e, at)?.is_some())
+    }
+
+    /// The set of a set filter (empty when it does not match).
+    pub(crate) fn set(&mut self, e: &Expr, at: u32) -> R<Bitboard> {
+        match self.eval(e, at)? {
+            None => Ok(Bitboard::EMPTY),
+            Some(Value::Set(bb)) => Ok(bb),
+            other => Err(self.mismatch(e, "set", &other)),
+        }
+    }
+
+    /// The value of a numeric filter, `None` when it does not match.
+    fn num(&mut self, e: &Expr, at: u32) -> R<Option<i64>> {
+        match self.eval(e, at)? {
+            None => Ok(None),
+            Some(Value::Number(n)) => Ok(Some(n)),
+            other => Err(self.mismatch(e, "numeric", &other)),
+        }
+    }
+
+    /// The value of a string filter, `None` when it does not match.
+    fn string(&mut self, e: &Expr, at: u32) -> R<Option<String>> {
+        match self.eval(e, at)? {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s)),
+            other => Err(self.mismatch(e, "string", &other)),
+        }
+    }
+
+    fn mismatch(&self, e: &Expr, expected: &'static str, got: &Option<Value>) -> InterpError {
+        InterpError::KindMismatch {
+            span: span_of(e),
+            expected,
+            got: describe(got),
+        }
+    }
+
+    fn dispatch_error(e: &Expr, what: &str) -> InterpError {
+        InterpError::Unsupported {
+            span: span_of(e),
+            what: what.into(),
+        }
+    }
+
+    /// The dispatcher. Constants: `true` matches, `false` does not, numbers
+    /// and strings are their own values.
+    fn eval_node(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        use Node::*;
+        let set = |b: Bitboard| Ok(Some(Value::Set(b)));
+        let logical = |b: bool| Ok(b.then_some(Value::Matched));
+        match &e.node {
+            Bool(b) => logical(*b),
+            Number(n) => Ok(Some(Value::Number(*n))),
+            Str(s) => Ok(Some(Value::Str(s.clone()))),
+
+            // ---- set filters ----
+            Squares(bb) => set(*bb),
+            Piece { pieces, squares } => set(board::designate(self.rec(at)?, *pieces, *squares)),
+            SetBinary(op, a, b) => {
+                let (a, b) = (self.set(a, at)?, self.set(b, at)?);
+                set(match op {
+                    SetOp::Inter => a & b,
+                    SetOp::Union => a | b,
+                })
+            }
+            Complement(a) => set(!self.set(a, at)?),
+            Direction {
+                dirs,
+                min,
+                max,
+                arg,
+            } => {
+                let x = self.set(arg, at)?;
+                set(board::direction(*dirs, *min, *max, x))
+            }
+            Attacks(x, y) => {
+                let (x, y) = (self.set(x, at)?, self.set(y, at)?);
+                set(board::attacks_set(self.rec(at)?, x, y))
+            }
+            AttackedBy(x, y) => {
+                let (x, y) = (self.set(x, at)?, self.set(y, at)?);
+                set(board::attacked_by_set(self.rec(at)?, x, y))
+            }
+            Ray { xray, dirs, args } => {
+                let mut sets = Vec::with_capacity(args.len());
+                for a in args {
+                    sets.push(self.set(a, at)?);
+                }
+                let rec = self.rec(at)?;
+                set(if *xray {
+                    board::xray(rec, *dirs, &sets)
+                } else {
+                    board::ray(rec, *dirs, &sets)
+                })
+            }
+            Between(x, y) => {
+                let (x, y) = (self.set(x, at)?, self.set(y, at)?);
+                set(board::between(x, y))
+            }
+            Pin { from, through, to } => self.pin(from, through, to, at),
+            PawnStructure(kind) => {
+                let rec = self.rec(at)?;
+                set(match kind {
+                    PawnSet::Passed => board::passed_pawns(rec),
+                    PawnSet::Doubled => board::doubled_pawns(rec),
+                    PawnSet::Isolated => board::isolated_pawns(rec),
+                    PawnSet::Connected => board::connected_pawns(rec),
+                })
+            }
+            Light(x) => set(board::light(self.set(x, at)?)),
+            Dark(x) => set(board::dark(self.set(x, at)?)),
+            EnPassantSquare => set(self.en_passant_square(at)?),
+            MakeSquare(f, r) => self.make_square(f, r, at),
+            Move(m) => self.move_filter(m, at),
+            SquareLoop {
+                piece,
+                all,
+                var,
+                domain,
+                body,
+            } => self.square_loop(*piece, *all, var.0, domain, body, at),
+
+            // ---- numeric filters ----
+            Count(x) => Ok(Some(Value::Number(self.set(x, at)?.count() as i64))),
+            Power(x) => {
+                let x = self.set(x, at)?;
+                Ok(Some(Value::Number(board::power(self.rec(at)?, x))))
+            }
+            Arith(op, a, b) => self.arith(*op, a, b, at),
+            Neg(a) => Ok(self
+                .num(a, at)?
+                .and_then(i64::checked_neg)
+                .map(Value::Number)),
+            Abs(a) => Ok(self
+                .num(a, at)?
+                .and_then(i64::checked_abs)
+                .map(Value::Number)),
+            Max(args) => self.extremum(args, at, true),
+            Min(args) => self.extremum(args, at, false),
+            Rank(x) => self.coordinate(x, at, |s| s.rank() as i64 + 1),
+            File(x) => self.coordinate(x, at, |s| s.file() as i64 + 1),
+            Ply => Ok(Some(Value::Number(self.rec(at)?.ply as i64))),
+            MoveNumber => self.move_number(at),
+            GameNumber => Ok(i64::try_from(self.game.number).ok().map(Value::Number)),
+            Elo(side) => Ok(self
+                .game
+                .tag(match side {
+                    Side::White => "WhiteElo",
+                    Side::Black => "BlackElo",
+                })
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .map(Value::Number)),
+            Year => Ok(self.year().map(Value::Number)),
+            SideToMove => Ok(Some(Value::Number(if self.rec(at)?.white_to_move() {
+                1
+            } else {
+                -1
+            }))),
+            SideConst(side) => Ok(Some(Value::Number(match side {
+                Side::White => 1,
+                Side::Black => -1,
+            }))),
+
+            // ---- string filters ----
+            Tag(field) => Ok(self
+                .game
+                .tag(match field {
+                    TagField::Event => "Event",
+                    TagField::Site => "Site",
+                    TagField::Date => "Date",
+                    TagField::Eco => "ECO",
+                })
+                .map(|s| Value::Str(s.to_string()))),
+            TagNamed(name) => Ok(self.game.tag(name).map(|s| Value::Str(s.to_string()))),
+            Player(side) => Ok(self.players(*side).into_iter().next().map(Value::Str)),
+            CurrentTransform | Transform { .. } | NoTransform(_) => Err(Self::dispatch_error(
+                e,
+                "transform filters must be expanded into orbits before interpretation",
+            )),
+
+            // ---- position filters ----
+            CurrentPosition => Ok(Some(Value::Position(at))),
+
+            // ---- logical filters ----
+            Check => logical(self.rec(at)?.has(flags::CHECK)),
+            Mate => logical(self.rec(at)?.has(flags::MATE)),
+            Stalemate => logical(self.rec(at)?.has(flags::STALEMATE)),
+            ToMove(side) => logical(self.rec(at)?.white_to_move() == (*side == Side::White)),
+            Initial => logical(self.rec(at)?.has(flags::INITIAL)),
+            Terminal => logical(self.rec(at)?.has(flags::TERMINAL)),
+            Mainline => logical(self.rec(at)?.has(flags::MAINLINE)),
+            Variation => logical(!self.rec(at)?.has(flags::MAINLINE)),
+            EnPassant => {
+                let mv = self.rec(at)?.mv;
+                logical(!mv.is_none() && mv.kind() == PackedMove::EN_PASSANT)
+            }
+            Castle => {
+                let mv = self.rec(at)?.mv;
+                logical(
+                    !mv.is_none()
+                        && matches!(
+                            mv.kind(),
+                            PackedMove::CASTLE_KINGSIDE | PackedMove::CASTLE_QUEENSIDE
+                        ),
+                )
+            }
+            Result(r) => logical(self.result_is(*r)),
+            In(x, y) => self.in_filter(x, y, at),
+            Compare(op, a, b) => self.compare(e, *op, a, b, at),
+            And(a, b) => logical(self.matches(a, at)? && self.matches(b, at)?),
+            Or(a, b) => logical(self.matches(a, at)? || self.matches(b, at)?),
+            Not(a) => logical(!self.matches(a, at)?),
+            If {
+                cond,
+                then,
+                otherwise,
+            } => self.if_filter(cond, then, otherwise.as_deref(), at),
+            Block(items) => self.block(items, at),
+            Assign { var, value } => self.assign(var.0, value, at),
+            Var(v) => Ok(self.var_value(v.0)?.clone()),
+            Sort { label, min, arg } => self.sort(e, label, *min, arg, at),
+            Comment(args) => {
+                let text = self.render(args, at)?;
+                self.st.comments.push((at, text));
+                Ok(Some(Value::Matched))
+            }
+            Message(args) => {
+                let text = self.render(args, at)?;
+                self.st.messages.push(text);
+                Ok(Some(Value::Matched))
+            }
+            Orbit { count, elements } => self.orbit(e.kind, *count, elements, at),
+        }
+    }
+
+    fn var_value(&self, v: u32) -> R<&Option<Value>> {
+        self.st
+            .vars
+            .get(v as usize)
+            .ok_or(InterpError::UnknownVariable(v))
+    }
+
+    fn var_slot(&mut self, v: u32) -> R<&mut Option<Value>> {
+        self.st
+            .vars
+            .get_mut(v as usize)
+            .ok_or(InterpError::UnknownVariable(v))
+    }
+
+    /// `pin [from F] [through T] [to Z]`: see [`board::pinned`]; missing
+    /// parameters take CQL's defaults (`[Aa]`, `[Aa]`, `[Kk]`). The value is
+    /// the set of pinned pieces.
+    fn pin(
+        &mut self,
+        from: &Option<Box<Expr>>,
+        through: &Option<Box<Expr>>,
+        to: &Option<Box<Expr>>,
+        at: u32,
+    ) -> R<Option<Value>> {
+        let rec = self.rec(at)?;
+        let all_pieces = Bitboard(rec.occupied());
+        let kings = Bitboard(rec.bb[cqlj_runtime::layout::BB_KING]);
+        let from = match from {
+            Some(e) => self.set(e, at)?,
+            None => all_pieces,
+        };
+        let through = match through {
+            Some(e) => self.set(e, at)?,
+            None => all_pieces,
+        };
+        let to = match to {
+            Some(e) => self.set(e, at)?,
+            None => kings,
+        };
+        Ok(Some(Value::Set(board::pinned(rec, from, through, to))))
+    }
+
+    /// `enpassantsquare`: the square a pawn passed over with a two-square
+    /// advance on the move that led here (where an en passant capture would
+    /// land); for a position without that move (e.g. set up from a FEN), the
+    /// record's en passant square, which the importer stores when an en
+    /// passant capture is legal.
+    fn en_passant_square(&self, at: u32) -> R<Bitboard> {
+        let rec = self.rec(at)?;
+        let mv = rec.mv;
+        if !mv.is_none() {
+            let (from, to) = (mv.from() as i32, mv.to() as i32);
+            if mv.role() == 0 && (to - from).abs() == 16 {
+                return Ok(Bitboard::from_square(Square::new(((from + to) / 2) as u32)));
+            }
+            return Ok(Bitboard::EMPTY);
+        }
+        Ok(if rec.ep < 64 {
+            Bitboard::from_square(Square::new(rec.ep as u32))
+        } else {
+            Bitboard::EMPTY
+        })
+    }
+
+    /// `makesquare (file rank)`: the square with file and rank numbered
+    /// 1..8; no match when either is out of range or does not match.
+    fn make_square(&mut self, f: &Expr, r: &Expr, at: u32) -> R<Option<Value>> {
+        let (Some(f), Some(r)) = (self.num(f, at)?, self.num(r, at)?) else {
+            return Ok(None);
+        };
+        if !(1..=8).contains(&f) || !(1..=8).contains(&r) {
+            return Ok(None);
+        }
+        let sq = Square::new(((r - 1) * 8 + (f - 1)) as u32);
+        Ok(Some(Value::Set(Bitboard::from_square(sq))))
+    }
+
+    /// `move ...` (CQL 6). The candidate moves are:
+    /// - `previous`: the move that led to this position (none at the
+    ///   initial position); its `from`/`to`/`capture` sets are evaluated in
+    ///   the parent position, where the move was made;
+    /// - `legal`: every legal move of this position (shakmaty);
+    /// - otherwise the moves the game plays from this position: the next
+    ///   move of the line, plus the first moves of the variations that
+    ///   branch here when variations are searched.
+    ///
+    /// A candidate matches when its from-square is in `from`, its
+    /// destination (the king's, for castling) in `to`, the square of the
+    /// piece it captures (for en passant, the captured pawn's) in `capture`,
+    /// it promotes to a piece type of the `promote` designator (colour
+    /// ignored: the mover's colour fixes it), it is en passant if
+    /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` are given
+    /// (either, if both). Value: with `count`, the number of matching moves
+    /// (always matches); else the set of their destination squares.
+    fn move_filter(&mut self, m: &MoveFilter, at: u32) -> R<Option<Value>> {
+        let rec = self.rec(at)?;
+        let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.previous {
+            match self.game.parent(at) {
+                Some(p) => (
+                    MoveFacts::from_packed(rec.mv).into_iter().collect(),
+                    Some(p),
+                ),
+                None => (Vec::new(), None),
+            }
+        } else if m.legal {
+            (legal_moves(rec, self.game.number, at)?, Some(at))
+        } else {
+            let children = self.game.children(at);
+            let take = if self.st.variations {
+                children.len()
+            } else {
+                children.len().min(1)
+            };
+            let mut moves = Vec::new();
+            for &c in &children[..take] {
+                if let Some(f) = MoveFacts::from_packed(self.rec(c)?.mv) {
+                    moves.push(f);
+                }
+            }
+            (moves, Some(at))
+        };
+        let Some(base) = base else {
+            return Ok(if m.count {
+                Some(Value::Number(0))
+            } else {
+                None
+            });
+        };
+        let from = match &m.from {
+            Some(e) => Some(self.set(e, base)?),
+            None => None,
+        };
+        let to = match &m.to {
+            Some(e) => Some(self.set(e, base)?),
+            None => None,
+        };
+        let capture = match &m.capture {
+            Some(e) => Some(self.set(e, base)?),
+            None => None,
+        };
+        let promote = match &m.promote {
+            Some(e) => Some(promotion_roles(e)?),
+            None => None,
+        };
+        let mut count = 0i64;
+        let mut dest = Bitboard::EMPTY;
+        for mv in candidates {
+            let ok = from.is_none_or(|s| s.contains(mv.from))
+                && to.is_none_or(|s| s.contains(mv.to))
+                && capture.is_none_or(|s| mv.capture_square.is_some_and(|c| s.contains(c)))
+                && promote
+                    .as_ref()
+                    .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
+                && (!m.enpassant || mv.en_passant)
+                && (!(m.castle_kingside || m.castle_queenside)
+                    || (m.castle_kingside && mv.castle_kingside)
+                    || (m.castle_queenside && mv.castle_queenside));
+            if ok {
+                count += 1;
+                dest.add(mv.to);
+            }
+        }
+        Ok(Some(if m.count {
+            Value::Number(count)
+        } else {
+            Value::Set(dest)
+        }))
+    }
+
+    /// `square [all] x in S F` / `piece [all] x in S F` (CQL 6): `x` is
+    /// bound in turn to each square of S (for `piece`, each occupied square
+    /// of S) and F is evaluated. Without `all` the value is the set of
+    /// squares for which F matched; with `all` it matches iff F matched for
+    /// every one (so also when S is empty). The variable keeps its last
+    /// binding afterwards.
+    fn square_loop(
+        &mut self,
+        piece: bool,
+        all: bool,
+        var: u32,
+        domain: &Expr,
+        body: &Expr,
+        at: u32,
+    ) -> R<Option<Value>> {
+        let mut squares = self.set(domain, at)?;
+        if piece {
+            squares &= Bitboard(self.rec(at)?.occupied());
+        }
+        let mut hits = Bitboard::EMPTY;
+        let mut every = true;
+        for s in squares {
+            *self.var_slot(var)? = Some(Value::Set(Bitboard::from_square(s)));
+            if self.matches(body, at)? {
+                hits.add(s);
+            } else {
+                every = false;
+            }
+        }
+        Ok(if all {
+            every.then_some(Value::Matched)
+        } else {
+            Some(Value::Set(hits))
+        })
+    }
+
+    /// `X + Y`, `-`, `*`, `/`, `%` on integers: both sides must match;
+    /// division truncates toward zero, `%` takes the sign of the dividend;
+    /// division or modulo by zero, and overflow, do not match.
+    fn arith(&mut self, op: ArithOp, a: &Expr, b: &Expr, at: u32) -> R<Option<Value>> {
+        let (Some(x), Some(y)) = (self.num(a, at)?, self.num(b, at)?) else {
+            return Ok(None);
+        };
+        let v = match op {
+            ArithOp::Add => x.checked_add(y),
+            ArithOp::Sub => x.checked_sub(y),
+            ArithOp::Mul => x.checked_mul(y),
+            ArithOp::Div => x.checked_div(y),
+            ArithOp::Mod => x.checked_rem(y),
+        };
+        Ok(v.map(Value::Number))
+    }
+
+    /// `max (X Y ...)` / `min (...)`: the largest / smallest argument; every
+    /// argument is evaluated and all must match.
+    fn extremum(&mut self, args: &[Expr], at: u32, max: bool) -> R<Option<Value>> {
+        let mut best: Option<i64> = None;
+        let mut all = true;
+        for a in args {
+            match self.num(a, at)? {
+                Some(n) => {
+                    best = Some(match best {
+                        None => n,
+                        Some(b) if max => b.max(n),
+                        Some(b) => b.min(n),
+                    })
+                }
+                None => all = false,
+            }
+        }
+        Ok(if all { best.map(Value::Number) } else { None })
+    }
+
+    /// `rank X` / `file X`: 1..8 for a set of exactly one square; no match
+    /// otherwise.
+    fn coordinate(&mut self, x: &Expr, at: u32, f: impl Fn(Square) -> i64) -> R<Option<Value>> {
+        let x = self.set(x, at)?;
+        Ok(x.single_square().map(|s| Value::Number(f(s))))
+    }
+
+    /// `movenumber`: the full-move number of the position as a FEN writes it
+    /// (1 at the standard start; it increases after each black move),
+    /// counted from the game's `[FEN]` tag when it has one.
+    fn move_number(&self, at: u32) -> R<Option<Value>> {
+        let rec = self.rec(at)?;
+        let (start_move, start_black) = self.fen_start();
+        let half = rec.ply as i64 + i64::from(start_black);
+        Ok(Some(Value::Number(start_move + half / 2)))
+    }
+
+    /// The full-move number and side to move of the game's first position,
+    /// from the `[FEN]` tag (defaults: move 1, white).
+    fn fen_start(&self) -> (i64, bool) {
+        let Some(fen) = self.game.tag("FEN") else {
+            return (1, false);
+        };
+        let fields: Vec<&str> = fen.split_whitespace().collect();
+        let black = fields.get(1).is_some_and(|s| *s == "b");
+        let number = fields
+            .get(5)
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(1);
+        (number, black)
+    }
+
+    /// `year`: the year of the game's `Date` tag (its leading digits, as in
+    /// `1997.??.??`); no match if it has none.
+    fn year(&self) -> Option<i64> {
+        let date = self.game.tag("Date")?;
+        let digits: String = date.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if digits.is_empty() {
+            None
+        } else {
+            digits.parse().ok()
+        }
+    }
+
+    /// The names `player white|black` stands for (`player` alone: both).
+    fn players(&self, side: Option<Side>) -> Vec<String> {
+        let tags: &[&str] = match side {
+            Some(Side::White) => &["White"],
+            Some(Side::Black) => &["Black"],
+            None => &["White", "Black"],
+        };
+        tags.iter()
+            .filter_map(|t| self.game.tag(t))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `result 1-0` etc.: the game's `Result` tag.
+    fn result_is(&self, r: GameResult) -> bool {
+        let want = match r {
+            GameResult::WhiteWins => "1-0",
+            GameResult::BlackWins => "0-1",
+            GameResult::Draw => "1/2-1/2",
+            GameResult::Unknown => "*",
+        };
+        self.game.tag("Result").is_some_and(|t| t.trim() == want)
+    }
+
+    /// Reads a comparison operand according to its kind.
+    fn operand(&mut self, e: &Expr, at: u32) -> R<Option<Operand>> {
+        Ok(match e.kind {
+            Kind::Set => Some(Operand::Set(self.set(e, at)?)),
+            Kind::Numeric => self.num(e, at)?.map(Operand::Num),
+            Kind::String => {
+                if let Node::Player(side) = e.node {
+                    let names = self.players(side);
+                    (!names.is_empty()).then_some(Operand::Str(names))
+                } else {
+                    self.string(e, at)?.map(|s| Operand::Str(vec![s]))
+                }
+            }
+            Kind::Position => match self.eval(e, at)? {
+                None => None,
+                Some(Value::Position(p)) => Some(Operand::Pos(p)),
+                other => return Err(self.mismatch(e, "position", &other)),
+            },
+            Kind::Logical => {
+                return Err(Self::dispatch_error(
+                    e,
+                    "a logical filter cannot be compared",
+                ));
+            }
+        })
+    }
+
+    /// `X in Y`: for sets, X is a subset of Y (the empty set is in every
+    /// set); for strings, X occurs in Y as a substring (`player` alone: in
+    /// either name).
+    fn in_filter(&mut self, x: &Expr, y: &Expr, at: u32) -> R<Option<Value>> {
+        let (Some(a), Some(b)) = (self.operand(x, at)?, self.operand(y, at)?) else {
+            return Ok(None);
+        };
+        let ok = match (a, b) {
+            (Operand::Set(a), Operand::Set(b)) => (a & !b).is_empty(),
+            (Operand::Str(a), Operand::Str(b)) => {
+                a.iter().any(|a| b.iter().any(|b| b.contains(a.as_str())))
+            }
+            _ => {
+                return Err(Self::dispatch_error(
+                    x,
+                    "`in` needs two sets or two strings",
+                ));
+            }
+        };
+        Ok(ok.then_some(Value::Matched))
+    }
+
+    /// Comparisons `<` `<=` `==` `>=` `>` `!=` (CQL 6). Both sides must
+    /// match. Numbers compare as integers; a set compared with a number
+    /// stands for its size; two sets are equal (`==`/`!=`) when they hold
+    /// the same squares and are ordered by size; strings compare
+    /// lexicographically (`player` alone compares each name); positions by
+    /// their order in the game. A comparison of numeric kind has the value
+    /// of its left side (a set: its size); otherwise it has no value.
+    fn compare(&mut self, e: &Expr, op: CmpOp, a: &Expr, b: &Expr, at: u32) -> R<Option<Value>> {
+        use std::cmp::Ordering;
+        let (Some(x), Some(y)) = (self.operand(a, at)?, self.operand(b, at)?) else {
+            return Ok(None);
+        };
+        let holds = |o: Ordering| match op {
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::Le => o != Ordering::Greater,
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::Ge => o != Ordering::Less,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::Ne => o != Ordering::Equal,
+        };
+        let left_num = match &x {
+            Operand::Set(s) => Some(s.count() as i64),
+            Operand::Num(n) => Some(*n),
+            _ => None,
+        };
+        let ok = match (&x, &y) {
+            (Operand::Set(s), Operand::Set(t)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => {
+                holds(if s == t {
+                    Ordering::Equal
+                } else {
+                    Ordering::Less
+                })
+            }
+            (Operand::Set(s), Operand::Set(t)) => holds(s.count().cmp(&t.count())),
+            (Operand::Set(s), Operand::Num(n)) => holds((s.count() as i64).cmp(n)),
+            (Operand::Num(n), Operand::Set(s)) => holds(n.cmp(&(s.count() as i64))),
+            (Operand::Num(m), Operand::Num(n)) => holds(m.cmp(n)),
+            (Operand::Str(s), Operand::Str(t)) => s
+                .iter()
+                .any(|s| t.iter().any(|t| holds(s.as_str().cmp(t.as_str())))),
+            (Operand::Pos(p), Operand::Pos(q)) => holds(p.cmp(q)),
+            _ => {
+                return Err(Self::dispatch_error(
+                    e,
+                    "comparison between values of different kinds",
+                ));
+            }
+        };
+        if !ok {
+            return Ok(None);
+        }
+        Ok(Some(match (e.kind, left_num) {
+            (Kind::Numeric, Some(n)) => Value::Number(n),
+            _ => Value::Matched,
+        }))
+    }
+
+    /// `if C then T [else E]` (CQL 6): if C matches, the value of T; if not,
+    /// the value of E, or — without `else` — a match with no value.
+    fn if_filter(
+        &mut self,
+        cond: &Expr,
+        then: &Expr,
+        otherwise: Option<&Expr>,
+        at: u32,
+    ) -> R<Option<Value>> {
+        if self.matches(cond, at)? {
+            self.eval(then, at)
+        } else {
+            match otherwise {
+                Some(e) => self.eval(e, at),
+                None => Ok(Some(Value::Matched)),
+            }
+        }
+    }
+
+    /// `{ F G ... }`: every filter must match, evaluated in order and
+    /// stopping at the first that fails; the value is the last one's (an
+    /// empty block matches).
+    fn block(&mut self, items: &[Expr], at: u32) -> R<Option<Value>> {
+        let mut last = Some(Value::Matched);
+        for e in items {
+            last = self.eval(e, at)?;
+            if last.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(last)
+    }
+
+    /// `x = F`: assigns F's value to x. A set assignment always matches (a
+    /// set filter always has a value, possibly empty); any other assignment
+    /// matches iff F matches, and leaves x unchanged otherwise. Variables
+    /// keep their values from position to position within a game.
+    fn assign(&mut self, var: u32, value: &Expr, at: u32) -> R<Option<Value>> {
+        let v = if value.kind == Kind::Set {
+            Some(Value::Set(self.set(value, at)?))
+        } else {
+            match self.eval(value, at)? {
+                Some(Value::Matched) => {
+                    return Err(Self::dispatch_error(
+                        value,
+                        "a logical filter has no value to assign",
+                    ));
+                }
+                v => v,
+            }
+        };
+        match v {
+            Some(v) => {
+                *self.var_slot(var)? = Some(v);
+                Ok(Some(Value::Matched))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// `sort ["label"] [min] F` (CQL 6): F is evaluated as usual and the
+    /// sort matches iff F does, with F's value (a set counts as its size);
+    /// the game remembers the largest value F ever took (smallest with
+    /// `min`), whether or not the body matched there.
+    fn sort(
+        &mut self,
+        e: &Expr,
+        label: &Option<String>,
+        min: bool,
+        arg: &Expr,
+        at: u32,
+    ) -> R<Option<Value>> {
+        let value = match arg.kind {
+            Kind::Set => Some(SortValue::Number(self.set(arg, at)?.count() as i64)),
+            Kind::Numeric => self.num(arg, at)?.map(SortValue::Number),
+            Kind::String => self.string(arg, at)?.map(SortValue::Str),
+            _ => {
+                return Err(Self::dispatch_error(
+                    arg,
+                    "sort needs a numeric, set or string filter",
+                ));
+            }
+        };
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let id = super::sort_id(label, min, e.span);
+        let slot = *self
+            .interp
+            .sort_index
+            .get(&id)
+            .ok_or_else(|| Self::dispatch_error(e, "sort filter unknown to the interpreter"))?;
+        let cell = &mut self.st.sort_values[slot];
+        let better = match cell {
+            None => true,
+            Some(old) => {
+                if min {
+                    value < *old
+                } else {
+                    value > *old
+                }
+            }
+        };
+        if better {
+            *cell = Some(value.clone());
+        }
+        Ok(Some(match value {
+            SortValue::Number(n) => Value::Number(n),
+            SortValue::Str(s) => Value::Str(s),
+        }))
+    }
+
+    /// The text of `comment`/`message` arguments: each argument's value,
+    /// concatenated (strings as they are, numbers in decimal, sets as a
+    /// square designator, positions as `position N`, logical filters as
+    /// `true`); an argument that does not match contributes `<none>`.
+    fn render(&mut self, args: &[Expr], at: u32) -> R<String> {
+        let mut out = String::new();
+        for a in args {
+            let v = if a.kind == Kind::Set {
+                Some(Value::Set(self.set(a, at)?))
+            } else {
+                self.eval(a, at)?
+            };
+            match v {
+                None => out.push_str("<none>"),
+                Some(Value::Set(s)) => out.push_str(&squares_text(s)),
+                Some(Value::Number(n)) => out.push_str(&n.to_string()),
+                Some(Value::Str(s)) => out.push_str(&s),
+                Some(Value::Position(p)) => out.push_str(&format!("position {p}")),
+                Some(Value::Matched) => out.push_str("true"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// An expanded transform filter (SEMANTICS.md §6): every element is
+    /// evaluated, in order (they may have side effects). With `count`, the
+    /// number of matching elements (always matches). Otherwise by kind: a
+    /// set filter's value is the union of the matching elements' sets; a
+    /// numeric one's the largest matching value (no match if none); any
+    /// other matches iff some element matches, with the first matching
+    /// element's value.
+    fn orbit(
+        &mut self,
+        kind: Kind,
+        count: bool,
+        elements: &[OrbitElement],
+        at: u32,
+    ) -> R<Option<Value>> {
+        let mut n = 0i64;
+        let mut union = Bitboard::EMPTY;
+        let mut best: Option<i64> = None;
+        let mut first: Option<Value> = None;
+        for el in elements {
+            let Some(v) = self.eval(&el.body, at)? else {
+                continue;
+            };
+            n += 1;
+            match &v {
+                Value::Set(s) => union |= *s,
+                Value::Number(x) => best = Some(best.map_or(*x, |b| b.max(*x))),
+                _ => {}
+            }
+            if first.is_none() {
+                first = Some(v);
+            }
+        }
+        if count {
+            return Ok(Some(Value::Number(n)));
+        }
+        Ok(match kind {
+            Kind::Set => Some(Value::Set(union)),
+            Kind::Numeric => best.map(Value::Number),
+            _ => first,
+        })
+    }
+}
+
+/// The piece types a `promote` designator allows (colour ignored).
+fn promotion_roles(e: &Expr) -> R<Vec<shakmaty::Role>> {
+    match &e.node {
+        Node::Piece { pieces, .. } => Ok(shakmaty::Role::ALL
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let i = *i as u8;
+                pieces.contains(cqlj_runtime::piece::PieceSet::piece(true, i))
+                    || pieces.contains(cqlj_runtime::piece::PieceSet::piece(false, i))
+            })
+            .map(|(_, r)| r)
+            .collect()),
+        _ => Err(InterpError::Unsupported {
+            span: span_of(e),
+            what: "`promote` needs a piece designator such as Q or [RBN]".into(),
+        }),
+    }
+}

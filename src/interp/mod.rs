@@ -1,0 +1,341 @@
+//! The reference interpreter: evaluates an [`ExpandedQuery`] position by
+//! position, directly on [`PositionRecord`]s, with the chess rules taken from
+//! shakmaty. It is written for clarity, not speed, and is the oracle the JIT
+//! is tested against.
+//!
+//! - [`Interpreter`] holds the query (immutable, shareable between threads).
+//! - [`State`] holds what one game's evaluation accumulates: variables,
+//!   comments, messages and sort values (CQL resets ordinary variables at the
+//!   start of each game).
+//! - [`GameView`] is one game: its tags and its positions in store order.
+//!
+//! The meaning of every filter is written in the doc comment of the function
+//! that evaluates it (`eval.rs` for the dispatcher and the logical, numeric
+//! and string filters, `board.rs` for the chess geometry, `moves.rs` for the
+//! `move` filter).
+//!
+//! **Evaluation model.** Evaluating a filter at a position yields
+//! `Option<Value>`: `None` when the filter does not match. A set filter
+//! matches iff its set is non-empty; its value is still needed when empty
+//! (for `#`, `~`, comparisons), so set filters are evaluated through
+//! [`eval::Evaluator::set`], which reads "no match" as the empty set.
+
+mod board;
+mod eval;
+mod moves;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use crate::ir::{ExpandedQuery, Expr, Node, Span};
+use cqlj_runtime::bitboard::Bitboard;
+use cqlj_runtime::layout::PositionRecord;
+
+pub use board::{attacks_from, power_of_role};
+
+/// One game as the interpreter sees it.
+///
+/// **Invariants:** `positions` is in store order: the initial position first;
+/// position `j > 0` has parent `j - parent_delta[j]`; the children of `i` are
+/// the `j > i` whose parent is `i`, the first of them being the mainline (or
+/// variation-main) continuation, the others variations, in PGN order.
+#[derive(Clone, Copy, Debug)]
+pub struct GameView<'a> {
+    /// 1-based number of the game in its database.
+    pub number: u64,
+    /// The PGN tags, in PGN order.
+    pub tags: &'a [(String, String)],
+    pub positions: &'a [PositionRecord],
+}
+
+impl<'a> GameView<'a> {
+    /// The value of tag `name` (exact, case-sensitive name), if present.
+    pub fn tag(&self, name: &str) -> Option<&'a str> {
+        self.tags
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The parent of position `index`, or `None` for the initial position (or
+    /// an inconsistent `parent_delta`).
+    pub fn parent(&self, index: u32) -> Option<u32> {
+        let rec = self.positions.get(index as usize)?;
+        if rec.parent_delta == 0 {
+            return None;
+        }
+        index.checked_sub(rec.parent_delta as u32)
+    }
+
+    /// The children of position `index`, in store (PGN) order: the first is
+    /// the continuation on the same line, the others start variations.
+    pub fn children(&self, index: u32) -> Vec<u32> {
+        let start = index as usize + 1;
+        self.positions
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter(|(j, p)| {
+                p.parent_delta != 0 && *j as u64 - p.parent_delta as u64 == index as u64
+            })
+            .map(|(j, _)| j as u32)
+            .collect()
+    }
+}
+
+/// Options of one run that change what a query means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// Also evaluate positions inside variations, and let `move` see the
+    /// moves that start variations (CQL's `variations` header option).
+    /// Default: mainline only.
+    pub variations: bool,
+}
+
+/// The value of a filter that matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A set of squares (set filters).
+    Set(Bitboard),
+    /// An integer (numeric filters).
+    Number(i64),
+    /// A string (string filters).
+    Str(String),
+    /// A position, as its index in the game (position filters).
+    Position(u32),
+    /// A logical filter matched (it has no value).
+    Matched,
+}
+
+/// The value of a sort key for one game.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SortValue {
+    Number(i64),
+    Str(String),
+}
+
+/// One `sort` filter's result for one game.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortKey {
+    /// The documentation string (`sort "label" ...`), if any.
+    pub label: Option<String>,
+    /// The best value seen in the game: the maximum, or the minimum with
+    /// `min`; `None` if the sort's argument never matched.
+    pub value: Option<SortValue>,
+    /// `sort min`: games are ordered ascending by this key.
+    pub min: bool,
+}
+
+/// What evaluating one game produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameOutcome {
+    /// Indices (into `GameView::positions`) of the positions where the body
+    /// matched, ascending.
+    pub matched: Vec<u32>,
+    /// Texts of `comment` filters, with the position they attach to, in
+    /// evaluation order.
+    pub comments: Vec<(u32, String)>,
+    /// Texts of `message` filters, in evaluation order.
+    pub messages: Vec<String>,
+    /// One key per distinct `sort` filter of the query, in query order.
+    pub sort_keys: Vec<SortKey>,
+}
+
+/// Errors of evaluation. They mean the IR is inconsistent (a kind mismatch
+/// the parser should have rejected) or the store is corrupt; a well-formed
+/// query on a well-formed store never produces one.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InterpError {
+    #[error("filter at {span:?}: expected a {expected} value, got {got}")]
+    KindMismatch {
+        span: (u32, u32),
+        expected: &'static str,
+        got: String,
+    },
+    #[error("filter at {span:?} is not evaluable by the interpreter: {what}")]
+    Unsupported { span: (u32, u32), what: String },
+    #[error("variable #{0} is not declared in the query")]
+    UnknownVariable(u32),
+    #[error("position {index} is outside the game (it has {len} positions)")]
+    PositionOutOfRange { index: u32, len: usize },
+    #[error("game {game}: position {index}: {message}")]
+    InvalidPosition {
+        game: u64,
+        index: u32,
+        message: String,
+    },
+}
+
+/// Identity of a `sort` filter: its label, direction and source span (orbit
+/// copies of one `sort` share the span, and so share the key, as CQL wants:
+/// a sort inside `flipcolor` remembers the best value of both elements).
+type SortId = (Option<String>, bool, u32, u32);
+
+/// A compiled query for the interpreter.
+#[derive(Clone, Debug)]
+pub struct Interpreter {
+    query: ExpandedQuery,
+    /// The distinct sort filters, in query (pre-)order.
+    sorts: Vec<SortId>,
+    sort_index: HashMap<SortId, usize>,
+}
+
+impl Interpreter {
+    /// Prepares a query for evaluation.
+    ///
+    /// # Errors
+    /// [`InterpError::UnknownVariable`] if a variable reference is not
+    /// declared in the query's variable table.
+    pub fn new(query: &ExpandedQuery) -> Result<Interpreter, InterpError> {
+        let mut sorts = Vec::new();
+        let mut sort_index = HashMap::new();
+        let nvars = query.vars().len();
+        let mut bad_var = None;
+        for e in query.body() {
+            walk(e, &mut |e| match &e.node {
+                Node::Sort { label, min, .. } => {
+                    let id = sort_id(label, *min, e.span);
+                    if !sort_index.contains_key(&id) {
+                        sort_index.insert(id.clone(), sorts.len());
+                        sorts.push(id);
+                    }
+                }
+                Node::Var(v) | Node::Assign { var: v, .. } | Node::SquareLoop { var: v, .. }
+                    if v.0 as usize >= nvars =>
+                {
+                    bad_var = Some(v.0);
+                }
+                _ => {}
+            });
+        }
+        if let Some(v) = bad_var {
+            return Err(InterpError::UnknownVariable(v));
+        }
+        Ok(Interpreter {
+            query: query.clone(),
+            sorts,
+            sort_index,
+        })
+    }
+
+    /// The query being interpreted.
+    pub fn query(&self) -> &ExpandedQuery {
+        &self.query
+    }
+
+    /// A fresh state for evaluating one game with `opts`.
+    pub fn new_state(&self, opts: &EvalOptions) -> State {
+        State {
+            vars: vec![None; self.query.vars().len()],
+            variations: opts.variations,
+            comments: Vec::new(),
+            messages: Vec::new(),
+            sort_values: vec![None; self.sorts.len()],
+        }
+    }
+
+    /// Evaluates the body at every position of `game` (mainline only unless
+    /// `opts.variations`), in store order, with one [`State`] for the whole
+    /// game (so variables persist from position to position, as in CQL).
+    ///
+    /// # Errors
+    /// See [`InterpError`].
+    pub fn eval_game(
+        &self,
+        game: &GameView,
+        opts: &EvalOptions,
+    ) -> Result<GameOutcome, InterpError> {
+        let mut state = self.new_state(opts);
+        let mut matched = Vec::new();
+        for (i, rec) in game.positions.iter().enumerate() {
+            if !opts.variations && !rec.has(cqlj_runtime::layout::flags::MAINLINE) {
+                continue;
+            }
+            if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
+                matched.push(i as u32);
+            }
+        }
+        Ok(GameOutcome {
+            matched,
+            sort_keys: self.sort_keys(&state),
+            comments: state.comments,
+            messages: state.messages,
+        })
+    }
+
+    /// Evaluates the body (its filters and-ed, in order, stopping at the
+    /// first that fails) at position `index` of `game`. Returns `None` if the
+    /// body does not match, else the value of its last filter
+    /// ([`Value::Matched`] for an empty body). Comments made during a failed
+    /// evaluation are dropped (CQL's smart comments); messages are kept.
+    ///
+    /// # Errors
+    /// See [`InterpError`].
+    pub fn eval_body_at(
+        &self,
+        game: &GameView,
+        index: u32,
+        state: &mut State,
+    ) -> Result<Option<Value>, InterpError> {
+        if index as usize >= game.positions.len() {
+            return Err(InterpError::PositionOutOfRange {
+                index,
+                len: game.positions.len(),
+            });
+        }
+        let mut ev = eval::Evaluator::new(self, game, state);
+        ev.body(self.query.body(), index)
+    }
+
+    /// The sort keys of a finished game's state, in query order.
+    pub fn sort_keys(&self, state: &State) -> Vec<SortKey> {
+        self.sorts
+            .iter()
+            .zip(&state.sort_values)
+            .map(|((label, min, _, _), value)| SortKey {
+                label: label.clone(),
+                value: value.clone(),
+                min: *min,
+            })
+            .collect()
+    }
+}
+
+fn sort_id(label: &Option<String>, min: bool, span: Span) -> SortId {
+    (label.clone(), min, span.start, span.end)
+}
+
+/// Calls `f` on `e` and every filter inside it, in pre-order.
+fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(e);
+    e.for_each_child(|c| walk(c, f));
+}
+
+/// What the evaluation of one game accumulates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// Variable values, indexed by `VarId`; `None` = unassigned.
+    vars: Vec<Option<Value>>,
+    /// Whether `move` sees variation moves (see [`EvalOptions::variations`]).
+    variations: bool,
+    comments: Vec<(u32, String)>,
+    messages: Vec<String>,
+    sort_values: Vec<Option<SortValue>>,
+}
+
+impl State {
+    /// Comments recorded so far, with their positions.
+    pub fn comments(&self) -> &[(u32, String)] {
+        &self.comments
+    }
+    /// Messages recorded so far.
+    pub fn messages(&self) -> &[String] {
+        &self.messages
+    }
+    /// The current value of variable `id`, if assigned.
+    pub fn var(&self, id: crate::ir::VarId) -> Option<&Value> {
+        self.vars.get(id.0 as usize).and_then(|v| v.as_ref())
+    }
+}

@@ -1,0 +1,121 @@
+//! Moves as the `move` filter sees them: the game's moves (decoded from the
+//! store's [`PackedMove`]s) and shakmaty's legal moves, in one shape.
+
+use cqlj_runtime::layout::chess::role_of;
+use cqlj_runtime::layout::{PackedMove, PositionRecord};
+use shakmaty::{Color, Move, Position, Role, Square};
+
+use super::InterpError;
+
+/// The facts about one move that `move` parameters test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MoveFacts {
+    pub from: Square,
+    /// The destination; for castling, the king's destination square.
+    pub to: Square,
+    /// The square of the captured piece (differs from `to` for en passant).
+    pub capture_square: Option<Square>,
+    pub promotion: Option<Role>,
+    pub en_passant: bool,
+    pub castle_kingside: bool,
+    pub castle_queenside: bool,
+}
+
+impl MoveFacts {
+    /// Decodes the move that led to a position. `None` for an initial
+    /// position (no move).
+    pub(crate) fn from_packed(mv: PackedMove) -> Option<MoveFacts> {
+        if mv.is_none() {
+            return None;
+        }
+        let from = Square::new(mv.from() as u32);
+        let to = Square::new(mv.to() as u32);
+        let en_passant = mv.kind() == PackedMove::EN_PASSANT;
+        let capture_square = if en_passant {
+            // The captured pawn stands behind the destination, seen from
+            // the mover.
+            Some(if mv.white() {
+                Square::new(to as u32 - 8)
+            } else {
+                Square::new(to as u32 + 8)
+            })
+        } else if mv.captured() != PackedMove::NO_ROLE {
+            Some(to)
+        } else {
+            None
+        };
+        Some(MoveFacts {
+            from,
+            to,
+            capture_square,
+            promotion: role_of(mv.promotion()),
+            en_passant,
+            castle_kingside: mv.kind() == PackedMove::CASTLE_KINGSIDE,
+            castle_queenside: mv.kind() == PackedMove::CASTLE_QUEENSIDE,
+        })
+    }
+
+    /// Describes a shakmaty move made by `turn`.
+    pub(crate) fn from_shakmaty(m: &Move, turn: Color) -> Option<MoveFacts> {
+        Some(match *m {
+            Move::Normal {
+                from,
+                to,
+                capture,
+                promotion,
+                ..
+            } => MoveFacts {
+                from,
+                to,
+                capture_square: capture.map(|_| to),
+                promotion,
+                en_passant: false,
+                castle_kingside: false,
+                castle_queenside: false,
+            },
+            Move::EnPassant { from, to } => MoveFacts {
+                from,
+                to,
+                capture_square: Some(Square::from_coords(to.file(), from.rank())),
+                promotion: None,
+                en_passant: true,
+                castle_kingside: false,
+                castle_queenside: false,
+            },
+            Move::Castle { king, rook } => {
+                let side = shakmaty::CastlingSide::from_king_side(king < rook);
+                MoveFacts {
+                    from: king,
+                    to: side.king_to(turn),
+                    capture_square: None,
+                    promotion: None,
+                    en_passant: false,
+                    castle_kingside: side.is_king_side(),
+                    castle_queenside: side.is_queen_side(),
+                }
+            }
+            Move::Put { .. } => return None,
+        })
+    }
+}
+
+/// The legal moves in a position (shakmaty's move generator on the position
+/// rebuilt from the record).
+pub(crate) fn legal_moves(
+    rec: &PositionRecord,
+    game: u64,
+    index: u32,
+) -> Result<Vec<MoveFacts>, InterpError> {
+    let pos =
+        cqlj_runtime::layout::chess::chess_of(rec).map_err(|e| InterpError::InvalidPosition {
+            game,
+            index,
+            message: e.to_string(),
+        })?;
+    let turn = pos.turn();
+    Ok(pos
+        .legal_moves()
+        .iter()
+        .filter_map(|m| MoveFacts::from_shakmaty(m, turn))
+        .collect())
+}
