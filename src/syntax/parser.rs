@@ -904,10 +904,11 @@ impl Parser<'_, '_> {
                 } else {
                     ListFilter::Message
                 };
-                if let Tok::Str(s) = self.peek_tok() {
-                    let sp = self.bump().span;
-                    let arg = Expr::new(ExprKind::Str(s), sp);
-                    return Ok(Expr::new(ExprKind::List(f, vec![arg]), start.join(sp)));
+                if self.peek().tok != Tok::LParen {
+                    // `message currenttransform`, `comment "text"`: one argument.
+                    let arg = self.expr(bp::PREFIX)?;
+                    let span = start.join(arg.span);
+                    return Ok(Expr::new(ExprKind::List(f, vec![arg]), span));
                 }
                 let (args, span) = self.arg_list(&w)?;
                 Ok(Expr::new(ExprKind::List(f, args), start.join(span)))
@@ -990,9 +991,8 @@ impl Parser<'_, '_> {
                         self.bump();
                         label = Some(s);
                     } else if self.eat_ident("min").is_some() {
+                        // Always the flag: sort by the `min` filter as `sort (min (a b))`.
                         min = true;
-                    } else if self.eat_ident("max").is_some() {
-                        min = false;
                     } else {
                         break;
                     }
