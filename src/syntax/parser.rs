@@ -809,6 +809,16 @@ impl Parser<'_, '_> {
                 let s = self.bump().span;
                 range.push((n as i64, s));
             }
+            if matches!(self.peek_tok(), Tok::Eof | Tok::RParen | Tok::RBrace) {
+                let sp = self.peek().span;
+                let written = self.src[start.start as usize..self.prev_end].to_owned();
+                return Err(self.error(
+                    sp,
+                    format!(
+                        "`{written}` needs a set of squares after its distances, e.g. `{w} 1 K`"
+                    ),
+                ));
+            }
             let arg = self.expr(bp::PREFIX)?;
             let span = start.join(arg.span);
             return Ok(Expr::new(
