@@ -450,3 +450,68 @@ proptest! {
         round_trip(&text, &q).map_err(TestCaseError::fail)?;
     }
 }
+
+// ---- the `cqlj explain` command ------------------------------------------
+
+fn cqlj(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .args(args)
+        .output()
+        .expect("run cqlj");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn syntax_explain_ir_inline_and_file() {
+    let (code, out, err) = cqlj(&["explain", "--ir", "-cql", "⬓ {wtm ♔a1}"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("flipcolor {wtm Ka1}"), "{out}");
+    assert!(out.contains("Transform : set"), "{out}");
+    let dir = std::env::temp_dir().join(format!("cqlj-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("q.cql");
+    std::fs::write(
+        &file,
+        "cql(input x.pgn)\n// doubled pawns\nflipcolor {P & vertical P}\n",
+    )
+    .expect("write");
+    let path = file.to_string_lossy().into_owned();
+    let (code, out, err) = cqlj(&["explain", "--ast", &path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Transform FlipColor"), "{out}");
+    assert!(out.contains("@3:1"), "{out}");
+    let (code, out, _) = cqlj(&["explain", "--query", "K attacks k"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("K attacks k"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn syntax_explain_reports_errors_with_caret() {
+    let (code, out, err) = cqlj(&["explain", "-cql", "check\npower 3"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(err.contains("`power` needs a set of squares"), "{err}");
+    assert!(err.contains("2:7"), "{err}");
+    assert!(err.contains('╰') || err.contains('^'), "{err}");
+}
+
+#[test]
+fn syntax_explain_later_stages_say_what_they_need() {
+    let (code, _, err) = cqlj(&["explain", "--orbits", "-cql", "flip a1"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("explain --orbits needs the transform engine"),
+        "{err}"
+    );
+}
+
+#[test]
+fn syntax_limits_huge_source_is_an_error() {
+    let text = "check ".repeat(400_000);
+    let d = syntax::parse(&text).expect_err("must be rejected");
+    assert!(d.to_string().contains("query is too large"), "{d}");
+}
