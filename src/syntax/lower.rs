@@ -492,8 +492,12 @@ impl<'a> Lowerer<'a, '_> {
                 let kind = if *count {
                     Kind::Numeric
                 } else {
-                    match b.kind {
-                        Kind::Set | Kind::Numeric => b.kind,
+                    match (&b.node, b.kind) {
+                        (_, Kind::Set | Kind::Numeric) => b.kind,
+                        // `flipcolor (P >= 4)`: a comparison of numbers has the
+                        // value of its left side, so the orbit takes the
+                        // maximum (SEMANTICS.md §9.26).
+                        (Node::Compare(_, l, _), _) if l.kind == Kind::Numeric => Kind::Numeric,
                         _ => Kind::Logical,
                     }
                 };

@@ -333,11 +333,9 @@ struct Parser<'s, 'd> {
 
 impl Parser<'_, '_> {
     fn peek(&mut self) -> &Token {
-        if self.peeked.is_none() {
-            let t = self.lexer.next(self.diags);
-            self.peeked = Some(t);
-        }
-        self.peeked.as_ref().expect("just filled")
+        let lexer = &mut self.lexer;
+        let diags = &mut *self.diags;
+        self.peeked.get_or_insert_with(|| lexer.next(diags))
     }
 
     fn peek_tok(&mut self) -> Tok {
@@ -345,8 +343,10 @@ impl Parser<'_, '_> {
     }
 
     fn bump(&mut self) -> Token {
-        self.peek();
-        let t = self.peeked.take().expect("peeked");
+        let t = match self.peeked.take() {
+            Some(t) => t,
+            None => self.lexer.next(self.diags),
+        };
         self.prev_end = t.span.end as usize;
         t
     }
