@@ -466,12 +466,16 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Sort { label, min, arg } => {
                 let a = self.sub(arg)?;
-                let a = if a.kind == Kind::String {
-                    a
-                } else {
-                    self.want_num(a, "`sort`")?
+                let (a, kind) = match (&a.node, a.kind) {
+                    (_, Kind::String) => (a, Kind::String),
+                    // `sort #x >= 3`: a comparison of numbers has the value of
+                    // its left side.
+                    (Node::Compare(_, l, _), _) if l.kind == Kind::Numeric => (a, Kind::Numeric),
+                    _ => {
+                        let a = self.want_num(a, "`sort`")?;
+                        (a, Kind::Numeric)
+                    }
                 };
-                let kind = a.kind;
                 self.mk(
                     Node::Sort {
                         label: label.clone(),
