@@ -515,3 +515,29 @@ fn syntax_limits_huge_source_is_an_error() {
     let d = syntax::parse(&text).expect_err("must be rejected");
     assert!(d.to_string().contains("query is too large"), "{d}");
 }
+
+#[test]
+fn syntax_limits_inlining_depth() {
+    // Three nestings of 40 `not`s (argument, function body, call site):
+    // 120 levels of IR are accepted, printed and parsed back.
+    let nots = |n: usize| "not ".repeat(n);
+    let text = format!(
+        "function F(x) {{ {}x }}\n{}F({}check)",
+        nots(40),
+        nots(40),
+        nots(40)
+    );
+    let q = parse_ok(&text);
+    round_trip(&text, &q).expect("round trip");
+    // Each text nests at most 101 levels, but inlining stacks 300: an
+    // error, not a crash.
+    let text = format!(
+        "function F(x) {{ {n}x }}\nfunction G(x) {{ {n}F(x) }}\nG({n}check)",
+        n = nots(100)
+    );
+    let d = syntax::parse(&text).expect_err("too deep");
+    assert!(
+        d.to_string().contains("counting inlined function bodies"),
+        "{d}"
+    );
+}

@@ -16,8 +16,9 @@ use crate::syntax::parser::KEYWORDS;
 
 /// Most IR nodes a query may have after function inlining.
 pub const MAX_NODES: usize = 1_000_000;
-/// Deepest IR nesting after function inlining.
-pub const MAX_LOWER_DEPTH: usize = 512;
+/// Deepest IR nesting (after function inlining). Half the parser's limit,
+/// so that the printed form of any accepted query parses again.
+pub const MAX_LOWER_DEPTH: usize = 128;
 
 struct Function<'a> {
     params: &'a [ast::Name],
@@ -171,7 +172,7 @@ impl<'a> Lowerer<'a, '_> {
             self.fatal = true;
             return Err(self.err(
                 e.span,
-                format!("the query is nested too deeply after inlining function calls (more than {MAX_LOWER_DEPTH} levels)"),
+                format!("the query is nested too deeply (more than {MAX_LOWER_DEPTH} levels of filters, counting inlined function bodies)"),
             ));
         }
         self.depth += 1;

@@ -16,7 +16,7 @@ use crate::syntax::diag::{Diagnostics, line_col};
 use crate::syntax::lexer::{Lexer, Tok, Token};
 
 /// Deepest nesting of filters the parser accepts.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 256;
 /// Largest query text accepted, in bytes.
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 /// After this many errors the parser stops.
