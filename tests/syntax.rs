@@ -541,3 +541,22 @@ fn syntax_limits_inlining_depth() {
         "{d}"
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Any text made of CQL-ish characters gives a query or diagnostics,
+    /// never a panic; diagnostics always render.
+    #[test]
+    fn syntax_never_panics(text in "[a-hKQRBNPkqrbnpAa_x0-9 \\[\\]\\(\\){}#&|~<>=!+*/%.,\"-]{0,40}|[♔♚△▲◭□▦⬓✵∊∀←→≤≥≠∩∪∙―×⊢a-h1-8 (){}]{0,20}") {
+        match syntax::parse(&text) {
+            Ok(q) => {
+                let printed = syntax::print_query(&q);
+                prop_assert!(syntax::parse(&printed).is_ok(), "{text:?} printed as {printed:?}");
+            }
+            Err(d) => {
+                prop_assert!(d.has_errors());
+                let _ = d.render("fuzz.cql", false);
+            }
+        }
+    }
+}

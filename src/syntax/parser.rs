@@ -1,4 +1,4 @@
-//! The recursive-descent (Pratt) parser: tokens to [`ast::File`].
+//! The recursive-descent (Pratt) parser: tokens to [`File`].
 //!
 //! Precedence is CQL 6's (see the table in the [`crate::syntax`] docs).
 //! Nesting deeper than [`MAX_DEPTH`] is an error, never a stack overflow.
