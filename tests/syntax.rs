@@ -560,3 +560,135 @@ proptest! {
         }
     }
 }
+
+// ---- Unicode spelling of every seed query ---------------------------------
+
+/// The Unicode spelling of a piece set as CQL 6.2 writes it.
+fn unicode_pieces(p: cqlj::ir::PieceSet) -> String {
+    use cqlj::ir::PieceSet;
+    let all = PieceSet::WHITE.union(PieceSet::BLACK);
+    if p == all {
+        return "◭".to_owned();
+    }
+    let white = ['♙', '♘', '♗', '♖', '♕', '♔'];
+    let black = ['♟', '♞', '♝', '♜', '♛', '♚'];
+    let mut s = String::new();
+    if p.contains(PieceSet::WHITE) {
+        s.push('△');
+    } else {
+        for (i, c) in white.iter().enumerate() {
+            if p.contains(PieceSet::piece(true, i as u8)) {
+                s.push(*c);
+            }
+        }
+    }
+    if p.contains(PieceSet::BLACK) {
+        s.push('▲');
+    } else {
+        for (i, c) in black.iter().enumerate() {
+            if p.contains(PieceSet::piece(false, i as u8)) {
+                s.push(*c);
+            }
+        }
+    }
+    if p.contains(PieceSet::EMPTY_SQUARE) {
+        s.push('□');
+    }
+    if s.chars().count() == 1 {
+        s
+    } else {
+        format!("[{s}]")
+    }
+}
+
+/// Rewrites the tokens of an ASCII query in their CQL 6.2 Unicode spelling.
+fn to_unicode(src: &str) -> String {
+    use cqlj::syntax::lexer::{Lexer, Tok};
+    let mut diags = Diagnostics::new(src);
+    let mut lexer = Lexer::new(src);
+    let mut out = String::new();
+    let mut last = 0usize;
+    loop {
+        let t = lexer.next(&mut diags);
+        if t.tok == Tok::Eof {
+            break;
+        }
+        let (start, end) = (t.span.start as usize, t.span.end as usize);
+        let replacement = match &t.tok {
+            Tok::Designator { pieces, squares } => {
+                let sq = match squares {
+                    Some(bb) if *bb == cqlj::ir::Bitboard::FULL && pieces.is_none() => {
+                        "▦".to_owned()
+                    }
+                    Some(bb) if *bb == cqlj::ir::Bitboard::FULL => String::new(),
+                    Some(bb) => syntax::print::squares_text(*bb),
+                    None => String::new(),
+                };
+                Some(format!(
+                    "{}{sq}",
+                    pieces.map(unicode_pieces).unwrap_or_default()
+                ))
+            }
+            Tok::Ident(w) => match w.as_str() {
+                "flipcolor" => Some("⬓".to_owned()),
+                "flip" => Some("✵".to_owned()),
+                "in" => Some("∊".to_owned()),
+                "all" => Some("∀".to_owned()),
+                "attacks" => Some("→".to_owned()),
+                "attackedby" => Some("←".to_owned()),
+                "currentposition" => Some("∙".to_owned()),
+                _ => None,
+            },
+            Tok::Amp => Some("∩".to_owned()),
+            Tok::Bar => Some("∪".to_owned()),
+            Tok::Le => Some("≤".to_owned()),
+            Tok::Ge => Some("≥".to_owned()),
+            Tok::Ne => Some("≠".to_owned()),
+            Tok::DashDash => Some("――".to_owned()),
+            Tok::CaptureX => Some("×".to_owned()),
+            _ => None,
+        };
+        out.push_str(&src[last..start]);
+        match replacement {
+            Some(r) => out.push_str(&r),
+            None => out.push_str(&src[start..end]),
+        }
+        last = end;
+    }
+    out.push_str(&src[last..]);
+    out
+}
+
+#[test]
+fn syntax_unicode_spelling_of_seed_queries_gives_same_ir() {
+    let file: SeedFile = toml::from_str(&data("seed_queries.toml")).expect("valid toml");
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for q in file.query.iter().filter(|q| q.error.is_none()) {
+        let text = match &q.prelude {
+            Some(p) => format!("{p}\n{}", q.text),
+            None => q.text.clone(),
+        };
+        let uni = to_unicode(&text);
+        let (Ok(a), b) = (syntax::parse(&text), syntax::parse(&uni)) else {
+            continue;
+        };
+        match b {
+            Ok(b) if a == b => {}
+            Ok(b) => failures.push(format!(
+                "{text:?} vs {uni:?}: {} vs {}",
+                syntax::print_query(&a),
+                syntax::print_query(&b)
+            )),
+            Err(d) => failures.push(format!("{uni:?} (from {text:?}) rejected: {d}")),
+        }
+        if uni != text {
+            checked += 1;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        checked >= 150,
+        "only {checked} queries had a Unicode spelling"
+    );
+}
