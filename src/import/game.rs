@@ -164,8 +164,17 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
 /// The one move of `legal` that `san` describes (same rules as
 /// `San::to_move`), or `None` if there is none or several.
 fn unique_match(legal: &shakmaty::MoveList, san: shakmaty::san::San) -> Option<Move> {
+    // Cheap pre-filter on the destination square (castling moves have the
+    // rook's square as `to`, so castling SAN is matched in full).
+    let target = match san {
+        shakmaty::san::San::Normal { to, .. } => Some(to),
+        _ => None,
+    };
     let mut found = None;
     for &m in legal {
+        if target.is_some_and(|t| m.to() != t) {
+            continue;
+        }
         if san.matches(m) {
             if found.is_some() {
                 return None;
