@@ -9,9 +9,9 @@
 
 pub mod action;
 pub mod basic;
-
+mod explain;
 mod orbit;
-
+pub use explain::explain_orbits;
 pub use orbit::{ROTATE45_SQUARES, SUPERFLUOUS};
 
 use crate::ir::{self, Bitboard, ExpandedQuery, Expr, Kind, Node, Span, TransformFilter};
@@ -128,6 +128,8 @@ pub struct OrbitReport {
     /// The flattened chain of transform filters, outermost first.
     pub filters: Vec<TransformFilter>,
     pub count: bool,
+    /// Some filter of the chain has `restrict`.
+    pub restrict: bool,
     /// Name of the transform enclosing orbits apply to this whole orbit
     /// ("" at top level).
     pub context: String,
