@@ -820,3 +820,57 @@ fn conformance_corpus_transforms() {
         "only {evaluated} cases evaluated"
     );
 }
+
+#[test]
+fn orbit_node_and_work_budgets_give_errors() {
+    let big = || block((1..=6).map(|r| p("K", &format!("a{r}"))).collect());
+    let limits = Limits {
+        max_work: 100,
+        ..Limits::default()
+    };
+    let err = expand(&query(t(T::Shift, big())), &limits).unwrap_err();
+    assert!(
+        matches!(err, TransformError::TooMuchWork { limit: 100, .. }),
+        "{err}"
+    );
+    let limits = Limits {
+        max_nodes: 50,
+        ..Limits::default()
+    };
+    let err = expand(&query(t(T::Shift, big())), &limits).unwrap_err();
+    assert!(
+        matches!(err, TransformError::TooManyNodes { limit: 50, .. }),
+        "{err}"
+    );
+    assert!(err.span().is_some());
+}
+
+fn explain(text: &str) -> String {
+    let q = cqlj::syntax::parse(text).expect("query parses");
+    cqlj::transform::explain_orbits(&q).expect("explains")
+}
+
+#[test]
+fn explain_lists_each_element_with_its_transform() {
+    let out = explain("shiftvertical {Rh1 Ph2-7}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("orbit 1: shiftvertical — 7 elements of 15 candidate"));
+    assert_eq!(lines[1].trim(), "1. identity: {Rh1 Ph2-7}");
+    assert_eq!(lines[7].trim(), "7. up^6: {Rh7 Ph8}");
+    assert!(out.contains("elided 7 (square designator h1 would be empty): down^1"));
+    assert!(out.contains("elided 1 (square designator [h2,h3,h4,h5,h6,h7] would be empty): up^7"));
+}
+
+#[test]
+fn explain_numbers_nested_orbits_and_shows_warnings() {
+    let out = explain("flipcolor count flip Qa1");
+    assert!(out.contains("orbit 1: flipcolor count — 2 elements"));
+    assert!(out.contains("1. identity: \"<orbit 2>\""));
+    assert!(out.contains("2. invertcolor reflect_h: \"<orbit 3>\""));
+    assert!(out.contains("orbit 3: flip — 4 elements of 8 candidate transforms; inside the element `invertcolor reflect_h`"));
+    assert!(out.contains("elided 1 (duplicate of identity): reflect_a1h8"));
+    let out = explain("shift K");
+    assert!(out.contains("elided 224 (duplicate of identity)"));
+    assert!(out.contains("warning: superfluous transform"));
+    assert_eq!(explain("K"), "no transform filters\n");
+}
