@@ -769,6 +769,11 @@ fn conformance_corpus_transforms() {
             fail(format!("expected an error containing {want:?}"));
             continue;
         }
+        // The expanded query holds no transform, notransform or
+        // currenttransform node.
+        if cqlj::ir::ExpandedQuery::from_transform_free(x.query.query().clone()).is_none() {
+            fail("expanded query still holds a transform node".into());
+        }
         if let Some(want) = &c.orbits {
             let got = orbit_sizes(&x);
             if &got != want {
