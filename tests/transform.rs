@@ -560,6 +560,27 @@ fn orbit_size_limit_is_checked_before_materialising() {
 }
 
 #[test]
+fn options_names_map_to_filters() {
+    use cqlj::transform::{basic::filter_name, option_filter};
+    for f in [
+        T::Flip,
+        T::FlipColor,
+        T::ReverseColor,
+        T::Shift,
+        T::Rotate90,
+        T::Rotate45,
+        T::FlipHorizontal,
+        T::FlipVertical,
+        T::ShiftHorizontal,
+        T::ShiftVertical,
+    ] {
+        assert_eq!(option_filter(&format!("-{}", filter_name(f))), Some(f));
+    }
+    assert_eq!(option_filter("-dihedral"), Some(T::Flip));
+    assert_eq!(option_filter("-input"), None);
+}
+
+#[test]
 fn options_wrap_body_last_innermost() {
     let q = query(s("a1"));
     let w = wrap_body(q, &[T::Flip, T::FlipColor]);
