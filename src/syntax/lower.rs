@@ -745,6 +745,14 @@ impl<'a> Lowerer<'a, '_> {
             CmpOp::Gt => ">",
             CmpOp::Ne => "!=",
         };
+        // A numeric comparison has the value of its left operand (CQL 6), so
+        // `flipcolor (P >= 4)` is the larger count that is >= 4 (§9.26).
+        let numeric = matches!(
+            (x.kind, y.kind),
+            (Kind::Set | Kind::Numeric, Kind::Set | Kind::Numeric)
+        ) && !(x.kind == Kind::Set
+            && y.kind == Kind::Set
+            && matches!(op, CmpOp::Eq | CmpOp::Ne));
         let (x, y) = match (x.kind, y.kind) {
             (Kind::Logical, _) | (_, Kind::Logical) => {
                 let bad = if x.kind == Kind::Logical { &x } else { &y };
@@ -771,11 +779,12 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         };
-        self.mk(
-            Node::Compare(op, Box::new(x), Box::new(y)),
-            Kind::Logical,
-            span,
-        )
+        let kind = if numeric {
+            Kind::Numeric
+        } else {
+            Kind::Logical
+        };
+        self.mk(Node::Compare(op, Box::new(x), Box::new(y)), kind, span)
     }
 
     fn compare(
