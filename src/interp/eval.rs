@@ -284,6 +284,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 })
                 .map(|s| Value::Str(s.to_string()))),
             TagNamed(name) => Ok(self.game.tag(name).map(|s| Value::Str(s.to_string()))),
+            // `player white|black`: that player's name; `player` alone: the
+            // White name as a value, while `in` and comparisons look at both
+            // names (see `operand`).
             Player(side) => Ok(self.players(*side).into_iter().next().map(Value::Str)),
             CurrentTransform | Transform { .. } | NoTransform(_) => Err(Self::dispatch_error(
                 e,

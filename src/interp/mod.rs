@@ -78,7 +78,8 @@ impl<'a> GameView<'a> {
             .enumerate()
             .skip(start)
             .filter(|(j, p)| {
-                p.parent_delta != 0 && *j as u64 - p.parent_delta as u64 == index as u64
+                p.parent_delta != 0
+                    && j.checked_sub(p.parent_delta as usize) == Some(index as usize)
             })
             .map(|(j, _)| j as u32)
             .collect()
