@@ -424,3 +424,100 @@ fn interp_studies_chess_facts_match_shakmaty() {
     assert!(pins_seen > 100, "{pins_seen} pins");
     assert!(checks_seen > 1000, "{checks_seen} checks");
 }
+
+/// The importer lays games out as the interpreter expects (the contract of
+/// [`GameView`]): on every study, its records equal the ones built here
+/// move by move (parent links, plies, packed moves, flags, board columns).
+#[test]
+fn interp_studies_importer_layout_is_the_interpreters() {
+    let collected = studies();
+    let path = data_dir().join("studies.pgn");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut imported = Vec::new();
+    for item in cqlj::import::PgnGames::new(file) {
+        let item = item.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Ok(game) = item.game {
+            imported.push(game.positions);
+        }
+    }
+    assert_eq!(imported.len(), collected.games.len());
+    for (g, (records, game)) in imported.iter().zip(&collected.games).enumerate() {
+        assert_eq!(records.len(), game.builder.records.len(), "game {}", g + 1);
+        for (i, (got, want)) in records.iter().zip(&game.builder.records).enumerate() {
+            assert_eq!(got, want, "game {} position {i}", g + 1);
+        }
+    }
+}
+
+/// Interpreter throughput and agreement with shakmaty on the first games of
+/// `book.pgn.zst` (ignored by default: it reads a large file; run with
+/// `cargo test --test interp -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn interp_book_sample_counts_and_throughput() {
+    const GAMES: usize = 3000;
+    let path = data_dir().join("book.pgn.zst");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let decoder = zstd::Decoder::new(file).expect("zstd stream");
+    let mut games = Vec::new();
+    for item in cqlj::import::PgnGames::new(decoder).take(GAMES) {
+        let item = item.expect("readable PGN");
+        if let Ok(g) = item.game {
+            let tags: Vec<(String, String)> = g
+                .meta
+                .tags
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        String::from_utf8_lossy(k).into_owned(),
+                        String::from_utf8_lossy(v).into_owned(),
+                    )
+                })
+                .collect();
+            games.push((tags, g.positions));
+        }
+    }
+    let positions: usize = games.iter().map(|(_, p)| p.len()).sum();
+    // Each query with an independent count from shakmaty on the same records.
+    type Oracle = fn(&Chess) -> bool;
+    let cases: [(&str, Oracle); 4] = [
+        ("mate", |p| p.is_checkmate()),
+        ("btm and A attacks k", |p| {
+            p.turn() == Color::Black && p.is_check()
+        }),
+        ("pin", |p| pinned_to_king(p).any()),
+        ("move legal count >= 40", |p| p.legal_moves().len() >= 40),
+    ];
+    for (text, oracle) in cases {
+        let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
+        let interp =
+            Interpreter::new(&ExpandedQuery::from_transform_free(q).expect("no transform"))
+                .expect("accepted");
+        let opts = EvalOptions { variations: true };
+        let start = std::time::Instant::now();
+        let mut matched = 0usize;
+        for (n, (tags, recs)) in games.iter().enumerate() {
+            let view = GameView {
+                number: n as u64 + 1,
+                tags,
+                positions: recs,
+            };
+            matched += interp
+                .eval_game(&view, &opts)
+                .expect("evaluates")
+                .matched
+                .len();
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let want = games
+            .iter()
+            .flat_map(|(_, recs)| recs.iter())
+            .filter(|r| oracle(&cqlj::runtime::layout::chess::chess_of(r).expect("legal record")))
+            .count();
+        eprintln!(
+            "{text:28} {matched:7} of {positions} positions, {:.0} positions/s",
+            positions as f64 / secs
+        );
+        assert_eq!(matched, want, "{text}");
+    }
+}
