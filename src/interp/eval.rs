@@ -154,8 +154,34 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         }
     }
 
-    /// The dispatcher. Constants: `true` matches, `false` does not, numbers
-    /// and strings are their own values.
+    /// The dispatcher. The filters it evaluates inline mean (CQL 6):
+    /// - constants: `true` matches, `false` does not; numbers and strings
+    ///   are their own values;
+    /// - `#X`: the number of squares of X (always matches, also with 0);
+    ///   `power X`: see [`board::power`]; `-X`, `abs X`: no match on
+    ///   overflow;
+    /// - `ply`: half-moves from the game's first position (0 there);
+    ///   `gamenumber`: the game's 1-based number in its database;
+    ///   `sidetomove`: 1 when white is to move, -1 when black is (the values
+    ///   of the constants `white` and `black`);
+    /// - `elo white|black`: the `WhiteElo`/`BlackElo` tag as an integer; no
+    ///   match when missing or not a number;
+    /// - `event`, `site`, `date`, `eco`, `tag "T"`: the tag's text; no match
+    ///   when the game lacks the tag;
+    /// - `check`, `mate`, `stalemate`: the side to move is in check, is
+    ///   checkmated, is stalemated; `wtm`/`btm`: the side to move;
+    /// - `initial`: the game's first position; `terminal`: no move follows
+    ///   in the game (end of the mainline or of a variation); `mainline` /
+    ///   `variation`: the position is / is not on the mainline;
+    /// - `enpassant`, `castle`: the move that led here was an en passant
+    ///   capture / a castling move;
+    /// - `result 1-0|0-1|1/2-1/2|*`: the game's `Result` tag;
+    /// - `and`, `or` (both short-circuit), `not`: logical, no value;
+    /// - `currentposition`: this position;
+    /// - a variable: its value (an unassigned variable does not match; a set
+    ///   variable matches iff its set is non-empty);
+    /// - `comment (...)` attaches its text to this position, `message
+    ///   (...)` records it; both always match.
     fn eval_node(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
         use Node::*;
         let set = |b: Bitboard| Ok(Some(Value::Set(b)));
