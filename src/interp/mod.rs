@@ -18,7 +18,7 @@
 //! `Option<Value>`: `None` when the filter does not match. A set filter
 //! matches iff its set is non-empty; its value is still needed when empty
 //! (for `#`, `~`, comparisons), so set filters are evaluated through
-//! [`eval::Evaluator::set`], which reads "no match" as the empty set.
+//! `eval::Evaluator::set`, which reads "no match" as the empty set.
 
 mod board;
 mod eval;
