@@ -439,7 +439,7 @@ impl Expr {
     }
 
     /// Calls `f` on each direct child, in source order.
-    pub fn for_each_child(&self, mut f: impl FnMut(&Expr)) {
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
         use Node::*;
         match &self.node {
             Bool(_)

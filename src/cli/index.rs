@@ -23,9 +23,32 @@ pub struct Args {
 }
 
 /// Progress bar over the input bytes; reports go to stderr above it.
-struct Observer {
+pub struct Observer {
     bar: Option<ProgressBar>,
     quiet: bool,
+}
+
+impl Observer {
+    /// An observer with a progress bar over `total_bytes` when stderr is a
+    /// terminal and `total_bytes > 0`; reports unless `quiet`.
+    pub fn new(total_bytes: u64, quiet: bool) -> Observer {
+        let bar = (!quiet && total_bytes > 0 && std::io::stderr().is_terminal()).then(|| {
+            let style = ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:40}] {bytes}/{total_bytes} ({eta}) {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+            ProgressBar::new(total_bytes).with_style(style)
+        });
+        Observer { bar, quiet }
+    }
+
+    /// Removes the progress bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 impl ImportObserver for Observer {
@@ -54,22 +77,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
         .sum();
-    let bar = (!args.quiet && std::io::stderr().is_terminal()).then(|| {
-        let style = ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {bytes}/{total_bytes} ({eta}) {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-        ProgressBar::new(total).with_style(style)
-    });
-    let mut observer = Observer {
-        bar,
-        quiet: args.quiet,
-    };
+    let mut observer = Observer::new(total, args.quiet);
     let summary = import_files(&args.inputs, &args.output, &mut observer)?;
-    if let Some(bar) = &observer.bar {
-        bar.finish_and_clear();
-    }
+    observer.finish();
     let secs = started.elapsed().as_secs_f64();
     let size = std::fs::metadata(&args.output)?.len();
     let bpp = if summary.positions > 0 {

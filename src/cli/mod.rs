@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 pub mod explain;
 pub mod index;
 pub mod info;
+pub mod run;
 
 /// The subcommands. A first argument that is none of these starts a query run.
 #[derive(Parser, Debug)]
@@ -31,8 +32,15 @@ enum Command {
     Explain(explain::Args),
 }
 
+/// Subcommand names; any other first argument starts a query run.
+const SUBCOMMANDS: [&str; 4] = ["index", "info", "explain", "help"];
+
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    if !SUBCOMMANDS.contains(&first) {
+        return run::main(args);
+    }
     let cli = Cli::parse_from(explain::normalize_args(args));
     match cli.command {
         Command::Index(a) => index::main(a),

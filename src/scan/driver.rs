@@ -27,7 +27,9 @@ pub struct SortKey {
     pub label: Option<String>,
     /// Sort ascending (`sort min`) instead of descending.
     pub min: bool,
-    pub value: SortValue,
+    /// The game's best value; `None` if the sort's argument never matched
+    /// (such games come last).
+    pub value: Option<SortValue>,
 }
 
 /// The value of a sort key.

@@ -5,8 +5,16 @@
 //! above it.
 
 pub mod driver;
+pub mod input;
+pub mod json;
+pub mod matcher;
+pub mod prepare;
 
 pub use driver::{
     Collect, GameMatch, GameMatcher, ScanError, ScanOptions, ScanStats, Sink, SortKey, SortValue,
     scan,
 };
+pub use input::{cached_store, default_store};
+pub use json::match_json;
+pub use matcher::{Engine, RunPlan, StoreMatcher};
+pub use prepare::{PrepareError, Prepared, QueryInput, has_sort, prepare};

@@ -63,7 +63,7 @@ pub mod lower;
 pub mod parser;
 pub mod print;
 
-pub use diag::{Diagnostic, Diagnostics, Severity};
+pub use diag::{Diagnostic, Diagnostics, Severity, line_col};
 pub use print::{print_expr, print_query};
 
 use crate::ir::{self, Bitboard, Span};

@@ -1,1 +1,0 @@
-//! transform (to be written).

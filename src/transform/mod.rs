@@ -1,0 +1,221 @@
+//! Transform filters: basic transforms as values ([`basic`]), their action on
+//! the IR ([`action`]), and the expansion of every transform filter of a
+//! query into its orbit ([`expand`]), exactly as SEMANTICS.md §2–§6 define
+//! them.
+//!
+//! The result is an [`ExpandedQuery`]: it holds no `Transform`,
+//! `NoTransform` or `CurrentTransform` node, only [`Node::Orbit`]s, which the
+//! interpreter and the JIT evaluate element by element.
+
+pub mod action;
+pub mod basic;
+
+mod orbit;
+
+pub use orbit::{ROTATE45_SQUARES, SUPERFLUOUS};
+
+use crate::ir::{self, Bitboard, ExpandedQuery, Expr, Kind, Node, Span, TransformFilter};
+
+/// Bounds on expansion; exceeding one is a [`TransformError`], checked
+/// before the orbit in question is materialised where possible.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Distinct elements of one orbit (after elision and deduplication).
+    pub max_orbit_elements: usize,
+    /// Candidate transforms of one (flattened) orbit, before elision.
+    pub max_candidates: u64,
+    /// IR nodes in all kept orbit elements together.
+    pub max_nodes: u64,
+    /// IR nodes materialised while expanding, kept or not (time bound).
+    pub max_work: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_orbit_elements: 4096,
+            max_candidates: 1 << 20,
+            max_nodes: 1 << 21,
+            max_work: 1 << 25,
+        }
+    }
+}
+
+/// Errors of expansion: every one names the transform filter and the size.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TransformError {
+    #[error(
+        "the orbit of `{filters}` would have {candidates} candidate transforms; the limit is {limit}"
+    )]
+    TooManyCandidates {
+        span: Span,
+        filters: String,
+        candidates: u128,
+        limit: u64,
+    },
+    #[error(
+        "expanding `{filters}` would build about {needed} IR nodes; the limit is {limit} (simplify the target or nest transforms with `count`)"
+    )]
+    TooMuchWork {
+        span: Span,
+        filters: String,
+        needed: u128,
+        limit: u64,
+    },
+    #[error("the orbit of `{filters}` has more than {limit} distinct elements")]
+    TooManyElements {
+        span: Span,
+        filters: String,
+        limit: usize,
+    },
+    #[error("the expanded query would hold more than {limit} IR nodes (at `{filters}`)")]
+    TooManyNodes {
+        span: Span,
+        filters: String,
+        limit: u64,
+    },
+    #[error("internal error in transform expansion: a malformed IR tree")]
+    Internal,
+}
+
+impl TransformError {
+    /// The source span of the transform filter concerned, if known.
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            TransformError::TooManyCandidates { span, .. }
+            | TransformError::TooMuchWork { span, .. }
+            | TransformError::TooManyElements { span, .. }
+            | TransformError::TooManyNodes { span, .. } => Some(*span),
+            TransformError::Internal => None,
+        }
+    }
+}
+
+/// A diagnostic that does not stop the query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    pub span: Span,
+    pub message: String,
+}
+
+/// Why a candidate transform is not in an orbit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ElisionReason {
+    /// This square designator (original set) became empty.
+    EmptyDesignator(Bitboard),
+    /// `restrict`: a square of this designator (original set) left the board.
+    LeftBoard(Bitboard),
+    /// Every element of a nested orbit was elided.
+    EmptyNestedOrbit,
+    /// Structurally equal to the kept element with this transform name.
+    Duplicate { of: String },
+}
+
+/// A candidate transform dropped from an orbit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElidedElement {
+    pub transform: String,
+    pub reason: ElisionReason,
+}
+
+/// What became of one transform filter at one place in the expanded query.
+/// A transform filter inside the target of a counted (unflattened) orbit is
+/// expanded once per element of that orbit, and reported each time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrbitReport {
+    /// Span of the outermost filter of the chain.
+    pub span: Span,
+    /// The flattened chain of transform filters, outermost first.
+    pub filters: Vec<TransformFilter>,
+    pub count: bool,
+    /// Name of the transform enclosing orbits apply to this whole orbit
+    /// ("" at top level).
+    pub context: String,
+    /// Candidate transforms before elision and deduplication.
+    pub candidates: usize,
+    /// Names of the kept elements, in order.
+    pub elements: Vec<String>,
+    /// The first few elided candidates, with reasons.
+    pub elided: Vec<ElidedElement>,
+    /// Number of elided candidates (`candidates - elements.len()`).
+    pub elided_total: usize,
+}
+
+/// The result of [`expand`].
+#[derive(Clone, Debug)]
+pub struct Expansion {
+    pub query: ExpandedQuery,
+    pub warnings: Vec<Warning>,
+    /// One report per orbit node of the expanded query, in pre-order
+    /// (outermost first, then those nested in its elements, in order).
+    pub orbits: Vec<OrbitReport>,
+}
+
+/// Expands every transform filter of `q` into its orbit (SEMANTICS.md §6).
+///
+/// # Errors
+/// An orbit or the expanded query would exceed `limits`.
+pub fn expand(q: &ir::Query, limits: &Limits) -> Result<Expansion, TransformError> {
+    let mut ex = orbit::Expander::new(limits);
+    let mut orbits = Vec::new();
+    let body = q
+        .body
+        .iter()
+        .map(|e| ex.expand_top(e, &mut orbits))
+        .collect::<Result<Vec<_>, _>>()?;
+    let warnings = ex.finish();
+    let query = ir::Query {
+        header: q.header.clone(),
+        body,
+        vars: q.vars.clone(),
+    };
+    Ok(Expansion {
+        query: ExpandedQuery::new_unchecked(query),
+        warnings,
+        orbits,
+    })
+}
+
+/// Wraps the whole query body in the transform filters of the command-line
+/// options `-flip -flipcolor ...`, in the order given: the first outermost,
+/// the last innermost. A body of several filters is wrapped as one block
+/// (the body is their conjunction). An empty body is left as it is.
+pub fn wrap_body(q: ir::Query, filters: &[TransformFilter]) -> ir::Query {
+    if filters.is_empty() || q.body.is_empty() {
+        return q;
+    }
+    let ir::Query {
+        header,
+        mut body,
+        vars,
+    } = q;
+    let mut e = if body.len() == 1 {
+        body.remove(0)
+    } else {
+        let span = body
+            .iter()
+            .map(|e| e.span)
+            .reduce(Span::join)
+            .unwrap_or_default();
+        let kind = body.last().map_or(Kind::Logical, |e| e.kind);
+        Expr::new(Node::Block(body), kind, span)
+    };
+    for f in filters.iter().rev() {
+        let (kind, span) = (e.kind, e.span);
+        e = Expr::new(
+            Node::Transform {
+                filter: *f,
+                count: false,
+                restrict: false,
+                body: Box::new(e),
+            },
+            kind,
+            span,
+        );
+    }
+    ir::Query {
+        header,
+        body: vec![e],
+        vars,
+    }
+}
