@@ -739,8 +739,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// stands for its size; two sets are equal (`==`/`!=`) when they hold
     /// the same squares and are ordered by size; strings compare
     /// lexicographically (`player` alone compares each name); positions by
-    /// their order in the game. A comparison of numeric kind has the value
-    /// of its left side (a set: its size); otherwise it has no value.
+    /// their order in the game. A comparison of two numbers has the value of
+    /// its left side (so `flipcolor (P >= 4)` is the larger count that is at
+    /// least 4, SEMANTICS.md §9.26), whatever kind the parser gave it; other
+    /// comparisons have no value.
     fn compare(&mut self, e: &Expr, op: CmpOp, a: &Expr, b: &Expr, at: u32) -> R<Option<Value>> {
         use std::cmp::Ordering;
         let (Some(x), Some(y)) = (self.operand(a, at)?, self.operand(b, at)?) else {
@@ -754,9 +756,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             CmpOp::Gt => o == Ordering::Greater,
             CmpOp::Ne => o != Ordering::Equal,
         };
-        let left_num = match &x {
-            Operand::Set(s) => Some(s.count() as i64),
-            Operand::Num(n) => Some(*n),
+        let left_num = match (&x, &y) {
+            (Operand::Num(n), Operand::Num(_) | Operand::Set(_)) => Some(*n),
+            (Operand::Set(s), Operand::Num(_)) => Some(s.count() as i64),
             _ => None,
         };
         let ok = match (&x, &y) {
@@ -785,10 +787,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         if !ok {
             return Ok(None);
         }
-        Ok(Some(match (e.kind, left_num) {
-            (Kind::Numeric, Some(n)) => Value::Number(n),
-            _ => Value::Matched,
-        }))
+        Ok(Some(left_num.map_or(Value::Matched, Value::Number)))
     }
 
     /// `if C then T [else E]` (CQL 6): if C matches, the value of T; if not,
@@ -932,8 +931,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// number of matching elements (always matches). Otherwise by kind: a
     /// set filter's value is the union of the matching elements' sets; a
     /// numeric one's the largest matching value (no match if none); any
-    /// other matches iff some element matches, with the first matching
-    /// element's value.
+    /// other matches iff some element matches, with the largest numeric
+    /// value among the matching elements if they have one (a comparison of
+    /// numbers, §9.26), else the first matching element's value.
     fn orbit(
         &mut self,
         kind: Kind,
@@ -965,7 +965,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(match kind {
             Kind::Set => Some(Value::Set(union)),
             Kind::Numeric => best.map(Value::Number),
-            _ => first,
+            _ => best.map(Value::Number).or(first),
         })
     }
 }
