@@ -521,3 +521,112 @@ fn interp_book_sample_counts_and_throughput() {
         assert_eq!(matched, want, "{text}");
     }
 }
+
+#[derive(serde::Deserialize)]
+struct Pairs {
+    pair: Vec<Pair>,
+}
+
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct Pair {
+    name: String,
+    source: String,
+    left: String,
+    right: String,
+    values: bool,
+}
+
+fn compile(text: &str) -> Interpreter {
+    let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
+    let x =
+        cqlj::transform::expand(&q, &Default::default()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    Interpreter::new(&x.query).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// The first `n` games of `book.pgn.zst`, as (tags, records).
+fn book_sample(
+    n: usize,
+) -> Vec<(
+    Vec<(String, String)>,
+    Vec<cqlj::runtime::layout::PositionRecord>,
+)> {
+    let path = data_dir().join("book.pgn.zst");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let decoder = zstd::Decoder::new(file).expect("zstd stream");
+    cqlj::import::PgnGames::new(decoder)
+        .take(n)
+        .filter_map(|item| item.expect("readable PGN").game.ok())
+        .map(|g| {
+            let tags = g
+                .meta
+                .tags
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        String::from_utf8_lossy(k).into_owned(),
+                        String::from_utf8_lossy(v).into_owned(),
+                    )
+                })
+                .collect();
+            (tags, g.positions)
+        })
+        .collect()
+}
+
+/// Documented equivalences (tests/data/interp/equivalences.toml) hold at
+/// every position of studies.pgn and of the first games of book.pgn.zst.
+#[test]
+fn interp_documented_equivalences_hold_position_by_position() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/interp/equivalences.toml");
+    let pairs: Pairs = toml::from_str(&std::fs::read_to_string(&path).expect("readable"))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let studies = studies();
+    let mut games: Vec<(
+        Vec<(String, String)>,
+        Vec<cqlj::runtime::layout::PositionRecord>,
+    )> = studies
+        .games
+        .into_iter()
+        .map(|g| (g.tags, g.builder.records))
+        .collect();
+    games.extend(book_sample(1500));
+    let opts = EvalOptions { variations: true };
+    let mut failures = Vec::new();
+    for pair in &pairs.pair {
+        let (left, right) = (compile(&pair.left), compile(&pair.right));
+        let mut matched = 0usize;
+        'games: for (n, (tags, recs)) in games.iter().enumerate() {
+            let view = GameView {
+                number: n as u64 + 1,
+                tags,
+                positions: recs,
+            };
+            for i in 0..recs.len() as u32 {
+                let eval = |q: &Interpreter| {
+                    let mut st = q.new_state(&opts);
+                    q.eval_body_at(&view, i, &mut st)
+                        .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
+                };
+                let (l, r) = (eval(&left), eval(&right));
+                matched += l.is_some() as usize;
+                let same = if pair.values {
+                    l == r
+                } else {
+                    l.is_some() == r.is_some()
+                };
+                if !same {
+                    failures.push(format!(
+                        "{}: game {} position {i}: {l:?} vs {r:?}",
+                        pair.name,
+                        n + 1
+                    ));
+                    break 'games;
+                }
+            }
+        }
+        eprintln!("{:45} matches at {matched} positions", pair.name);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
