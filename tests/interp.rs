@@ -455,28 +455,7 @@ fn interp_studies_importer_layout_is_the_interpreters() {
 #[test]
 #[ignore]
 fn interp_book_sample_counts_and_throughput() {
-    const GAMES: usize = 3000;
-    let path = data_dir().join("book.pgn.zst");
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let decoder = zstd::Decoder::new(file).expect("zstd stream");
-    let mut games = Vec::new();
-    for item in cqlj::import::PgnGames::new(decoder).take(GAMES) {
-        let item = item.expect("readable PGN");
-        if let Ok(g) = item.game {
-            let tags: Vec<(String, String)> = g
-                .meta
-                .tags
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        String::from_utf8_lossy(k).into_owned(),
-                        String::from_utf8_lossy(v).into_owned(),
-                    )
-                })
-                .collect();
-            games.push((tags, g.positions));
-        }
-    }
+    let games = book_sample(3000);
     let positions: usize = games.iter().map(|(_, p)| p.len()).sum();
     // Each query with an independent count from shakmaty on the same records.
     type Oracle = fn(&Chess) -> bool;
@@ -544,13 +523,14 @@ fn compile(text: &str) -> Interpreter {
     Interpreter::new(&x.query).unwrap_or_else(|e| panic!("{text}: {e}"))
 }
 
-/// The first `n` games of `book.pgn.zst`, as (tags, records).
-fn book_sample(
-    n: usize,
-) -> Vec<(
+/// A game's tags and store-order records.
+type TaggedGame = (
     Vec<(String, String)>,
     Vec<cqlj::runtime::layout::PositionRecord>,
-)> {
+);
+
+/// The first `n` games of `book.pgn.zst`, as (tags, records).
+fn book_sample(n: usize) -> Vec<TaggedGame> {
     let path = data_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).expect("zstd stream");
@@ -583,10 +563,7 @@ fn interp_documented_equivalences_hold_position_by_position() {
     let pairs: Pairs = toml::from_str(&std::fs::read_to_string(&path).expect("readable"))
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let studies = studies();
-    let mut games: Vec<(
-        Vec<(String, String)>,
-        Vec<cqlj::runtime::layout::PositionRecord>,
-    )> = studies
+    let mut games: Vec<TaggedGame> = studies
         .games
         .into_iter()
         .map(|g| (g.tags, g.builder.records))
