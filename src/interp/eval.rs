@@ -416,23 +416,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(Some(Value::Set(board::pinned(rec, from, through, to))))
     }
 
-    /// `enpassantsquare`: the square a pawn passed over with a two-square
-    /// advance on the move that led here (where an en passant capture would
-    /// land); for a position without that move (e.g. set up from a FEN), the
-    /// record's en passant square, which the importer stores when an en
-    /// passant capture is legal.
+    /// `enpassantsquare` (CQL 6.2, a "current move" filter): the square of
+    /// the en passant capture when the move that led here was one (the
+    /// square the capturing pawn moved to, which the captured pawn had just
+    /// passed over); the empty set otherwise, in particular at a game's
+    /// first position, even when its FEN names an en passant square.
     fn en_passant_square(&self, at: u32) -> R<Bitboard> {
-        let rec = self.rec(at)?;
-        let mv = rec.mv;
-        if !mv.is_none() {
-            let (from, to) = (mv.from() as i32, mv.to() as i32);
-            if mv.role() == 0 && (to - from).abs() == 16 {
-                return Ok(Bitboard::from_square(Square::new(((from + to) / 2) as u32)));
-            }
-            return Ok(Bitboard::EMPTY);
-        }
-        Ok(if rec.ep < 64 {
-            Bitboard::from_square(Square::new(rec.ep as u32))
+        let mv = self.rec(at)?.mv;
+        Ok(if !mv.is_none() && mv.kind() == PackedMove::EN_PASSANT {
+            Bitboard::from_square(Square::new(mv.to() as u32))
         } else {
             Bitboard::EMPTY
         })
