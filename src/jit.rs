@@ -1,1 +1,0 @@
-//! jit (to be written).

@@ -1,0 +1,1356 @@
+//! Lowering of expanded IR filters to Cranelift IR inside the kernel's loop
+//! body: every filter becomes straight-line code over the current position's
+//! columns (no branches inside a position), so Cranelift's optimizer can
+//! share subexpressions across orbit elements.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    AbiParam, Function, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
+    Value, types,
+};
+use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+
+use super::{GameSlot, JitOptions, fused};
+use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, SetOp, Side};
+use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
+use crate::runtime::helpers;
+use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
+
+/// Why the JIT does not lower `e`, or `None` if it does.
+pub(super) fn unsupported(e: &Expr) -> Option<String> {
+    let own = match &e.node {
+        Node::Str(_) => Some("string values"),
+        Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some("string-valued game tags"),
+        Node::CurrentTransform => Some("currenttransform (string)"),
+        Node::CurrentPosition => Some("position values"),
+        Node::Var(_) | Node::Assign { .. } => Some("variables"),
+        Node::Sort { .. } => Some("sort (side effect)"),
+        Node::Comment(_) | Node::Message(_) => Some("comment/message (side effect)"),
+        Node::SquareLoop { .. } => Some("square/piece loops"),
+        Node::Move(_) => Some("move filters"),
+        Node::Transform { .. } | Node::NoTransform(_) => Some("unexpanded transform"),
+        Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
+            Some("and/or/not with a value")
+        }
+        _ => None,
+    };
+    if let Some(r) = own {
+        return Some(r.to_string());
+    }
+    if matches!(e.kind, Kind::String | Kind::Position) {
+        return Some(format!("{} values", e.kind));
+    }
+    let mut found = None;
+    e.for_each_child(|c| {
+        if found.is_none() {
+            found = unsupported(c);
+        }
+    });
+    found
+}
+
+/// Which piece types (and `_` for empty squares) can stand on the squares
+/// of set filter `e`: a static over-approximation.
+pub(super) fn possible_pieces(e: &Expr) -> PieceSet {
+    const ALL: PieceSet = PieceSet(0x1fff);
+    match &e.node {
+        Node::Piece { pieces, .. } => *pieces,
+        Node::SetBinary(SetOp::Inter, a, b) => {
+            PieceSet(possible_pieces(a).0 & possible_pieces(b).0)
+        }
+        Node::SetBinary(SetOp::Union, a, b) => possible_pieces(a).union(possible_pieces(b)),
+        Node::Attacks(a, _) | Node::Light(a) | Node::Dark(a) => possible_pieces(a),
+        Node::AttackedBy(a, _) => possible_pieces(a),
+        _ => ALL,
+    }
+}
+
+/// A lowered filter at the current position.
+#[derive(Clone, Copy)]
+pub(super) enum V {
+    /// Match flag (i8: 0 or 1).
+    Logical(Value),
+    /// A square set (i64); matches iff non-empty. A set filter that does not
+    /// match for another reason has the empty set.
+    Set(Value),
+    /// Match flag and value.
+    Num { m: Value, v: Value },
+}
+
+pub(super) struct Lower<'a, 'f> {
+    pub b: &'a mut FunctionBuilder<'f>,
+    ptr: Type,
+    /// Base address of each column, computed once in the entry block.
+    bases: HashMap<Column, Value>,
+    /// Position index, pointer-sized.
+    idx: Value,
+    game: Value,
+    game_slots: &'a mut Vec<GameSlot>,
+    bbs: [Option<Value>; 8],
+    cols: HashMap<Column, Value>,
+    pieces: HashMap<PieceSet, Value>,
+    board: Option<Value>,
+    pub fused: &'a mut Vec<usize>,
+    fuse: bool,
+}
+
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+impl<'a, 'f> Lower<'a, 'f> {
+    pub fn i64c(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(types::I64, v)
+    }
+    pub fn u64c(&mut self, v: u64) -> Value {
+        self.b.ins().iconst(types::I64, v as i64)
+    }
+    pub fn i8c(&mut self, v: bool) -> Value {
+        self.b.ins().iconst(types::I8, v as i64)
+    }
+
+    /// Loads the current position's value of a column (zero-extended to i64).
+    fn column(&mut self, c: Column) -> Value {
+        if let Some(v) = self.cols.get(&c) {
+            return *v;
+        }
+        let w = c.width() as i64;
+        let ty = match w {
+            8 => types::I64,
+            4 => types::I32,
+            2 => types::I16,
+            _ => types::I8,
+        };
+        let off = self.b.ins().imul_imm_s(self.idx, w);
+        let base = self.bases[&c];
+        let addr = self.b.ins().iadd(base, off);
+        let raw = self.b.ins().load(ty, trusted(), addr, 0);
+        let v = if ty == types::I64 {
+            raw
+        } else {
+            self.b.ins().uextend(types::I64, raw)
+        };
+        self.cols.insert(c, v);
+        v
+    }
+
+    fn bb(&mut self, i: usize) -> Value {
+        if let Some(v) = self.bbs[i] {
+            return v;
+        }
+        let v = self.column(Column::Bitboard(i));
+        self.bbs[i] = Some(v);
+        v
+    }
+
+    fn occupied(&mut self) -> Value {
+        let w = self.bb(BB_WHITE);
+        let k = self.bb(BB_BLACK);
+        self.b.ins().bor(w, k)
+    }
+
+    /// The squares holding a piece of `set`.
+    pub fn pieces(&mut self, set: PieceSet) -> Value {
+        if let Some(v) = self.pieces.get(&set) {
+            return *v;
+        }
+        let white = set.0 & 0x3f;
+        let black = (set.0 >> 6) & 0x3f;
+        let mut acc: Option<Value> = None;
+        let mut or = |l: &mut Self, v: Value| {
+            acc = Some(match acc {
+                Some(a) => l.b.ins().bor(a, v),
+                None => v,
+            })
+        };
+        if white == black {
+            // Both colours of the same roles: no colour mask needed.
+            if white == 0x3f {
+                let o = self.occupied();
+                or(self, o);
+            } else {
+                for r in 0..6 {
+                    if white >> r & 1 == 1 {
+                        let v = self.bb(r);
+                        or(self, v);
+                    }
+                }
+            }
+        } else {
+            for (mask, col) in [(white, BB_WHITE), (black, BB_BLACK)] {
+                if mask == 0 {
+                    continue;
+                }
+                let c = self.bb(col);
+                if mask == 0x3f {
+                    or(self, c);
+                    continue;
+                }
+                let mut roles: Option<Value> = None;
+                for r in 0..6 {
+                    if mask >> r & 1 == 1 {
+                        let v = self.bb(r);
+                        roles = Some(match roles {
+                            Some(a) => self.b.ins().bor(a, v),
+                            None => v,
+                        });
+                    }
+                }
+                if let Some(roles) = roles {
+                    let v = self.b.ins().band(roles, c);
+                    or(self, v);
+                }
+            }
+        }
+        if set.contains(PieceSet::EMPTY_SQUARE) {
+            let o = self.occupied();
+            let e = self.b.ins().bnot(o);
+            or(self, e);
+        }
+        let v = match acc {
+            Some(v) => v,
+            None => self.u64c(0),
+        };
+        self.pieces.insert(set, v);
+        v
+    }
+
+    /// Address of a stack copy of the current position's eight bitboards
+    /// (for helpers).
+    fn board(&mut self) -> Value {
+        if let Some(v) = self.board {
+            return v;
+        }
+        let slot =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 64, 3));
+        for i in 0..8 {
+            let v = self.bb(i);
+            self.b.ins().stack_store(self.ptr, v, slot, (i * 8) as i32);
+        }
+        let addr = self.b.ins().stack_addr(self.ptr, slot, 0);
+        self.board = Some(addr);
+        addr
+    }
+
+    /// Calls an `extern "C"` helper at a fixed address.
+    fn call(&mut self, addr: usize, params: &[Type], args: &[Value]) -> Value {
+        let mut sig = Signature::new(self.b.func.signature.call_conv);
+        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+        sig.returns.push(AbiParam::new(types::I64));
+        let sigref = self.b.import_signature(sig);
+        let callee = self.b.ins().iconst(self.ptr, addr as i64);
+        let inst = self.b.ins().call_indirect(sigref, callee, args);
+        self.b.inst_results(inst)[0]
+    }
+
+    fn flag(&mut self, bit: u8) -> Value {
+        let f = self.column(Column::Flags);
+        let t = self.b.ins().band_imm_s(f, bit as i64);
+        self.b.ins().icmp_imm_s(IntCC::NotEqual, t, 0)
+    }
+
+    fn game_value(&mut self, slot: GameSlot) -> Value {
+        let i = match self.game_slots.iter().position(|s| *s == slot) {
+            Some(i) => i,
+            None => {
+                self.game_slots.push(slot);
+                self.game_slots.len() - 1
+            }
+        };
+        self.b
+            .ins()
+            .load(types::I64, trusted(), self.game, (i * 8) as i32)
+    }
+
+    pub fn matched(&mut self, v: V) -> Value {
+        match v {
+            V::Logical(m) | V::Num { m, .. } => m,
+            V::Set(s) => self.b.ins().icmp_imm_s(IntCC::NotEqual, s, 0),
+        }
+    }
+
+    fn set(&mut self, e: &Expr) -> Value {
+        match self.expr(e) {
+            V::Set(s) => s,
+            // Not expected from a kind-checked IR: a non-set in set position
+            // contributes its match as all-or-nothing.
+            other => {
+                let m = self.matched(other);
+                let wide = self.b.ins().uextend(types::I64, m);
+                self.b.ins().ineg(wide)
+            }
+        }
+    }
+
+    /// Numeric value with match flag; a set stands for its size.
+    fn num(&mut self, e: &Expr) -> (Value, Value) {
+        match self.expr(e) {
+            V::Num { m, v } => (m, v),
+            V::Set(s) => {
+                let c = self.b.ins().popcnt(s);
+                (self.i8c(true), c)
+            }
+            V::Logical(m) => {
+                let v = self.b.ins().uextend(types::I64, m);
+                (m, v)
+            }
+        }
+    }
+
+    fn and(&mut self, a: Value, b: Value) -> Value {
+        self.b.ins().band(a, b)
+    }
+
+    fn all(&mut self, ms: &[Value]) -> Value {
+        let mut acc = self.i8c(true);
+        for &m in ms {
+            acc = self.and(acc, m);
+        }
+        acc
+    }
+
+    /// Shifts every square of `s` by (dx, dy); squares leaving the board
+    /// vanish.
+    pub fn translate(&mut self, s: Value, dx: i8, dy: i8) -> Value {
+        let mut keep = !0u64;
+        for x in 0..8i8 {
+            if !(0..8).contains(&(x + dx)) {
+                keep &= !crate::runtime::bitboard::file_mask(x as u8);
+            }
+        }
+        let mut v = s;
+        if keep != !0 {
+            v = self.b.ins().band_imm_s(v, keep as i64);
+        }
+        let sh = dx as i64 + 8 * dy as i64;
+        if sh > 0 {
+            self.b.ins().ishl_imm_u(v, sh)
+        } else if sh < 0 {
+            self.b.ins().ushr_imm_u(v, -sh)
+        } else {
+            v
+        }
+    }
+
+    fn direction(&mut self, dirs: DirSet, min: u8, max: u8, s: Value) -> Value {
+        // Distance 0 is the square itself.
+        let mut acc = if min == 0 { s } else { self.u64c(0) };
+        for d in dirs.iter() {
+            let (dx, dy) = d.delta();
+            let mut cur = s;
+            for k in 1..=max.min(7) {
+                cur = self.translate(cur, dx, dy);
+                if k >= min {
+                    acc = self.b.ins().bor(acc, cur);
+                }
+            }
+        }
+        acc
+    }
+
+    fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
+        let cc = match op {
+            CmpOp::Lt => IntCC::SignedLessThan,
+            CmpOp::Le => IntCC::SignedLessThanOrEqual,
+            CmpOp::Eq => IntCC::Equal,
+            CmpOp::Ge => IntCC::SignedGreaterThanOrEqual,
+            CmpOp::Gt => IntCC::SignedGreaterThan,
+            CmpOp::Ne => IntCC::NotEqual,
+        };
+        self.b.ins().icmp(cc, a, b)
+    }
+
+    fn flags_value(&mut self, e: &Expr) -> Option<V> {
+        let bit = match &e.node {
+            Node::Check => flags::CHECK,
+            Node::Mate => flags::MATE,
+            Node::Stalemate => flags::STALEMATE,
+            Node::Initial => flags::INITIAL,
+            Node::Terminal => flags::TERMINAL,
+            Node::Mainline => flags::MAINLINE,
+            Node::ToMove(Side::White) => flags::WHITE_TO_MOVE,
+            Node::ToMove(Side::Black) | Node::Variation => {
+                let bit = if matches!(e.node, Node::Variation) {
+                    flags::MAINLINE
+                } else {
+                    flags::WHITE_TO_MOVE
+                };
+                let f = self.column(Column::Flags);
+                let t = self.b.ins().band_imm_s(f, bit as i64);
+                return Some(V::Logical(self.b.ins().icmp_imm_s(IntCC::Equal, t, 0)));
+            }
+            _ => return None,
+        };
+        Some(V::Logical(self.flag(bit)))
+    }
+
+    /// Shifts by `n` steps of `d` without masking (Kogge-Stone inner step).
+    fn raw_shift(&mut self, v: Value, d: Direction, n: i64) -> Value {
+        let (dx, dy) = d.delta();
+        let sh = n * (dx as i64 + 8 * dy as i64);
+        if sh > 0 {
+            self.b.ins().ishl_imm_u(v, sh)
+        } else {
+            self.b.ins().ushr_imm_u(v, -sh)
+        }
+    }
+
+    /// The squares reached from `from` along `d` through empty squares,
+    /// including the first occupied square of each ray (sliding attacks;
+    /// Kogge-Stone occluded fill, then one masked step).
+    fn slide(&mut self, from: Value, d: Direction) -> Value {
+        let occ = self.occupied();
+        let empty = self.b.ins().bnot(occ);
+        let (dx, _) = d.delta();
+        let wrap = match dx {
+            1 => !crate::runtime::bitboard::file_mask(0),
+            -1 => !crate::runtime::bitboard::file_mask(7),
+            _ => !0u64,
+        };
+        let mut pro = if wrap == !0 {
+            empty
+        } else {
+            self.b.ins().band_imm_s(empty, wrap as i64)
+        };
+        let mut g = from;
+        for n in [1, 2, 4] {
+            let sh = self.raw_shift(g, d, n);
+            let add = self.b.ins().band(pro, sh);
+            g = self.b.ins().bor(g, add);
+            if n < 4 {
+                let p = self.raw_shift(pro, d, n);
+                pro = self.b.ins().band(pro, p);
+            }
+        }
+        let (dx, dy) = d.delta();
+        self.translate(g, dx, dy)
+    }
+
+    /// Sliders of either colour that move along `d`.
+    fn sliders(&mut self, d: Direction) -> Value {
+        let q = self.bb(4);
+        let r = self.bb(if d.is_diagonal() { 2 } else { 3 });
+        self.b.ins().bor(q, r)
+    }
+
+    /// Union of translates of `s` by the given vectors.
+    fn hops(&mut self, s: Value, vectors: &[(i8, i8)]) -> Value {
+        let mut acc = self.u64c(0);
+        for &(dx, dy) in vectors {
+            let t = self.translate(s, dx, dy);
+            acc = self.b.ins().bor(acc, t);
+        }
+        acc
+    }
+
+    /// Squares attacked by the pieces standing on `y`.
+    fn attacked_from(&mut self, y: Value) -> Value {
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let pawns = self.bb(0);
+        let on = |l: &mut Self, role: usize| {
+            let r = l.bb(role);
+            l.b.ins().band(r, y)
+        };
+        let n = on(self, 1);
+        let mut acc = self.hops(n, &KNIGHT);
+        let k = on(self, 5);
+        let kh = self.hops(k, &KING);
+        acc = self.b.ins().bor(acc, kh);
+        let p = self.b.ins().band(pawns, y);
+        let wp = self.b.ins().band(p, w);
+        let bp = self.b.ins().band(p, bl);
+        let wa = self.hops(wp, &[(1, 1), (-1, 1)]);
+        let ba = self.hops(bp, &[(1, -1), (-1, -1)]);
+        acc = self.b.ins().bor(acc, wa);
+        acc = self.b.ins().bor(acc, ba);
+        for d in Direction::ALL {
+            let s = self.sliders(d);
+            let s = self.b.ins().band(s, y);
+            let a = self.slide(s, d);
+            acc = self.b.ins().bor(acc, a);
+        }
+        acc
+    }
+
+    /// Squares of `x` holding a piece that attacks a square of `y`.
+    fn attackers(&mut self, x: Value, y: Value) -> Value {
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let occ = self.occupied();
+        let xo = self.b.ins().band(x, occ);
+        let n = self.bb(1);
+        let nh = self.hops(y, &KNIGHT);
+        let mut acc = self.b.ins().band(n, nh);
+        let k = self.bb(5);
+        let kh = self.hops(y, &KING);
+        let ka = self.b.ins().band(k, kh);
+        acc = self.b.ins().bor(acc, ka);
+        let pawns = self.bb(0);
+        // A white pawn on s attacks t iff s is a black-pawn capture from t.
+        let from_w = self.hops(y, &[(1, -1), (-1, -1)]);
+        let from_b = self.hops(y, &[(1, 1), (-1, 1)]);
+        let wp = self.b.ins().band(pawns, w);
+        let bp = self.b.ins().band(pawns, bl);
+        let wa = self.b.ins().band(wp, from_w);
+        let ba = self.b.ins().band(bp, from_b);
+        acc = self.b.ins().bor(acc, wa);
+        acc = self.b.ins().bor(acc, ba);
+        for d in Direction::ALL {
+            // A slider on s attacks t along d iff s is the first occupied
+            // square from t along the opposite direction.
+            let back = Direction::ALL[(d as usize + 4) % 8];
+            let reach = self.slide(y, back);
+            let s = self.sliders(d);
+            let a = self.b.ins().band(s, reach);
+            acc = self.b.ins().bor(acc, a);
+        }
+        self.b.ins().band(acc, xo)
+    }
+
+    /// `ray`/`xray` (same definition as `helpers::ray_set`).
+    fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
+        let mut acc = self.u64c(0);
+        match args {
+            [] => return acc,
+            // A one-square ray: the first set, along any given direction.
+            [first] if dirs.0 != 0 => return *first,
+            [_] => return acc,
+            _ => {}
+        }
+        for d in dirs.iter() {
+            let mut s = args[0];
+            if xray {
+                let sl = self.sliders(d);
+                s = self.b.ins().band(s, sl);
+            }
+            for a in &args[1..] {
+                let r = self.slide(s, d);
+                s = self.b.ins().band(r, *a);
+            }
+            acc = self.b.ins().bor(acc, s);
+        }
+        acc
+    }
+
+    /// `x | x<<8 | x<<16 ...` (north) or the same southwards.
+    fn file_fill(&mut self, x: Value, north: bool) -> Value {
+        let mut v = x;
+        for n in [8, 16, 32] {
+            let sh = if north {
+                self.b.ins().ishl_imm_u(v, n)
+            } else {
+                self.b.ins().ushr_imm_u(v, n)
+            };
+            v = self.b.ins().bor(v, sh);
+        }
+        v
+    }
+
+    /// The pawn-structure sets (same definitions as
+    /// `helpers::pawn_structure_set`), by fills.
+    fn pawn_structure(&mut self, which: PawnSet) -> Value {
+        let pawns = self.bb(0);
+        let w = self.bb(BB_WHITE);
+        let bl = self.bb(BB_BLACK);
+        let wp = self.b.ins().band(pawns, w);
+        let bp = self.b.ins().band(pawns, bl);
+        let mut out = self.u64c(0);
+        for (own, enemy, white) in [(wp, bp, true), (bp, wp, false)] {
+            let set = match which {
+                PawnSet::Passed => {
+                    let spread = self.hops(enemy, &[(0, 0), (1, 0), (-1, 0)]);
+                    // Squares strictly behind (from `own`'s view) an enemy
+                    // pawn on the same or an adjacent file.
+                    let blocked = if white {
+                        let s = self.b.ins().ushr_imm_u(spread, 8);
+                        self.file_fill(s, false)
+                    } else {
+                        let s = self.b.ins().ishl_imm_u(spread, 8);
+                        self.file_fill(s, true)
+                    };
+                    self.b.ins().band_not(own, blocked)
+                }
+                PawnSet::Doubled => {
+                    let up = self.b.ins().ishl_imm_u(own, 8);
+                    let up = self.file_fill(up, true);
+                    let down = self.b.ins().ushr_imm_u(own, 8);
+                    let down = self.file_fill(down, false);
+                    let other = self.b.ins().bor(up, down);
+                    self.b.ins().band(own, other)
+                }
+                PawnSet::Isolated | PawnSet::Connected => {
+                    let n = self.file_fill(own, true);
+                    let files = self.file_fill(n, false);
+                    let adj = self.hops(files, &[(1, 0), (-1, 0)]);
+                    if which == PawnSet::Isolated {
+                        self.b.ins().band_not(own, adj)
+                    } else {
+                        self.b.ins().band(own, adj)
+                    }
+                }
+            };
+            out = self.b.ins().bor(out, set);
+        }
+        out
+    }
+
+    /// Lowers one filter.
+    pub fn expr(&mut self, e: &Expr) -> V {
+        if let Some(v) = self.flags_value(e) {
+            return v;
+        }
+        match &e.node {
+            Node::Bool(b) => V::Logical(self.i8c(*b)),
+            Node::Number(n) => V::Num {
+                m: self.i8c(true),
+                v: self.i64c(*n),
+            },
+            Node::Squares(s) => V::Set(self.u64c(s.0)),
+            Node::Piece { pieces, squares } => {
+                let p = self.pieces(*pieces);
+                if squares.0 == !0 {
+                    V::Set(p)
+                } else {
+                    V::Set(self.b.ins().band_imm_s(p, squares.0 as i64))
+                }
+            }
+            Node::SetBinary(op, a, b) => {
+                let (a, b) = (self.set(a), self.set(b));
+                V::Set(match op {
+                    SetOp::Inter => self.b.ins().band(a, b),
+                    SetOp::Union => self.b.ins().bor(a, b),
+                })
+            }
+            Node::Complement(a) => {
+                let a = self.set(a);
+                V::Set(self.b.ins().bnot(a))
+            }
+            Node::Direction {
+                dirs,
+                min,
+                max,
+                arg,
+            } => {
+                let s = self.set(arg);
+                V::Set(self.direction(*dirs, *min, *max, s))
+            }
+            Node::Light(a) | Node::Dark(a) => {
+                let s = self.set(a);
+                let mask = if matches!(e.node, Node::Light(_)) {
+                    LIGHT_SQUARES
+                } else {
+                    DARK_SQUARES
+                };
+                V::Set(self.b.ins().band_imm_s(s, mask as i64))
+            }
+            Node::EnPassantSquare => {
+                // After a move: the square a pawn's double step passed over;
+                // at a game's first position: the recorded en passant square.
+                let mv = self.column(Column::Move);
+                let from = self.b.ins().band_imm_s(mv, 63);
+                let to = self.b.ins().ushr_imm_u(mv, 6);
+                let to = self.b.ins().band_imm_s(to, 63);
+                let role = self.b.ins().ushr_imm_u(mv, 12);
+                let role = self.b.ins().band_imm_s(role, 7);
+                let dist = self.b.ins().isub(to, from);
+                let dist = self.b.ins().iabs(dist);
+                let pawn = self.b.ins().icmp_imm_s(IntCC::Equal, role, 0);
+                let double = self.b.ins().icmp_imm_s(IntCC::Equal, dist, 16);
+                let passed = self.b.ins().band(pawn, double);
+                let mid = self.b.ins().iadd(from, to);
+                let mid = self.b.ins().ushr_imm_u(mid, 1);
+                let one = self.u64c(1);
+                let mid_bit = self.b.ins().ishl(one, mid);
+                let zero = self.u64c(0);
+                let after_move = self.b.ins().select(passed, mid_bit, zero);
+                let ep = self.column(Column::Ep);
+                let ep_bit = self.b.ins().ishl(one, ep);
+                let valid = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, ep, 64);
+                let initial = self.b.ins().select(valid, ep_bit, zero);
+                let none = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::Equal, role, PackedMove::NO_ROLE as i64);
+                V::Set(self.b.ins().select(none, initial, after_move))
+            }
+            Node::MakeSquare(f, r) => {
+                let (mf, vf) = self.num(f);
+                let (mr, vr) = self.num(r);
+                let f0 = self.b.ins().iadd_imm_s(vf, -1);
+                let r0 = self.b.ins().iadd_imm_s(vr, -1);
+                let okf = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, f0, 8);
+                let okr = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, r0, 8);
+                let ok = self.all(&[mf, mr, okf, okr]);
+                let r8 = self.b.ins().imul_imm_s(r0, 8);
+                let sq = self.b.ins().iadd(r8, f0);
+                let sq = self.b.ins().band_imm_s(sq, 63);
+                let one = self.u64c(1);
+                let bit = self.b.ins().ishl(one, sq);
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(ok, bit, zero))
+            }
+            Node::Attacks(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                V::Set(self.attackers(x, y))
+            }
+            Node::AttackedBy(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                let a = self.attacked_from(y);
+                V::Set(self.b.ins().band(x, a))
+            }
+            Node::Between(x, y) => {
+                let (x, y) = (self.set(x), self.set(y));
+                let f = helpers::cqlj_between as *const () as usize;
+                V::Set(self.call(f, &[types::I64, types::I64], &[x, y]))
+            }
+            Node::Ray { xray, dirs, args } => {
+                let vals: Vec<Value> = args.iter().map(|a| self.set(a)).collect();
+                // Directions along which no possible first piece slides
+                // cannot contribute to an xray.
+                let mut dirs = *dirs;
+                if *xray && let Some(first) = args.first() {
+                    let p = possible_pieces(first).0;
+                    let has = |role: u16| p >> role & 1 == 1 || p >> (6 + role) & 1 == 1;
+                    if !has(4) && !has(2) {
+                        dirs = DirSet(dirs.0 & DirSet::ORTHOGONAL.0);
+                    }
+                    if !has(4) && !has(3) {
+                        dirs = DirSet(dirs.0 & DirSet::DIAGONAL.0);
+                    }
+                }
+                V::Set(self.ray(dirs, *xray, &vals))
+            }
+            Node::Pin { from, through, to } => {
+                let mut present = 0;
+                let mut vals = [None; 3];
+                for (i, part) in [from, through, to].into_iter().enumerate() {
+                    if let Some(p) = part {
+                        present |= 1 << i;
+                        vals[i] = Some(self.set(p));
+                    }
+                }
+                let vals = vals.map(|v| v.unwrap_or_else(|| self.u64c(0)));
+                let board = self.board();
+                let pr = self.b.ins().iconst(types::I32, present);
+                let p = self.ptr;
+                let f = helpers::cqlj_pin as *const () as usize;
+                V::Set(self.call(
+                    f,
+                    &[p, types::I32, types::I64, types::I64, types::I64],
+                    &[board, pr, vals[0], vals[1], vals[2]],
+                ))
+            }
+            Node::PawnStructure(which) => V::Set(self.pawn_structure(*which)),
+            Node::Count(a) => {
+                let s = self.set(a);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().popcnt(s),
+                }
+            }
+            Node::Power(a) => {
+                let s = self.set(a);
+                let mut acc = self.i64c(0);
+                for (role, value) in [(0usize, 1i64), (1, 3), (2, 3), (3, 5), (4, 9)] {
+                    let r = self.bb(role);
+                    let on = self.b.ins().band(r, s);
+                    let c = self.b.ins().popcnt(on);
+                    let w = self.b.ins().imul_imm_s(c, value);
+                    acc = self.b.ins().iadd(acc, w);
+                }
+                V::Num {
+                    m: self.i8c(true),
+                    v: acc,
+                }
+            }
+            Node::Arith(op, a, b) => {
+                let (ma, va) = self.num(a);
+                let (mb, vb) = self.num(b);
+                let both = self.and(ma, mb);
+                // Overflow does not match.
+                let checked = |l: &mut Self, (v, of): (Value, Value)| {
+                    let ok = l.b.ins().bxor_imm_s(of, 1);
+                    V::Num {
+                        m: l.and(both, ok),
+                        v,
+                    }
+                };
+                match op {
+                    ArithOp::Add => {
+                        let r = self.b.ins().sadd_overflow(va, vb);
+                        checked(self, r)
+                    }
+                    ArithOp::Sub => {
+                        let r = self.b.ins().ssub_overflow(va, vb);
+                        checked(self, r)
+                    }
+                    ArithOp::Mul => {
+                        let r = self.b.ins().smul_overflow(va, vb);
+                        checked(self, r)
+                    }
+                    ArithOp::Div | ArithOp::Mod => {
+                        // Division by zero and i64::MIN / -1 (overflow) do
+                        // not match; a divisor of 0 or -1 is replaced by 1 so
+                        // sdiv/srem cannot trap; x / -1 = -x, x % -1 = 0.
+                        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, vb, 0);
+                        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, vb, -1);
+                        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, vb, 0);
+                        let unsafe_div = self.b.ins().bor(m1, zero);
+                        let one = self.i64c(1);
+                        let d = self.b.ins().select(unsafe_div, one, vb);
+                        let (q, special) = if *op == ArithOp::Div {
+                            (self.b.ins().sdiv(va, d), self.b.ins().ineg(va))
+                        } else {
+                            (self.b.ins().srem(va, d), self.i64c(0))
+                        };
+                        let v = self.b.ins().select(m1, special, q);
+                        let is_min = self.b.ins().icmp_imm_s(IntCC::Equal, va, i64::MIN);
+                        // (i64::MIN % -1 is an overflow for checked_rem too.)
+                        let overflow = self.b.ins().band(is_min, m1);
+                        let ok = self.b.ins().bxor_imm_s(overflow, 1);
+                        let m = self.and(both, nz);
+                        V::Num {
+                            m: self.and(m, ok),
+                            v,
+                        }
+                    }
+                }
+            }
+            Node::Neg(a) | Node::Abs(a) => {
+                // -i64::MIN and abs(i64::MIN) overflow: no match.
+                let (m, v) = self.num(a);
+                let is_min = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, i64::MIN);
+                let m = self.and(m, is_min);
+                let v = if matches!(e.node, Node::Neg(_)) {
+                    self.b.ins().ineg(v)
+                } else {
+                    self.b.ins().iabs(v)
+                };
+                V::Num { m, v }
+            }
+            Node::Max(args) | Node::Min(args) => {
+                let max = matches!(e.node, Node::Max(_));
+                let mut m = self.i8c(true);
+                let mut acc: Option<Value> = None;
+                for a in args {
+                    let (ma, va) = self.num(a);
+                    m = self.and(m, ma);
+                    acc = Some(match acc {
+                        None => va,
+                        Some(x) if max => self.b.ins().smax(x, va),
+                        Some(x) => self.b.ins().smin(x, va),
+                    });
+                }
+                let v = acc.unwrap_or_else(|| self.i64c(0));
+                if args.is_empty() {
+                    m = self.i8c(false);
+                }
+                V::Num { m, v }
+            }
+            Node::Rank(a) | Node::File(a) => {
+                let s = self.set(a);
+                let c = self.b.ins().popcnt(s);
+                let m = self.b.ins().icmp_imm_s(IntCC::Equal, c, 1);
+                let sq = self.b.ins().ctz(s);
+                let sq = self.b.ins().band_imm_s(sq, 63);
+                let v = if matches!(e.node, Node::Rank(_)) {
+                    self.b.ins().ushr_imm_u(sq, 3)
+                } else {
+                    self.b.ins().band_imm_s(sq, 7)
+                };
+                V::Num {
+                    m,
+                    v: self.b.ins().iadd_imm_s(v, 1),
+                }
+            }
+            Node::Ply => {
+                let p = self.column(Column::Ply);
+                V::Num {
+                    m: self.i8c(true),
+                    v: p,
+                }
+            }
+            Node::MoveNumber => {
+                // The game's first full-move number (per-game value) plus
+                // (ply + b) / 2, where b = 1 iff the game started with black
+                // to move, i.e. iff the ply's parity disagrees with the side
+                // to move.
+                let p = self.column(Column::Ply);
+                let wtm = self.flag(flags::WHITE_TO_MOVE);
+                let wtm = self.b.ins().uextend(types::I64, wtm);
+                let odd = self.b.ins().band_imm_s(p, 1);
+                let x = self.b.ins().bxor(odd, wtm);
+                let black_start = self.b.ins().bxor_imm_s(x, 1);
+                let adj = self.b.ins().iadd(p, black_start);
+                let half = self.b.ins().ushr_imm_u(adj, 1);
+                let start = self.game_value(GameSlot::StartMoveNumber);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().iadd(half, start),
+                }
+            }
+            Node::GameNumber | Node::Elo(_) | Node::Year => {
+                let slot = match &e.node {
+                    Node::GameNumber => GameSlot::GameNumber,
+                    Node::Elo(s) => GameSlot::Elo(*s),
+                    _ => GameSlot::Year,
+                };
+                let v = self.game_value(slot);
+                let m = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::NotEqual, v, super::GAME_VALUE_MISSING);
+                V::Num { m, v }
+            }
+            Node::Result(r) => {
+                let v = self.game_value(GameSlot::Result(*r));
+                V::Logical(self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0))
+            }
+            Node::SideToMove => {
+                let w = self.flag(flags::WHITE_TO_MOVE);
+                let one = self.i64c(1);
+                let neg = self.i64c(-1);
+                V::Num {
+                    m: self.i8c(true),
+                    v: self.b.ins().select(w, one, neg),
+                }
+            }
+            Node::SideConst(s) => V::Num {
+                m: self.i8c(true),
+                v: self.i64c(if *s == Side::White { 1 } else { -1 }),
+            },
+            Node::EnPassant | Node::Castle => {
+                let mv = self.column(Column::Move);
+                let kind = self.b.ins().ushr_imm_u(mv, 21);
+                let kind = self.b.ins().band_imm_s(kind, 3);
+                V::Logical(if matches!(e.node, Node::EnPassant) {
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::Equal, kind, PackedMove::EN_PASSANT as i64)
+                } else {
+                    self.b.ins().icmp_imm_s(
+                        IntCC::UnsignedGreaterThanOrEqual,
+                        kind,
+                        PackedMove::CASTLE_KINGSIDE as i64,
+                    )
+                })
+            }
+            Node::In(a, b) => {
+                let (a, b) = (self.set(a), self.set(b));
+                let out = self.b.ins().band_not(a, b);
+                V::Logical(self.b.ins().icmp_imm_s(IntCC::Equal, out, 0))
+            }
+            Node::Compare(op, a, b) => {
+                let sets = a.kind == Kind::Set && b.kind == Kind::Set;
+                if sets && matches!(op, CmpOp::Eq | CmpOp::Ne) {
+                    let (x, y) = (self.set(a), self.set(b));
+                    return V::Logical(self.cmp(*op, x, y));
+                }
+                let (ma, va) = self.num(a);
+                let (mb, vb) = self.num(b);
+                let c = self.cmp(*op, va, vb);
+                let m = self.all(&[ma, mb, c]);
+                if e.kind == Kind::Numeric {
+                    V::Num { m, v: va }
+                } else {
+                    V::Logical(m)
+                }
+            }
+            Node::And(a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.matched(a), self.matched(b));
+                V::Logical(self.and(a, b))
+            }
+            Node::Or(a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.matched(a), self.matched(b));
+                V::Logical(self.b.ins().bor(a, b))
+            }
+            Node::Not(a) => {
+                let a = self.expr(a);
+                let m = self.matched(a);
+                V::Logical(self.b.ins().bxor_imm_s(m, 1))
+            }
+            Node::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.expr(cond);
+                let c = self.matched(c);
+                let t = self.expr(then);
+                let o = otherwise.as_ref().map(|o| self.expr(o));
+                self.select(e.kind, c, t, o)
+            }
+            Node::Block(items) => {
+                let Some((last, init)) = items.split_last() else {
+                    return V::Logical(self.i8c(true));
+                };
+                let mut ms = Vec::with_capacity(init.len());
+                for i in init {
+                    let v = self.expr(i);
+                    ms.push(self.matched(v));
+                }
+                let ok = self.all(&ms);
+                let v = self.expr(last);
+                self.guard(ok, v)
+            }
+            Node::Orbit { count, elements } => {
+                if self.fuse
+                    && let Some(f) = fused::Fused::detect(*count, e.kind, elements)
+                {
+                    self.fused.push(f.groups.len());
+                    return f.lower(self);
+                }
+                let vals: Vec<V> = elements.iter().map(|el| self.expr(&el.body)).collect();
+                self.combine(*count, e.kind, &vals)
+            }
+            // `unsupported` rejects everything else before lowering.
+            _ => V::Logical(self.i8c(false)),
+        }
+    }
+
+    /// `v` if `ok`, else a non-match (of the same shape).
+    fn guard(&mut self, ok: Value, v: V) -> V {
+        match v {
+            V::Logical(m) => V::Logical(self.and(ok, m)),
+            V::Set(s) => {
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(ok, s, zero))
+            }
+            V::Num { m, v } => V::Num {
+                m: self.and(ok, m),
+                v,
+            },
+        }
+    }
+
+    /// `if c then t [else o]`: without `else`, a false condition matches
+    /// (with no value; for a set-valued `if` the JIT can only say "empty set",
+    /// which is no match — see ARCHITECTURE.md).
+    fn select(&mut self, kind: Kind, c: Value, t: V, o: Option<V>) -> V {
+        match kind {
+            Kind::Set => {
+                let ts = self.as_set(t);
+                let os = match o {
+                    Some(o) => self.as_set(o),
+                    None => self.u64c(0),
+                };
+                V::Set(self.b.ins().select(c, ts, os))
+            }
+            Kind::Numeric => {
+                let (mt, vt) = self.as_num(t);
+                // Without `else`, a false condition matches with no value.
+                let (mo, vo) = match o {
+                    Some(o) => self.as_num(o),
+                    None => (self.i8c(true), self.i64c(0)),
+                };
+                V::Num {
+                    m: self.b.ins().select(c, mt, mo),
+                    v: self.b.ins().select(c, vt, vo),
+                }
+            }
+            _ => {
+                let mt = self.matched(t);
+                let mo = match o {
+                    Some(o) => self.matched(o),
+                    None => self.i8c(true),
+                };
+                V::Logical(self.b.ins().select(c, mt, mo))
+            }
+        }
+    }
+
+    fn as_set(&mut self, v: V) -> Value {
+        match v {
+            V::Set(s) => s,
+            other => {
+                let m = self.matched(other);
+                let w = self.b.ins().uextend(types::I64, m);
+                self.b.ins().ineg(w)
+            }
+        }
+    }
+
+    fn as_num(&mut self, v: V) -> (Value, Value) {
+        match v {
+            V::Num { m, v } => (m, v),
+            V::Set(s) => (self.i8c(true), self.b.ins().popcnt(s)),
+            V::Logical(m) => (m, self.i64c(0)),
+        }
+    }
+
+    /// Combines orbit element values per SEMANTICS.md §6.
+    pub fn combine(&mut self, count: bool, kind: Kind, vals: &[V]) -> V {
+        if count {
+            let mut acc = self.i64c(0);
+            for v in vals {
+                let m = self.matched(*v);
+                let w = self.b.ins().uextend(types::I64, m);
+                acc = self.b.ins().iadd(acc, w);
+            }
+            return V::Num {
+                m: self.i8c(true),
+                v: acc,
+            };
+        }
+        match kind {
+            Kind::Set => {
+                let mut acc = self.u64c(0);
+                for v in vals {
+                    let s = self.as_set(*v);
+                    acc = self.b.ins().bor(acc, s);
+                }
+                V::Set(acc)
+            }
+            Kind::Numeric => {
+                let mut m = self.i8c(false);
+                let mut acc = self.i64c(i64::MIN);
+                for v in vals {
+                    let (mi, vi) = self.as_num(*v);
+                    let bigger = self.b.ins().smax(acc, vi);
+                    acc = self.b.ins().select(mi, bigger, acc);
+                    m = self.b.ins().bor(m, mi);
+                }
+                V::Num { m, v: acc }
+            }
+            _ => {
+                let mut m = self.i8c(false);
+                for v in vals {
+                    let mi = self.matched(*v);
+                    m = self.b.ins().bor(m, mi);
+                }
+                V::Logical(m)
+            }
+        }
+    }
+}
+
+/// All columns, for the entry block's base addresses.
+const COLUMNS: [Column; 15] = [
+    Column::Bitboard(0),
+    Column::Bitboard(1),
+    Column::Bitboard(2),
+    Column::Bitboard(3),
+    Column::Bitboard(4),
+    Column::Bitboard(5),
+    Column::Bitboard(6),
+    Column::Bitboard(7),
+    Column::Move,
+    Column::ParentDelta,
+    Column::Ply,
+    Column::Halfmove,
+    Column::Castling,
+    Column::Ep,
+    Column::Flags,
+];
+
+/// Flags that every position matching `e` has (a per-position necessary
+/// condition the kernel tests before evaluating anything else).
+pub(super) fn required_flags(e: &Expr) -> u8 {
+    match &e.node {
+        Node::Check => flags::CHECK,
+        Node::Mate => flags::MATE | flags::CHECK,
+        Node::Stalemate => flags::STALEMATE,
+        Node::Initial => flags::INITIAL,
+        Node::Terminal => flags::TERMINAL,
+        Node::Mainline => flags::MAINLINE,
+        Node::ToMove(Side::White) => flags::WHITE_TO_MOVE,
+        Node::And(a, b) => required_flags(a) | required_flags(b),
+        Node::Block(items) => items.iter().fold(0, |acc, i| acc | required_flags(i)),
+        Node::Or(a, b) => required_flags(a) & required_flags(b),
+        Node::Orbit {
+            count: false,
+            elements,
+        } => elements
+            .iter()
+            .map(|el| required_flags(&el.body))
+            .reduce(|a, b| a & b)
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+const KNIGHT: [(i8, i8); 8] = [
+    (1, 2),
+    (2, 1),
+    (2, -1),
+    (1, -2),
+    (-1, -2),
+    (-2, -1),
+    (-2, 1),
+    (-1, 2),
+];
+const KING: [(i8, i8); 8] = [
+    (0, 1),
+    (1, 1),
+    (1, 0),
+    (1, -1),
+    (0, -1),
+    (-1, -1),
+    (-1, 0),
+    (-1, 1),
+];
+
+/// Builds the whole kernel function into `func`.
+///
+/// Loop structure: an outer loop over 64-position words of `start..end`, an
+/// inner loop over the positions of one word that shifts each match bit into
+/// an accumulator (`acc = acc >> 1 | m << 63`), and a flush that aligns the
+/// word and ORs it into `out_bits`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn build_kernel(
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    config: TargetFrontendConfig,
+    filters: &[&Expr],
+    value: Option<&Expr>,
+    opts: &JitOptions,
+    game_slots: &mut Vec<GameSlot>,
+    fused: &mut Vec<usize>,
+) {
+    let ptr = config.pointer_type();
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    let outer = b.create_block();
+    let word = b.create_block();
+    let inner = b.create_block();
+    let body = b.create_block();
+    let eval = b.create_block();
+    let step = b.create_block();
+    let flush = b.create_block();
+    let exit = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (chunk, start, end, game, out_bits, out_vals) = (
+        params[0], params[1], params[2], params[3], params[4], params[5],
+    );
+    let start = b.ins().uextend(types::I64, start);
+    let end = b.ins().uextend(types::I64, end);
+    let mut bases = HashMap::new();
+    for c in COLUMNS {
+        bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
+    }
+    b.ins().jump(outer, &[start.into()]);
+
+    // outer(ws): one 64-position word starting at ws.
+    b.switch_to_block(outer);
+    let ws = b.append_block_param(outer, types::I64);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, ws, end);
+    b.ins().brif(more, word, &[], exit, &[]);
+
+    b.switch_to_block(word);
+    let next_word = b.ins().bor_imm_s(ws, 63);
+    let next_word = b.ins().iadd_imm_s(next_word, 1);
+    let we = b.ins().umin(next_word, end);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().jump(inner, &[ws.into(), zero.into()]);
+
+    // inner(i, acc)
+    b.switch_to_block(inner);
+    let i = b.append_block_param(inner, types::I64);
+    let acc = b.append_block_param(inner, types::I64);
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
+    b.ins().brif(more, body, &[], flush, &[]);
+
+    // body: the flag prefilter, then the evaluation.
+    b.switch_to_block(body);
+    let idx = if ptr == types::I64 {
+        i
+    } else {
+        b.ins().ireduce(ptr, i)
+    };
+    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
+    if need != 0 && !opts.values {
+        let addr = b.ins().iadd(bases[&Column::Flags], idx);
+        let f = b.ins().load(types::I8, MemFlagsData::trusted(), addr, 0);
+        let f = b.ins().band_imm_s(f, need as i64);
+        let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
+        let z = b.ins().iconst(types::I8, 0);
+        b.ins().brif(ok, eval, &[], step, &[z.into()]);
+    } else {
+        b.ins().jump(eval, &[]);
+    }
+
+    b.switch_to_block(eval);
+    let (m, v) = {
+        let mut l = Lower {
+            b: &mut b,
+            ptr,
+            bases,
+            idx,
+            game,
+            game_slots,
+            bbs: [None; 8],
+            cols: HashMap::new(),
+            pieces: HashMap::new(),
+            board: None,
+            fused,
+            fuse: opts.fuse_orbits,
+        };
+        let mut ms = Vec::with_capacity(filters.len());
+        let mut value_v = None;
+        for f in filters {
+            let v = l.expr(f);
+            if value.is_some_and(|x| std::ptr::eq(x, *f)) {
+                value_v = Some(v);
+            }
+            ms.push(l.matched(v));
+        }
+        let m = l.all(&ms);
+        let v = value_v.map(|v| match v {
+            V::Set(s) => s,
+            V::Num { v, .. } => v,
+            V::Logical(m) => l.b.ins().uextend(types::I64, m),
+        });
+        (m, v)
+    };
+    if let (Some(v), true) = (v, opts.values) {
+        let off = b.ins().imul_imm_s(idx, 8);
+        let addr = b.ins().iadd(out_vals, off);
+        b.ins().store(MemFlagsData::trusted(), v, addr, 0);
+    }
+    b.ins().jump(step, &[m.into()]);
+
+    // step(m): shift the match bit into the accumulator.
+    b.switch_to_block(step);
+    let m = b.append_block_param(step, types::I8);
+    let bit = b.ins().uextend(types::I64, m);
+    let bit = b.ins().ishl_imm_u(bit, 63);
+    let shifted = b.ins().ushr_imm_u(acc, 1);
+    let acc2 = b.ins().bor(shifted, bit);
+    let i1 = b.ins().iadd_imm_s(i, 1);
+    b.ins().jump(inner, &[i1.into(), acc2.into()]);
+
+    // flush: the word's k = we - ws bits sit at the top of acc.
+    b.switch_to_block(flush);
+    let k = b.ins().isub(we, ws);
+    let sixty_four = b.ins().iconst(types::I64, 64);
+    let down = b.ins().isub(sixty_four, k);
+    let aligned = b.ins().ushr(acc, down);
+    let low = b.ins().band_imm_s(ws, 63);
+    let aligned = b.ins().ishl(aligned, low);
+    let w = b.ins().ushr_imm_u(ws, 6);
+    let w = if ptr == types::I64 {
+        w
+    } else {
+        b.ins().ireduce(ptr, w)
+    };
+    let off = b.ins().imul_imm_s(w, 8);
+    let addr = b.ins().iadd(out_bits, off);
+    let old = b.ins().load(types::I64, MemFlagsData::trusted(), addr, 0);
+    let new = b.ins().bor(old, aligned);
+    b.ins().store(MemFlagsData::trusted(), new, addr, 0);
+    b.ins().jump(outer, &[we.into()]);
+
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+}

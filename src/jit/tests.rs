@@ -1,0 +1,715 @@
+//! Kernel tests on chunks built from FENs, with expected values worked out
+//! by hand or by an independent slow evaluation over shakmaty boards.
+
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess};
+
+use super::*;
+use crate::ir::{
+    Bitboard, CmpOp, DirSet, Expr, Kind, Node, OrbitElement, PieceSet, Query, SetOp, Span,
+};
+use crate::runtime::layout::chess::record_of;
+use crate::runtime::layout::{BB_BLACK, BB_WHITE, flags};
+
+/// Tiny IR builder for tests.
+pub(crate) mod build {
+    use super::*;
+
+    pub fn e(node: Node, kind: Kind) -> Expr {
+        Expr::new(node, kind, Span::default())
+    }
+    pub fn sq(name: &str) -> u64 {
+        let s: shakmaty::Square = name.parse().expect("square name");
+        1 << s as u32
+    }
+    /// Piece designator from letters and a square set.
+    pub fn piece(letters: &str, squares: u64) -> Expr {
+        let mut set = PieceSet::NONE;
+        for c in letters.chars() {
+            set = set.union(PieceSet::from_char(c).expect("piece letter"));
+        }
+        e(
+            Node::Piece {
+                pieces: set,
+                squares: Bitboard(squares),
+            },
+            Kind::Set,
+        )
+    }
+    pub fn squares(bb: u64) -> Expr {
+        e(Node::Squares(Bitboard(bb)), Kind::Set)
+    }
+    pub fn count(x: Expr) -> Expr {
+        e(Node::Count(Box::new(x)), Kind::Numeric)
+    }
+    pub fn num(n: i64) -> Expr {
+        e(Node::Number(n), Kind::Numeric)
+    }
+    pub fn cmp(op: CmpOp, a: Expr, b: Expr) -> Expr {
+        e(Node::Compare(op, Box::new(a), Box::new(b)), Kind::Logical)
+    }
+    pub fn inter(a: Expr, b: Expr) -> Expr {
+        e(
+            Node::SetBinary(SetOp::Inter, Box::new(a), Box::new(b)),
+            Kind::Set,
+        )
+    }
+    pub fn union(a: Expr, b: Expr) -> Expr {
+        e(
+            Node::SetBinary(SetOp::Union, Box::new(a), Box::new(b)),
+            Kind::Set,
+        )
+    }
+    pub fn block(items: Vec<Expr>) -> Expr {
+        let kind = items.last().map_or(Kind::Logical, |l| l.kind);
+        e(Node::Block(items), kind)
+    }
+    pub fn dir(dirs: DirSet, min: u8, max: u8, x: Expr) -> Expr {
+        e(
+            Node::Direction {
+                dirs,
+                min,
+                max,
+                arg: Box::new(x),
+            },
+            Kind::Set,
+        )
+    }
+    pub fn orbit(count: bool, kind: Kind, bodies: Vec<Expr>) -> Expr {
+        e(
+            Node::Orbit {
+                count,
+                elements: bodies
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, body)| OrbitElement {
+                        transform: format!("t{i}"),
+                        body,
+                    })
+                    .collect(),
+            },
+            if count { Kind::Numeric } else { kind },
+        )
+    }
+    pub fn query(body: Vec<Expr>) -> ExpandedQuery {
+        ExpandedQuery::from_transform_free(Query {
+            header: Default::default(),
+            body,
+            vars: vec![],
+        })
+        .expect("transform-free")
+    }
+
+    /// The D4 images of a vector.
+    pub fn d4(dx: i8, dy: i8) -> Vec<(i8, i8)> {
+        let mut v = vec![
+            (dx, dy),
+            (-dy, dx),
+            (-dx, -dy),
+            (dy, -dx),
+            (-dx, dy),
+            (dx, -dy),
+            (dy, dx),
+            (-dy, -dx),
+        ];
+        let mut seen = Vec::new();
+        v.retain(|p| {
+            let new = !seen.contains(p);
+            seen.push(*p);
+            new
+        });
+        v
+    }
+
+    /// `shift flip {A@0 B@(dx,dy)}` expanded by hand: every placement of the
+    /// pattern's D4 images that stays on the board, as blocks of two
+    /// single-square piece designators.
+    pub fn shift_flip_pair(a: &str, b: &str, dx: i8, dy: i8) -> Expr {
+        let mut bodies = Vec::new();
+        for (ex, ey) in d4(dx, dy) {
+            for s in 0..64i8 {
+                let (x, y) = (s % 8, s / 8);
+                let (x2, y2) = (x + ex, y + ey);
+                if (0..8).contains(&x2) && (0..8).contains(&y2) {
+                    bodies.push(block(vec![piece(a, 1 << s), piece(b, 1 << (8 * y2 + x2))]));
+                }
+            }
+        }
+        orbit(false, Kind::Set, bodies)
+    }
+}
+
+use build::*;
+
+fn position(fen: &str) -> Chess {
+    fen.parse::<Fen>()
+        .expect("fen")
+        .into_position(CastlingMode::Standard)
+        .expect("legal position")
+}
+
+/// A chunk holding the given positions (mainline, ply = index).
+fn chunk_of(fens: &[&str]) -> Box<ChunkColumns> {
+    let mut c = ChunkColumns::new_boxed();
+    for (i, f) in fens.iter().enumerate() {
+        let mut r = record_of(&position(f), false);
+        r.flags |= flags::MAINLINE;
+        r.ply = i as u16;
+        c.set(i, &r);
+    }
+    c
+}
+
+/// Runs `q` over the positions; per position: matched, value.
+fn run(q: &ExpandedQuery, fens: &[&str]) -> Vec<(bool, Option<i64>)> {
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = compile(q, &opts).expect("compile");
+    let chunk = chunk_of(fens);
+    let mut out = ChunkOutput::new();
+    let game = vec![GAME_VALUE_MISSING; cq.game_slots().len()];
+    cq.run(&chunk, 0..fens.len(), &game, &mut out).expect("run");
+    (0..fens.len())
+        .map(|i| (out.matched(i), cq.value_kind().map(|_| out.values[i])))
+        .collect()
+}
+
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+const ROOK_A1: &str = "4k3/8/8/8/8/8/8/R3K3 w - - 0 1";
+const KINGS_E: &str = "8/8/8/8/4k3/8/4K3/8 w - - 0 1";
+const KINGS_FAR: &str = "7k/8/8/8/8/8/8/K7 w - - 0 1";
+
+#[test]
+fn designators_piece_on_square() {
+    let q = query(vec![piece("R", sq("a1"))]);
+    let r = run(&q, &[START, ROOK_A1, KINGS_E]);
+    assert_eq!(
+        r,
+        vec![
+            (true, Some(sq("a1") as i64)),
+            (true, Some(sq("a1") as i64)),
+            (false, Some(0))
+        ]
+    );
+}
+
+#[test]
+fn designators_empty_square_and_colours() {
+    // `_e4`: empty in the start position; `[Aa]` counts all pieces.
+    let q = query(vec![count(piece("Aa", !0))]);
+    let r = run(&q, &[START, ROOK_A1]);
+    assert_eq!(r, vec![(true, Some(32)), (true, Some(3))]);
+    let q = query(vec![piece("_", sq("e4"))]);
+    assert!(run(&q, &[START])[0].0);
+    let q = query(vec![piece("_", sq("e2"))]);
+    assert!(!run(&q, &[START])[0].0);
+}
+
+#[test]
+fn set_ops_and_directions() {
+    // up 1 P & _ : squares in front of white pawns that are empty.
+    let q = query(vec![inter(
+        dir(
+            DirSet::single(crate::ir::Direction::Up),
+            1,
+            1,
+            piece("P", !0),
+        ),
+        piece("_", !0),
+    )]);
+    let r = run(&q, &[START]);
+    assert_eq!(r[0], (true, Some(0xff << 16)));
+    // orthogonal 1 a1 = {a2, b1}; no wrap from h1 rightwards.
+    let q = query(vec![union(
+        dir(DirSet::ORTHOGONAL, 1, 1, squares(sq("a1"))),
+        dir(
+            DirSet::single(crate::ir::Direction::Right),
+            1,
+            7,
+            squares(sq("h1")),
+        ),
+    )]);
+    assert_eq!(
+        run(&q, &[START])[0],
+        (true, Some((sq("a2") | sq("b1")) as i64))
+    );
+}
+
+#[test]
+fn numeric_compare_power_and_division() {
+    // power A - power a >= 10 fails in the start position, holds with a
+    // lone extra white queen.
+    let power = |x| e(Node::Power(Box::new(x)), Kind::Numeric);
+    let diff = e(
+        Node::Arith(
+            crate::ir::ArithOp::Sub,
+            Box::new(power(piece("A", !0))),
+            Box::new(power(piece("a", !0))),
+        ),
+        Kind::Numeric,
+    );
+    let q = query(vec![cmp(CmpOp::Ge, diff.clone(), num(10))]);
+    let r = run(&q, &[START, "4k3/8/8/8/8/8/8/QQ2K3 w - - 0 1"]);
+    assert_eq!(r.iter().map(|p| p.0).collect::<Vec<_>>(), vec![false, true]);
+    let q = query(vec![diff]);
+    assert_eq!(run(&q, &[START])[0], (true, Some(0)));
+    // Division by zero does not match; i64::MIN / -1 overflows (no match)
+    // and does not trap.
+    let div = |a, b| {
+        e(
+            Node::Arith(crate::ir::ArithOp::Div, Box::new(num(a)), Box::new(num(b))),
+            Kind::Numeric,
+        )
+    };
+    assert!(!run(&query(vec![div(7, 0)]), &[START])[0].0);
+    assert_eq!(run(&query(vec![div(7, -2)]), &[START])[0], (true, Some(-3)));
+    assert!(!run(&query(vec![div(i64::MIN, -1)]), &[START])[0].0);
+}
+
+#[test]
+fn flags_side_to_move_and_mate() {
+    let mate = "R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1";
+    let q = query(vec![
+        e(Node::ToMove(crate::ir::Side::Black), Kind::Logical),
+        e(Node::Mate, Kind::Logical),
+    ]);
+    assert_eq!(
+        run(&q, &[START, mate])
+            .iter()
+            .map(|p| p.0)
+            .collect::<Vec<_>>(),
+        vec![false, true]
+    );
+}
+
+#[test]
+fn helpers_xray_and_passed_pawns() {
+    // xray(B r q): white bishop c1, black rook e3, black queen g5.
+    let xray = e(
+        Node::Ray {
+            xray: true,
+            dirs: DirSet::ANY,
+            args: vec![piece("B", !0), piece("r", !0), piece("q", !0)],
+        },
+        Kind::Set,
+    );
+    let q = query(vec![xray]);
+    let r = run(&q, &["4k3/8/8/6q1/8/4r3/8/2B1K3 w - - 0 1", START]);
+    assert_eq!(r, vec![(true, Some(sq("g5") as i64)), (false, Some(0))]);
+    let passed = e(Node::PawnStructure(crate::ir::PawnSet::Passed), Kind::Set);
+    let q = query(vec![inter(piece("P", !0), passed)]);
+    let r = run(&q, &["4k3/8/8/3p4/8/8/P1PP4/4K3 w - - 0 1"]);
+    assert_eq!(r[0], (true, Some(sq("a2") as i64)));
+}
+
+/// Slow reference for `shift flip {A@0 B@d}` on one position: union of the
+/// second squares of matching placements.
+fn slow_pair(pos: &Chess, a: char, b: char, dx: i8, dy: i8) -> u64 {
+    let rec = record_of(pos, false);
+    let bb_of = |c: char| {
+        let p = PieceSet::from_char(c).expect("letter");
+        let mut out = 0;
+        for r in 0..6 {
+            if p.0 >> r & 1 == 1 {
+                out |= rec.pieces(true, r);
+            }
+            if p.0 >> (6 + r) & 1 == 1 {
+                out |= rec.pieces(false, r);
+            }
+        }
+        out
+    };
+    let (pa, pb) = (bb_of(a), bb_of(b));
+    let mut out = 0;
+    for (ex, ey) in d4(dx, dy) {
+        for s in 0..64i8 {
+            let (x2, y2) = (s % 8 + ex, s / 8 + ey);
+            if (0..8).contains(&x2) && (0..8).contains(&y2) {
+                let t = 8 * y2 + x2;
+                if pa >> s & 1 == 1 && pb >> t & 1 == 1 {
+                    out |= 1 << t;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn orbits_fused_shift_flip_kings() {
+    let o = shift_flip_pair("K", "k", 0, 2);
+    let Node::Orbit { elements, .. } = &o.node else {
+        unreachable!()
+    };
+    assert_eq!(elements.len(), 192, "SEMANTICS §9.18");
+    let fens = [KINGS_E, KINGS_FAR, START, "8/8/8/8/1k1K4/8/8/8 w - - 0 1"];
+    let q = query(vec![o.clone()]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    assert_eq!(cq.plan().fused_orbits, vec![4]);
+    let r = run(&q, &fens);
+    for (i, f) in fens.iter().enumerate() {
+        let want = slow_pair(&position(f), 'K', 'k', 0, 2);
+        assert_eq!(r[i], (want != 0, Some(want as i64)), "{f}");
+    }
+    // The element-by-element form agrees.
+    let opts = JitOptions {
+        fuse_orbits: false,
+        values: true,
+        ..JitOptions::default()
+    };
+    let plain = compile(&q, &opts).expect("compile");
+    assert!(plain.plan().fused_orbits.is_empty());
+    let chunk = chunk_of(&fens);
+    let mut out = ChunkOutput::new();
+    plain
+        .run(&chunk, 0..fens.len(), &[], &mut out)
+        .expect("run");
+    for (i, (m, v)) in r.iter().enumerate() {
+        assert_eq!((out.matched(i), Some(out.values[i])), (*m, *v));
+    }
+    // count: the number of matching placements.
+    let Node::Orbit { elements, .. } = o.node else {
+        unreachable!()
+    };
+    let counted = e(
+        Node::Orbit {
+            count: true,
+            elements,
+        },
+        Kind::Numeric,
+    );
+    let r = run(&query(vec![counted]), &[KINGS_E, KINGS_FAR]);
+    assert_eq!(r, vec![(true, Some(1)), (true, Some(0))]);
+}
+
+#[test]
+fn orbits_value_rules() {
+    // Numeric orbit: max over matching elements; no match if none.
+    let q = query(vec![orbit(
+        false,
+        Kind::Numeric,
+        vec![count(piece("P", !0)), count(piece("p", !0))],
+    )]);
+    assert_eq!(
+        run(&q, &[START, ROOK_A1]),
+        vec![(true, Some(8)), (true, Some(0))]
+    );
+    let q = query(vec![orbit(
+        false,
+        Kind::Numeric,
+        vec![
+            cmp_num(CmpOp::Ge, count(piece("P", !0)), num(4)),
+            cmp_num(CmpOp::Ge, count(piece("p", !0)), num(4)),
+        ],
+    )]);
+    let r = run(&q, &[START, ROOK_A1]);
+    assert_eq!(r[0], (true, Some(8)));
+    assert!(!r[1].0, "SEMANTICS §9.26: neither side has 4 pawns");
+    // count orbits always match (§9.24).
+    let q = query(vec![cmp(
+        CmpOp::Eq,
+        num(0),
+        orbit(
+            true,
+            Kind::Set,
+            vec![piece("Q", sq("a1")), piece("q", sq("a8"))],
+        ),
+    )]);
+    assert!(run(&q, &[START])[0].0);
+}
+
+fn cmp_num(op: CmpOp, a: Expr, b: Expr) -> Expr {
+    e(Node::Compare(op, Box::new(a), Box::new(b)), Kind::Numeric)
+}
+
+#[test]
+fn chunk_skipping_uses_piece_unions() {
+    let q = query(vec![piece("R", sq("a1"))]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    let mut s = ChunkSummary::EMPTY;
+    s.add(&record_of(&position(KINGS_E), false));
+    assert!(!cq.may_match(&s));
+    s.add(&record_of(&position(ROOK_A1), false));
+    assert!(cq.may_match(&s));
+    // A count orbit never lets a chunk be skipped.
+    let q = query(vec![orbit(true, Kind::Set, vec![piece("R", sq("a1"))])]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    assert!(cq.may_match(&ChunkSummary::EMPTY));
+}
+
+#[test]
+fn plan_sends_side_effects_to_the_interpreter() {
+    let q = query(vec![
+        piece("R", sq("a1")),
+        e(Node::Comment(vec![]), Kind::Logical),
+    ]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    assert_eq!(cq.plan().jit, vec![0]);
+    assert_eq!(cq.plan().interp.len(), 1);
+    assert!(explain_plan(&q, &cq).contains("interp"));
+    let clif = explain_clif(&q, &JitOptions::default()).expect("clif");
+    assert!(clif.contains("popcnt") || clif.contains("band"), "{clif}");
+}
+
+#[test]
+fn run_checks_ranges_and_splits_by_game() {
+    let q = query(vec![piece("R", sq("a1"))]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    let chunk = chunk_of(&[START, KINGS_E, ROOK_A1]);
+    let mut out = ChunkOutput::new();
+    assert!(cq.run(&chunk, 0..5000, &[], &mut out).is_err());
+    cq.run(&chunk, 0..1, &[], &mut out).expect("run");
+    cq.run(&chunk, 1..3, &[], &mut out).expect("run");
+    assert_eq!(out.bits[0], 0b101);
+}
+
+#[test]
+fn compiled_query_is_shared_across_threads() {
+    let q = query(vec![piece("R", sq("a1"))]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    let chunk = chunk_of(&[START, KINGS_E]);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut out = ChunkOutput::new();
+                cq.run(&chunk, 0..2, &[], &mut out).expect("run");
+                assert_eq!(out.bits[0], 1);
+            });
+        }
+    });
+}
+
+/// Test data: positions of the mainlines of `studies.pgn` (setups included).
+pub(crate) mod data {
+    use std::ops::ControlFlow;
+    use std::path::PathBuf;
+
+    use pgn_reader::{RawTag, Reader, SanPlus, Skip, Visitor};
+    use shakmaty::fen::Fen;
+    use shakmaty::{CastlingMode, Chess, Position};
+
+    use crate::runtime::layout::{PositionRecord, chess::record_of, flags};
+
+    /// `$CQLJ_SHARED_DATA`, else `<manifest>/../shared/data`, else
+    /// `/work/shared/data`.
+    pub fn data_dir() -> PathBuf {
+        if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
+            return PathBuf::from(d);
+        }
+        let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+        if local.exists() {
+            local
+        } else {
+            PathBuf::from("/work/shared/data")
+        }
+    }
+
+    struct Collect {
+        pos: Option<Chess>,
+        out: Vec<PositionRecord>,
+        ply: u16,
+    }
+
+    impl Collect {
+        fn push(&mut self, initial: bool) {
+            if let Some(p) = &self.pos {
+                let mut r = record_of(p, false);
+                r.flags |= flags::MAINLINE;
+                if initial {
+                    r.flags |= flags::INITIAL;
+                }
+                r.ply = self.ply;
+                self.out.push(r);
+            }
+        }
+    }
+
+    impl Visitor for Collect {
+        type Tags = Option<Chess>;
+        type Movetext = ();
+        type Output = ();
+        fn begin_tags(&mut self) -> ControlFlow<(), Option<Chess>> {
+            ControlFlow::Continue(None)
+        }
+        fn tag(
+            &mut self,
+            tags: &mut Option<Chess>,
+            name: &[u8],
+            value: RawTag<'_>,
+        ) -> ControlFlow<()> {
+            if name == b"FEN" {
+                *tags = Fen::from_ascii(value.as_bytes())
+                    .ok()
+                    .and_then(|f| f.into_position(CastlingMode::Standard).ok());
+            }
+            ControlFlow::Continue(())
+        }
+        fn begin_movetext(&mut self, tags: Option<Chess>) -> ControlFlow<(), ()> {
+            self.pos = Some(tags.unwrap_or_default());
+            self.ply = 0;
+            self.push(true);
+            ControlFlow::Continue(())
+        }
+        fn san(&mut self, _: &mut (), san: SanPlus) -> ControlFlow<()> {
+            let next = self.pos.as_ref().and_then(|p| {
+                let m = san.san.to_move(p).ok()?;
+                let mut p = p.clone();
+                p.play_unchecked(m);
+                Some(p)
+            });
+            self.pos = next;
+            self.ply += 1;
+            self.push(false);
+            ControlFlow::Continue(())
+        }
+        fn begin_variation(&mut self, _: &mut ()) -> ControlFlow<(), Skip> {
+            ControlFlow::Continue(Skip(true))
+        }
+        fn end_game(&mut self, _: ()) {}
+    }
+
+    /// Mainline positions of `studies.pgn`.
+    pub fn studies() -> Vec<PositionRecord> {
+        let file = std::fs::File::open(data_dir().join("studies.pgn")).expect("studies.pgn");
+        let mut c = Collect {
+            pos: None,
+            out: Vec::new(),
+            ply: 0,
+        };
+        Reader::new(file)
+            .visit_all_games(&mut c)
+            .expect("read studies.pgn");
+        c.out
+    }
+}
+
+/// Runs `q` over `recs` (in chunks) and returns (matched, value) per record.
+fn run_records(
+    q: &ExpandedQuery,
+    recs: &[crate::runtime::layout::PositionRecord],
+) -> Vec<(bool, i64)> {
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = compile(q, &opts).expect("compile");
+    let mut out_all = Vec::with_capacity(recs.len());
+    let mut out = ChunkOutput::new();
+    for part in recs.chunks(CHUNK_POSITIONS) {
+        let mut c = ChunkColumns::new_boxed();
+        for (i, r) in part.iter().enumerate() {
+            c.set(i, r);
+        }
+        out.clear();
+        cq.run(&c, 0..part.len(), &[], &mut out).expect("run");
+        out_all.extend((0..part.len()).map(|i| (out.matched(i), out.values[i])));
+    }
+    out_all
+}
+
+#[test]
+fn inline_attacks_rays_and_pawns_agree_with_runtime_helpers() {
+    use crate::runtime::helpers;
+    let recs = data::studies();
+    assert!(recs.len() > 1000, "{} positions", recs.len());
+    let x = piece("Aa", !0);
+    let y = union(piece("k", !0), piece("K", !0));
+    let attacks = e(
+        Node::Attacks(Box::new(x.clone()), Box::new(y.clone())),
+        Kind::Set,
+    );
+    let attacked = e(
+        Node::AttackedBy(Box::new(piece("_", !0)), Box::new(piece("A", !0))),
+        Kind::Set,
+    );
+    let xray = e(
+        Node::Ray {
+            xray: true,
+            dirs: DirSet::ANY,
+            args: vec![piece("BRQ", !0), piece("a", !0), piece("kq", !0)],
+        },
+        Kind::Set,
+    );
+    let ray = e(
+        Node::Ray {
+            xray: false,
+            dirs: DirSet::ORTHOGONAL,
+            args: vec![piece("R", !0), piece("_", !0), piece("a", !0)],
+        },
+        Kind::Set,
+    );
+    type Slow = Box<dyn Fn(&helpers::Board) -> u64>;
+    let slow: Vec<(Expr, Slow)> = vec![
+        (
+            attacks,
+            Box::new(|b| helpers::attacks_set(b, b[BB_WHITE] | b[BB_BLACK], b[5])),
+        ),
+        (
+            attacked,
+            Box::new(|b| helpers::attacked_by_set(b, !(b[BB_WHITE] | b[BB_BLACK]), b[BB_WHITE])),
+        ),
+        (
+            xray,
+            Box::new(|b| {
+                helpers::ray_set(
+                    b,
+                    DirSet::ANY,
+                    true,
+                    &[
+                        b[BB_WHITE] & (b[2] | b[3] | b[4]),
+                        b[BB_BLACK],
+                        b[BB_BLACK] & (b[5] | b[4]),
+                    ],
+                )
+            }),
+        ),
+        (
+            ray,
+            Box::new(|b| {
+                helpers::ray_set(
+                    b,
+                    DirSet::ORTHOGONAL,
+                    false,
+                    &[
+                        b[BB_WHITE] & b[3],
+                        !(b[BB_WHITE] | b[BB_BLACK]),
+                        b[BB_BLACK],
+                    ],
+                )
+            }),
+        ),
+    ];
+    for (q, f) in slow {
+        let got = run_records(&query(vec![q.clone()]), &recs);
+        for (i, r) in recs.iter().enumerate() {
+            let want = f(&r.bb);
+            assert_eq!(
+                got[i],
+                (want != 0, want as i64),
+                "{:?} at record {i}",
+                q.node
+            );
+        }
+    }
+    for (which, code) in [
+        (crate::ir::PawnSet::Passed, helpers::PawnStructure::Passed),
+        (crate::ir::PawnSet::Doubled, helpers::PawnStructure::Doubled),
+        (
+            crate::ir::PawnSet::Isolated,
+            helpers::PawnStructure::Isolated,
+        ),
+        (
+            crate::ir::PawnSet::Connected,
+            helpers::PawnStructure::Connected,
+        ),
+    ] {
+        let q = query(vec![e(Node::PawnStructure(which), Kind::Set)]);
+        let got = run_records(&q, &recs);
+        for (i, r) in recs.iter().enumerate() {
+            let want = helpers::pawn_structure_set(&r.bb, code);
+            assert_eq!(got[i].1, want as i64, "{which:?} at record {i}");
+        }
+    }
+}
