@@ -515,12 +515,10 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `ray`/`xray` (same definition as `helpers::ray_set`).
     fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
         let mut acc = self.u64c(0);
-        match args {
-            [] => return acc,
-            // A one-square ray: the first set, along any given direction.
-            [first] if dirs.0 != 0 => return *first,
-            [_] => return acc,
-            _ => {}
+        // With one argument the loop gives the first set (for `xray`, its
+        // sliders along the given directions): a one-square ray.
+        if args.is_empty() {
+            return acc;
         }
         for d in dirs.iter() {
             let mut s = args[0];
