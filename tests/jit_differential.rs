@@ -222,10 +222,11 @@ impl Gen {
 
     fn expr(&mut self, depth: u32, kind: Kind) -> Expr {
         let leaf = depth >= 4 || self.chance(25 + 15 * depth as u64);
-        if !leaf && self.chance(12) {
-            if let Some(t) = self.transform(depth, kind) {
-                return t;
-            }
+        if !leaf
+            && self.chance(12)
+            && let Some(t) = self.transform(depth, kind)
+        {
+            return t;
         }
         match kind {
             Kind::Set => self.set(depth, leaf),
