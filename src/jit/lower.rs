@@ -35,6 +35,11 @@ pub(super) fn unsupported(e: &Expr) -> Option<String> {
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
             Some("and/or/not with a value")
         }
+        // A false condition matches without a value, which the JIT's set
+        // and numeric values cannot express.
+        Node::If {
+            otherwise: None, ..
+        } if e.kind != Kind::Logical => Some("valued if without else"),
         _ => None,
     };
     if let Some(r) = own {
