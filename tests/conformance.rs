@@ -1,7 +1,8 @@
 //! The conformance corpus (`tests/conformance/*.toml`, format in its
-//! README) run against every engine configuration: the interpreter
-//! evaluating each position directly, and the scan over a store (one game per
-//! position) serial, parallel and with one game per batch. Each engine is one
+//! README) run against every engine configuration: the interpreter and the
+//! JIT kernel evaluating each position directly, and the scan over a store
+//! (one game per position) with either engine, serial, parallel and with one
+//! game per batch. Each engine is one
 //! `#[test]`; failures are collected and reported together.
 
 use std::collections::BTreeMap;
@@ -10,7 +11,9 @@ use std::sync::atomic::AtomicBool;
 
 use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::ir::ExpandedQuery;
-use cqlj::runtime::layout::{PositionRecord, chess::record_of, flags};
+use cqlj::jit::{self, ChunkOutput, JitOptions, ValueKind};
+use cqlj::runtime::bitboard::Bitboard;
+use cqlj::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
 use cqlj::runtime::store::{GameMeta, Store, StoreWriter};
 use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
@@ -182,6 +185,56 @@ fn run_interp(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>,
         .collect()
 }
 
+/// The JIT's kernel run directly on a chunk holding the positions. Where the
+/// plan leaves filters to the interpreter, the kernel only pre-selects: its
+/// matches must then include every real match (checked against the
+/// interpreter), and the interpreter's answer is reported.
+fn run_jit(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>, String> {
+    let opts = JitOptions {
+        values: true,
+        verify: true,
+        ..JitOptions::default()
+    };
+    let cq = jit::compile(q, &opts).map_err(|e| e.to_string())?;
+    let mut chunk = ChunkColumns::new_boxed();
+    for (i, r) in recs.iter().enumerate() {
+        chunk.set(i, r);
+    }
+    let game: Vec<i64> = cq
+        .game_slots()
+        .iter()
+        .map(|&slot| jit::game_value(slot, 1, |_| None))
+        .collect();
+    let mut out = ChunkOutput::new();
+    cq.run(&chunk, 0..recs.len(), &game, &mut out)
+        .map_err(|e| e.to_string())?;
+    let got: Vec<Expect> = (0..recs.len())
+        .map(|i| {
+            if !out.matched(i) {
+                return Expect::NoMatch;
+            }
+            let v = out.values[i];
+            Expect::Match(match cq.value_kind() {
+                Some(ValueKind::Set) => Some(Value::Set(Bitboard(v as u64))),
+                Some(ValueKind::Numeric) => Some(Value::Number(v)),
+                None => None,
+            })
+        })
+        .collect();
+    if cq.plan().is_exact() {
+        return Ok(got);
+    }
+    let truth = run_interp(q, recs)?;
+    for (i, (g, t)) in got.iter().zip(&truth).enumerate() {
+        if *g == Expect::NoMatch && *t != Expect::NoMatch {
+            return Err(format!(
+                "position {i}: the JIT pre-selection missed a match"
+            ));
+        }
+    }
+    Ok(truth)
+}
+
 /// Writes a store with one game per position.
 fn store_of(recs: &[PositionRecord]) -> Result<(tempdir::Dir, Store), String> {
     let dir = tempdir::Dir::new();
@@ -247,6 +300,22 @@ fn scan_batch1(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, S
         batch_games: 1,
     };
     run_scan(q, r, Engine::Interp, opts)
+}
+
+fn scan_jit_serial(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
+    let opts = ScanOptions {
+        threads: 1,
+        batch_games: 256,
+    };
+    run_scan(q, r, Engine::Jit, opts)
+}
+
+fn scan_jit_parallel(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
+    let opts = ScanOptions {
+        threads: 2,
+        batch_games: 1,
+    };
+    run_scan(q, r, Engine::Jit, opts)
 }
 
 /// Runs every case through `engine`; panics with all failures at once.
@@ -317,6 +386,21 @@ fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
 #[test]
 fn conformance_interp() {
     run_corpus("interp", run_interp, true);
+}
+
+#[test]
+fn conformance_jit() {
+    run_corpus("jit", run_jit, true);
+}
+
+#[test]
+fn conformance_scan_jit_serial() {
+    run_corpus("scan-jit-serial", scan_jit_serial, false);
+}
+
+#[test]
+fn conformance_scan_jit_parallel() {
+    run_corpus("scan-jit-parallel", scan_jit_parallel, false);
 }
 
 #[test]

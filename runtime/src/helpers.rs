@@ -131,9 +131,10 @@ pub fn slide(from: u64, d: Direction, occupied: u64) -> u64 {
 }
 
 /// `ray [dirs] (args..)` and, with `xray`, `xray [dirs] (args..)`; see the
-/// module docs. Fewer than two arguments give the empty set.
+/// module docs. One argument is a one-square ray (for `xray`: its sliders
+/// along `dirs`); none gives the empty set.
 pub fn ray_set(b: &Board, dirs: DirSet, xray: bool, args: &[u64]) -> u64 {
-    let (Some(&first), true) = (args.first(), args.len() >= 2) else {
+    let Some(&first) = args.first() else {
         return 0;
     };
     let occ = occupied(b);

@@ -151,8 +151,30 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             },
-            Stage::Plan => anyhow::bail!("explain --plan needs the scanner"),
-            Stage::Clif => anyhow::bail!("explain --clif needs the JIT"),
+            Stage::Plan | Stage::Clif => {
+                let input = cqlj::scan::prepare::QueryInput {
+                    source: &src,
+                    name: &name,
+                    color: use_color,
+                    extra_filters: &[],
+                    transforms: &[],
+                };
+                let prepared = match cqlj::scan::prepare::prepare(&input) {
+                    Ok(p) => p,
+                    Err(cqlj::scan::prepare::PrepareError::Diagnostics(d)) => {
+                        eprint!("{d}");
+                        return Ok(ExitCode::from(1));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let opts = cqlj::jit::JitOptions::default();
+                if stage == Stage::Plan {
+                    let cq = cqlj::jit::compile(&prepared.query, &opts)?;
+                    print!("{}", cqlj::jit::explain_plan(&prepared.query, &cq));
+                } else {
+                    print!("{}", cqlj::jit::explain_clif(&prepared.query, &opts)?);
+                }
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -35,6 +35,11 @@ pub(super) fn unsupported(e: &Expr) -> Option<String> {
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
             Some("and/or/not with a value")
         }
+        // A false condition matches without a value, which the JIT's set
+        // and numeric values cannot express.
+        Node::If {
+            otherwise: None, ..
+        } if e.kind != Kind::Logical => Some("valued if without else"),
         _ => None,
     };
     if let Some(r) = own {
@@ -515,12 +520,10 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `ray`/`xray` (same definition as `helpers::ray_set`).
     fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
         let mut acc = self.u64c(0);
-        match args {
-            [] => return acc,
-            // A one-square ray: the first set, along any given direction.
-            [first] if dirs.0 != 0 => return *first,
-            [_] => return acc,
-            _ => {}
+        // With one argument the loop gives the first set (for `xray`, its
+        // sliders along the given directions): a one-square ray.
+        if args.is_empty() {
+            return acc;
         }
         for d in dirs.iter() {
             let mut s = args[0];

@@ -97,6 +97,45 @@ pub enum GameSlot {
 /// The value of a [`GameSlot`] that the game does not have.
 pub const GAME_VALUE_MISSING: i64 = i64::MIN;
 
+/// The value of `slot` for a game with 1-based `number` and tags looked up
+/// by `tag` (exact name), by the interpreter's rules: Elo from the
+/// `WhiteElo`/`BlackElo` tag, year from the leading digits of `Date`,
+/// the start move number from the `[FEN]` tag's sixth field (default 1),
+/// results by exact `Result` tag text.
+pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<&'t str>) -> i64 {
+    match slot {
+        GameSlot::Elo(side) => tag(match side {
+            Side::White => "WhiteElo",
+            Side::Black => "BlackElo",
+        })
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(GAME_VALUE_MISSING),
+        GameSlot::Year => {
+            let digits: String = tag("Date")
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            digits.parse().unwrap_or(GAME_VALUE_MISSING)
+        }
+        GameSlot::GameNumber => i64::try_from(number).unwrap_or(GAME_VALUE_MISSING),
+        GameSlot::StartMoveNumber => tag("FEN")
+            .and_then(|f| f.split_whitespace().nth(5))
+            .and_then(|n| n.parse::<i64>().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(1),
+        GameSlot::Result(r) => {
+            let want = match r {
+                GameResult::WhiteWins => "1-0",
+                GameResult::BlackWins => "0-1",
+                GameResult::Draw => "1/2-1/2",
+                GameResult::Unknown => "*",
+            };
+            i64::from(tag("Result").is_some_and(|t| t.trim() == want))
+        }
+    }
+}
+
 /// Which top-level body filters run where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {

@@ -92,9 +92,10 @@ fn set_bound(e: &Expr, s: &ChunkSummary) -> u64 {
             }
             acc
         }
-        Node::Attacks(x, _) | Node::AttackedBy(x, _) => {
-            set_bound(x, s) & (s.bb_union[BB_WHITE] | s.bb_union[BB_BLACK])
-        }
+        // `X attacks Y` holds pieces of X; `X attackedby Y` any squares of X
+        // (empty ones too).
+        Node::Attacks(x, _) => set_bound(x, s) & (s.bb_union[BB_WHITE] | s.bb_union[BB_BLACK]),
+        Node::AttackedBy(x, _) => set_bound(x, s),
         Node::Pin { through, .. } => {
             let occ = s.bb_union[BB_WHITE] | s.bb_union[BB_BLACK];
             through.as_ref().map_or(occ, |t| set_bound(t, s) & occ)

@@ -7,7 +7,8 @@ use std::ops::Range;
 use super::{GameMatch, GameMatcher, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
-use crate::runtime::layout::PositionRecord;
+use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
+use crate::runtime::layout::{CHUNK_POSITIONS, PositionRecord, flags};
 use crate::runtime::store::Store;
 
 /// Which engine evaluates the query.
@@ -34,6 +35,8 @@ pub struct RunPlan {
 pub enum MatcherError {
     #[error(transparent)]
     Interp(#[from] interp::InterpError),
+    #[error("the JIT cannot compile this query: {0}")]
+    Jit(#[from] jit::JitError),
 }
 
 /// A matcher over one store.
@@ -42,11 +45,18 @@ pub struct StoreMatcher<'s> {
     interp: Interpreter,
     opts: EvalOptions,
     note: Option<String>,
+    /// The compiled kernel, when the JIT runs (engine jit or auto).
+    jit: Option<CompiledQuery>,
 }
 
 /// Per-worker buffers.
 pub struct Scratch {
     positions: Vec<PositionRecord>,
+    out: ChunkOutput,
+    game_values: Vec<i64>,
+    selected: Vec<u32>,
+    /// The last chunk whose summary was tested, and the answer.
+    last_chunk: Option<(u64, bool)>,
 }
 
 impl<'s> StoreMatcher<'s> {
@@ -59,14 +69,132 @@ impl<'s> StoreMatcher<'s> {
         query: &ExpandedQuery,
         plan: &RunPlan,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
+        let (jit, note) = match plan.engine {
+            Engine::Interp => (None, None),
+            Engine::Jit => (Some(jit::compile(query, &JitOptions::default())?), None),
+            Engine::Auto => match jit::compile(query, &JitOptions::default()) {
+                Ok(cq) => (Some(cq), None),
+                Err(e) => (None, Some(format!("using the interpreter: {e}"))),
+            },
+        };
         Ok(StoreMatcher {
             store,
             interp: Interpreter::new(query)?,
             opts: EvalOptions {
                 variations: plan.variations,
             },
-            note: None,
+            note,
+            jit,
         })
+    }
+
+    /// The compiled query, when the JIT runs.
+    pub fn compiled(&self) -> Option<&CompiledQuery> {
+        self.jit.as_ref()
+    }
+
+    /// Evaluates one game with the interpreter; pushes it if it matches.
+    fn interp_game(
+        &self,
+        g: u32,
+        scratch: &mut Scratch,
+        out: &mut Vec<GameMatch>,
+    ) -> Result<(), ScanError> {
+        let err = |message: String| ScanError::Game {
+            game: u64::from(g) + 1,
+            message,
+        };
+        scratch.positions = self
+            .store
+            .game_positions(g)
+            .map_err(|e| err(e.to_string()))?;
+        let tags = self.store.game_tags(g).map_err(|e| err(e.to_string()))?;
+        let view = GameView {
+            number: u64::from(g) + 1,
+            tags: &tags,
+            positions: &scratch.positions,
+        };
+        let outcome = self
+            .interp
+            .eval_game(&view, &self.opts)
+            .map_err(|e| err(e.to_string()))?;
+        if !outcome.matched.is_empty() {
+            out.push(GameMatch {
+                game: g,
+                positions: outcome.matched,
+                comments: outcome.comments,
+                messages: outcome.messages,
+                sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs the kernel over one game's positions; pre-selected positions go
+    /// to `scratch.selected` (indices within the game).
+    fn jit_game(&self, cq: &CompiledQuery, g: u32, scratch: &mut Scratch) -> Result<(), ScanError> {
+        let err = |message: String| ScanError::Game {
+            game: u64::from(g) + 1,
+            message,
+        };
+        let entry = self.store.game(g).map_err(|e| err(e.to_string()))?;
+        scratch.selected.clear();
+        scratch.game_values.clear();
+        if !cq.game_slots().is_empty() {
+            let tags = self.store.game_tags(g).map_err(|e| err(e.to_string()))?;
+            let lookup = |name: &str| {
+                tags.iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            for &slot in cq.game_slots() {
+                scratch
+                    .game_values
+                    .push(jit::game_value(slot, u64::from(g) + 1, lookup));
+            }
+        }
+        let chunk_len = CHUNK_POSITIONS as u64;
+        let (first, end) = (
+            entry.first_position,
+            entry.first_position + u64::from(entry.n_positions),
+        );
+        let mut pos = first;
+        while pos < end {
+            let c = pos / chunk_len;
+            let seg_end = end.min((c + 1) * chunk_len);
+            let may = match scratch.last_chunk {
+                Some((lc, may)) if lc == c => may,
+                _ => {
+                    let info = self.store.chunk_info(c).map_err(|e| err(e.to_string()))?;
+                    let may = cq.may_match(&info.summary);
+                    scratch.last_chunk = Some((c, may));
+                    may
+                }
+            };
+            if may {
+                let chunk = self.store.chunk(c);
+                let (a, b) = (
+                    (pos - c * chunk_len) as usize,
+                    (seg_end - c * chunk_len) as usize,
+                );
+                cq.run(chunk, a..b, &scratch.game_values, &mut scratch.out)
+                    .map_err(|e| err(e.to_string()))?;
+                for i in a..b {
+                    if scratch.out.matched(i)
+                        && (self.opts.variations || chunk.flags[i] & flags::MAINLINE != 0)
+                    {
+                        scratch
+                            .selected
+                            .push((c * chunk_len + i as u64 - first) as u32);
+                    }
+                }
+                for w in &mut scratch.out.bits[a / 64..=(b - 1) / 64] {
+                    *w = 0;
+                }
+            }
+            pos = seg_end;
+        }
+        Ok(())
     }
 
     /// A note for the user when the requested engine could not be used.
@@ -92,6 +220,10 @@ impl GameMatcher for StoreMatcher<'_> {
     fn scratch(&self) -> Scratch {
         Scratch {
             positions: Vec::new(),
+            out: ChunkOutput::new(),
+            game_values: Vec::new(),
+            selected: Vec::new(),
+            last_chunk: None,
         }
     }
 
@@ -102,32 +234,24 @@ impl GameMatcher for StoreMatcher<'_> {
         out: &mut Vec<GameMatch>,
     ) -> Result<(), ScanError> {
         for g in games {
-            let err = |message: String| ScanError::Game {
-                game: u64::from(g) + 1,
-                message,
+            let Some(cq) = &self.jit else {
+                self.interp_game(g, scratch, out)?;
+                continue;
             };
-            scratch.positions = self
-                .store
-                .game_positions(g)
-                .map_err(|e| err(e.to_string()))?;
-            let tags = self.store.game_tags(g).map_err(|e| err(e.to_string()))?;
-            let view = GameView {
-                number: u64::from(g) + 1,
-                tags: &tags,
-                positions: &scratch.positions,
-            };
-            let outcome = self
-                .interp
-                .eval_game(&view, &self.opts)
-                .map_err(|e| err(e.to_string()))?;
-            if !outcome.matched.is_empty() {
+            self.jit_game(cq, g, scratch)?;
+            if scratch.selected.is_empty() {
+                continue;
+            }
+            if cq.plan().is_exact() {
                 out.push(GameMatch {
                     game: g,
-                    positions: outcome.matched,
-                    comments: outcome.comments,
-                    messages: outcome.messages,
-                    sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+                    positions: scratch.selected.clone(),
+                    ..GameMatch::default()
                 });
+            } else {
+                // The kernel's pre-selection is a necessary condition; the
+                // interpreter decides the game (and its side effects).
+                self.interp_game(g, scratch, out)?;
             }
         }
         Ok(())
