@@ -452,15 +452,6 @@ fn corpus_value(text: &str) -> Option<Value> {
     }
 }
 
-/// Value checks of the corpus this engine pairing does not pass yet, with
-/// the reason (matches are still checked).
-const VALUE_EXCLUSIONS: &[(&str, &str)] = &[(
-    "transform/flipcolor-pawns-at-least-four",
-    "the parser lowers `P >= 4` with kind logical, so the orbit takes the first \
-     matching element's value instead of the largest (SEMANTICS.md §9.26); needs a \
-     comparison with a numeric left side lowered as numeric",
-)];
-
 /// The transform corpus through the expansion and the reference
 /// interpreter: match and value at every listed position.
 #[test]
@@ -490,7 +481,6 @@ fn corpus_transforms_through_the_interpreter() {
                 failures.push(format!("{} position {i}: matched {:?}", c.name, got));
             }
             if let Some(want) = c.values.get(i)
-                && !VALUE_EXCLUSIONS.iter().any(|(n, _)| *n == c.name)
                 && got != corpus_value(want)
             {
                 failures.push(format!(
