@@ -36,7 +36,7 @@ impl Default for Limits {
             max_orbit_elements: 4096,
             max_candidates: 1 << 20,
             max_nodes: 1 << 21,
-            max_work: 1 << 25,
+            max_work: 1 << 23,
         }
     }
 }
@@ -54,7 +54,7 @@ pub enum TransformError {
         limit: u64,
     },
     #[error(
-        "expanding `{filters}` would build about {needed} IR nodes; the limit is {limit} (simplify the target or nest transforms with `count`)"
+        "expanding `{filters}` would materialise up to {needed} IR nodes (candidates times target size, nested orbits multiplied); the limit is {limit}"
     )]
     TooMuchWork {
         span: Span,
