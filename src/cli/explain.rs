@@ -116,7 +116,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     for stage in args.stages() {
         match stage {
             Stage::Ast => match syntax::parse_ast(&src) {
-                Ok(f) => println!("{f:#?}"),
+                Ok(f) => print!("{}", syntax::ast::dump(&f, &src)),
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
                     return Ok(ExitCode::from(1));
