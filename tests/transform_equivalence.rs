@@ -277,6 +277,11 @@ fn equivalence_seed_statements_hold_on_every_studies_position() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(positions > 10_000, "only {positions} positions");
+    eprintln!(
+        "{} equivalences agree at {positions} positions of {} games",
+        EQUIVALENCES.len(),
+        games.len()
+    );
     // Each equivalence is exercised: its left side matches somewhere,
     // except the rare patterns (mates, a bishop pinning a rook to a queen),
     // which are tested for agreement only.
@@ -417,6 +422,7 @@ fn metamorphic_board_transforms_agree_on_studies_positions() {
         }
     }
     assert!(checked > 1000, "only {checked} positions checked");
+    eprintln!("metamorphic: {checked} (query, position) pairs checked");
 }
 
 #[derive(serde::Deserialize)]
