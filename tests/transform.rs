@@ -557,6 +557,22 @@ fn orbit_size_limit_is_checked_before_materialising() {
     ));
     // Two shifts are fine: 50,625 candidates, 64 distinct images of a1.
     assert_eq!(sizes(t(T::Shift, t(T::Shift, s("a1")))), [64]);
+    // Counted orbits nest without flattening: their costs multiply
+    // (225^3 > 2^23), which is caught before anything is built.
+    let nested = tc(T::Shift, tc(T::Shift, tc(T::Shift, s("a1"))));
+    let start = std::time::Instant::now();
+    let err = expand(&query(nested), &Limits::default()).unwrap_err();
+    assert!(start.elapsed().as_secs() < 2);
+    assert!(
+        matches!(
+            err,
+            TransformError::TooMuchWork {
+                needed: 11_390_625,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]

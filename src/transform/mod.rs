@@ -6,6 +6,26 @@
 //! The result is an [`ExpandedQuery`]: it holds no `Transform`,
 //! `NoTransform` or `CurrentTransform` node, only [`Node::Orbit`]s, which the
 //! interpreter and the JIT evaluate element by element.
+//!
+//! # Decisions where SEMANTICS.md is silent
+//!
+//! - Candidate order (which duplicate is kept, so which `currenttransform`
+//!   name an element shows): `flip` lists identity, reflect_a1h8,
+//!   reflect_h, counterclockwise90, reflect_v, clockwise90, rotate180,
+//!   reflect_a8h1 (the order of seed 000's `flip up 2 right 1 d5` listing);
+//!   shifts list offsets 0, 1..7, -1..-7 (dx outer, dy inner for `shift`);
+//!   a flattened chain varies its outermost filter slowest.
+//! - Names: adjacent dihedral steps of a composed transform are merged
+//!   into one D4 element and `invertcolor` is printed first (so `flipcolor
+//!   flip` gives e.g. `invertcolor reflect_v`); σ^k prints as `rotate45^k`.
+//! - A transform filter nested in a counted orbit's target is expanded per
+//!   element of that orbit; its elements are elided one by one, and the
+//!   enclosing element is elided only when all of them are.
+//! - `rank`, `file` and `makesquare` have no data of their own to
+//!   transform; a square designator in their argument is transformed like
+//!   any other.
+//! - Superfluous-transform warnings are given per source transform filter
+//!   when every expansion of it held only the identity.
 
 pub mod action;
 pub mod basic;
@@ -36,7 +56,7 @@ impl Default for Limits {
             max_orbit_elements: 4096,
             max_candidates: 1 << 20,
             max_nodes: 1 << 21,
-            max_work: 1 << 25,
+            max_work: 1 << 23,
         }
     }
 }
@@ -54,7 +74,7 @@ pub enum TransformError {
         limit: u64,
     },
     #[error(
-        "expanding `{filters}` would build about {needed} IR nodes; the limit is {limit} (simplify the target or nest transforms with `count`)"
+        "expanding `{filters}` would materialise up to {needed} IR nodes (candidates times target size, nested orbits multiplied); the limit is {limit}"
     )]
     TooMuchWork {
         span: Span,

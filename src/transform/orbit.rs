@@ -50,6 +50,61 @@ pub(super) fn node_count(e: &Expr) -> u64 {
     n
 }
 
+/// The flattened chain of transform filters starting at `e`, with the
+/// target it applies to.
+fn chain_of(e: &Expr) -> (Vec<TransformFilter>, &Expr) {
+    let mut filters = Vec::new();
+    let mut cur = e;
+    while let Node::Transform {
+        filter,
+        count,
+        body,
+        ..
+    } = &cur.node
+    {
+        filters.push(*filter);
+        cur = body;
+        if *count {
+            break;
+        }
+    }
+    (filters, cur)
+}
+
+/// An upper bound of the IR nodes materialised while expanding `e`: each
+/// orbit costs its candidate count times the cost of its target, so nested
+/// orbits multiply.
+pub(super) fn estimate(e: &Expr) -> u128 {
+    match &e.node {
+        Node::Transform { .. } => {
+            let (filters, target) = chain_of(e);
+            let candidates: u128 = filters.iter().map(|f| filter_size(*f) as u128).product();
+            candidates.saturating_mul(estimate(target))
+        }
+        _ => {
+            let mut n: u128 = 1;
+            e.for_each_child(|c| n = n.saturating_add(estimate(c)));
+            n
+        }
+    }
+}
+
+/// The names of the first transform chain in `e` (pre-order), for messages.
+fn first_chain(e: &Expr) -> Option<String> {
+    if matches!(e.node, Node::Transform { .. }) {
+        let (filters, _) = chain_of(e);
+        let names: Vec<&str> = filters.iter().map(|f| filter_name(*f)).collect();
+        return Some(names.join(" "));
+    }
+    let mut found = None;
+    e.for_each_child(|c| {
+        if found.is_none() {
+            found = first_chain(c)
+        }
+    });
+    found
+}
+
 fn contains_orbit(e: &Expr) -> bool {
     if matches!(e.node, Node::Orbit { .. }) {
         return true;
@@ -185,6 +240,18 @@ impl<'l> Expander<'l> {
         src: &Expr,
         reports: &mut Vec<OrbitReport>,
     ) -> Result<Expr, TransformError> {
+        // Sizes, before anything is built: each orbit's candidates, then
+        // the whole cost with nested orbits multiplied.
+        self.check_candidates(src)?;
+        let needed = estimate(src);
+        if self.work as u128 + needed > self.limits.max_work as u128 {
+            return Err(TransformError::TooMuchWork {
+                span: src.span,
+                filters: first_chain(src).unwrap_or_default(),
+                needed,
+                limit: self.limits.max_work,
+            });
+        }
         let mut e = src.clone();
         match self.walk(&mut e, src, &Transform::identity(), false, reports) {
             Ok(()) => {}
@@ -195,6 +262,32 @@ impl<'l> Expander<'l> {
         }
         name_current_transform(&mut e, "");
         Ok(e)
+    }
+
+    /// Fails if some transform chain in `e` has more candidate transforms
+    /// than the limit.
+    fn check_candidates(&self, e: &Expr) -> Result<(), TransformError> {
+        if let Node::Transform { .. } = e.node {
+            let (filters, target) = chain_of(e);
+            let candidates: u128 = filters.iter().map(|f| filter_size(*f) as u128).product();
+            if candidates > self.limits.max_candidates as u128 {
+                let names: Vec<&str> = filters.iter().map(|f| filter_name(*f)).collect();
+                return Err(TransformError::TooManyCandidates {
+                    span: e.span,
+                    filters: names.join(" "),
+                    candidates,
+                    limit: self.limits.max_candidates,
+                });
+            }
+            return self.check_candidates(target);
+        }
+        let mut result = Ok(());
+        e.for_each_child(|c| {
+            if result.is_ok() {
+                result = self.check_candidates(c);
+            }
+        });
+        result
     }
 
     /// Replaces `e` (a copy of `src`) by its image under `ctx`, expanding
@@ -296,7 +389,7 @@ impl<'l> Expander<'l> {
             .into());
         }
         let target_nodes = node_count(target);
-        let needed = candidates * target_nodes as u128;
+        let needed = candidates.saturating_mul(estimate(target));
         if self.work as u128 + needed > self.limits.max_work as u128 {
             return Err(TransformError::TooMuchWork {
                 span: src.span,
