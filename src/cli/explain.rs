@@ -144,7 +144,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             },
-            Stage::Orbits => anyhow::bail!("explain --orbits needs the transform engine"),
+            Stage::Orbits => match syntax::parse(&src) {
+                Ok(q) => print!("{}", cqlj::transform::explain_orbits(&q)?),
+                Err(d) => {
+                    eprint!("{}", d.render(&name, use_color));
+                    return Ok(ExitCode::from(1));
+                }
+            },
             Stage::Plan => anyhow::bail!("explain --plan needs the scanner"),
             Stage::Clif => anyhow::bail!("explain --clif needs the JIT"),
         }
