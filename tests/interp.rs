@@ -449,30 +449,184 @@ fn interp_studies_importer_layout_is_the_interpreters() {
     }
 }
 
-/// Interpreter throughput and agreement with shakmaty on the first games of
-/// `book.pgn.zst` (ignored by default: it reads a large file; run with
-/// `cargo test --test interp -- --ignored --nocapture`).
+/// What an oracle sees at one position: shakmaty's position rebuilt from
+/// the record, the record, and the game's tags.
+struct At<'a> {
+    pos: Chess,
+    rec: &'a cqlj::runtime::layout::PositionRecord,
+    tags: &'a [(String, String)],
+}
+
+fn tag<'a>(at: &At<'a>, name: &str) -> Option<&'a str> {
+    at.tags
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Pawns of `color` as (file, rank) pairs, 0-based.
+fn pawn_coords(pos: &Chess, color: Color) -> Vec<(i32, i32)> {
+    (pos.board().by_color(color) & pos.board().by_role(Role::Pawn))
+        .into_iter()
+        .map(|s| (s.file() as i32, s.rank() as i32))
+        .collect()
+}
+
+/// Pawn-structure counts by plain loops over (file, rank) pairs.
+fn passed_count(pos: &Chess) -> usize {
+    Color::ALL
+        .into_iter()
+        .map(|c| {
+            let enemy = pawn_coords(pos, !c);
+            pawn_coords(pos, c)
+                .into_iter()
+                .filter(|&(f, r)| {
+                    !enemy.iter().any(|&(ef, er)| {
+                        (ef - f).abs() <= 1 && if c == Color::White { er > r } else { er < r }
+                    })
+                })
+                .count()
+        })
+        .sum()
+}
+
+fn doubled_count(pos: &Chess) -> usize {
+    Color::ALL
+        .into_iter()
+        .map(|c| {
+            let own = pawn_coords(pos, c);
+            own.iter()
+                .filter(|&&(f, r)| own.iter().any(|&(g, q)| g == f && q != r))
+                .count()
+        })
+        .sum()
+}
+
+/// Pawns with (`true`) or without (`false`) a friendly pawn on an adjacent
+/// file.
+fn neighboured_count(pos: &Chess, with: bool) -> usize {
+    Color::ALL
+        .into_iter()
+        .map(|c| {
+            let own = pawn_coords(pos, c);
+            own.iter()
+                .filter(|&&(f, _)| own.iter().any(|&(g, _)| (g - f).abs() == 1) == with)
+                .count()
+        })
+        .sum()
+}
+
+/// A white rook, one black piece, then the black king on a rank or file,
+/// nothing else between.
+fn rook_xrays_black_king(pos: &Chess) -> bool {
+    let board = pos.board();
+    let Some(king) = board.king_of(Color::Black) else {
+        return false;
+    };
+    (board.by_color(Color::White) & board.by_role(Role::Rook))
+        .into_iter()
+        .filter(|&r| r.file() == king.file() || r.rank() == king.rank())
+        .any(|r| {
+            let mid = attacks::between(r, king) & board.occupied();
+            mid.count() == 1 && (mid & board.by_color(Color::Black)).any()
+        })
+}
+
+fn legal_moves_where(pos: &Chess, f: impl Fn(&shakmaty::Move) -> bool) -> bool {
+    pos.legal_moves().iter().any(f)
+}
+
+/// Matches on a sample of book.pgn.zst for queries covering every filter
+/// family, each against a count computed independently (shakmaty, plain
+/// loops, the tags); prints the interpreter's throughput.
 #[test]
-#[ignore]
-fn interp_book_sample_counts_and_throughput() {
-    let games = book_sample(3000);
+fn interp_book_sample_matches_independent_counts() {
+    let games = book_sample(400);
     let positions: usize = games.iter().map(|(_, p)| p.len()).sum();
-    // Each query with an independent count from shakmaty on the same records.
-    type Oracle = fn(&Chess) -> bool;
-    let cases: [(&str, Oracle); 4] = [
-        ("mate", |p| p.is_checkmate()),
-        ("btm and A attacks k", |p| {
-            p.turn() == Color::Black && p.is_check()
+    type Oracle = fn(&At) -> bool;
+    let cases: Vec<(&str, Oracle)> = vec![
+        ("mate", |a| a.pos.is_checkmate()),
+        ("stalemate", |a| a.pos.is_stalemate()),
+        ("check", |a| a.pos.is_check()),
+        ("btm and A attacks k", |a| {
+            a.pos.turn() == Color::Black && a.pos.is_check()
         }),
-        ("pin", |p| pinned_to_king(p).any()),
-        ("move legal count >= 40", |p| p.legal_moves().len() >= 40),
+        ("pin", |a| pinned_to_king(&a.pos).any()),
+        ("xray (R a k)", |a| rook_xrays_black_king(&a.pos)),
+        ("move legal count >= 40", |a| {
+            a.pos.legal_moves().len() >= 40
+        }),
+        ("move legal enpassant", |a| {
+            legal_moves_where(&a.pos, |m| m.is_en_passant())
+        }),
+        ("move legal o-o-o", |a| {
+            legal_moves_where(&a.pos, |m| {
+                m.castling_side() == Some(shakmaty::CastlingSide::QueenSide)
+            })
+        }),
+        ("move legal capture Q", |a| {
+            legal_moves_where(&a.pos, |m| {
+                m.capture() == Some(Role::Queen) && a.pos.turn() == Color::Black
+            })
+        }),
+        ("#P == 8 and #p == 8", |a| {
+            let m = a.pos.board().material();
+            m.white.pawn == 8 && m.black.pawn == 8
+        }),
+        ("power A - power a >= 3", |a| {
+            let v = |m: &shakmaty::ByRole<u8>| {
+                m.pawn as i64
+                    + 3 * (m.knight as i64 + m.bishop as i64)
+                    + 5 * m.rook as i64
+                    + 9 * m.queen as i64
+            };
+            let m = a.pos.board().material();
+            v(&m.white) - v(&m.black) >= 3
+        }),
+        ("passedpawns", |a| passed_count(&a.pos) > 0),
+        ("#passedpawns >= 3", |a| passed_count(&a.pos) >= 3),
+        ("#doubledpawns >= 4", |a| doubled_count(&a.pos) >= 4),
+        ("#isolatedpawns >= 3", |a| {
+            neighboured_count(&a.pos, false) >= 3
+        }),
+        ("#connectedpawns <= 8", |a| {
+            neighboured_count(&a.pos, true) <= 8
+        }),
+        ("light Q", |a| {
+            (a.pos.board().by_color(Color::White) & a.pos.board().by_role(Role::Queen))
+                .into_iter()
+                .any(|s| (s.file() as u32 + s.rank() as u32) % 2 == 1)
+        }),
+        ("up 1 P & p", |a| {
+            let black = pawn_coords(&a.pos, Color::Black);
+            pawn_coords(&a.pos, Color::White)
+                .into_iter()
+                .any(|(f, r)| black.contains(&(f, r + 1)))
+        }),
+        ("initial and result 1-0", |a| {
+            a.rec.ply == 0 && tag(a, "Result") == Some("1-0")
+        }),
+        ("initial and year < 1970", |a| {
+            a.rec.ply == 0
+                && tag(a, "Date")
+                    .and_then(|d| d.get(..4))
+                    .and_then(|y| y.parse::<i64>().ok())
+                    .is_some_and(|y| y < 1970)
+        }),
+        ("initial and player white \"Adams\"", |a| {
+            a.rec.ply == 0 && tag(a, "White").is_some_and(|w| w.contains("Adams"))
+        }),
+        ("eco \"C57\"", |a| {
+            tag(a, "ECO").is_some_and(|e| e.contains("C57"))
+        }),
+        ("ply >= 100", |a| a.rec.ply >= 100),
+        ("wtm and movenumber == 30", |a| {
+            a.pos.turn() == Color::White && a.pos.fullmoves().get() == 30
+        }),
     ];
+    let opts = EvalOptions { variations: true };
     for (text, oracle) in cases {
-        let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
-        let interp =
-            Interpreter::new(&ExpandedQuery::from_transform_free(q).expect("no transform"))
-                .expect("accepted");
-        let opts = EvalOptions { variations: true };
+        let interp = compile(text);
         let start = std::time::Instant::now();
         let mut matched = 0usize;
         for (n, (tags, recs)) in games.iter().enumerate() {
@@ -490,11 +644,17 @@ fn interp_book_sample_counts_and_throughput() {
         let secs = start.elapsed().as_secs_f64();
         let want = games
             .iter()
-            .flat_map(|(_, recs)| recs.iter())
-            .filter(|r| oracle(&cqlj::runtime::layout::chess::chess_of(r).expect("legal record")))
+            .flat_map(|(tags, recs)| recs.iter().map(move |r| (tags, r)))
+            .filter(|(tags, rec)| {
+                oracle(&At {
+                    pos: cqlj::runtime::layout::chess::chess_of(rec).expect("legal record"),
+                    rec,
+                    tags,
+                })
+            })
             .count();
         eprintln!(
-            "{text:28} {matched:7} of {positions} positions, {:.0} positions/s",
+            "{text:32} {matched:6} of {positions} positions, {:.0} positions/s",
             positions as f64 / secs
         );
         assert_eq!(matched, want, "{text}");

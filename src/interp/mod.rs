@@ -226,6 +226,29 @@ impl Interpreter {
         &self.query
     }
 
+    /// Whether evaluating the query can read the game's tags (`player`,
+    /// `event`, `elo`, `year`, `result`, `tag "T"`, ..., and `movenumber`,
+    /// which reads the `[FEN]` tag). When false, a caller may pass a
+    /// [`GameView`] with no tags and get the same outcome.
+    pub fn reads_tags(&self) -> bool {
+        let mut reads = false;
+        for e in self.query.body() {
+            walk(e, &mut |e| {
+                reads |= matches!(
+                    e.node,
+                    Node::Tag(_)
+                        | Node::TagNamed(_)
+                        | Node::Player(_)
+                        | Node::Elo(_)
+                        | Node::Year
+                        | Node::Result(_)
+                        | Node::MoveNumber
+                )
+            });
+        }
+        reads
+    }
+
     /// A fresh state for evaluating one game with `opts`.
     pub fn new_state(&self, opts: &EvalOptions) -> State {
         State {

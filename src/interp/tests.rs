@@ -1289,3 +1289,12 @@ fn game_view_tree_navigation() {
         .expect("evaluates");
     assert_eq!(all.matched, (0..10).collect::<Vec<u32>>());
 }
+
+#[test]
+fn reads_tags_only_for_game_filters() {
+    assert!(!query(vec![pd("K", ""), logical(Node::Check)], &[]).reads_tags());
+    assert!(query(vec![numeric(Node::Year)], &[]).reads_tags());
+    assert!(query(vec![numeric(Node::MoveNumber)], &[]).reads_tags());
+    let nested = logical(Node::Not(bx(logical(Node::Result(GameResult::Draw)))));
+    assert!(query(vec![nested], &[]).reads_tags());
+}
