@@ -424,3 +424,186 @@ fn interp_studies_chess_facts_match_shakmaty() {
     assert!(pins_seen > 100, "{pins_seen} pins");
     assert!(checks_seen > 1000, "{checks_seen} checks");
 }
+
+/// The importer lays games out as the interpreter expects (the contract of
+/// [`GameView`]): on every study, its records equal the ones built here
+/// move by move (parent links, plies, packed moves, flags, board columns).
+#[test]
+fn interp_studies_importer_layout_is_the_interpreters() {
+    let collected = studies();
+    let path = data_dir().join("studies.pgn");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut imported = Vec::new();
+    for item in cqlj::import::PgnGames::new(file) {
+        let item = item.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Ok(game) = item.game {
+            imported.push(game.positions);
+        }
+    }
+    assert_eq!(imported.len(), collected.games.len());
+    for (g, (records, game)) in imported.iter().zip(&collected.games).enumerate() {
+        assert_eq!(records.len(), game.builder.records.len(), "game {}", g + 1);
+        for (i, (got, want)) in records.iter().zip(&game.builder.records).enumerate() {
+            assert_eq!(got, want, "game {} position {i}", g + 1);
+        }
+    }
+}
+
+/// Interpreter throughput and agreement with shakmaty on the first games of
+/// `book.pgn.zst` (ignored by default: it reads a large file; run with
+/// `cargo test --test interp -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn interp_book_sample_counts_and_throughput() {
+    let games = book_sample(3000);
+    let positions: usize = games.iter().map(|(_, p)| p.len()).sum();
+    // Each query with an independent count from shakmaty on the same records.
+    type Oracle = fn(&Chess) -> bool;
+    let cases: [(&str, Oracle); 4] = [
+        ("mate", |p| p.is_checkmate()),
+        ("btm and A attacks k", |p| {
+            p.turn() == Color::Black && p.is_check()
+        }),
+        ("pin", |p| pinned_to_king(p).any()),
+        ("move legal count >= 40", |p| p.legal_moves().len() >= 40),
+    ];
+    for (text, oracle) in cases {
+        let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
+        let interp =
+            Interpreter::new(&ExpandedQuery::from_transform_free(q).expect("no transform"))
+                .expect("accepted");
+        let opts = EvalOptions { variations: true };
+        let start = std::time::Instant::now();
+        let mut matched = 0usize;
+        for (n, (tags, recs)) in games.iter().enumerate() {
+            let view = GameView {
+                number: n as u64 + 1,
+                tags,
+                positions: recs,
+            };
+            matched += interp
+                .eval_game(&view, &opts)
+                .expect("evaluates")
+                .matched
+                .len();
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let want = games
+            .iter()
+            .flat_map(|(_, recs)| recs.iter())
+            .filter(|r| oracle(&cqlj::runtime::layout::chess::chess_of(r).expect("legal record")))
+            .count();
+        eprintln!(
+            "{text:28} {matched:7} of {positions} positions, {:.0} positions/s",
+            positions as f64 / secs
+        );
+        assert_eq!(matched, want, "{text}");
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Pairs {
+    pair: Vec<Pair>,
+}
+
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct Pair {
+    name: String,
+    source: String,
+    left: String,
+    right: String,
+    values: bool,
+}
+
+fn compile(text: &str) -> Interpreter {
+    let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
+    let x =
+        cqlj::transform::expand(&q, &Default::default()).unwrap_or_else(|e| panic!("{text}: {e}"));
+    Interpreter::new(&x.query).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// A game's tags and store-order records.
+type TaggedGame = (
+    Vec<(String, String)>,
+    Vec<cqlj::runtime::layout::PositionRecord>,
+);
+
+/// The first `n` games of `book.pgn.zst`, as (tags, records).
+fn book_sample(n: usize) -> Vec<TaggedGame> {
+    let path = data_dir().join("book.pgn.zst");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let decoder = zstd::Decoder::new(file).expect("zstd stream");
+    cqlj::import::PgnGames::new(decoder)
+        .take(n)
+        .filter_map(|item| item.expect("readable PGN").game.ok())
+        .map(|g| {
+            let tags = g
+                .meta
+                .tags
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        String::from_utf8_lossy(k).into_owned(),
+                        String::from_utf8_lossy(v).into_owned(),
+                    )
+                })
+                .collect();
+            (tags, g.positions)
+        })
+        .collect()
+}
+
+/// Documented equivalences (tests/data/interp/equivalences.toml) hold at
+/// every position of studies.pgn and of the first games of book.pgn.zst.
+#[test]
+fn interp_documented_equivalences_hold_position_by_position() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/interp/equivalences.toml");
+    let pairs: Pairs = toml::from_str(&std::fs::read_to_string(&path).expect("readable"))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let studies = studies();
+    let mut games: Vec<TaggedGame> = studies
+        .games
+        .into_iter()
+        .map(|g| (g.tags, g.builder.records))
+        .collect();
+    games.extend(book_sample(1500));
+    let opts = EvalOptions { variations: true };
+    let mut failures = Vec::new();
+    for pair in &pairs.pair {
+        let (left, right) = (compile(&pair.left), compile(&pair.right));
+        let mut matched = 0usize;
+        'games: for (n, (tags, recs)) in games.iter().enumerate() {
+            let view = GameView {
+                number: n as u64 + 1,
+                tags,
+                positions: recs,
+            };
+            for i in 0..recs.len() as u32 {
+                let eval = |q: &Interpreter| {
+                    let mut st = q.new_state(&opts);
+                    q.eval_body_at(&view, i, &mut st)
+                        .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
+                };
+                let (l, r) = (eval(&left), eval(&right));
+                matched += l.is_some() as usize;
+                let same = if pair.values {
+                    l == r
+                } else {
+                    l.is_some() == r.is_some()
+                };
+                if !same {
+                    failures.push(format!(
+                        "{}: game {} position {i}: {l:?} vs {r:?}",
+                        pair.name,
+                        n + 1
+                    ));
+                    break 'games;
+                }
+            }
+        }
+        eprintln!("{:45} matches at {matched} positions", pair.name);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -560,6 +560,27 @@ fn orbit_size_limit_is_checked_before_materialising() {
 }
 
 #[test]
+fn options_names_map_to_filters() {
+    use cqlj::transform::{basic::filter_name, option_filter};
+    for f in [
+        T::Flip,
+        T::FlipColor,
+        T::ReverseColor,
+        T::Shift,
+        T::Rotate90,
+        T::Rotate45,
+        T::FlipHorizontal,
+        T::FlipVertical,
+        T::ShiftHorizontal,
+        T::ShiftVertical,
+    ] {
+        assert_eq!(option_filter(&format!("-{}", filter_name(f))), Some(f));
+    }
+    assert_eq!(option_filter("-dihedral"), Some(T::Flip));
+    assert_eq!(option_filter("-input"), None);
+}
+
+#[test]
 fn options_wrap_body_last_innermost() {
     let q = query(s("a1"));
     let w = wrap_body(q, &[T::Flip, T::FlipColor]);
@@ -662,4 +683,220 @@ fn metamorphic_transforming_the_board_agrees_with_the_orbit() {
             }
         }
     }
+}
+
+// ---- the conformance corpus (tests/conformance/transforms.toml) --------------
+
+#[derive(serde::Deserialize)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    name: String,
+    query: String,
+    #[allow(dead_code)]
+    source: String,
+    orbits: Option<Vec<usize>>,
+    warnings: Option<Vec<String>>,
+    error: Option<String>,
+    #[serde(default)]
+    positions: Vec<String>,
+    #[serde(default)]
+    matches: Vec<bool>,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+/// The expected value text of the corpus as a test-evaluator value.
+fn expected_value(text: &str) -> Option<Val> {
+    if text == "none" {
+        None
+    } else if let Ok(n) = text.parse::<i64>() {
+        Some(Val::Num(n))
+    } else if let Some(s) = text.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(Val::Str(s.to_string()))
+    } else {
+        Some(Val::Set(squares(text)))
+    }
+}
+
+/// Nodes the test evaluator of `support` understands.
+fn evaluable(e: &Expr) -> bool {
+    let ok = matches!(
+        e.node,
+        Node::Bool(_)
+            | Node::Number(_)
+            | Node::Str(_)
+            | Node::Squares(_)
+            | Node::Piece { .. }
+            | Node::SetBinary(..)
+            | Node::Complement(_)
+            | Node::Direction { .. }
+            | Node::Light(_)
+            | Node::Dark(_)
+            | Node::Count(_)
+            | Node::Max(_)
+            | Node::ToMove(_)
+            | Node::Compare(..)
+            | Node::And(..)
+            | Node::Or(..)
+            | Node::Not(_)
+            | Node::Block(_)
+            | Node::Orbit { .. }
+    );
+    let mut all = ok;
+    e.for_each_child(|c| all &= evaluable(c));
+    all
+}
+
+/// Runs every case of the corpus: expansion checks (orbit sizes, warnings,
+/// errors) always; match and value checks on each position where the
+/// expanded query uses only what the test evaluator supports (the
+/// interpreter and JIT run the same file in tests/conformance.rs).
+#[test]
+fn conformance_corpus_transforms() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/transforms.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("corpus file");
+    let corpus: Corpus = toml::from_str(&text).expect("corpus syntax");
+    let mut failures = Vec::new();
+    let mut evaluated = 0;
+    for c in &corpus.case {
+        let mut fail = |msg: String| failures.push(format!("{}: {msg}", c.name));
+        let q = match cqlj::syntax::parse(&c.query) {
+            Ok(q) => q,
+            Err(d) => {
+                fail(format!("parse error: {}", d.render("<query>", false)));
+                continue;
+            }
+        };
+        let x = match expand(&q, &Limits::default()) {
+            Ok(x) => x,
+            Err(e) => {
+                match &c.error {
+                    Some(want) if e.to_string().contains(want.as_str()) => {}
+                    _ => fail(format!("unexpected error: {e}")),
+                }
+                continue;
+            }
+        };
+        if let Some(want) = &c.error {
+            fail(format!("expected an error containing {want:?}"));
+            continue;
+        }
+        // The expanded query holds no transform, notransform or
+        // currenttransform node.
+        if cqlj::ir::ExpandedQuery::from_transform_free(x.query.query().clone()).is_none() {
+            fail("expanded query still holds a transform node".into());
+        }
+        if let Some(want) = &c.orbits {
+            let got = orbit_sizes(&x);
+            if &got != want {
+                fail(format!("orbit sizes {got:?}, expected {want:?}"));
+            }
+        }
+        if let Some(want) = &c.warnings {
+            let got: Vec<&str> = x.warnings.iter().map(|w| w.message.as_str()).collect();
+            if got.len() != want.len() || got.iter().zip(want).any(|(g, w)| !g.contains(w.as_str()))
+            {
+                fail(format!("warnings {got:?}, expected {want:?}"));
+            }
+        }
+        let body = x.query.body();
+        if c.positions.is_empty() || !body.iter().all(evaluable) {
+            continue;
+        }
+        evaluated += 1;
+        for (i, pos) in c.positions.iter().enumerate() {
+            let b = Board::from_fen(if pos == "start" { START } else { pos });
+            let results: Vec<Option<Val>> = body.iter().map(|e| eval(e, &b)).collect();
+            let matched = results.iter().all(Option::is_some);
+            if let Some(want) = c.matches.get(i)
+                && matched != *want
+            {
+                fail(format!("position {i}: matched {matched}, expected {want}"));
+            }
+            if let Some(want) = c.values.get(i) {
+                let got = if body.len() == 1 {
+                    results[0].clone()
+                } else {
+                    None
+                };
+                if got != expected_value(want) {
+                    fail(format!("position {i}: value {got:?}, expected {want}"));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // Most cases are designator/piece queries the test evaluator covers.
+    assert!(
+        evaluated * 2 > corpus.case.len(),
+        "only {evaluated} cases evaluated"
+    );
+}
+
+#[test]
+fn orbit_node_and_work_budgets_give_errors() {
+    let big = || block((1..=6).map(|r| p("K", &format!("a{r}"))).collect());
+    let limits = Limits {
+        max_work: 100,
+        ..Limits::default()
+    };
+    let err = expand(&query(t(T::Shift, big())), &limits).unwrap_err();
+    assert!(
+        matches!(err, TransformError::TooMuchWork { limit: 100, .. }),
+        "{err}"
+    );
+    let limits = Limits {
+        max_nodes: 50,
+        ..Limits::default()
+    };
+    let err = expand(&query(t(T::Shift, big())), &limits).unwrap_err();
+    assert!(
+        matches!(err, TransformError::TooManyNodes { limit: 50, .. }),
+        "{err}"
+    );
+    assert!(err.span().is_some());
+}
+
+fn explain(text: &str) -> String {
+    let q = cqlj::syntax::parse(text).expect("query parses");
+    cqlj::transform::explain_orbits(&q).expect("explains")
+}
+
+#[test]
+fn explain_lists_each_element_with_its_transform() {
+    let out = explain("shiftvertical {Rh1 Ph2-7}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("orbit 1: shiftvertical — 7 elements of 15 candidate"));
+    assert_eq!(lines[1].trim(), "1. identity: {Rh1 Ph2-7}");
+    assert_eq!(lines[7].trim(), "7. up^6: {Rh7 Ph8}");
+    assert!(out.contains("elided 7 (square designator h1 would be empty): down^1"));
+    assert!(out.contains("elided 1 (square designator [h2,h3,h4,h5,h6,h7] would be empty): up^7"));
+}
+
+#[test]
+fn explain_numbers_nested_orbits_and_shows_warnings() {
+    let out = explain("flipcolor count flip Qa1");
+    assert!(out.contains("orbit 1: flipcolor count — 2 elements"));
+    assert!(out.contains("1. identity: \"<orbit 2>\""));
+    assert!(out.contains("2. invertcolor reflect_h: \"<orbit 3>\""));
+    assert!(out.contains("orbit 3: flip — 4 elements of 8 candidate transforms; inside the element `invertcolor reflect_h`"));
+    assert!(out.contains("elided 1 (duplicate of identity): reflect_a1h8"));
+    let out = explain("shift K");
+    assert!(out.contains("elided 224 (duplicate of identity)"));
+    assert!(out.contains("warning: superfluous transform"));
+    assert_eq!(explain("K"), "no transform filters\n");
 }

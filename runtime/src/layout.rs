@@ -375,6 +375,13 @@ pub mod chess {
     /// passant, halfmove clock, and the check/mate/stalemate flags. Move,
     /// parent, ply and game-structure flags are left for the caller.
     pub fn record_of(pos: &Chess, chess960: bool) -> PositionRecord {
+        record_of_with(pos, chess960, !pos.legal_moves().is_empty())
+    }
+
+    /// [`record_of`] for a caller that already knows whether the side to
+    /// move has a legal move (the importer, which generates the legal moves
+    /// anyway to resolve the next SAN): saves one move generation.
+    pub fn record_of_with(pos: &Chess, chess960: bool, has_legal_move: bool) -> PositionRecord {
         let board = pos.board();
         let mut bb = [0u64; BB_COUNT];
         for (i, role) in Role::ALL.into_iter().enumerate() {
@@ -393,11 +400,10 @@ pub mod chess {
         }
         if pos.is_check() {
             flags |= flags::CHECK;
-        }
-        if pos.is_checkmate() {
-            flags |= flags::MATE;
-        }
-        if pos.is_stalemate() {
+            if !has_legal_move {
+                flags |= flags::MATE;
+            }
+        } else if !has_legal_move {
             flags |= flags::STALEMATE;
         }
         if chess960 {

@@ -116,7 +116,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     for stage in args.stages() {
         match stage {
             Stage::Ast => match syntax::parse_ast(&src) {
-                Ok(f) => println!("{f:#?}"),
+                Ok(f) => print!("{}", syntax::ast::dump(&f, &src)),
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
                     return Ok(ExitCode::from(1));
@@ -144,7 +144,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             },
-            Stage::Orbits => anyhow::bail!("explain --orbits needs the transform engine"),
+            Stage::Orbits => match syntax::parse(&src) {
+                Ok(q) => print!("{}", cqlj::transform::explain_orbits(&q)?),
+                Err(d) => {
+                    eprint!("{}", d.render(&name, use_color));
+                    return Ok(ExitCode::from(1));
+                }
+            },
             Stage::Plan | Stage::Clif => {
                 let input = cqlj::scan::prepare::QueryInput {
                     source: &src,

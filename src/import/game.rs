@@ -76,6 +76,10 @@ pub struct GameVisitor {
     records: Vec<PositionRecord>,
     stack: Vec<Frame>,
     warnings: Vec<String>,
+    /// Legal moves of the position `legal_for` (the last one recorded):
+    /// resolves the next SAN without a second move generation.
+    legal: shakmaty::MoveList,
+    legal_for: Option<u32>,
 }
 
 fn parse_elo(v: &[u8]) -> u16 {
@@ -155,6 +159,30 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
             white,
         ),
     }
+}
+
+/// The one move of `legal` that `san` describes (same rules as
+/// `San::to_move`), or `None` if there is none or several.
+fn unique_match(legal: &shakmaty::MoveList, san: shakmaty::san::San) -> Option<Move> {
+    // Cheap pre-filter on the destination square (castling moves have the
+    // rook's square as `to`, so castling SAN is matched in full).
+    let target = match san {
+        shakmaty::san::San::Normal { to, .. } => Some(to),
+        _ => None,
+    };
+    let mut found = None;
+    for &m in legal {
+        if target.is_some_and(|t| m.to() != t) {
+            continue;
+        }
+        if san.matches(m) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(m);
+        }
+    }
+    found
 }
 
 /// Movetext written in UCI notation (`g1f3`, `e7e8q`) parses as a pawn move
@@ -254,6 +282,7 @@ impl Visitor for GameVisitor {
         self.records.clear();
         self.stack.clear();
         self.warnings.clear();
+        self.legal_for = None;
         ControlFlow::Continue(())
     }
 
@@ -284,7 +313,9 @@ impl Visitor for GameVisitor {
         if self.chess960 {
             self.meta.flags |= game_flags::CHESS960;
         }
-        let mut rec = lchess::record_of(&pos, self.chess960);
+        self.legal = pos.legal_moves();
+        self.legal_for = Some(0);
+        let mut rec = lchess::record_of_with(&pos, self.chess960, !self.legal.is_empty());
         rec.flags |= flags::INITIAL | flags::MAINLINE;
         self.records.push(rec);
         self.stack.push(Frame {
@@ -306,7 +337,15 @@ impl Visitor for GameVisitor {
             return ControlFlow::Continue(());
         }
         let parent_ply = self.records[frame.idx as usize].ply;
-        let m = match san_plus.san.to_move(&frame.pos) {
+        let cached = if self.legal_for == Some(frame.idx) {
+            unique_match(&self.legal, san_plus.san)
+        } else {
+            None
+        };
+        let m = match cached
+            .ok_or(())
+            .or_else(|_| san_plus.san.to_move(&frame.pos))
+        {
             Ok(m) => m,
             Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
             Err(e) => {
@@ -332,7 +371,9 @@ impl Visitor for GameVisitor {
         let turn = frame.pos.turn();
         let before = frame.pos.clone();
         frame.pos.play_unchecked(m);
-        let mut rec = lchess::record_of(&frame.pos, self.chess960);
+        self.legal = frame.pos.legal_moves();
+        self.legal_for = Some(n as u32);
+        let mut rec = lchess::record_of_with(&frame.pos, self.chess960, !self.legal.is_empty());
         rec.mv = pack_move(m, turn);
         rec.parent_delta = (n as u32 - frame.idx) as u16;
         rec.ply = parent_ply + 1;

@@ -154,8 +154,34 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         }
     }
 
-    /// The dispatcher. Constants: `true` matches, `false` does not, numbers
-    /// and strings are their own values.
+    /// The dispatcher. The filters it evaluates inline mean (CQL 6):
+    /// - constants: `true` matches, `false` does not; numbers and strings
+    ///   are their own values;
+    /// - `#X`: the number of squares of X (always matches, also with 0);
+    ///   `power X`: see [`board::power`]; `-X`, `abs X`: no match on
+    ///   overflow;
+    /// - `ply`: half-moves from the game's first position (0 there);
+    ///   `gamenumber`: the game's 1-based number in its database;
+    ///   `sidetomove`: 1 when white is to move, -1 when black is (the values
+    ///   of the constants `white` and `black`);
+    /// - `elo white|black`: the `WhiteElo`/`BlackElo` tag as an integer; no
+    ///   match when missing or not a number;
+    /// - `event`, `site`, `date`, `eco`, `tag "T"`: the tag's text; no match
+    ///   when the game lacks the tag;
+    /// - `check`, `mate`, `stalemate`: the side to move is in check, is
+    ///   checkmated, is stalemated; `wtm`/`btm`: the side to move;
+    /// - `initial`: the game's first position; `terminal`: no move follows
+    ///   in the game (end of the mainline or of a variation); `mainline` /
+    ///   `variation`: the position is / is not on the mainline;
+    /// - `enpassant`, `castle`: the move that led here was an en passant
+    ///   capture / a castling move;
+    /// - `result 1-0|0-1|1/2-1/2|*`: the game's `Result` tag;
+    /// - `and`, `or` (both short-circuit), `not`: logical, no value;
+    /// - `currentposition`: this position;
+    /// - a variable: its value (an unassigned variable does not match; a set
+    ///   variable matches iff its set is non-empty);
+    /// - `comment (...)` attaches its text to this position, `message
+    ///   (...)` records it; both always match.
     fn eval_node(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
         use Node::*;
         let set = |b: Bitboard| Ok(Some(Value::Set(b)));
@@ -284,6 +310,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 })
                 .map(|s| Value::Str(s.to_string()))),
             TagNamed(name) => Ok(self.game.tag(name).map(|s| Value::Str(s.to_string()))),
+            // `player white|black`: that player's name; `player` alone: the
+            // White name as a value, while `in` and comparisons look at both
+            // names (see `operand`).
             Player(side) => Ok(self.players(*side).into_iter().next().map(Value::Str)),
             CurrentTransform | Transform { .. } | NoTransform(_) => Err(Self::dispatch_error(
                 e,
@@ -387,23 +416,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(Some(Value::Set(board::pinned(rec, from, through, to))))
     }
 
-    /// `enpassantsquare`: the square a pawn passed over with a two-square
-    /// advance on the move that led here (where an en passant capture would
-    /// land); for a position without that move (e.g. set up from a FEN), the
-    /// record's en passant square, which the importer stores when an en
-    /// passant capture is legal.
+    /// `enpassantsquare` (CQL 6.2, a "current move" filter): the square of
+    /// the en passant capture when the move that led here was one (the
+    /// square the capturing pawn moved to, which the captured pawn had just
+    /// passed over); the empty set otherwise, in particular at a game's
+    /// first position, even when its FEN names an en passant square.
     fn en_passant_square(&self, at: u32) -> R<Bitboard> {
-        let rec = self.rec(at)?;
-        let mv = rec.mv;
-        if !mv.is_none() {
-            let (from, to) = (mv.from() as i32, mv.to() as i32);
-            if mv.role() == 0 && (to - from).abs() == 16 {
-                return Ok(Bitboard::from_square(Square::new(((from + to) / 2) as u32)));
-            }
-            return Ok(Bitboard::EMPTY);
-        }
-        Ok(if rec.ep < 64 {
-            Bitboard::from_square(Square::new(rec.ep as u32))
+        let mv = self.rec(at)?.mv;
+        Ok(if !mv.is_none() && mv.kind() == PackedMove::EN_PASSANT {
+            Bitboard::from_square(Square::new(mv.to() as u32))
         } else {
             Bitboard::EMPTY
         })
@@ -710,8 +731,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// stands for its size; two sets are equal (`==`/`!=`) when they hold
     /// the same squares and are ordered by size; strings compare
     /// lexicographically (`player` alone compares each name); positions by
-    /// their order in the game. A comparison of numeric kind has the value
-    /// of its left side (a set: its size); otherwise it has no value.
+    /// their order in the game. A comparison of two numbers has the value of
+    /// its left side (so `flipcolor (P >= 4)` is the larger count that is at
+    /// least 4, SEMANTICS.md §9.26), whatever kind the parser gave it; other
+    /// comparisons have no value.
     fn compare(&mut self, e: &Expr, op: CmpOp, a: &Expr, b: &Expr, at: u32) -> R<Option<Value>> {
         use std::cmp::Ordering;
         let (Some(x), Some(y)) = (self.operand(a, at)?, self.operand(b, at)?) else {
@@ -725,9 +748,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             CmpOp::Gt => o == Ordering::Greater,
             CmpOp::Ne => o != Ordering::Equal,
         };
-        let left_num = match &x {
-            Operand::Set(s) => Some(s.count() as i64),
-            Operand::Num(n) => Some(*n),
+        let left_num = match (&x, &y) {
+            (Operand::Num(n), Operand::Num(_) | Operand::Set(_)) => Some(*n),
+            (Operand::Set(s), Operand::Num(_)) => Some(s.count() as i64),
             _ => None,
         };
         let ok = match (&x, &y) {
@@ -756,10 +779,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         if !ok {
             return Ok(None);
         }
-        Ok(Some(match (e.kind, left_num) {
-            (Kind::Numeric, Some(n)) => Value::Number(n),
-            _ => Value::Matched,
-        }))
+        Ok(Some(left_num.map_or(Value::Matched, Value::Number)))
     }
 
     /// `if C then T [else E]` (CQL 6): if C matches, the value of T; if not,
@@ -903,8 +923,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// number of matching elements (always matches). Otherwise by kind: a
     /// set filter's value is the union of the matching elements' sets; a
     /// numeric one's the largest matching value (no match if none); any
-    /// other matches iff some element matches, with the first matching
-    /// element's value.
+    /// other matches iff some element matches, with the largest numeric
+    /// value among the matching elements if they have one (a comparison of
+    /// numbers, §9.26), else the first matching element's value.
     fn orbit(
         &mut self,
         kind: Kind,
@@ -936,7 +957,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(match kind {
             Kind::Set => Some(Value::Set(union)),
             Kind::Numeric => best.map(Value::Number),
-            _ => first,
+            _ => best.map(Value::Number).or(first),
         })
     }
 }

@@ -18,7 +18,7 @@
 //! `Option<Value>`: `None` when the filter does not match. A set filter
 //! matches iff its set is non-empty; its value is still needed when empty
 //! (for `#`, `~`, comparisons), so set filters are evaluated through
-//! [`eval::Evaluator::set`], which reads "no match" as the empty set.
+//! `eval::Evaluator::set`, which reads "no match" as the empty set.
 
 mod board;
 mod eval;
@@ -78,7 +78,8 @@ impl<'a> GameView<'a> {
             .enumerate()
             .skip(start)
             .filter(|(j, p)| {
-                p.parent_delta != 0 && *j as u64 - p.parent_delta as u64 == index as u64
+                p.parent_delta != 0
+                    && j.checked_sub(p.parent_delta as usize) == Some(index as usize)
             })
             .map(|(j, _)| j as u32)
             .collect()

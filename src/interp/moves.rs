@@ -34,10 +34,12 @@ impl MoveFacts {
         let capture_square = if en_passant {
             // The captured pawn stands behind the destination, seen from
             // the mover.
+            // (Modulo 64, so that a corrupt record cannot make an invalid
+            // square.)
             Some(if mv.white() {
-                Square::new(to as u32 - 8)
+                Square::new((to as u32 + 56) & 63)
             } else {
-                Square::new(to as u32 + 8)
+                Square::new((to as u32 + 8) & 63)
             })
         } else if mv.captured() != PackedMove::NO_ROLE {
             Some(to)

@@ -449,10 +449,19 @@ fn light_dark_makesquare_enpassantsquare() {
     assert_eq!(value_at(START, mk(5, 4)), set_value("e4"));
     assert_eq!(value_at(START, mk(9, 4)), None);
     assert_eq!(value_at(START, mk(1, 0)), None);
-    // En passant square from the FEN (a capture is possible).
+    // enpassantsquare describes the move that led here: empty at a FEN
+    // position (even with an en passant square in the FEN), the capture
+    // square after an en passant capture.
     let ep = "4k3/8/8/3Pp3/8/8/8/4K3 w - e6 0 2";
-    assert_eq!(value_at(ep, set(Node::EnPassantSquare)), set_value("e6"));
-    assert_eq!(value_at(START, set(Node::EnPassantSquare)), None);
+    assert_eq!(value_at(ep, set(Node::EnPassantSquare)), None);
+    let mut g = GameBuilder::new(chess_from_fen(ep));
+    let capture = g.play_san(0, "dxe6");
+    let v = eval_positions(set(Node::EnPassantSquare), &g, EvalOptions::default());
+    assert_eq!(v[capture as usize], set_value("e6"));
+    let mut g = GameBuilder::new(chess_from_fen(START));
+    g.line(0, "e4");
+    let v = eval_positions(set(Node::EnPassantSquare), &g, EvalOptions::default());
+    assert_eq!(v[1], None, "a double step is not an en passant capture");
 }
 
 // ---- numbers ----------------------------------------------------------------
@@ -496,9 +505,10 @@ fn numeric_filters() {
 #[test]
 fn comparisons_sets_numbers_strings() {
     let cases: Vec<(Expr, Option<Value>)> = vec![
-        // A set against a number stands for its size.
-        (cmp(CmpOp::Eq, pd("P", ""), num(8)), Some(Value::Matched)),
-        (cmp(CmpOp::Gt, num(9), pd("P", "")), Some(Value::Matched)),
+        // A set against a number stands for its size; a comparison of
+        // numbers has the value of its left side.
+        (cmp(CmpOp::Eq, pd("P", ""), num(8)), Some(Value::Number(8))),
+        (cmp(CmpOp::Gt, num(9), pd("P", "")), Some(Value::Number(9))),
         (cmp(CmpOp::Lt, pd("P", ""), num(8)), None),
         // Sets compare as sets with == and !=.
         (

@@ -188,3 +188,174 @@ impl Expr {
         Expr { kind, span }
     }
 }
+
+/// Renders the tree as indented lines `Node detail  @LINE:COL`, for
+/// `cqlj explain --ast`. `src` is the text the spans refer to.
+pub fn dump(file: &File, src: &str) -> String {
+    let mut out = String::new();
+    if let Some(h) = &file.header {
+        out.push_str(&format!("Header {:?}  @{}\n", h.options, at(src, h.span)));
+    }
+    for e in &file.body {
+        dump_expr(e, src, 0, &mut out);
+    }
+    out
+}
+
+fn at(src: &str, span: Span) -> String {
+    let (l, c) = crate::syntax::diag::line_col(src, span.start as usize);
+    format!("{l}:{c}")
+}
+
+fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
+    let text = src
+        .get(e.span.start as usize..e.span.end as usize)
+        .unwrap_or("");
+    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = if text.chars().count() > 50 {
+        text.chars().take(47).chain("...".chars()).collect()
+    } else {
+        text
+    };
+    let mut kids: Vec<&Expr> = Vec::new();
+    let label = match &e.kind {
+        ExprKind::Number(n) => format!("Number {n}"),
+        ExprKind::Str(s) => format!("String {s:?}"),
+        ExprKind::Designator { pieces, squares } => format!(
+            "Designator pieces={} squares={}",
+            pieces.map_or("-".to_owned(), |p| p.to_cql()),
+            squares.map_or(".".to_owned(), crate::syntax::print::squares_text)
+        ),
+        ExprKind::Leaf(n) => format!("Keyword {n:?}"),
+        ExprKind::Ident(n) => format!("Name {n}"),
+        ExprKind::Prefix(op, a) => {
+            kids.push(a);
+            format!("Prefix {op:?}")
+        }
+        ExprKind::Infix(op, a, b) => {
+            kids.extend([&**a, &**b]);
+            format!("Infix {op:?}")
+        }
+        ExprKind::Compare(a, rest) => {
+            kids.push(a);
+            kids.extend(rest.iter().map(|(_, e)| e));
+            let ops: Vec<String> = rest.iter().map(|(o, _)| format!("{o:?}")).collect();
+            format!("Compare {}", ops.join(" "))
+        }
+        ExprKind::Direction { dirs, range, arg } => {
+            kids.push(arg);
+            let r: Vec<String> = range.iter().map(|(n, _)| n.to_string()).collect();
+            format!(
+                "Direction {} {}",
+                dirs.keyword().unwrap_or("?"),
+                r.join(" ")
+            )
+        }
+        ExprKind::Ray { xray, dirs, args } => {
+            kids.extend(args);
+            format!(
+                "{} {}",
+                if *xray { "Xray" } else { "Ray" },
+                dirs.keyword().unwrap_or("?")
+            )
+        }
+        ExprKind::List(f, args) => {
+            kids.extend(args);
+            format!("{f:?}")
+        }
+        ExprKind::Pin { from, through, to } => {
+            kids.extend([from, through, to].into_iter().flatten().map(|b| &**b));
+            "Pin".to_owned()
+        }
+        ExprKind::Move(m) => {
+            kids.extend(
+                [&m.from, &m.to, &m.capture, &m.promote]
+                    .into_iter()
+                    .flatten()
+                    .map(|b| &**b),
+            );
+            "Move".to_owned()
+        }
+        ExprKind::Dash {
+            from,
+            to,
+            capture,
+            promote,
+        } => {
+            kids.extend([from, to, promote].into_iter().flatten().map(|b| &**b));
+            format!("Dash{}", if *capture { " capture" } else { "" })
+        }
+        ExprKind::Loop {
+            piece,
+            all,
+            var,
+            domain,
+            body,
+        } => {
+            kids.extend([&**domain, &**body]);
+            format!(
+                "{}{} {}",
+                if *piece { "Piece" } else { "Square" },
+                if *all { " all" } else { "" },
+                var.name
+            )
+        }
+        ExprKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            kids.extend([&**cond, &**then]);
+            kids.extend(otherwise.iter().map(|b| &**b));
+            "If".to_owned()
+        }
+        ExprKind::Block(items) => {
+            kids.extend(items);
+            "Block".to_owned()
+        }
+        ExprKind::Paren(a) => {
+            kids.push(a);
+            "Paren".to_owned()
+        }
+        ExprKind::Assign { var, value } => {
+            kids.push(value);
+            format!("Assign {}", var.name)
+        }
+        ExprKind::Sort { label, min, arg } => {
+            kids.push(arg);
+            format!("Sort label={label:?} min={min}")
+        }
+        ExprKind::Transform {
+            filter,
+            count,
+            restrict,
+            body,
+        } => {
+            kids.push(body);
+            format!("Transform {filter:?} count={count} restrict={restrict}")
+        }
+        ExprKind::Fen(s) => format!("Fen {s:?}"),
+        ExprKind::StringMatch { filter, pattern } => {
+            kids.push(filter);
+            format!("StringMatch {:?}", pattern.as_ref().map(|p| &p.0))
+        }
+        ExprKind::Call { name, args } => {
+            kids.extend(args);
+            format!("Call {}", name.name)
+        }
+        ExprKind::Function { name, params, body } => {
+            kids.push(body);
+            let p: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
+            format!("Function {}({})", name.name, p.join(" "))
+        }
+    };
+    out.push_str(&format!(
+        "{:indent$}{label}  @{}  `{text}`\n",
+        "",
+        at(src, e.span),
+        indent = depth * 2
+    ));
+    for k in kids {
+        dump_expr(k, src, depth + 1, out);
+    }
+}

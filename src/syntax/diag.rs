@@ -99,10 +99,6 @@ impl Diagnostics {
             .count()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
     /// The source text the spans refer to.
     pub fn source(&self) -> &str {
         &self.source
@@ -130,6 +126,14 @@ impl Diagnostics {
             }
         }
         out
+    }
+}
+
+/// The diagnostics as a slice, in the order they were found.
+impl std::ops::Deref for Diagnostics {
+    type Target = [Diagnostic];
+    fn deref(&self) -> &[Diagnostic] {
+        &self.items
     }
 }
 
@@ -197,5 +201,26 @@ impl miette::Diagnostic for Report<'_> {
         Some(Box::new(std::iter::once(
             miette::LabeledSpan::new_primary_with_span(Some("here".to_owned()), (start, len)),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diag_line_and_column_count_characters() {
+        let src = "check\n  ♔ foo";
+        let mut d = Diagnostics::new(src);
+        let at = src.find("foo").unwrap_or(0);
+        d.error(Span::new(at, at + 3), "unknown");
+        assert_eq!((d[0].line, d[0].col), (2, 5));
+        assert_eq!(d.to_string(), "error at 2:5: unknown");
+        let r = d.render("q.cql", false);
+        // miette counts the column in bytes (`♔` is 3), the message in characters.
+        assert!(
+            r.contains("q.cql:2:") && r.contains("(line 2, column 5)"),
+            "{r}"
+        );
     }
 }

@@ -241,6 +241,7 @@ fn unicode_keyword(c: char) -> Option<&'static str> {
 
 /// The on-demand lexer. Errors are added to the shared [`Diagnostics`];
 /// a bad character is skipped.
+#[derive(Clone)]
 pub struct Lexer<'s> {
     src: &'s str,
     pos: usize,

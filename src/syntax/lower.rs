@@ -16,8 +16,9 @@ use crate::syntax::parser::KEYWORDS;
 
 /// Most IR nodes a query may have after function inlining.
 pub const MAX_NODES: usize = 1_000_000;
-/// Deepest IR nesting after function inlining.
-pub const MAX_LOWER_DEPTH: usize = 512;
+/// Deepest IR nesting (after function inlining). Half the parser's limit,
+/// so that the printed form of any accepted query parses again.
+pub const MAX_LOWER_DEPTH: usize = 128;
 
 struct Function<'a> {
     params: &'a [ast::Name],
@@ -171,7 +172,7 @@ impl<'a> Lowerer<'a, '_> {
             self.fatal = true;
             return Err(self.err(
                 e.span,
-                format!("the query is nested too deeply after inlining function calls (more than {MAX_LOWER_DEPTH} levels)"),
+                format!("the query is nested too deeply (more than {MAX_LOWER_DEPTH} levels of filters, counting inlined function bodies)"),
             ));
         }
         self.depth += 1;
@@ -466,12 +467,16 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Sort { label, min, arg } => {
                 let a = self.sub(arg)?;
-                let a = if a.kind == Kind::String {
-                    a
-                } else {
-                    self.want_num(a, "`sort`")?
+                let (a, kind) = match (&a.node, a.kind) {
+                    (_, Kind::String) => (a, Kind::String),
+                    // `sort #x >= 3`: a comparison of numbers has the value of
+                    // its left side.
+                    (Node::Compare(_, l, _), _) if l.kind == Kind::Numeric => (a, Kind::Numeric),
+                    _ => {
+                        let a = self.want_num(a, "`sort`")?;
+                        (a, Kind::Numeric)
+                    }
                 };
-                let kind = a.kind;
                 self.mk(
                     Node::Sort {
                         label: label.clone(),
@@ -492,8 +497,12 @@ impl<'a> Lowerer<'a, '_> {
                 let kind = if *count {
                     Kind::Numeric
                 } else {
-                    match b.kind {
-                        Kind::Set | Kind::Numeric => b.kind,
+                    match (&b.node, b.kind) {
+                        (_, Kind::Set | Kind::Numeric) => b.kind,
+                        // `flipcolor (P >= 4)`: a comparison of numbers has the
+                        // value of its left side, so the orbit takes the
+                        // maximum (SEMANTICS.md §9.26).
+                        (Node::Compare(_, l, _), _) if l.kind == Kind::Numeric => Kind::Numeric,
                         _ => Kind::Logical,
                     }
                 };
@@ -745,6 +754,14 @@ impl<'a> Lowerer<'a, '_> {
             CmpOp::Gt => ">",
             CmpOp::Ne => "!=",
         };
+        // A numeric comparison has the value of its left operand (CQL 6), so
+        // `flipcolor (P >= 4)` is the larger count that is >= 4 (§9.26).
+        let numeric = matches!(
+            (x.kind, y.kind),
+            (Kind::Set | Kind::Numeric, Kind::Set | Kind::Numeric)
+        ) && !(x.kind == Kind::Set
+            && y.kind == Kind::Set
+            && matches!(op, CmpOp::Eq | CmpOp::Ne));
         let (x, y) = match (x.kind, y.kind) {
             (Kind::Logical, _) | (_, Kind::Logical) => {
                 let bad = if x.kind == Kind::Logical { &x } else { &y };
@@ -771,11 +788,12 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         };
-        self.mk(
-            Node::Compare(op, Box::new(x), Box::new(y)),
-            Kind::Logical,
-            span,
-        )
+        let kind = if numeric {
+            Kind::Numeric
+        } else {
+            Kind::Logical
+        };
+        self.mk(Node::Compare(op, Box::new(x), Box::new(y)), kind, span)
     }
 
     fn compare(

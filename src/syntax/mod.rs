@@ -52,9 +52,11 @@
 //! from CQL 6 (SEMANTICS.md §8), so translating it silently would change
 //! results.
 //!
-//! Limits: nesting deeper than [`parser::MAX_DEPTH`], a source larger than
-//! [`parser::MAX_SOURCE_BYTES`], more than [`lower::MAX_NODES`] IR nodes after
-//! inlining are errors, never stack overflows.
+//! Limits: text nested deeper than [`parser::MAX_DEPTH`], an IR deeper than
+//! [`lower::MAX_LOWER_DEPTH`] (half of it, so every printed query parses
+//! again), a source larger than [`parser::MAX_SOURCE_BYTES`], more than
+//! [`lower::MAX_NODES`] IR nodes after inlining are errors, never stack
+//! overflows.
 
 pub mod ast;
 pub mod diag;

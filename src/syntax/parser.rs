@@ -1,4 +1,4 @@
-//! The recursive-descent (Pratt) parser: tokens to [`ast::File`].
+//! The recursive-descent (Pratt) parser: tokens to [`File`].
 //!
 //! Precedence is CQL 6's (see the table in the [`crate::syntax`] docs).
 //! Nesting deeper than [`MAX_DEPTH`] is an error, never a stack overflow.
@@ -16,7 +16,7 @@ use crate::syntax::diag::{Diagnostics, line_col};
 use crate::syntax::lexer::{Lexer, Tok, Token};
 
 /// Deepest nesting of filters the parser accepts.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 256;
 /// Largest query text accepted, in bytes.
 pub const MAX_SOURCE_BYTES: usize = 1 << 20;
 /// After this many errors the parser stops.
@@ -102,33 +102,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "purestalemate",
     "idealstalemate",
     "hhdb",
-    "exit",
-    "quit",
-    "reverse",
-    "fromsquare",
-    "tosquare",
-    "movenumberof",
-    "dictionary",
-    "attackers",
-    "attackedsquares",
-    "pgnfilename",
-    "fileread",
-    "includeposition",
-    "player_",
-    "basicsquare",
-    "counts",
-    "currentmove",
-    "cql",
-    "mate_",
-    "comparepositions",
-    "dollars",
-    "special",
-    "threat",
-    "nonlegal",
-    "right_",
-    "colorfrom",
-    "function_",
-    "legalmove",
 ];
 
 /// Words that are keywords (cannot name a variable).
@@ -360,11 +333,9 @@ struct Parser<'s, 'd> {
 
 impl Parser<'_, '_> {
     fn peek(&mut self) -> &Token {
-        if self.peeked.is_none() {
-            let t = self.lexer.next(self.diags);
-            self.peeked = Some(t);
-        }
-        self.peeked.as_ref().expect("just filled")
+        let lexer = &mut self.lexer;
+        let diags = &mut *self.diags;
+        self.peeked.get_or_insert_with(|| lexer.next(diags))
     }
 
     fn peek_tok(&mut self) -> Tok {
@@ -372,8 +343,10 @@ impl Parser<'_, '_> {
     }
 
     fn bump(&mut self) -> Token {
-        self.peek();
-        let t = self.peeked.take().expect("peeked");
+        let t = match self.peeked.take() {
+            Some(t) => t,
+            None => self.lexer.next(self.diags),
+        };
         self.prev_end = t.span.end as usize;
         t
     }
@@ -809,6 +782,16 @@ impl Parser<'_, '_> {
                 let s = self.bump().span;
                 range.push((n as i64, s));
             }
+            if matches!(self.peek_tok(), Tok::Eof | Tok::RParen | Tok::RBrace) {
+                let sp = self.peek().span;
+                let written = self.src[start.start as usize..self.prev_end].to_owned();
+                return Err(self.error(
+                    sp,
+                    format!(
+                        "`{written}` needs a set of squares after its distances, e.g. `{w} 1 K`"
+                    ),
+                ));
+            }
             let arg = self.expr(bp::PREFIX)?;
             let span = start.join(arg.span);
             return Ok(Expr::new(
@@ -904,10 +887,11 @@ impl Parser<'_, '_> {
                 } else {
                     ListFilter::Message
                 };
-                if let Tok::Str(s) = self.peek_tok() {
-                    let sp = self.bump().span;
-                    let arg = Expr::new(ExprKind::Str(s), sp);
-                    return Ok(Expr::new(ExprKind::List(f, vec![arg]), start.join(sp)));
+                if self.peek().tok != Tok::LParen {
+                    // `message currenttransform`, `comment "text"`: one argument.
+                    let arg = self.expr(bp::PREFIX)?;
+                    let span = start.join(arg.span);
+                    return Ok(Expr::new(ExprKind::List(f, vec![arg]), span));
                 }
                 let (args, span) = self.arg_list(&w)?;
                 Ok(Expr::new(ExprKind::List(f, args), start.join(span)))
@@ -990,9 +974,8 @@ impl Parser<'_, '_> {
                         self.bump();
                         label = Some(s);
                     } else if self.eat_ident("min").is_some() {
+                        // Always the flag: sort by the `min` filter as `sort (min (a b))`.
                         min = true;
-                    } else if self.eat_ident("max").is_some() {
-                        min = false;
                     } else {
                         break;
                     }

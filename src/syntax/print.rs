@@ -21,6 +21,9 @@ struct Doc {
     text: String,
     prec: u8,
     open: u8,
+    /// Ends with a `move` or `pin` whose parameter list would take a
+    /// following `from`/`to`/... as its own.
+    params_open: bool,
 }
 
 const ATOM: u8 = u8::MAX;
@@ -30,6 +33,7 @@ fn atom(text: impl Into<String>) -> Doc {
         text: text.into(),
         prec: ATOM,
         open: ATOM,
+        params_open: false,
     }
 }
 
@@ -158,6 +162,16 @@ impl Printer<'_> {
         }
     }
 
+    /// A parameter of `move` or `pin`.
+    fn param(&self, e: &Expr) -> String {
+        let d = self.doc(e);
+        if d.prec < bp::PREFIX || d.open < bp::PREFIX || d.params_open {
+            format!("({})", d.text)
+        } else {
+            d.text
+        }
+    }
+
     /// Filters written side by side.
     fn seq(&self, items: &[Expr], sep: &str) -> String {
         let mut out = String::new();
@@ -191,44 +205,42 @@ impl Printer<'_> {
         };
         let l = self.at(a, lmin, Some(p));
         let rd = self.doc(b);
-        let (r, ropen) = if rd.prec < rmin {
-            (format!("({})", rd.text), ATOM)
+        let (r, ropen, po) = if rd.prec < rmin {
+            (format!("({})", rd.text), ATOM, false)
         } else {
-            (rd.text, rd.open)
+            (rd.text, rd.open, rd.params_open)
         };
         Doc {
             text: format!("{l} {op} {r}"),
             prec: p,
             open: ropen,
+            params_open: po,
         }
     }
 
     fn prefix(&self, head: &str, arg: &Expr, arg_bp: u8) -> Doc {
         let d = self.doc(arg);
-        let (t, open) = if d.prec < arg_bp {
-            (format!("({})", d.text), ATOM)
+        let (t, open, po) = if d.prec < arg_bp {
+            (format!("({})", d.text), ATOM, false)
         } else {
-            (d.text, d.open)
+            (d.text, d.open, d.params_open)
         };
         Doc {
             text: format!("{head}{t}"),
             prec: ATOM,
             open: open.min(arg_bp),
+            params_open: po,
         }
     }
 
     /// A prefix filter whose last part is parsed at the lowest precedence.
     fn low(&self, head: String, body: &Expr) -> Doc {
-        let t = self.doc(body).text;
-        let t = if continues_previous(&t) {
-            format!("({t})")
-        } else {
-            t
-        };
+        let d = self.doc(body);
         Doc {
-            text: format!("{head}{t}"),
+            text: format!("{head}{}", d.text),
             prec: ATOM,
             open: bp::LOWEST,
+            params_open: d.params_open,
         }
     }
 
@@ -287,10 +299,13 @@ impl Printer<'_> {
                 let mut t = String::from("pin");
                 for (kw, x) in [("from", from), ("through", through), ("to", to)] {
                     if let Some(x) = x {
-                        t.push_str(&format!(" {kw} {}", self.at(x, bp::PREFIX, None)));
+                        t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
                 }
-                atom(t)
+                Doc {
+                    params_open: true,
+                    ..atom(t)
+                }
             }
             Node::PawnStructure(p) => atom(match p {
                 PawnSet::Passed => "passedpawns",
@@ -314,7 +329,7 @@ impl Printer<'_> {
                     ("promote", &m.promote),
                 ] {
                     if let Some(x) = x {
-                        t.push_str(&format!(" {kw} {}", self.at(x, bp::PREFIX, None)));
+                        t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
                 }
                 for (on, kw) in [
@@ -330,7 +345,10 @@ impl Printer<'_> {
                         t.push_str(kw);
                     }
                 }
-                atom(t)
+                Doc {
+                    params_open: true,
+                    ..atom(t)
+                }
             }
             Node::SquareLoop {
                 piece,
@@ -346,7 +364,16 @@ impl Printer<'_> {
                     self.var(*var),
                     self.at(domain, bp::SET_ARG, None)
                 );
-                self.low(head, body)
+                // The body follows the domain side by side.
+                let d = self.doc(body);
+                if continues_previous(&d.text) {
+                    Doc {
+                        open: bp::LOWEST,
+                        ..atom(format!("{head}({})", d.text))
+                    }
+                } else {
+                    self.low(head, body)
+                }
             }
             Node::Count(a) => self.prefix("#", a, bp::SET_ARG),
             Node::Power(a) => self.prefix("power ", a, bp::SET_ARG),
@@ -364,15 +391,16 @@ impl Printer<'_> {
                 let d = self.doc(a);
                 let needs = d.prec < bp::NEG_ARG
                     || d.text.starts_with(|c: char| c.is_ascii_digit() || c == '-');
-                let (t, open) = if needs {
-                    (format!("({})", d.text), ATOM)
+                let (t, open, po) = if needs {
+                    (format!("({})", d.text), ATOM, false)
                 } else {
-                    (d.text, d.open)
+                    (d.text, d.open, d.params_open)
                 };
                 Doc {
                     text: format!("-{t}"),
                     prec: ATOM,
                     open: open.min(bp::NEG_ARG),
+                    params_open: po,
                 }
             }
             Node::Abs(a) => self.prefix("abs ", a, bp::ABS_ARG),
@@ -469,15 +497,16 @@ impl Printer<'_> {
             }
             Node::Assign { var, value } => {
                 let d = self.doc(value);
-                let (t, open) = if d.prec < bp::ASSIGN_RHS {
-                    (format!("({})", d.text), ATOM)
+                let (t, open, po) = if d.prec < bp::ASSIGN_RHS {
+                    (format!("({})", d.text), ATOM, false)
                 } else {
-                    (d.text, d.open)
+                    (d.text, d.open, d.params_open)
                 };
                 Doc {
                     text: format!("{} = {t}", self.var(*var)),
                     prec: ATOM,
                     open: open.min(bp::ASSIGN_RHS),
+                    params_open: po,
                 }
             }
             Node::Var(id) => atom(self.var(*id)),
@@ -494,9 +523,8 @@ impl Printer<'_> {
                 let risky = t.starts_with("min") || t.starts_with("max") || t.starts_with('"');
                 if risky {
                     Doc {
-                        text: format!("{head}({t})"),
-                        prec: ATOM,
-                        open: ATOM,
+                        open: bp::LOWEST,
+                        ..atom(format!("{head}({t})"))
                     }
                 } else {
                     self.low(head, arg)

@@ -468,9 +468,10 @@ pub fn filter_size(t: TransformFilter) -> usize {
     }
 }
 
-/// Offsets -7..=7 with 0 first.
+/// Offsets 0, 1..=7, -1..=-7: identity first, then up/right before
+/// down/left (the order CQL's documentation lists V0..V7 in).
 fn offsets() -> impl Iterator<Item = i8> {
-    std::iter::once(0).chain((-7..=7).filter(|&d| d != 0))
+    (0..=7).chain((1..=7).map(|d: i8| -d))
 }
 
 /// The basic transforms of a transform filter (SEMANTICS.md §5), identity

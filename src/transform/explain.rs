@@ -56,6 +56,9 @@ fn orbits_in<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     e.for_each_child(|c| orbits_in(c, out));
 }
 
+/// Transform names listed per group of elided candidates.
+const MAX_NAMES_SHOWN: usize = 8;
+
 fn print(e: &Expr, vars: &[Var]) -> String {
     crate::syntax::print_expr(e, vars)
 }
@@ -77,8 +80,9 @@ fn reason(r: &ElisionReason) -> String {
 fn header(i: usize, r: &OrbitReport) -> String {
     let filters: Vec<&str> = r.filters.iter().map(|f| filter_name(*f)).collect();
     let mut h = format!(
-        "orbit {i}: {}{} — {} element{} of {} candidate transform{}",
+        "orbit {i}: {}{}{} — {} element{} of {} candidate transform{}",
         filters.join(" "),
+        if r.restrict { " restrict" } else { "" },
         if r.count { " count" } else { "" },
         r.elements.len(),
         if r.elements.len() == 1 { "" } else { "s" },
@@ -89,7 +93,11 @@ fn header(i: usize, r: &OrbitReport) -> String {
         h.push_str("; value: the number of matching elements");
     }
     if !r.context.is_empty() {
-        let _ = write!(h, "; inside the element `{}` of an enclosing orbit", r.context);
+        let _ = write!(
+            h,
+            "; inside the element `{}` of an enclosing orbit",
+            r.context
+        );
     }
     let _ = write!(h, " (source bytes {}..{})", r.span.start, r.span.end);
     h
@@ -129,12 +137,31 @@ pub fn explain_orbits(q: &Query) -> Result<String, TransformError> {
                 );
             }
         }
+        // Elided candidates, grouped by reason (first-seen order).
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
         for el in &report.elided {
-            let _ = writeln!(out, "       elided {}: {}", el.transform, reason(&el.reason));
+            let why = reason(&el.reason);
+            match groups.iter_mut().find(|g| g.0 == why) {
+                Some(g) => g.1.push(&el.transform),
+                None => groups.push((why, vec![&el.transform])),
+            }
+        }
+        for (why, names) in &groups {
+            let shown = names.len().min(MAX_NAMES_SHOWN);
+            let _ = write!(
+                out,
+                "       elided {} ({why}): {}",
+                names.len(),
+                names[..shown].join(", ")
+            );
+            if names.len() > shown {
+                let _ = write!(out, ", ... {} more", names.len() - shown);
+            }
+            out.push('\n');
         }
         let unlisted = report.elided_total - report.elided.len();
         if unlisted > 0 {
-            let _ = writeln!(out, "       ... and {unlisted} more elided");
+            let _ = writeln!(out, "       elided {unlisted} more (not listed)");
         }
     }
     for w in &x.warnings {

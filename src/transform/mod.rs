@@ -9,9 +9,9 @@
 
 pub mod action;
 pub mod basic;
-
+mod explain;
 mod orbit;
-
+pub use explain::explain_orbits;
 pub use orbit::{ROTATE45_SQUARES, SUPERFLUOUS};
 
 use crate::ir::{self, Bitboard, ExpandedQuery, Expr, Kind, Node, Span, TransformFilter};
@@ -128,6 +128,8 @@ pub struct OrbitReport {
     /// The flattened chain of transform filters, outermost first.
     pub filters: Vec<TransformFilter>,
     pub count: bool,
+    /// Some filter of the chain has `restrict`.
+    pub restrict: bool,
     /// Name of the transform enclosing orbits apply to this whole orbit
     /// ("" at top level).
     pub context: String,
@@ -173,6 +175,25 @@ pub fn expand(q: &ir::Query, limits: &Limits) -> Result<Expansion, TransformErro
         query: ExpandedQuery::new_unchecked(query),
         warnings,
         orbits,
+    })
+}
+
+/// The transform filter of a command-line option (`-flip`, `--flipcolor`,
+/// `-shiftvertical`, ...; the leading dashes are optional). `None` for any
+/// other word. `dihedral` and `flipdihedral` are accepted as `flip`.
+pub fn option_filter(option: &str) -> Option<TransformFilter> {
+    Some(match option.trim_start_matches('-') {
+        "flip" | "dihedral" | "flipdihedral" => TransformFilter::Flip,
+        "flipcolor" => TransformFilter::FlipColor,
+        "reversecolor" => TransformFilter::ReverseColor,
+        "shift" => TransformFilter::Shift,
+        "rotate90" => TransformFilter::Rotate90,
+        "rotate45" => TransformFilter::Rotate45,
+        "fliphorizontal" => TransformFilter::FlipHorizontal,
+        "flipvertical" => TransformFilter::FlipVertical,
+        "shifthorizontal" => TransformFilter::ShiftHorizontal,
+        "shiftvertical" => TransformFilter::ShiftVertical,
+        _ => return None,
     })
 }
 

@@ -128,6 +128,7 @@ struct Kept {
 struct Link<'a> {
     src: &'a Expr,
     filter: TransformFilter,
+    restrict: bool,
     transforms: Vec<Transform>,
 }
 
@@ -265,6 +266,7 @@ impl<'l> Expander<'l> {
             chain.push(Link {
                 src: cur,
                 filter: *filter,
+                restrict: *restrict,
                 transforms: filter_transforms(*filter, *restrict),
             });
             if !*count && matches!(body.node, Node::Transform { .. }) {
@@ -427,6 +429,7 @@ impl<'l> Expander<'l> {
             span: src.span,
             filters: chain.iter().map(|l| l.filter).collect(),
             count,
+            restrict: chain.iter().any(|l| l.restrict),
             context: if ctx.is_identity() {
                 String::new()
             } else {

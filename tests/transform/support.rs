@@ -396,7 +396,9 @@ pub fn eval(e: &Expr, b: &Board) -> Option<Val> {
                         Val::Set(s) => a | s,
                         _ => a,
                     })),
-                    Kind::Numeric => Val::Num(
+                    // Numeric elements, or comparisons (logical, with the
+                    // left side's value): the largest value.
+                    _ if hits.iter().any(|v| matches!(v, Val::Num(_))) => Val::Num(
                         hits.iter()
                             .filter_map(|v| match v {
                                 Val::Num(n) => Some(*n),
