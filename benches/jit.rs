@@ -1,15 +1,15 @@
-//! JIT throughput on the issue-6 query suite over chunks of real games (the
-//! mainlines of the first games of `book.pgn.zst`), asserting each query's
-//! match count against an independent slow evaluation so a broken kernel
-//! cannot look fast. Reports positions/s (criterion `Throughput::Elements`)
-//! and prints compile times.
-//!
-//! The suite's expanded IR is built by hand here (orbits written out) until
-//! the parser and transform engine are available to benches.
+//! JIT and interpreter throughput on the issue-6 query suite over chunks of
+//! real games (the mainlines of the first games of `book.pgn.zst`). Each
+//! query is parsed and expanded as `cqlj` does; its match count is asserted
+//! against an independent slow evaluation (and the JIT's pre-selection
+//! against the interpreter on a sample), so a broken kernel cannot look fast.
+//! Reports positions/s (criterion `Throughput::Elements`) and prints compile
+//! times and bytes read per position.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
+use cqlj::interp::{EvalOptions, GameView, Interpreter};
 use cqlj::ir::{
     ArithOp, Bitboard, CmpOp, DirSet, Direction, ExpandedQuery, Expr, Kind, Node, OrbitElement,
     PawnSet, PieceSet, Query, Side, Span,
@@ -42,6 +42,8 @@ fn data_dir() -> PathBuf {
 struct Collect {
     pos: Chess,
     out: Vec<PositionRecord>,
+    /// Index in `out` of each game's first position.
+    starts: Vec<usize>,
     ply: u16,
 }
 
@@ -53,6 +55,7 @@ impl Collect {
             r.flags |= flags::INITIAL;
         }
         r.ply = self.ply;
+        r.parent_delta = u16::from(!initial);
         self.out.push(r);
     }
 }
@@ -67,6 +70,7 @@ impl Visitor for Collect {
     fn begin_movetext(&mut self, _: ()) -> ControlFlow<(), ()> {
         self.pos = Chess::default();
         self.ply = 0;
+        self.starts.push(self.out.len());
         self.push(true);
         ControlFlow::Continue(())
     }
@@ -88,13 +92,14 @@ impl Visitor for Collect {
     }
 }
 
-fn load_positions() -> Vec<PositionRecord> {
+fn load_positions() -> (Vec<PositionRecord>, Vec<usize>) {
     let file = std::fs::File::open(data_dir().join("book.pgn.zst")).expect("book.pgn.zst");
     let dec = zstd::Decoder::new(file).expect("zstd");
     let mut reader = Reader::new(dec);
     let mut c = Collect {
         pos: Chess::default(),
         out: Vec::new(),
+        starts: Vec::new(),
         ply: 0,
     };
     for _ in 0..GAMES {
@@ -103,7 +108,7 @@ fn load_positions() -> Vec<PositionRecord> {
             _ => break,
         }
     }
-    c.out
+    (c.out, c.starts)
 }
 
 fn chunks(recs: &[PositionRecord]) -> Vec<(Box<ChunkColumns>, ChunkSummary, usize)> {
@@ -400,21 +405,37 @@ fn suite() -> Vec<(&'static str, ExpandedQuery, Reference)> {
     out
 }
 
+/// Parses and expands a query as `cqlj` does.
+fn parse(text: &str) -> ExpandedQuery {
+    let q = cqlj::syntax::parse(text).unwrap_or_else(|_| panic!("parse {text}"));
+    cqlj::transform::expand(&q, &Default::default())
+        .expect("expand")
+        .query
+}
+
+/// Positions the interpreter is timed on (it is far slower than the JIT).
+const INTERP_GAMES: usize = 200;
+
 fn bench(c: &mut Criterion) {
-    let recs = load_positions();
+    let (recs, starts) = load_positions();
     let chunks = chunks(&recs);
     let total = recs.len();
     eprintln!("jit bench: {total} positions in {} chunks", chunks.len());
-    let mut group = c.benchmark_group("jit");
-    group.throughput(Throughput::Elements(total as u64));
-    group.sample_size(10);
-    for (name, q, reference) in suite() {
+    let mut ends = starts[1..].to_vec();
+    ends.push(recs.len());
+    let games: Vec<(usize, usize)> = starts.iter().copied().zip(ends).collect();
+    let interp_games = &games[..INTERP_GAMES.min(games.len())];
+    let interp_positions: usize = interp_games.iter().map(|(a, b)| b - a).sum();
+    let tags: Vec<(String, String)> = Vec::new();
+
+    for (name, hand, reference) in suite() {
+        let q = parse(name);
+        let want = recs.iter().filter(|r| reference(r)).count();
         let t = std::time::Instant::now();
         let cq = compile(&q, &JitOptions::default()).expect("compile");
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        let want = recs.iter().filter(|r| reference(r)).count();
         let mut out = ChunkOutput::new();
-        let mut run = || {
+        let mut run_jit = |cq: &cqlj::jit::CompiledQuery| {
             let mut n = 0usize;
             for (chunk, summary, len) in &chunks {
                 if !cq.may_match(summary) {
@@ -430,16 +451,57 @@ fn bench(c: &mut Criterion) {
             }
             n
         };
-        let got = run();
-        assert_eq!(got, want, "{name}: match count");
+        assert_eq!(run_jit(&cq), want, "{name}: match count (parsed)");
+        let hand_cq = compile(&hand, &JitOptions::default()).expect("compile");
+        assert_eq!(
+            run_jit(&hand_cq),
+            want,
+            "{name}: match count (hand-built IR)"
+        );
+
+        // The interpreter on the first games; its matches must agree.
+        let interp = Interpreter::new(&q).expect("interp");
+        let run_interp = || {
+            let mut n = 0usize;
+            for &(a, b) in interp_games {
+                let view = GameView {
+                    number: 1,
+                    tags: &tags,
+                    positions: &recs[a..b],
+                };
+                let mut st = interp.new_state(&EvalOptions::default());
+                for i in 0..(b - a) {
+                    if interp
+                        .eval_body_at(&view, i as u32, &mut st)
+                        .expect("eval")
+                        .is_some()
+                    {
+                        n += 1;
+                    }
+                }
+            }
+            n
+        };
+        let interp_want = recs[..interp_games.last().map_or(0, |g| g.1)]
+            .iter()
+            .filter(|r| reference(r))
+            .count();
+        assert_eq!(run_interp(), interp_want, "{name}: interpreter match count");
         eprintln!(
-            "jit bench: {name}: compile {ms:.2} ms, {} instructions, fused {:?}, {got} matches",
+            "jit bench: {name}: compile {ms:.2} ms, {} instructions, {} bytes/position, fused {:?}, {want} matches",
             cq.instructions(),
+            cq.bytes_per_position(),
             cq.plan().fused_orbits
         );
-        group.bench_function(name, |b| b.iter(&mut run));
+
+        let mut group = c.benchmark_group(name);
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(total as u64));
+        group.bench_function("jit", |b| b.iter(|| run_jit(&cq)));
+        group.throughput(Throughput::Elements(interp_positions as u64));
+        group.bench_function("interp", |b| b.iter(run_interp));
+        group.finish();
     }
-    group.finish();
 }
 
 criterion_group!(benches, bench);

@@ -1216,7 +1216,7 @@ pub(super) fn build_kernel(
     opts: &JitOptions,
     game_slots: &mut Vec<GameSlot>,
     fused: &mut Vec<usize>,
-) {
+) -> Vec<Column> {
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
@@ -1282,6 +1282,10 @@ pub(super) fn build_kernel(
     }
 
     b.switch_to_block(eval);
+    let mut used: Vec<Column> = Vec::new();
+    if need != 0 && !opts.values {
+        used.push(Column::Flags);
+    }
     let (m, v) = {
         let mut l = Lower {
             b: &mut b,
@@ -1312,6 +1316,7 @@ pub(super) fn build_kernel(
             V::Num { v, .. } => v,
             V::Logical(m) => l.b.ins().uextend(types::I64, m),
         });
+        used = l.cols.keys().copied().collect();
         (m, v)
     };
     if let (Some(v), true) = (v, opts.values) {
@@ -1356,4 +1361,7 @@ pub(super) fn build_kernel(
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(config);
+    used.sort_by_key(|c| c.offset());
+    used.dedup();
+    used
 }

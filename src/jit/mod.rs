@@ -36,7 +36,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module, default_libcall_names};
 
 use crate::ir::{ExpandedQuery, Expr, GameResult, Kind, Node, Side};
-use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary};
+use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, Column};
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -239,6 +239,8 @@ pub struct CompiledQuery {
     clif: Option<String>,
     instructions: usize,
     compile_time: std::time::Duration,
+    /// Columns the kernel reads.
+    columns: Vec<Column>,
     // Declared last: dropped after everything that could refer to the code.
     _code: CodeOwner,
 }
@@ -323,6 +325,11 @@ impl CompiledQuery {
     pub fn value_kind(&self) -> Option<ValueKind> {
         self.value_kind
     }
+    /// Bytes of columns the kernel reads per position evaluated (the
+    /// kernel touches only these columns).
+    pub fn bytes_per_position(&self) -> usize {
+        self.columns.iter().map(|c| c.width()).sum()
+    }
     /// Cranelift instructions in the kernel.
     pub fn instructions(&self) -> usize {
         self.instructions
@@ -397,7 +404,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     ctx.func.name = UserFuncName::user(0, id.as_u32());
     let mut fctx = FunctionBuilderContext::new();
     let mut game_slots = Vec::new();
-    lower::build_kernel(
+    let columns = lower::build_kernel(
         &mut ctx.func,
         &mut fctx,
         module.target_config(),
@@ -437,6 +444,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         clif,
         instructions,
         compile_time: started.elapsed(),
+        columns,
         _code: CodeOwner(Some(module)),
     })
 }
@@ -471,6 +479,12 @@ pub fn explain_plan(q: &ExpandedQuery, cq: &CompiledQuery) -> String {
     if !cq.game_slots.is_empty() {
         let _ = writeln!(s, "per-game values: {:?}", cq.game_slots);
     }
+    let _ = writeln!(
+        s,
+        "columns read: {:?} ({} bytes per position)",
+        cq.columns,
+        cq.bytes_per_position()
+    );
     let _ = writeln!(
         s,
         "kernel: {} instructions, compiled in {:.2} ms{}",

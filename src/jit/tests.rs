@@ -713,3 +713,27 @@ fn inline_attacks_rays_and_pawns_agree_with_runtime_helpers() {
         }
     }
 }
+
+#[test]
+fn kernel_prefilter_and_unaligned_ranges() {
+    // 130 positions alternating mate / start; the mate query without values
+    // uses the flag prefilter; ranges start and end off word boundaries.
+    let mate = "R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1";
+    let fens: Vec<&str> = (0..130)
+        .map(|i| if i % 3 == 0 { mate } else { START })
+        .collect();
+    let q = query(vec![
+        e(Node::Mate, Kind::Logical),
+        cmp(CmpOp::Ge, count(piece("R", !0)), num(1)),
+    ]);
+    let cq = compile(&q, &JitOptions::default()).expect("compile");
+    let chunk = chunk_of(&fens);
+    for (a, b) in [(0, 130), (5, 63), (63, 65), (60, 129), (64, 128)] {
+        let mut out = ChunkOutput::new();
+        cq.run(&chunk, a..b, &[], &mut out).expect("run");
+        for i in 0..CHUNK_POSITIONS {
+            let want = (a..b).contains(&i) && i % 3 == 0 && i < 130;
+            assert_eq!(out.matched(i), want, "position {i} of range {a}..{b}");
+        }
+    }
+}
