@@ -11,6 +11,7 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     match cli::main(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(err) => {
@@ -19,3 +20,17 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Lets a closed pipe end the process quietly (`cqlj explain ... | head`),
+/// as command-line tools do, instead of panicking in `print!`.
+#[cfg(unix)]
+fn restore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; setting
+    // SIGPIPE's disposition to the default has no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn restore_sigpipe() {}
