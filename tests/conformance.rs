@@ -182,6 +182,50 @@ fn run_interp(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>,
         .collect()
 }
 
+/// The JIT engine: the kernel's match bitmap and values where its plan is
+/// exact; the positions it pre-selects confirmed by the interpreter where
+/// the plan leaves filters to it (as the JIT engine of a scan does).
+fn run_jit(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>, String> {
+    use cqlj::jit::{ChunkOutput, JitOptions, ValueKind, compile, game_value};
+    use cqlj::runtime::layout::{CHUNK_POSITIONS, ChunkColumns};
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = compile(q, &opts).map_err(|e| e.to_string())?;
+    let exact = cq.plan().is_exact();
+    let confirm = run_interp(q, recs)?;
+    let game: Vec<i64> = cq
+        .game_slots()
+        .iter()
+        .map(|s| game_value(*s, 1, |_| None))
+        .collect();
+    let mut out = Vec::with_capacity(recs.len());
+    for (part_index, part) in recs.chunks(CHUNK_POSITIONS).enumerate() {
+        let mut chunk = ChunkColumns::new_boxed();
+        for (i, r) in part.iter().enumerate() {
+            chunk.set(i, r);
+        }
+        let mut o = ChunkOutput::new();
+        cq.run(&chunk, 0..part.len(), &game, &mut o)
+            .map_err(|e| e.to_string())?;
+        for i in 0..part.len() {
+            out.push(if !o.matched(i) {
+                Expect::NoMatch
+            } else if !exact {
+                confirm[part_index * CHUNK_POSITIONS + i].clone()
+            } else {
+                Expect::Match(Some(match cq.value_kind() {
+                    Some(ValueKind::Set) => Value::Set(cqlj::ir::Bitboard(o.values[i] as u64)),
+                    Some(ValueKind::Numeric) => Value::Number(o.values[i]),
+                    None => Value::Matched,
+                }))
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Writes a store with one game per position.
 fn store_of(recs: &[PositionRecord]) -> Result<(tempdir::Dir, Store), String> {
     let dir = tempdir::Dir::new();
@@ -317,6 +361,11 @@ fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
 #[test]
 fn conformance_interp() {
     run_corpus("interp", run_interp, true);
+}
+
+#[test]
+fn conformance_jit() {
+    run_corpus("jit", run_jit, true);
 }
 
 #[test]
