@@ -109,6 +109,9 @@ struct Movetext {
     first_move_number: u32,
     /// The next move needs its number even if black's ("12...").
     need_number: bool,
+    /// Position index of the last move, whose annotations are written after
+    /// its NAGs (PGN puts NAGs right after the move).
+    pending: Option<u32>,
 }
 
 impl Movetext {
@@ -118,6 +121,13 @@ impl Movetext {
                 self.tokens.push(format!("{{{}}}", t.replace('}', ")")));
             }
             self.need_number = true;
+        }
+    }
+
+    /// Writes the annotations of the last move, if not written yet.
+    fn flush(&mut self, notes: &Annotations) {
+        if let Some(index) = self.pending.take() {
+            self.comment_tokens(index, notes);
         }
     }
 }
@@ -161,6 +171,7 @@ impl Visitor for PgnRewriter<'_> {
             white_first,
             first_move_number,
             need_number: true,
+            pending: None,
         };
         mt.comment_tokens(0, self.notes);
         ControlFlow::Continue((tags, mt))
@@ -171,6 +182,7 @@ impl Visitor for PgnRewriter<'_> {
         (_, mt): &mut Self::Movetext,
         san_plus: SanPlus,
     ) -> ControlFlow<Self::Output> {
+        mt.flush(self.notes);
         let half = mt.ply + if mt.white_first { 0 } else { 1 };
         let number = mt.first_move_number + half / 2;
         if half % 2 == 0 {
@@ -183,7 +195,7 @@ impl Visitor for PgnRewriter<'_> {
         mt.ply += 1;
         let index = mt.next_index;
         mt.next_index += 1;
-        mt.comment_tokens(index, self.notes);
+        mt.pending = Some(index);
         ControlFlow::Continue(())
     }
 
@@ -197,6 +209,7 @@ impl Visitor for PgnRewriter<'_> {
         (_, mt): &mut Self::Movetext,
         comment: RawComment<'_>,
     ) -> ControlFlow<Self::Output> {
+        mt.flush(self.notes);
         let text = String::from_utf8_lossy(comment.as_bytes());
         mt.tokens.push(format!("{{{}}}", text.trim()));
         mt.need_number = true;
@@ -204,6 +217,7 @@ impl Visitor for PgnRewriter<'_> {
     }
 
     fn begin_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
+        mt.flush(self.notes);
         mt.stack.push(mt.ply);
         mt.ply = mt.ply.saturating_sub(1);
         mt.tokens.push("(".to_owned());
@@ -212,6 +226,7 @@ impl Visitor for PgnRewriter<'_> {
     }
 
     fn end_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output> {
+        mt.flush(self.notes);
         if let Some(ply) = mt.stack.pop() {
             mt.ply = ply;
             mt.tokens.push(")".to_owned());
@@ -225,11 +240,13 @@ impl Visitor for PgnRewriter<'_> {
         (_, mt): &mut Self::Movetext,
         outcome: Outcome,
     ) -> ControlFlow<Self::Output> {
+        mt.flush(self.notes);
         mt.tokens.push(outcome.to_string());
         ControlFlow::Continue(())
     }
 
     fn end_game(&mut self, (tags, mut mt): Self::Movetext) -> Self::Output {
+        mt.flush(self.notes);
         // Close variations the source left open, and always end with a
         // result token (the Result tag's, else `*`).
         while mt.stack.pop().is_some() {
@@ -275,6 +292,17 @@ mod tests {
         assert_eq!(
             got,
             "[Event \"T\"]\n[Result \"1-0\"]\n\n1. e4 {best} 1... e5 {CQL} 2. Qh5 $1 Nc6 3. Bc4 Nf6 4. Qxf7# {CQL} 1-0\n\n"
+        );
+    }
+
+    #[test]
+    fn match_comment_follows_the_nags() {
+        let text = "[Result \"*\"]\n\n1. e4 $1 $14 e5 *\n";
+        let mut notes = Annotations::default();
+        notes.add(1, "CQL");
+        assert_eq!(
+            render(text, &notes),
+            "[Result \"*\"]\n\n1. e4 $1 $14 {CQL} 1... e5 *\n\n"
         );
     }
 

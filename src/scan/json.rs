@@ -1,8 +1,8 @@
 //! The JSON-lines form of a matching game, for scripts.
 
 use serde_json::json;
-use shakmaty::EnPassantMode;
-use shakmaty::fen::Fen;
+use shakmaty::fen::{Fen, LossyFenError};
+use shakmaty::{Color, EnPassantMode, Position};
 
 use super::{GameMatch, SortValue};
 use crate::runtime::layout::chess::chess_of;
@@ -19,13 +19,30 @@ pub fn match_json(
     m: &GameMatch,
 ) -> Result<String, crate::runtime::store::StoreError> {
     let positions = store.game_positions(m.game)?;
+    // The record's ply counts from the game's initial position; the FEN's
+    // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
+    let start_half = store
+        .game_tag(m.game, "FEN")?
+        .and_then(|f| Fen::from_ascii(f.as_bytes()).ok())
+        .map_or(0, |f| {
+            let s = f.as_setup();
+            (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
+        });
     let matches: Vec<_> = m
         .positions
         .iter()
         .filter_map(|&i| positions.get(i as usize).map(|p| (i, p)))
         .map(|(i, p)| {
             let fen = chess_of(p)
-                .map(|pos| Fen::from_position(&pos, EnPassantMode::Legal).to_string())
+                .map(|pos| {
+                    let mut setup = pos.to_setup(EnPassantMode::Legal);
+                    let half = start_half + u32::from(p.ply);
+                    setup.fullmoves =
+                        std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
+                    Fen::try_from_setup(setup)
+                        .unwrap_or_else(LossyFenError::ignore)
+                        .to_string()
+                })
                 .unwrap_or_default();
             json!({ "index": i, "ply": p.ply, "fen": fen })
         })

@@ -1,0 +1,91 @@
+//! Test support: the shared data folder, stores imported from its PGN files
+//! (cached under Cargo's per-target temp dir, so several test binaries and
+//! reruns import each file once), and running a query with the interpreter
+//! over a store.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use cqlj::import::{CollectReports, import_files};
+use cqlj::runtime::store::Store;
+use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+
+/// The shared data folder: `$CQLJ_SHARED_DATA`, else `<manifest>/../shared/data`,
+/// else `/work/shared/data`.
+pub fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let sibling = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if sibling.join("book.pgn.zst").exists() {
+        return sibling;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
+/// The store of a data file (`book.pgn.zst`, `studies.pgn`, ...), imported
+/// at first use into `CARGO_TARGET_TMPDIR` (named after the file's size, so
+/// a changed file is imported again) and reused afterwards.
+pub fn store_of(file: &str) -> Store {
+    let pgn = data_dir().join(file);
+    let size = std::fs::metadata(&pgn)
+        .unwrap_or_else(|e| panic!("{}: {e}", pgn.display()))
+        .len();
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("data-{file}-{size}.cqlj"));
+    if let Ok(store) = Store::open(&path) {
+        return store;
+    }
+    let mut reports = CollectReports::default();
+    // The importer writes to a temp file and renames it into place, so a
+    // concurrent reader never sees a partial store.
+    import_files(&[pgn], &path, &mut reports).expect("data file imports");
+    Store::open(&path).expect("imported store opens")
+}
+
+/// Matching positions (store indices) per matching game (0-based index).
+pub type Matches = BTreeMap<u32, Vec<u32>>;
+
+/// Runs `query` with the interpreter over games `games` of `store`
+/// (mainline only unless `variations`), on `threads` threads.
+pub fn run_query(
+    store: &Store,
+    query: &str,
+    games: std::ops::Range<u32>,
+    variations: bool,
+    threads: usize,
+) -> Matches {
+    let prepared = prepare(&QueryInput {
+        source: query,
+        name: "test",
+        color: false,
+        extra_filters: &[],
+        transforms: &[],
+    })
+    .unwrap_or_else(|e| panic!("query {query:?} does not prepare: {e}"));
+    let plan = RunPlan {
+        engine: Engine::Interp,
+        variations,
+    };
+    let matcher = StoreMatcher::new(store, &prepared.query, &plan)
+        .unwrap_or_else(|e| panic!("query {query:?}: {e}"));
+    let mut sink = Collect::default();
+    let end = games.end.min(store.n_games());
+    scan(
+        &matcher,
+        games.start..end,
+        &ScanOptions {
+            threads,
+            batch_games: 256,
+        },
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .unwrap_or_else(|e| panic!("query {query:?}: {e}"));
+    sink.0.into_iter().map(|m| (m.game, m.positions)).collect()
+}
+
+/// Number of matching positions.
+pub fn position_count(m: &Matches) -> usize {
+    m.values().map(Vec::len).sum()
+}
