@@ -981,6 +981,38 @@ impl Store {
         unsafe { &*ptr.cast::<ChunkColumns>() }
     }
 
+    /// Hints the kernel that the map will be read front to back (larger
+    /// read-ahead, pages behind the reader may be dropped first). A hint
+    /// only: errors (e.g. on platforms without `madvise`) are ignored.
+    pub fn advise_sequential(&self) {
+        #[cfg(unix)]
+        {
+            let _ = self.map.advise(memmap2::Advice::Sequential);
+        }
+    }
+
+    /// Hints the kernel that chunks `chunks` will be read soon, so their
+    /// pages are read ahead while earlier chunks are scanned. Out-of-range
+    /// chunks are clipped; a hint only (errors are ignored).
+    pub fn will_need_chunks(&self, chunks: std::ops::Range<u64>) {
+        #[cfg(unix)]
+        {
+            let end = chunks.end.min(self.header.n_chunks);
+            if chunks.start >= end {
+                return;
+            }
+            let offset = CHUNKS_OFFSET + chunks.start * CHUNK_BYTES as u64;
+            let len = (end - chunks.start) * CHUNK_BYTES as u64;
+            if fits(offset, len, self.map.len() as u64) {
+                let _ =
+                    self.map
+                        .advise_range(memmap2::Advice::WillNeed, offset as usize, len as usize);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = chunks;
+    }
+
     /// Chunk `i`'s index entry (summary, first position, used slots).
     pub fn chunk_info(&self, i: u64) -> Result<ChunkInfo, StoreError> {
         self.check_chunk(i)?;

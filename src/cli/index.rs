@@ -1,11 +1,12 @@
-//! `cqlj index INPUT... -o DB.cqlj [--quiet]`: imports PGN files into a store.
+//! `cqlj index INPUT... -o DB.cqlj [--quiet] [--threads N]`: imports PGN files
+//! into one store.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cqlj::import::{ImportObserver, Progress, Report, import_files};
+use cqlj::import::{ImportObserver, ImportOptions, Progress, Report, import_files_with};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `cqlj index`.
@@ -20,6 +21,10 @@ pub struct Args {
     /// No progress bar and no per-game reports; only the summary line.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Threads parsing and replaying games (the input is cut into blocks at
+    /// game boundaries; the store is the same for any thread count).
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(1, |n| n.get()))]
+    pub threads: usize,
 }
 
 /// Progress bar over the input bytes; reports go to stderr above it.
@@ -78,7 +83,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
         .sum();
     let mut observer = Observer::new(total, args.quiet);
-    let summary = import_files(&args.inputs, &args.output, &mut observer)?;
+    let opts = ImportOptions {
+        threads: args.threads.max(1),
+        ..ImportOptions::default()
+    };
+    let summary = import_files_with(&args.inputs, &args.output, &opts, &mut observer)?;
     observer.finish();
     let secs = started.elapsed().as_secs_f64();
     let size = std::fs::metadata(&args.output)?.len();

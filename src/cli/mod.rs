@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod bench;
 pub mod explain;
 pub mod index;
 pub mod info;
@@ -30,10 +31,13 @@ enum Command {
     Info(info::Args),
     /// Show how a query is parsed, expanded and compiled.
     Explain(explain::Args),
+    /// Run the benchmark query suite over a store (positions/s, bytes read
+    /// per position, compile time, chunks skipped, 1→N thread speed-up).
+    Bench(bench::Args),
 }
 
 /// Subcommand names; any other first argument starts a query run.
-const SUBCOMMANDS: [&str; 4] = ["index", "info", "explain", "help"];
+const SUBCOMMANDS: [&str; 5] = ["index", "info", "explain", "bench", "help"];
 
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -46,5 +50,6 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Index(a) => index::main(a),
         Command::Info(a) => info::main(a),
         Command::Explain(a) => explain::main(a),
+        Command::Bench(a) => bench::main(a),
     }
 }

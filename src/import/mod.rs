@@ -312,72 +312,266 @@ impl ImportObserver for CollectReports {
     }
 }
 
+/// How [`import_files_with`] imports.
+#[derive(Clone, Copy, Debug)]
+pub struct ImportOptions {
+    /// Threads parsing and replaying games (1 = serial, in the caller).
+    pub threads: usize,
+    /// Target size of the blocks of decompressed PGN handed to the threads
+    /// (a block always ends at a game boundary).
+    pub block_bytes: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> ImportOptions {
+        ImportOptions {
+            threads: 1,
+            block_bytes: 4 << 20,
+        }
+    }
+}
+
 /// Imports `inputs` (in order) into a new store at `output` (replaced
-/// atomically when complete).
+/// atomically when complete), serially.
 pub fn import_files(
     inputs: &[PathBuf],
     output: &Path,
     observer: &mut dyn ImportObserver,
 ) -> Result<ImportSummary, ImportError> {
-    let mut writer = StoreWriter::create(output)?;
-    let mut summary = ImportSummary::default();
+    import_files_with(inputs, output, &ImportOptions::default(), observer)
+}
+
+/// Adds each game read to the store, in input order, and reports.
+struct Accept<'a> {
+    writer: StoreWriter,
+    summary: ImportSummary,
+    observer: &'a mut dyn ImportObserver,
+}
+
+impl Accept<'_> {
+    fn game(&mut self, item: GameItem, name: &str, source: u32) -> Result<(), ImportError> {
+        match item.game {
+            Ok(mut g) => {
+                g.meta.source_file = source;
+                self.writer.add_game(&g.meta, &g.positions)?;
+                self.summary.games += 1;
+                self.summary.positions += g.positions.len() as u64;
+                for w in g.warnings {
+                    self.summary.warnings += 1;
+                    self.observer.report(&Report {
+                        file: name.to_owned(),
+                        game: item.number,
+                        line: item.line,
+                        reason: w,
+                        skipped: false,
+                    });
+                }
+            }
+            Err(reason) => {
+                self.summary.skipped += 1;
+                self.observer.report(&Report {
+                    file: name.to_owned(),
+                    game: item.number,
+                    line: item.line,
+                    reason,
+                    skipped: true,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Imports `inputs` (in order) into one new store at `output` (replaced
+/// atomically when complete). With `threads > 1` each decompressed input is
+/// cut into blocks at game boundaries ([`block_cut`]) that are parsed and
+/// replayed in parallel; the games are written in input order, so the
+/// store is the same as a serial import's.
+pub fn import_files_with(
+    inputs: &[PathBuf],
+    output: &Path,
+    opts: &ImportOptions,
+    observer: &mut dyn ImportObserver,
+) -> Result<ImportSummary, ImportError> {
+    let mut acc = Accept {
+        writer: StoreWriter::create(output)?,
+        summary: ImportSummary::default(),
+        observer,
+    };
+    let pool = (opts.threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(opts.threads)
+                .build()
+        })
+        .transpose()
+        .map_err(|e| ImportError::Io {
+            path: output.to_path_buf(),
+            source: io::Error::other(e.to_string()),
+        })?;
     let mut progress = Progress::default();
     for (fi, input) in inputs.iter().enumerate() {
         let name = input.display().to_string();
-        let source = writer.add_source(&name);
+        let source = acc.writer.add_source(&name);
         let counter = Rc::new(Cell::new(0));
         let io_err = |source| ImportError::Io {
             path: input.clone(),
             source,
         };
-        let reader = open_pgn(input, counter.clone()).map_err(io_err)?;
-        let mut games = PgnGames::new(reader);
+        let mut reader = open_pgn(input, counter.clone()).map_err(io_err)?;
         progress.file = fi;
         let before = progress.total_bytes_read;
-        while let Some(item) = games.next_game().map_err(io_err)? {
-            match item.game {
-                Ok(mut g) => {
-                    g.meta.source_file = source;
-                    writer.add_game(&g.meta, &g.positions)?;
-                    summary.games += 1;
-                    summary.positions += g.positions.len() as u64;
-                    for w in g.warnings {
-                        summary.warnings += 1;
-                        observer.report(&Report {
-                            file: name.clone(),
-                            game: item.number,
-                            line: item.line,
-                            reason: w,
-                            skipped: false,
-                        });
-                    }
+        let mut report_progress = |acc: &mut Accept<'_>| {
+            progress.file_bytes_read = counter.get();
+            progress.total_bytes_read = before + counter.get();
+            progress.games = acc.summary.games;
+            progress.positions = acc.summary.positions;
+            acc.observer.progress(&progress);
+        };
+        if let Some(pool) = &pool {
+            let bytes = parallel_file(&mut reader, pool, opts, |items| {
+                for item in items {
+                    acc.game(item, &name, source)?;
                 }
-                Err(reason) => {
-                    summary.skipped += 1;
-                    observer.report(&Report {
-                        file: name.clone(),
-                        game: item.number,
-                        line: item.line,
-                        reason,
-                        skipped: true,
-                    });
+                report_progress(&mut acc);
+                Ok(())
+            })
+            .map_err(|e| match e {
+                Failure::Io(e) => io_err(e),
+                Failure::Import(e) => e,
+            })?;
+            acc.summary.pgn_bytes += bytes;
+        } else {
+            let mut games = PgnGames::new(reader);
+            while let Some(item) = games.next_game().map_err(io_err)? {
+                let number = item.number;
+                acc.game(item, &name, source)?;
+                if number % 512 == 0 {
+                    report_progress(&mut acc);
                 }
             }
-            if item.number % 512 == 0 {
-                progress.file_bytes_read = counter.get();
-                progress.total_bytes_read = before + counter.get();
-                progress.games = summary.games;
-                progress.positions = summary.positions;
-                observer.progress(&progress);
+            acc.summary.pgn_bytes += games.offset();
+        }
+        report_progress(&mut acc);
+    }
+    acc.writer.finish()?;
+    Ok(acc.summary)
+}
+
+/// An I/O error reading the input, or an error from the consumer.
+enum Failure {
+    Io(io::Error),
+    Import(ImportError),
+}
+
+impl From<ImportError> for Failure {
+    fn from(e: ImportError) -> Failure {
+        Failure::Import(e)
+    }
+}
+
+/// Where to cut `buf` so that `buf[..cut]` holds whole games: at the start
+/// of the last line at or after `from` that opens a tag pair (`[` and a
+/// letter) after a blank line, where the last non-blank line before it is
+/// not itself a tag pair (so a blank line inside a tag section is not taken
+/// for a game boundary). `None` if there is no such line. A blank line
+/// followed by such a line inside a `{}` comment would be mistaken for a
+/// game start; PGN writers do not produce it.
+pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
+    let mut i = buf.len().saturating_sub(1);
+    while i > from {
+        if buf[i] == b'['
+            && buf[i - 1] == b'\n'
+            && buf.get(i + 1).is_some_and(u8::is_ascii_alphabetic)
+        {
+            // Walk back over blank lines; require at least one.
+            let mut j = i - 1; // at the '\n' ending the previous line
+            let mut blank = 0;
+            loop {
+                let line_start = buf[..j]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |p| p + 1);
+                let line = &buf[line_start..j];
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    if line_start == 0 {
+                        break;
+                    }
+                    blank += 1;
+                    j = line_start - 1;
+                } else {
+                    if blank > 0 && line.trim_ascii_start().first() != Some(&b'[') {
+                        return Some(i);
+                    }
+                    break;
+                }
             }
         }
-        summary.pgn_bytes += games.offset();
-        progress.file_bytes_read = counter.get();
-        progress.total_bytes_read = before + counter.get();
-        progress.games = summary.games;
-        progress.positions = summary.positions;
-        observer.progress(&progress);
+        i -= 1;
     }
-    writer.finish()?;
-    Ok(summary)
+    None
+}
+
+/// Reads `reader` in blocks cut at game boundaries, parses the blocks of a
+/// window in parallel on `pool`, and hands each block's games to `consume`
+/// in input order, with game numbers, lines and byte offsets relative to
+/// the whole stream. Returns the stream's length.
+fn parallel_file(
+    reader: &mut impl Read,
+    pool: &rayon::ThreadPool,
+    opts: &ImportOptions,
+    mut consume: impl FnMut(Vec<GameItem>) -> Result<(), ImportError>,
+) -> Result<u64, Failure> {
+    use rayon::prelude::*;
+    let block = opts.block_bytes.max(1024);
+    let window = opts.threads * 2;
+    let mut carry: Vec<u8> = Vec::new();
+    let (mut offset, mut lines, mut number) = (0u64, 0u64, 0u64);
+    let mut eof = false;
+    while !eof {
+        // Fill a window of blocks, each ending at a game boundary.
+        let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(window);
+        while blocks.len() < window && !eof {
+            let mut buf = std::mem::take(&mut carry);
+            loop {
+                let old = buf.len();
+                buf.resize(old + block, 0);
+                let n = read_up_to(reader, &mut buf[old..]).map_err(Failure::Io)?;
+                buf.truncate(old + n);
+                if n < block {
+                    eof = true;
+                    break;
+                }
+                // Search only the new part (a boundary's `[` is in it).
+                if let Some(cut) = block_cut(&buf, old.saturating_sub(1)) {
+                    carry = buf.split_off(cut);
+                    break;
+                }
+            }
+            blocks.push(buf);
+        }
+        let parsed: Vec<Result<Vec<GameItem>, io::Error>> = pool.install(|| {
+            blocks
+                .par_iter()
+                .map(|b| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
+                .collect()
+        });
+        for (b, items) in blocks.iter().zip(parsed) {
+            let mut items = items.map_err(Failure::Io)?;
+            for it in &mut items {
+                it.number += number;
+                it.line += lines;
+                it.start += offset;
+                it.end += offset;
+                if let Ok(g) = &mut it.game {
+                    g.meta.source_start += offset;
+                }
+            }
+            number += items.len() as u64;
+            lines += b.iter().filter(|&&c| c == b'\n').count() as u64;
+            offset += b.len() as u64;
+            consume(items)?;
+        }
+    }
+    Ok(offset)
 }

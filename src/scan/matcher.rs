@@ -11,6 +11,9 @@ use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
 use crate::runtime::layout::{CHUNK_POSITIONS, PositionRecord, flags};
 use crate::runtime::store::Store;
 
+/// Chunks hinted with `WillNeed` beyond the end of each batch.
+const READ_AHEAD_CHUNKS: u64 = 8;
+
 /// Which engine evaluates the query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
@@ -77,6 +80,8 @@ impl<'s> StoreMatcher<'s> {
                 Err(e) => (None, Some(format!("using the interpreter: {e}"))),
             },
         };
+        // Scans read the chunk columns front to back.
+        store.advise_sequential();
         Ok(StoreMatcher {
             store,
             interp: Interpreter::new(query)?,
@@ -197,6 +202,121 @@ impl<'s> StoreMatcher<'s> {
         Ok(())
     }
 
+    /// The batched hot path for kernels without per-game slots: runs the
+    /// kernel over the chunk ranges covering all of `games` at once, then maps
+    /// the matching positions to games through the game index (walking it
+    /// forward, games are contiguous). Exact plans push the games directly;
+    /// otherwise each pre-selected game is confirmed by the interpreter.
+    /// Output equals the per-game path's: same games, order and positions.
+    fn jit_batch(
+        &self,
+        cq: &CompiledQuery,
+        games: Range<u32>,
+        scratch: &mut Scratch,
+        out: &mut Vec<GameMatch>,
+    ) -> Result<(), ScanError> {
+        if games.is_empty() {
+            return Ok(());
+        }
+        let err = |g: u32| {
+            move |e: crate::runtime::store::StoreError| ScanError::Game {
+                game: u64::from(g) + 1,
+                message: e.to_string(),
+            }
+        };
+        let first_entry = self.store.game(games.start).map_err(err(games.start))?;
+        let last_entry = self.store.game(games.end - 1).map_err(err(games.end - 1))?;
+        let first = first_entry.first_position;
+        let end = last_entry.first_position + u64::from(last_entry.n_positions);
+        let chunk_len = CHUNK_POSITIONS as u64;
+        // Read ahead the chunks after this batch while it is scanned (the
+        // next batches of the window; a hint only).
+        let next_chunk = end.div_ceil(chunk_len);
+        self.store
+            .will_need_chunks(next_chunk..next_chunk + READ_AHEAD_CHUNKS);
+        let exact = cq.plan().is_exact();
+        // The game being filled: its index, first position and end.
+        let mut cur = games.start;
+        let mut cur_first = first;
+        let mut cur_end = first + u64::from(first_entry.n_positions);
+        // Matches of `cur` (exact plans) / whether `cur` was pre-selected.
+        let mut cur_positions: Vec<u32> = Vec::new();
+        let mut cur_selected = false;
+        let mut pending: Vec<u32> = Vec::new();
+        let mut pos = first;
+        while pos < end {
+            let c = pos / chunk_len;
+            let seg_end = end.min((c + 1) * chunk_len);
+            let info = self.store.chunk_info(c).map_err(err(cur))?;
+            if cq.may_match(&info.summary) {
+                let chunk = self.store.chunk(c);
+                let base = c * chunk_len;
+                let (a, b) = ((pos - base) as usize, (seg_end - base) as usize);
+                cq.run(chunk, a..b, &scratch.game_values, &mut scratch.out)
+                    .map_err(|e| ScanError::Game {
+                        game: u64::from(cur) + 1,
+                        message: e.to_string(),
+                    })?;
+                for w in a / 64..=(b - 1) / 64 {
+                    let mut word = std::mem::take(&mut scratch.out.bits[w]);
+                    while word != 0 {
+                        let i = w * 64 + word.trailing_zeros() as usize;
+                        word &= word - 1;
+                        if i < a || i >= b {
+                            continue;
+                        }
+                        if !self.opts.variations && chunk.flags[i] & flags::MAINLINE == 0 {
+                            continue;
+                        }
+                        let global = base + i as u64;
+                        while global >= cur_end {
+                            if cur_selected {
+                                if exact {
+                                    out.push(GameMatch {
+                                        game: cur,
+                                        positions: std::mem::take(&mut cur_positions),
+                                        ..GameMatch::default()
+                                    });
+                                } else {
+                                    pending.push(cur);
+                                }
+                                cur_selected = false;
+                            }
+                            cur += 1;
+                            let e = self.store.game(cur).map_err(err(cur))?;
+                            cur_first = e.first_position;
+                            cur_end = cur_first + u64::from(e.n_positions);
+                        }
+                        cur_selected = true;
+                        if exact {
+                            cur_positions.push((global - cur_first) as u32);
+                        }
+                    }
+                }
+            }
+            pos = seg_end;
+        }
+        if cur_selected {
+            if exact {
+                out.push(GameMatch {
+                    game: cur,
+                    positions: cur_positions,
+                    ..GameMatch::default()
+                });
+            } else {
+                pending.push(cur);
+            }
+        }
+        if !exact {
+            // The kernel's pre-selection is a necessary condition; the
+            // interpreter decides each pre-selected game (and side effects).
+            for g in pending {
+                self.interp_game(g, scratch, out)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A note for the user when the requested engine could not be used.
     pub fn fallback_note(&self) -> Option<&str> {
         self.note.as_deref()
@@ -233,6 +353,11 @@ impl GameMatcher for StoreMatcher<'_> {
         scratch: &mut Scratch,
         out: &mut Vec<GameMatch>,
     ) -> Result<(), ScanError> {
+        if let Some(cq) = &self.jit
+            && cq.game_slots().is_empty()
+        {
+            return self.jit_batch(cq, games, scratch, out);
+        }
         for g in games {
             let Some(cq) = &self.jit else {
                 self.interp_game(g, scratch, out)?;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Scale test (not run in CI): builds a store of ~114 M positions (the book
+# imported ten times into one store), runs `cqlj bench` on it, and records
+# throughput, peak resident memory and the 1->2 thread speed-up, plus the
+# machine's baselines (two independent CPU-bound processes; sequential read
+# bandwidth of the store file through the page cache).
+#
+# Usage: scripts/scale-test.sh [WORKDIR]   (default /tmp/cqlj-scale; needs
+# ~10 GB free there). Results go to WORKDIR/*.txt; copy the figures into
+# BENCHMARKS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK=${1:-/tmp/cqlj-scale}
+DATA=${CQLJ_SHARED_DATA:-$(pwd)/../shared/data}
+[ -d "$DATA" ] || DATA=/work/shared/data
+BOOK=$DATA/book.pgn.zst
+mkdir -p "$WORK"
+df -h "$WORK"
+cargo build --release
+CQLJ=target/release/cqlj
+STORE=$WORK/book10.cqlj
+T=/usr/bin/time
+
+if [ ! -f "$STORE" ]; then
+  echo "== index: the book ten times into one store ($STORE)"
+  $T -v "$CQLJ" index --quiet --threads 2 -o "$STORE" \
+    "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" \
+    2> "$WORK/index-time.txt" | tee "$WORK/index.txt"
+  grep -E "Elapsed|Maximum resident" "$WORK/index-time.txt"
+fi
+"$CQLJ" info "$STORE" | tee "$WORK/info.txt"
+
+echo "== sequential read bandwidth of the store file (page cache, 1 MiB reads)"
+dd if="$STORE" of=/dev/null bs=1M 2>&1 | tail -1 | tee "$WORK/read-cold-or-warm.txt"
+dd if="$STORE" of=/dev/null bs=1M 2>&1 | tail -1 | tee "$WORK/read-again.txt"
+
+echo "== two independent CPU-bound processes vs one (same single-threaded scan)"
+Q='shift flip {Ka1 ka3}'
+one() { "$CQLJ" bench "$STORE" --no-suite --cql "$Q" --engines jit --threads 1 >/dev/null; }
+s=$(date +%s.%N); one; e=$(date +%s.%N); t1=$(echo "$e - $s" | bc)
+s=$(date +%s.%N); one & one & wait; e=$(date +%s.%N); t2=$(echo "$e - $s" | bc)
+echo "one process: $t1 s; two at once: $t2 s; throughput ratio 2*$t1/$t2 = $(echo "2*$t1/$t2" | bc -l)" | tee "$WORK/cpu-baseline.txt"
+
+echo "== bench on the scale store (JIT on all positions; interpreter on 10,000 games)"
+$T -v "$CQLJ" bench "$STORE" --threads 2 2> "$WORK/bench-time.txt" | tee "$WORK/bench.txt"
+grep -E "Elapsed|Maximum resident" "$WORK/bench-time.txt" | tee -a "$WORK/bench.txt"
+
+echo "== a plain query run over the whole scale store: peak RSS"
+$T -v "$CQLJ" -cql 'Ra1' -i "$STORE" -o /dev/null --quiet 2> "$WORK/run-time.txt" || true
+grep -E "Elapsed|Maximum resident" "$WORK/run-time.txt" | tee "$WORK/run.txt"

@@ -1,0 +1,335 @@
+//! `cqlj bench [DB] [--cql Q]... [--engines jit,interp] [--threads N]`: runs
+//! the benchmark query suite over a store and prints, per query and engine,
+//! the matches, positions/second on 1 and N threads, bytes of columns read
+//! per position, compile time and chunks skipped.
+//!
+//! The interpreter is two orders of magnitude slower than the JIT, so by
+//! default it runs on a prefix of the store (`--interp-games`); on that
+//! prefix the JIT's matches (games and positions) must equal the
+//! interpreter's, else the command fails.
+
+use std::ops::{ControlFlow, Range};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use cqlj::import;
+use cqlj::runtime::layout::CHUNK_POSITIONS;
+use cqlj::runtime::store::Store;
+use cqlj::scan::{self, Engine, GameMatch, RunPlan, ScanOptions, Sink, StoreMatcher};
+
+/// The suite of the JIT issue (issue 6, item 7).
+pub const SUITE: [&str; 8] = [
+    "Ra1",
+    "flipcolor {wtm mate power A - power a >= 10}",
+    "shift flip {Ka1 ka3}",
+    "flipcolor xray(B r q)",
+    "shiftvertical {Rh1 Ph2-7}",
+    "flipcolor {Pa-h5-8 & passedpawns}",
+    "rotate45 northeast 1 up 1 N",
+    "flip {Qc2 kc7}",
+];
+
+/// Arguments of `cqlj bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The store (or PGN file) to scan; default: the store of
+    /// `book.pgn.zst` from the shared data directory, built in the cache
+    /// directory at first use.
+    pub db: Option<PathBuf>,
+    /// Extra queries to run after the suite (CQL one-liners).
+    #[arg(long = "cql", value_name = "QUERY")]
+    pub cql: Vec<String>,
+    /// Only these queries (no suite), e.g. when combined with `--cql`.
+    #[arg(long)]
+    pub no_suite: bool,
+    /// Engines to run, comma separated (`jit`, `interp`).
+    #[arg(long, value_delimiter = ',', default_value = "jit,interp")]
+    pub engines: Vec<String>,
+    /// Threads of the parallel run (the speed-up is from 1 to N threads).
+    #[arg(long, default_value_t = default_threads())]
+    pub threads: usize,
+    /// Games the interpreter (and the agreement check) runs on, from the
+    /// first game; 0 means the whole store.
+    #[arg(long, default_value_t = 10_000)]
+    pub interp_games: u32,
+    /// Runs per measurement; the fastest is reported.
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Counts matching games and positions (keeps nothing).
+#[derive(Default)]
+struct Count {
+    games: u64,
+    positions: u64,
+}
+
+impl Sink for Count {
+    fn game(&mut self, m: GameMatch) -> ControlFlow<()> {
+        self.games += 1;
+        self.positions += m.positions.len() as u64;
+        ControlFlow::Continue(())
+    }
+}
+
+/// Keeps game numbers and positions (for the agreement check).
+#[derive(Default)]
+struct Keep(Vec<(u32, Vec<u32>)>);
+
+impl Sink for Keep {
+    fn game(&mut self, m: GameMatch) -> ControlFlow<()> {
+        self.0.push((m.game, m.positions));
+        ControlFlow::Continue(())
+    }
+}
+
+/// The shared data directory: `$CQLJ_SHARED_DATA`, else
+/// `<manifest>/../shared/data`, else `/work/shared/data`.
+fn shared_data() -> PathBuf {
+    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if beside.is_dir() {
+        return beside;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
+fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let pgn = shared_data().join("book.pgn.zst");
+            let dir = scan::input::cache_dir();
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let store = dir.join("book.cqlj");
+            if Store::open_unverified(&store).is_err() {
+                eprintln!(
+                    "cqlj bench: importing {} into {} (once)",
+                    pgn.display(),
+                    store.display()
+                );
+                let mut observer = super::index::Observer::new(0, true);
+                import::import_files(std::slice::from_ref(&pgn), &store, &mut observer)
+                    .with_context(|| format!("cannot import {}", pgn.display()))?;
+            }
+            store
+        }
+    };
+    let name = path.to_string_lossy();
+    if name.ends_with(".pgn") || name.ends_with(".pgn.zst") {
+        let mut observer = super::index::Observer::new(0, true);
+        let (store, _) = scan::cached_store(&path, &mut observer)
+            .with_context(|| format!("cannot import {}", path.display()))?;
+        return Ok(store);
+    }
+    Store::open_unverified(&path).with_context(|| format!("cannot open store {}", path.display()))
+}
+
+/// Positions of `games` (a contiguous range of the store).
+fn positions_of(store: &Store, games: &Range<u32>) -> anyhow::Result<u64> {
+    if games.is_empty() {
+        return Ok(0);
+    }
+    let a = store.game(games.start)?;
+    let b = store.game(games.end - 1)?;
+    Ok(b.first_position + u64::from(b.n_positions) - a.first_position)
+}
+
+/// Runs one scan `runs` times; the fastest time and the last counts.
+fn timed<S: Sink + Default>(
+    matcher: &StoreMatcher<'_>,
+    games: &Range<u32>,
+    threads: usize,
+    runs: u32,
+) -> anyhow::Result<(Duration, S)> {
+    let mut best = Duration::MAX;
+    let mut sink = S::default();
+    for _ in 0..runs.max(1) {
+        sink = S::default();
+        let opts = ScanOptions {
+            threads,
+            ..ScanOptions::default()
+        };
+        let t = Instant::now();
+        scan::scan(
+            matcher,
+            games.clone(),
+            &opts,
+            &AtomicBool::new(false),
+            &mut sink,
+        )?;
+        best = best.min(t.elapsed());
+    }
+    Ok((best, sink))
+}
+
+fn mps(positions: u64, d: Duration) -> f64 {
+    positions as f64 / d.as_secs_f64().max(1e-9) / 1e6
+}
+
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let store = open_db(args.db.as_deref())?;
+    let threads = args.threads.max(1);
+    let all = 0..store.n_games();
+    let prefix = if args.interp_games == 0 {
+        all.clone()
+    } else {
+        0..args.interp_games.min(store.n_games())
+    };
+    let n_all = positions_of(&store, &all)?;
+    let n_prefix = positions_of(&store, &prefix)?;
+    let (mut jit_on, mut interp_on) = (false, false);
+    for e in &args.engines {
+        match e.as_str() {
+            "jit" => jit_on = true,
+            "interp" => interp_on = true,
+            other => bail!("unknown engine {other:?} (expected jit or interp)"),
+        }
+    }
+    println!(
+        "store {}: {} games, {} positions, {} chunks; threads 1 and {threads}",
+        store.path().display(),
+        store.n_games(),
+        n_all,
+        store.n_chunks()
+    );
+    if interp_on {
+        println!(
+            "interp runs on the first {} games ({} positions){}; JIT and interp matches are compared there",
+            prefix.end,
+            n_prefix,
+            if prefix == all {
+                " = the whole store"
+            } else {
+                ""
+            }
+        );
+    }
+    println!(
+        "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>5} {:>6} {:>9} {:>11}",
+        "query",
+        "engine",
+        "games",
+        "positions",
+        "Mpos/s·1",
+        format!("Mpos/s·{threads}"),
+        "1→N",
+        "B/pos",
+        "GB/s·1",
+        "compile",
+        "skipped"
+    );
+    let queries: Vec<&str> = if args.no_suite {
+        Vec::new()
+    } else {
+        SUITE.to_vec()
+    }
+    .into_iter()
+    .chain(args.cql.iter().map(String::as_str))
+    .collect();
+    let mut disagreements = 0;
+    for source in queries {
+        let prepared = scan::prepare(&scan::QueryInput {
+            source,
+            name: "--cql",
+            color: false,
+            extra_filters: &[],
+            transforms: &[],
+        })
+        .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        let plan = |engine| RunPlan {
+            engine,
+            variations: false,
+        };
+        let mut jit_prefix = None;
+        if jit_on {
+            match StoreMatcher::new(&store, &prepared.query, &plan(Engine::Jit)) {
+                Err(e) => println!("{source:<46} jit    not compiled: {e}"),
+                Ok(m) => {
+                    let cq = m
+                        .compiled()
+                        .context("the JIT matcher has no compiled query")?;
+                    let skipped = (0..store.n_chunks())
+                        .filter(|&c| store.chunk_info(c).is_ok_and(|i| !cq.may_match(&i.summary)))
+                        .count() as u64;
+                    let read_positions = n_all
+                        .saturating_sub(skipped * CHUNK_POSITIONS as u64)
+                        .max(1);
+                    let (t1, c1) = timed::<Count>(&m, &all, 1, args.runs)?;
+                    let (tn, _) = timed::<Count>(&m, &all, threads, args.runs)?;
+                    let bpp = cq.bytes_per_position();
+                    let gbs = read_positions as f64 * bpp as f64 / t1.as_secs_f64().max(1e-9) / 1e9;
+                    println!(
+                        "{:<46} {:<6} {:>8} {:>10} {:>9.1} {:>9.1} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",
+                        source,
+                        "jit",
+                        c1.games,
+                        c1.positions,
+                        mps(n_all, t1),
+                        mps(n_all, tn),
+                        t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
+                        bpp,
+                        gbs,
+                        cq.compile_time().as_secs_f64() * 1e3,
+                        skipped,
+                        store.n_chunks()
+                    );
+                    if interp_on {
+                        jit_prefix = Some(timed::<Keep>(&m, &prefix, threads, 1)?.1);
+                    }
+                }
+            }
+        }
+        if interp_on {
+            let m = StoreMatcher::new(&store, &prepared.query, &plan(Engine::Interp))?;
+            let (t1, kept) = timed::<Keep>(&m, &prefix, 1, args.runs)?;
+            let (tn, _) = timed::<Count>(&m, &prefix, threads, args.runs)?;
+            let positions: u64 = kept.0.iter().map(|(_, p)| p.len() as u64).sum();
+            println!(
+                "{:<46} {:<6} {:>8} {:>10} {:>9.2} {:>9.2} {:>5.2}x {:>5} {:>6} {:>9} {:>11}",
+                "",
+                "interp",
+                kept.0.len(),
+                positions,
+                mps(n_prefix, t1),
+                mps(n_prefix, tn),
+                t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
+                "-",
+                "-",
+                "-",
+                "-"
+            );
+            if let Some(j) = jit_prefix {
+                if j.0 == kept.0 {
+                    println!("{:<46} agree  on {} games of the prefix", "", kept.0.len());
+                } else {
+                    disagreements += 1;
+                    let first = j
+                        .0
+                        .iter()
+                        .zip(&kept.0)
+                        .find(|(a, b)| a != b)
+                        .map(|(a, b)| format!("jit game {} vs interp game {}", a.0 + 1, b.0 + 1))
+                        .unwrap_or_else(|| {
+                            format!("{} vs {} matching games", j.0.len(), kept.0.len())
+                        });
+                    println!("{:<46} DISAGREE: {first}", "");
+                }
+            }
+        }
+    }
+    if disagreements > 0 {
+        bail!("{disagreements} queries where the JIT and the interpreter disagree");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,92 @@
+//! The JIT's batched scan path (kernel over whole chunk ranges, matches
+//! mapped to games) against the interpreter on the studies database: same
+//! games and positions for any thread count and batch size.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use cqlj::import::{CollectReports, import_files};
+use cqlj::runtime::store::Store;
+use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+
+/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
+/// then `/work/shared/data`.
+fn shared_data() -> PathBuf {
+    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if beside.is_dir() {
+        return beside;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
+fn queries() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scan/batch-queries.txt");
+    std::fs::read_to_string(path)
+        .expect("query list")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn matches(
+    store: &Store,
+    query: &str,
+    engine: Engine,
+    threads: usize,
+    batch_games: u32,
+) -> Vec<(u32, Vec<u32>)> {
+    let prepared = prepare(&QueryInput {
+        source: query,
+        name: "test",
+        color: false,
+        extra_filters: &[],
+        transforms: &[],
+    })
+    .expect("query prepares");
+    let plan = RunPlan {
+        engine,
+        variations: false,
+    };
+    let m = StoreMatcher::new(store, &prepared.query, &plan).expect("matcher");
+    let mut sink = Collect::default();
+    scan(
+        &m,
+        0..store.n_games(),
+        &ScanOptions {
+            threads,
+            batch_games,
+        },
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .expect("scan");
+    sink.0.into_iter().map(|g| (g.game, g.positions)).collect()
+}
+
+#[test]
+fn scan_batch_jit_equals_interpreter_for_any_threads_and_batch() {
+    let path = std::env::temp_dir().join(format!("cqlj-scan-batch-{}.cqlj", std::process::id()));
+    let mut reports = CollectReports::default();
+    import_files(&[shared_data().join("studies.pgn")], &path, &mut reports).expect("import");
+    let store = Store::open(&path).expect("open");
+    let mut total = 0;
+    for q in queries() {
+        let want = matches(&store, &q, Engine::Interp, 2, 256);
+        total += want.len();
+        for (threads, batch) in [(1, 1), (1, 37), (2, 256), (2, 5000)] {
+            assert_eq!(
+                matches(&store, &q, Engine::Jit, threads, batch),
+                want,
+                "{q}: threads {threads} batch {batch}"
+            );
+        }
+    }
+    assert!(total > 0, "the queries match somewhere in the studies");
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+}
