@@ -338,7 +338,7 @@ fn run_store_query(
 fn damage(bytes: &mut Vec<u8>, data: &[u8]) {
     let mut src = ByteSource::new(data);
     let len = bytes.len() as u64;
-    if src.byte() % 4 == 0 {
+    if src.byte().is_multiple_of(4) {
         let cut = src.uint(3) % len.max(1);
         bytes.truncate(cut as usize);
     }

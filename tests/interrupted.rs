@@ -28,10 +28,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!(
-            "cqlj-interrupted-{}-{name}",
-            std::process::id()
-        ));
+        let p =
+            std::env::temp_dir().join(format!("cqlj-interrupted-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).expect("scratch dir");
         Scratch(p)
