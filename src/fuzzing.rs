@@ -152,7 +152,8 @@ pub fn check_roundtrip(data: &[u8]) {
 /// is explicit (a set compared with a number, or two sets compared by size
 /// with any operator but `==`/`!=`, is counted); a comparison of numbers
 /// is numeric (its value is its left side); a block has the kind of its
-/// last filter, a transform (not `count`) the kind of its target.
+/// last filter, a transform (not `count`) the kind of its target, an `if`
+/// the kind its branches share (else logical).
 fn canonical(e: &mut Expr) {
     e.for_each_child_mut(canonical);
     match &mut e.node {
@@ -164,6 +165,14 @@ fn canonical(e: &mut Expr) {
         Node::Transform {
             count: false, body, ..
         } => e.kind = body.kind,
+        Node::If {
+            then, otherwise, ..
+        } => {
+            e.kind = match otherwise {
+                Some(o) if o.kind == then.kind => then.kind,
+                _ => Kind::Logical,
+            }
+        }
         _ => {}
     }
     if let Node::Compare(op, a, b) = &mut e.node {

@@ -41,11 +41,18 @@ fn replay(target: &str) {
     }
 }
 
-/// `n` generated inputs of up to `len` bytes through `check`.
+/// `n` generated inputs of up to `len` bytes through `check` (times
+/// `$CQLJ_FUZZ_SWEEP`, default 1, for a longer run without cargo-fuzz).
 fn sweep(check: Check, seed: u64, n: u64, len: usize) {
-    for i in 0..n {
+    let factor: u64 = std::env::var("CQLJ_FUZZ_SWEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for i in 0..n * factor {
         let data = fuzzing::seeded_bytes(seed.wrapping_mul(1_000_003) ^ i, 1 + (i as usize % len));
-        check(&data);
+        if std::panic::catch_unwind(|| check(&data)).is_err() {
+            panic!("generated input {data:?} fails");
+        }
     }
 }
 

@@ -652,34 +652,29 @@ impl<'a, 'f> Lower<'a, 'f> {
                 V::Set(self.b.ins().band_imm_s(s, mask as i64))
             }
             Node::EnPassantSquare => {
-                // After a move: the square a pawn's double step passed over;
-                // at a game's first position: the recorded en passant square.
+                // As the interpreter (CQL 6.2, a current-move filter): the
+                // destination of the en passant capture that led here, else
+                // empty (a FEN's en passant square does not count).
                 let mv = self.column(Column::Move);
-                let from = self.b.ins().band_imm_s(mv, 63);
                 let to = self.b.ins().ushr_imm_u(mv, 6);
                 let to = self.b.ins().band_imm_s(to, 63);
+                let kind = self.b.ins().ushr_imm_u(mv, 21);
+                let kind = self.b.ins().band_imm_s(kind, 3);
                 let role = self.b.ins().ushr_imm_u(mv, 12);
                 let role = self.b.ins().band_imm_s(role, 7);
-                let dist = self.b.ins().isub(to, from);
-                let dist = self.b.ins().iabs(dist);
-                let pawn = self.b.ins().icmp_imm_s(IntCC::Equal, role, 0);
-                let double = self.b.ins().icmp_imm_s(IntCC::Equal, dist, 16);
-                let passed = self.b.ins().band(pawn, double);
-                let mid = self.b.ins().iadd(from, to);
-                let mid = self.b.ins().ushr_imm_u(mid, 1);
-                let one = self.u64c(1);
-                let mid_bit = self.b.ins().ishl(one, mid);
-                let zero = self.u64c(0);
-                let after_move = self.b.ins().select(passed, mid_bit, zero);
-                let ep = self.column(Column::Ep);
-                let ep_bit = self.b.ins().ishl(one, ep);
-                let valid = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, ep, 64);
-                let initial = self.b.ins().select(valid, ep_bit, zero);
-                let none = self
+                let ep = self
                     .b
                     .ins()
-                    .icmp_imm_s(IntCC::Equal, role, PackedMove::NO_ROLE as i64);
-                V::Set(self.b.ins().select(none, initial, after_move))
+                    .icmp_imm_s(IntCC::Equal, kind, PackedMove::EN_PASSANT as i64);
+                let some =
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::NotEqual, role, PackedMove::NO_ROLE as i64);
+                let capture = self.b.ins().band(ep, some);
+                let one = self.u64c(1);
+                let bit = self.b.ins().ishl(one, to);
+                let zero = self.u64c(0);
+                V::Set(self.b.ins().select(capture, bit, zero))
             }
             Node::MakeSquare(f, r) => {
                 let (mf, vf) = self.num(f);
