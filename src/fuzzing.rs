@@ -207,8 +207,8 @@ const VALID_GAME_POSITIONS: usize = 8;
 /// Bytes as PGN followed by [`VALID_GAME`]: every game is imported or
 /// reported skipped with a reason, never a panic, and the valid game is
 /// still imported, with all its positions, unless the junk before it opens
-/// a comment (`{`, or `;` to the end of the line) or a line that never ends,
-/// which PGN lets swallow what follows.
+/// a comment (`{`, or `;`/`%` to the end of the line), which PGN lets
+/// swallow what follows.
 pub fn check_pgn_import(data: &[u8]) {
     let mut text = data.to_vec();
     text.extend_from_slice(b"\n\n");
@@ -258,10 +258,9 @@ pub fn check_pgn_import(data: &[u8]) {
 }
 
 /// Whether PGN junk may legitimately swallow a following game: an open
-/// brace comment, a `;` or `%` line comment, an open tag bracket or string.
+/// brace comment, or a `;` or `%` line comment.
 fn swallows_following(data: &[u8]) -> bool {
-    data.iter()
-        .any(|&b| matches!(b, b'{' | b';' | b'%' | b'[' | b'"'))
+    data.iter().any(|&b| matches!(b, b'{' | b';' | b'%'))
 }
 
 /// Games of the store that [`check_store_open`] damages.
