@@ -18,6 +18,16 @@ use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionEr
 /// Most positions a game may have (`parent_delta` and `ply` are u16).
 pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 
+/// Longest tag name or value accepted, in bytes; a game with a longer one
+/// is skipped with a reason. (A tag line longer than the PGN reader's
+/// 16 KiB buffer is already a "PGN syntax error: unterminated tag"; the
+/// reader then resumes at the next line, so the movetext after it becomes a
+/// game without tags.)
+pub const MAX_TAG_BYTES: usize = 8 * 1024;
+
+/// Most tag pairs a game may have (the store counts them in 16 bits).
+pub const MAX_TAGS: usize = 4096;
+
 /// A game replayed into records, with its metadata (source fields left for
 /// the caller).
 #[derive(Clone, Debug, Default)]
@@ -287,7 +297,23 @@ impl Visitor for GameVisitor {
     }
 
     fn tag(&mut self, _: &mut (), name: &[u8], value: RawTag<'_>) -> ControlFlow<Self::Output> {
+        if name.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                name.len()
+            ));
+        }
+        if self.meta.tags.len() >= MAX_TAGS {
+            return self.fail(format!("more than {MAX_TAGS} tags"));
+        }
         let value = value.decode().into_owned();
+        if value.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                String::from_utf8_lossy(name),
+                value.len()
+            ));
+        }
         match name {
             b"FEN" => self.fen = Some(value.clone()),
             b"Variant" => self.variant = Some(value.clone()),

@@ -7,7 +7,8 @@
 //! [`StoreWriter`].
 //!
 //! A game that fails to parse, has an illegal mainline move, an illegal
-//! setup, or more than [`game::MAX_GAME_POSITIONS`] positions is skipped and
+//! setup, more than [`game::MAX_GAME_POSITIONS`] positions, a tag name or
+//! value over [`game::MAX_TAG_BYTES`] or more than [`game::MAX_TAGS`] tags is skipped and
 //! reported ([`Report`]); the import continues. An illegal move inside a
 //! variation cuts that variation short and is reported as a warning.
 //!
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, ParsedGame};
+pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, ParsedGame};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,7 @@
+//! cargo-fuzz target `pgn_import`: a thin wrapper over
+//! [`cqlj::fuzzing::check_pgn_import`].
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| cqlj::fuzzing::check_pgn_import(data));

@@ -1,0 +1,1024 @@
+//! Hostile-input checks shared by the cargo-fuzz targets in `fuzz/` and the
+//! regression replay in `tests/fuzz_regressions.rs`.
+//!
+//! Each `check_*` function takes arbitrary bytes and panics only when cqlj
+//! misbehaves (a crash, a wrong answer, a lost game); any other outcome,
+//! including a clean error, returns normally. Inputs are decoded with a small
+//! byte reader ([`ByteSource`], zeros past the end) rather than the
+//! `arbitrary` crate, so a fuzzer's mutations map directly onto generator
+//! decisions and no dependency is added.
+//!
+//! - [`check_parse`]: bytes as query text;
+//! - [`check_roundtrip`]: a generated well-kinded query prints and parses
+//!   back to the same IR;
+//! - [`check_pgn_import`]: bytes as PGN followed by one valid game;
+//! - [`check_store_open`]: a small valid store with bytes flipped or cut;
+//! - [`check_jit_vs_interp`]: a generated query, expanded into orbits, on one
+//!   of [`POSITIONS`], by the JIT kernel and by the interpreter.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess};
+
+use crate::import::PgnGames;
+use crate::interp::{EvalOptions, GameView, Interpreter, Value};
+use crate::ir::{
+    ArithOp, Bitboard, CmpOp, DirSet, Expr, Kind, Node, PawnSet, PieceSet, Query, SetOp, Side,
+    Span, TransformFilter,
+};
+use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
+use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
+use crate::runtime::store::{Store, StoreWriter};
+use crate::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
+use crate::{syntax, transform};
+
+/// Reads fuzzer bytes one decision at a time; past the end it yields zeros.
+pub struct ByteSource<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> ByteSource<'a> {
+    pub fn new(data: &'a [u8]) -> ByteSource<'a> {
+        ByteSource { data, pos: 0 }
+    }
+
+    /// The next byte, 0 once the input is exhausted.
+    pub fn byte(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    /// The next `n` bytes as a little-endian number (`n <= 8`).
+    pub fn uint(&mut self, n: usize) -> u64 {
+        (0..n.min(8)).fold(0, |acc, i| acc | u64::from(self.byte()) << (8 * i))
+    }
+
+    /// True once every input byte has been read.
+    pub fn exhausted(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+}
+
+/// Arbitrary bytes as query text (lossy UTF-8): parsing gives a query or
+/// diagnostics that render, never a panic; time and memory are bounded by
+/// the syntax limits. An accepted query is also expanded (bounded by
+/// [`transform::Limits`]) and, when it expands, printed and parsed again.
+pub fn check_parse(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match syntax::parse(&text) {
+        Ok(q) => {
+            let printed = syntax::print_query(&q);
+            if let Err(d) = syntax::parse(&printed) {
+                panic!(
+                    "query {text:?} printed as {printed:?}, which does not parse: {}",
+                    d.render("printed", false)
+                );
+            }
+            if let Ok(ex) = transform::expand(&q, &transform::Limits::default()) {
+                let _ = Interpreter::new(&ex.query);
+            }
+        }
+        Err(d) => {
+            assert!(d.has_errors(), "rejected {text:?} without an error");
+            let _ = d.render("fuzz.cql", false);
+        }
+    }
+}
+
+/// A generated well-kinded query (transforms nested, designators,
+/// directions, attacks, counts, comparisons) from `data`.
+pub fn generate_query(data: &[u8]) -> Query {
+    let mut g = Gen {
+        src: ByteSource::new(data),
+        transforms: 0,
+    };
+    let kind = [Kind::Set, Kind::Numeric, Kind::Logical][g.below(3) as usize];
+    let body = vec![if g.chance(15) {
+        g.pattern()
+    } else {
+        g.expr(0, kind)
+    }];
+    let mut q = Query {
+        header: Default::default(),
+        body,
+        vars: vec![],
+    };
+    q.body.iter_mut().for_each(canonical);
+    q
+}
+
+/// A generated query prints to CQL text that parses again; the parsed IR
+/// prints identically and is a fixed point of print-then-parse (IR
+/// equality ignores spans). The generator may build forms the parser
+/// normalises (a set compared with a number gets an explicit `#`), so the
+/// first parse is compared through its printed text, every later one by IR.
+pub fn check_roundtrip(data: &[u8]) {
+    let q = generate_query(data);
+    let text = syntax::print_query(&q);
+    let q1 = match syntax::parse(&text) {
+        Ok(q1) => q1,
+        Err(d) => panic!(
+            "generated query {text:?} does not parse: {}",
+            d.render("generated", false)
+        ),
+    };
+    let text1 = syntax::print_query(&q1);
+    let q2 = match syntax::parse(&text1) {
+        Ok(q2) => q2,
+        Err(d) => panic!(
+            "printed query {text1:?} does not parse: {}",
+            d.render("printed", false)
+        ),
+    };
+    assert!(
+        q2 == q1,
+        "print/parse is not a fixed point: {text:?} -> {text1:?} -> {:?}",
+        syntax::print_query(&q2)
+    );
+    assert!(
+        q1 == q,
+        "generated IR changes through print and parse: {text:?} parses as {text1:?}\n{:#?}\n{:#?}",
+        q.body,
+        q1.body
+    );
+}
+
+/// Puts generated IR in the form the parser produces: the `#` it inserts
+/// is explicit (a set compared with a number, or two sets compared by size
+/// with any operator but `==`/`!=`, is counted); a comparison of numbers
+/// is numeric (its value is its left side); a block has the kind of its
+/// last filter, a transform (not `count`) the kind of its target, an `if`
+/// the kind its branches share (else logical).
+fn canonical(e: &mut Expr) {
+    e.for_each_child_mut(canonical);
+    match &mut e.node {
+        Node::Block(items) => {
+            if let Some(last) = items.last() {
+                e.kind = last.kind;
+            }
+        }
+        Node::Transform {
+            count: false, body, ..
+        } => e.kind = body.kind,
+        Node::If {
+            then, otherwise, ..
+        } => {
+            e.kind = match otherwise {
+                Some(o) if o.kind == then.kind => then.kind,
+                _ => Kind::Logical,
+            }
+        }
+        _ => {}
+    }
+    if let Node::Compare(op, a, b) = &mut e.node {
+        let sets_compared =
+            a.kind == Kind::Set && b.kind == Kind::Set && matches!(op, CmpOp::Eq | CmpOp::Ne);
+        if !sets_compared {
+            for side in [&mut *a, &mut *b] {
+                if side.kind == Kind::Set {
+                    let set = std::mem::replace(&mut **side, e_bool());
+                    **side = Expr::new(Node::Count(Box::new(set)), Kind::Numeric, Span::default());
+                }
+            }
+        }
+        e.kind = if a.kind == Kind::Numeric && b.kind == Kind::Numeric {
+            Kind::Numeric
+        } else {
+            Kind::Logical
+        };
+    }
+}
+
+fn e_bool() -> Expr {
+    Expr::new(Node::Bool(true), Kind::Logical, Span::default())
+}
+
+/// The valid game appended to every [`check_pgn_import`] input.
+pub const VALID_GAME: &str = "[Event \"cqlj fuzz sentinel\"]\n[White \"A\"]\n[Black \"B\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n";
+
+/// Positions of [`VALID_GAME`]: the initial one and one per ply.
+const VALID_GAME_POSITIONS: usize = 8;
+
+/// Bytes as PGN followed by [`VALID_GAME`]: every game is imported or
+/// reported skipped with a reason, never a panic, and the valid game is
+/// still imported, with all its positions, unless the junk before it opens
+/// a comment (`{`, or `;`/`%` to the end of the line), which PGN lets
+/// swallow what follows.
+pub fn check_pgn_import(data: &[u8]) {
+    let mut text = data.to_vec();
+    text.extend_from_slice(b"\n\n");
+    text.extend_from_slice(VALID_GAME.as_bytes());
+    let mut sentinel = false;
+    let mut items = 0usize;
+    for item in PgnGames::new(text.as_slice()) {
+        items += 1;
+        assert!(
+            items <= text.len() + 2,
+            "more games than bytes: the reader does not progress"
+        );
+        let item = match item {
+            Ok(item) => item,
+            // Reading a byte slice cannot fail with an I/O error, but a
+            // clear error is acceptable output for hostile bytes.
+            Err(_) => break,
+        };
+        assert!(
+            item.start <= item.end && item.end <= text.len() as u64,
+            "game {} has byte range {}..{} outside the {} input bytes",
+            item.number,
+            item.start,
+            item.end,
+            text.len()
+        );
+        match &item.game {
+            Ok(g) => {
+                if g.meta
+                    .tags
+                    .iter()
+                    .any(|(k, v)| k == b"Event" && v == b"cqlj fuzz sentinel")
+                    && g.positions.len() == VALID_GAME_POSITIONS
+                {
+                    sentinel = true;
+                }
+            }
+            Err(reason) => assert!(!reason.is_empty(), "game skipped without a reason"),
+        }
+    }
+    if !sentinel && !swallows_following(data) {
+        panic!(
+            "the valid game after {:?} was not imported",
+            String::from_utf8_lossy(data)
+        );
+    }
+}
+
+/// Whether PGN junk may legitimately swallow a following game: an open
+/// brace comment, or a `;` or `%` line comment.
+fn swallows_following(data: &[u8]) -> bool {
+    data.iter().any(|&b| matches!(b, b'{' | b';' | b'%'))
+}
+
+/// Games of the store that [`check_store_open`] damages.
+const STORE_PGN: &str = concat!(
+    "[Event \"one\"]\n[White \"Carlsen\"]\n[Black \"Nepo\"]\n[Result \"1-0\"]\n[WhiteElo \"2850\"]\n\n",
+    "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 {a comment} 4. Ba4 Nf6 5. O-O Be7 1-0\n\n",
+    "[Event \"two\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n",
+    "[Event \"three\"]\n[SetUp \"1\"]\n[FEN \"4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\"]\n[Result \"*\"]\n\n",
+    "1. e4 Kd7 2. e5 (2. Kd2 Ke6) 2... Ke6 *\n",
+);
+
+/// Queries run over a damaged store that opens.
+const STORE_QUERIES: &[&str] = &["Ra1", "flip {K a-h1}", "check", "#P > 7", "mate"];
+
+/// The undamaged store's bytes and what the queries match on it.
+struct StoreFixture {
+    bytes: Vec<u8>,
+    results: Vec<Vec<(u32, Vec<u32>)>>,
+}
+
+/// A per-process scratch file for damaged stores.
+fn scratch_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("cqlj-fuzz-{}-{name}", std::process::id()))
+}
+
+fn store_fixture() -> &'static StoreFixture {
+    static FIXTURE: OnceLock<StoreFixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let path = scratch_path("fixture.cqlj");
+        let mut w = StoreWriter::create(&path).expect("scratch store can be created");
+        for item in PgnGames::new(STORE_PGN.as_bytes()) {
+            let g = item
+                .expect("in-memory PGN reads")
+                .game
+                .expect("fixture game is valid");
+            w.add_game(&g.meta, &g.positions)
+                .expect("fixture game is stored");
+        }
+        w.finish().expect("fixture store is written");
+        let bytes = std::fs::read(&path).expect("fixture store reads back");
+        let store = Store::open(&path).expect("fixture store opens");
+        let results = STORE_QUERIES
+            .iter()
+            .map(|q| run_store_query(&store, q, Engine::Interp).expect("fixture query runs"))
+            .collect();
+        let _ = std::fs::remove_file(&path);
+        StoreFixture { bytes, results }
+    })
+}
+
+/// The matches of `query` over the whole store, as (game, positions).
+fn run_store_query(
+    store: &Store,
+    query: &str,
+    engine: Engine,
+) -> Result<Vec<(u32, Vec<u32>)>, String> {
+    let q = syntax::parse(query).map_err(|d| d.render("query", false))?;
+    let ex = transform::expand(&q, &transform::Limits::default()).map_err(|e| e.to_string())?;
+    let plan = RunPlan {
+        engine,
+        variations: true,
+    };
+    let matcher = StoreMatcher::new(store, &ex.query, &plan).map_err(|e| e.to_string())?;
+    let mut sink = Collect::default();
+    let opts = ScanOptions {
+        threads: 1,
+        batch_games: 2,
+    };
+    scan(
+        &matcher,
+        0..store.n_games(),
+        &opts,
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(sink.0.into_iter().map(|m| (m.game, m.positions)).collect())
+}
+
+/// The damage an input describes, applied to `bytes`: the first byte picks
+/// cutting (the next 3 bytes give the new length) or flipping; then each
+/// 4-byte group is an offset (3 bytes, modulo the length) and an xor mask.
+fn damage(bytes: &mut Vec<u8>, data: &[u8]) {
+    let mut src = ByteSource::new(data);
+    let len = bytes.len() as u64;
+    if src.byte().is_multiple_of(4) {
+        let cut = src.uint(3) % len.max(1);
+        bytes.truncate(cut as usize);
+    }
+    while !src.exhausted() {
+        let len = bytes.len() as u64;
+        if len == 0 {
+            break;
+        }
+        // Most of a store is zero padding: bias offsets to the header, the
+        // first records of the chunk and the index region at the end.
+        let raw = src.uint(3);
+        let off = match raw % 4 {
+            0 => (raw >> 2) % 512,
+            1 => (raw >> 2) % len.min(4096 + 4096),
+            2 => len - 1 - (raw >> 2) % len.min(16384),
+            _ => (raw >> 2) % len,
+        };
+        let mask = src.byte().max(1);
+        bytes[off as usize] ^= mask;
+    }
+}
+
+/// A small valid store damaged as `data` directs: [`Store::open`] either
+/// fails with an error that displays, or the store reads exactly as before;
+/// [`Store::open_unverified`] (chunk checksums skipped) may open damaged
+/// chunks, and then every accessor and a scan with both engines return
+/// values or errors, never a panic or undefined behaviour.
+pub fn check_store_open(data: &[u8]) {
+    let fixture = store_fixture();
+    let mut bytes = fixture.bytes.clone();
+    damage(&mut bytes, data);
+    let path = scratch_path("damaged.cqlj");
+    if std::fs::write(&path, &bytes).is_err() {
+        return;
+    }
+    match Store::open(&path) {
+        Ok(store) => {
+            for (query, want) in STORE_QUERIES.iter().zip(&fixture.results) {
+                for engine in [Engine::Interp, Engine::Jit] {
+                    let got = run_store_query(&store, query, engine);
+                    assert_eq!(
+                        got.as_ref(),
+                        Ok(want),
+                        "a damaged store opened and {query:?} ({engine:?}) changed"
+                    );
+                }
+            }
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+    if let Ok(store) = Store::open_unverified(&path) {
+        for i in 0..store.n_games() {
+            let _ = store.game(i);
+            let _ = store.game_tags(i);
+            let _ = store.game_text(i);
+            let _ = store.game_positions(i);
+        }
+        for query in STORE_QUERIES {
+            for engine in [Engine::Interp, Engine::Jit] {
+                let _ = run_store_query(&store, query, engine);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The fixed positions [`check_jit_vs_interp`] evaluates on (FEN; the first
+/// input byte picks one): openings, middlegames with pins and batteries,
+/// en passant, castling rights, checks, mates, stalemate, promotions and
+/// endgames.
+pub const POSITIONS: &[&str] = &[
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+    "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",
+    "r1bqkb1r/pppp1Qpp/2n2n2/4p3/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 0 4",
+    "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+    "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 6 8",
+    "r2q1rk1/pp2bppp/2n1bn2/3p4/3P4/2NBBN2/PP3PPP/R2Q1RK1 b - - 5 11",
+    "2r3k1/5ppp/p3p3/1p1nP3/3P4/P4N2/1P3PPP/2R3K1 w - - 0 25",
+    "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",
+    "3R2k1/5ppp/8/8/8/8/5PPP/6K1 b - - 1 1",
+    "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",
+    "8/8/8/8/8/5k2/4p3/6K1 b - - 0 60",
+    "8/1P6/8/8/8/2k5/6p1/K7 w - - 0 50",
+    "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1",
+    "r1b1k2r/ppppnppp/2n5/1Bb1p2q/4P3/2NP1N2/PPP2PPP/R1BQK2R w KQkq - 3 6",
+    "1k1r4/pp1b1R2/3q2pp/4p3/2B5/4Q3/PPP2B2/2K5 b - - 0 1",
+    "4r1k1/1b3ppp/p7/1p1B4/8/1P3N2/P4PPP/3R2K1 w - - 0 30",
+];
+
+fn position_record(fen: &str) -> Result<PositionRecord, String> {
+    let fen: Fen = fen.parse().map_err(|e| format!("bad FEN {fen:?}: {e}"))?;
+    let pos: Chess = fen
+        .into_position(CastlingMode::Chess960)
+        .map_err(|e| format!("illegal FEN: {e}"))?;
+    let mut rec = record_of(&pos, false);
+    rec.flags |= flags::INITIAL | flags::TERMINAL | flags::MAINLINE;
+    Ok(rec)
+}
+
+/// A conformance-corpus value (tests/conformance/README.md) for `v`.
+fn toml_value(v: &Option<Value>) -> String {
+    match v {
+        None => "\"none\"".to_owned(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Set(b)) => format!(
+            "{:?}",
+            syntax::print_expr(
+                &Expr::new(Node::Squares(*b), Kind::Set, Span::default()),
+                &[]
+            )
+        ),
+        Some(Value::Str(s)) => format!("{:?}", format!("\"{s}\"")),
+        Some(other) => format!("\"{other:?}\""),
+    }
+}
+
+/// A generated well-kinded query, expanded into orbits, evaluated on one
+/// of [`POSITIONS`] (a one-position game, as the conformance corpus does)
+/// by the JIT kernel (values on) and by the interpreter: match and value
+/// agree. Queries over the transform limits are skipped. On disagreement
+/// it panics with a ready-made `[[case]]` for tests/conformance.
+pub fn check_jit_vs_interp(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let fen = POSITIONS[first as usize % POSITIONS.len()];
+    let query = generate_query(rest);
+    let text = syntax::print_query(&query);
+    let Ok(expanded) = transform::expand(&query, &transform::Limits::default()) else {
+        return;
+    };
+    let expanded = expanded.query;
+    let rec = match position_record(fen) {
+        Ok(r) => r,
+        Err(e) => panic!("fixed position {fen}: {e}"),
+    };
+    let interp = match Interpreter::new(&expanded) {
+        Ok(i) => i,
+        Err(e) => panic!("interpreter rejects generated query {text:?}: {e}"),
+    };
+    let positions = [rec];
+    let view = GameView {
+        number: 1,
+        tags: &[],
+        positions: &positions,
+    };
+    let mut state = interp.new_state(&EvalOptions::default());
+    let want = match interp.eval_body_at(&view, 0, &mut state) {
+        Ok(v) => v,
+        Err(e) => panic!("interpreter error on {text:?} at {fen}: {e}"),
+    };
+    let opts = JitOptions {
+        values: true,
+        ..JitOptions::default()
+    };
+    let cq = match jit::compile(&expanded, &opts) {
+        Ok(cq) => cq,
+        // The code-size limit is a clean error, not a disagreement.
+        Err(jit::JitError::TooLarge(..)) => return,
+        Err(e) => panic!("JIT rejects generated query {text:?}: {e}"),
+    };
+    let mut chunk = ChunkColumns::new_boxed();
+    chunk.set(0, &rec);
+    let game: Vec<i64> = cq
+        .game_slots()
+        .iter()
+        .map(|&slot| jit::game_value(slot, 1, |_| None))
+        .collect();
+    let mut out = ChunkOutput::new();
+    if let Err(e) = cq.run(&chunk, 0..1, &game, &mut out) {
+        panic!("JIT run fails on {text:?} at {fen}: {e}");
+    }
+    let got_match = out.matched(0);
+    let agree = if !cq.plan().is_exact() {
+        // The kernel only pre-selects: it must not miss a match.
+        got_match || want.is_none()
+    } else {
+        match (&want, got_match) {
+            (None, false) => true,
+            (Some(v), true) => match (cq.value_kind(), v) {
+                (Some(ValueKind::Set), Value::Set(b)) => b.0 == out.values[0] as u64,
+                (Some(ValueKind::Numeric), Value::Number(n)) => *n == out.values[0],
+                _ => true,
+            },
+            _ => false,
+        }
+    };
+    if !agree {
+        panic!(
+            "JIT and interpreter disagree; conformance case:\n\n[[case]]\nname = \"jit/fuzz-{:016x}\"\nquery = {text:?}\nsource = \"interpreter (fuzz jit_vs_interp); JIT gave match {got_match} value {}\"\npositions = [{fen:?}]\nmatches = [{}]\nvalues = [{}]\n",
+            crate::runtime::store::checksum64(data),
+            out.values[0],
+            want.is_some(),
+            toml_value(&want),
+        );
+    }
+}
+
+/// Bytes deterministically derived from `seed` (xorshift), for replaying
+/// many generated inputs under `cargo test`.
+pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            (s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+/// A generator of well-kinded IR driven by a [`ByteSource`].
+struct Gen<'a> {
+    src: ByteSource<'a>,
+    transforms: u32,
+}
+
+impl Gen<'_> {
+    /// Eight input bytes, little-endian (zeros past the end).
+    fn next(&mut self) -> u64 {
+        (0..8).fold(0, |acc, i| acc | u64::from(self.src.byte()) << (8 * i))
+    }
+    /// A number below `n` (`n >= 1`) from one byte, or two when `n > 256`.
+    fn below(&mut self, n: u64) -> u64 {
+        let raw = if n > 256 {
+            u64::from(self.src.byte()) | u64::from(self.src.byte()) << 8
+        } else {
+            u64::from(self.src.byte())
+        };
+        raw % n.max(1)
+    }
+    /// True with about `percent`% probability; always true once the input
+    /// is exhausted (so generation ends in leaves).
+    fn chance(&mut self, percent: u64) -> bool {
+        u64::from(self.src.byte()) * 100 / 256 < percent
+    }
+
+    fn squares(&mut self) -> u64 {
+        match self.below(6) {
+            0 => !0,
+            1 => 1 << self.below(64),
+            2 => 0xff << (8 * self.below(8)),
+            3 => 0x0101_0101_0101_0101 << self.below(8),
+            4 => (1 << self.below(64)) | (1 << self.below(64)),
+            // Never empty: no CQL text denotes an empty designator.
+            _ => (self.next() & self.next()).max(1),
+        }
+    }
+
+    fn pieces(&mut self) -> PieceSet {
+        let letters = [
+            "K", "Q", "R", "B", "N", "P", "k", "q", "r", "b", "n", "p", "A", "a", "_", "[Aa]",
+            "[RQ]", "[rq]", "[Bb]",
+        ];
+        let l = letters[self.below(letters.len() as u64) as usize];
+        l.trim_matches(['[', ']'])
+            .chars()
+            .fold(PieceSet::NONE, |acc, c| {
+                acc.union(PieceSet::from_char(c).unwrap_or(PieceSet::NONE))
+            })
+    }
+
+    /// A direction set CQL can spell: one direction or a named group.
+    fn dirs(&mut self) -> DirSet {
+        let named = [
+            DirSet::ORTHOGONAL,
+            DirSet::DIAGONAL,
+            DirSet::VERTICAL,
+            DirSet::HORIZONTAL,
+            DirSet::MAINDIAGONAL,
+            DirSet::OFFDIAGONAL,
+            DirSet::ANY,
+        ];
+        if self.chance(50) {
+            DirSet::single(crate::ir::Direction::ALL[self.below(8) as usize])
+        } else {
+            named[self.below(named.len() as u64) as usize]
+        }
+    }
+
+    fn transform(&mut self, depth: u32, kind: Kind) -> Option<Expr> {
+        if self.transforms >= 2 {
+            return None;
+        }
+        self.transforms += 1;
+        let filters = [
+            TransformFilter::Flip,
+            TransformFilter::Rotate90,
+            TransformFilter::FlipHorizontal,
+            TransformFilter::FlipVertical,
+            TransformFilter::FlipColor,
+            TransformFilter::ReverseColor,
+            TransformFilter::Rotate45,
+            TransformFilter::ShiftHorizontal,
+            TransformFilter::ShiftVertical,
+            TransformFilter::Shift,
+        ];
+        let filter = filters[self.below(filters.len() as u64) as usize];
+        let count = kind == Kind::Numeric && self.chance(50);
+        let body_kind = if count {
+            [Kind::Set, Kind::Logical, Kind::Numeric][self.below(3) as usize]
+        } else {
+            kind
+        };
+        let restrict = matches!(
+            filter,
+            TransformFilter::Shift
+                | TransformFilter::ShiftHorizontal
+                | TransformFilter::ShiftVertical
+        ) && self.chance(30);
+        let body = self.expr(depth + 1, body_kind);
+        // A logical request may yield a set (a set is also a filter).
+        let body_kind = body.kind;
+        Some(e(
+            Node::Transform {
+                filter,
+                count,
+                restrict,
+                body: Box::new(body),
+            },
+            if count { Kind::Numeric } else { body_kind },
+        ))
+    }
+
+    /// A transform of a pattern of single-square piece designators
+    /// (`shift flip {Ka1 ka3}`-like), the shape the JIT fuses.
+    fn pattern(&mut self) -> Expr {
+        let n = 1 + self.below(3);
+        let items: Vec<Expr> = (0..n)
+            .map(|_| {
+                e(
+                    Node::Piece {
+                        pieces: self.pieces(),
+                        squares: Bitboard(1 << self.below(64)),
+                    },
+                    Kind::Set,
+                )
+            })
+            .collect();
+        let mut body = if n == 1 {
+            items
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| e(Node::Bool(true), Kind::Logical))
+        } else {
+            e(Node::Block(items), Kind::Set)
+        };
+        let outer = [
+            TransformFilter::Shift,
+            TransformFilter::ShiftHorizontal,
+            TransformFilter::ShiftVertical,
+        ];
+        let inner = [
+            TransformFilter::Flip,
+            TransformFilter::Rotate90,
+            TransformFilter::FlipColor,
+        ];
+        let count = self.chance(40);
+        if self.chance(60) {
+            let filter = inner[self.below(3) as usize];
+            let kind = body.kind;
+            body = e(
+                Node::Transform {
+                    filter,
+                    count: false,
+                    restrict: false,
+                    body: Box::new(body),
+                },
+                kind,
+            );
+        }
+        let kind = if count { Kind::Numeric } else { body.kind };
+        e(
+            Node::Transform {
+                filter: outer[self.below(3) as usize],
+                count,
+                restrict: false,
+                body: Box::new(body),
+            },
+            kind,
+        )
+    }
+
+    fn expr(&mut self, depth: u32, kind: Kind) -> Expr {
+        let leaf = depth >= 4 || self.chance(25 + 15 * depth as u64);
+        if !leaf
+            && self.chance(12)
+            && let Some(t) = self.transform(depth, kind)
+        {
+            return t;
+        }
+        match kind {
+            Kind::Set => self.set(depth, leaf),
+            Kind::Numeric => self.numeric(depth, leaf),
+            _ => self.logical(depth, leaf),
+        }
+    }
+
+    fn set(&mut self, depth: u32, leaf: bool) -> Expr {
+        let d = depth + 1;
+        if leaf {
+            return match self.below(5) {
+                0 => e(Node::Squares(Bitboard(self.squares())), Kind::Set),
+                1 => e(
+                    Node::PawnStructure(
+                        [
+                            PawnSet::Passed,
+                            PawnSet::Doubled,
+                            PawnSet::Isolated,
+                            PawnSet::Connected,
+                        ][self.below(4) as usize],
+                    ),
+                    Kind::Set,
+                ),
+                2 if self.chance(30) => e(Node::EnPassantSquare, Kind::Set),
+                _ => e(
+                    Node::Piece {
+                        pieces: self.pieces(),
+                        squares: Bitboard(self.squares()),
+                    },
+                    Kind::Set,
+                ),
+            };
+        }
+        let s = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Set));
+        match self.below(13) {
+            0 => e(Node::SetBinary(SetOp::Inter, s(self), s(self)), Kind::Set),
+            1 => e(Node::SetBinary(SetOp::Union, s(self), s(self)), Kind::Set),
+            2 => e(Node::Complement(s(self)), Kind::Set),
+            3 | 4 => {
+                let min = self.below(3) as u8;
+                let max = min.max(1) + self.below(7) as u8;
+                e(
+                    Node::Direction {
+                        dirs: self.dirs(),
+                        min,
+                        max: max.min(7),
+                        arg: s(self),
+                    },
+                    Kind::Set,
+                )
+            }
+            5 => e(Node::Attacks(s(self), s(self)), Kind::Set),
+            6 => e(Node::AttackedBy(s(self), s(self)), Kind::Set),
+            7 => {
+                let n = 2 + self.below(2) as usize; // `ray` and `xray` take two or more
+                e(
+                    Node::Ray {
+                        xray: self.chance(50),
+                        dirs: self.dirs(),
+                        args: (0..n).map(|_| self.expr(d, Kind::Set)).collect(),
+                    },
+                    Kind::Set,
+                )
+            }
+            8 => e(Node::Between(s(self), s(self)), Kind::Set),
+            9 => {
+                let part = |g: &mut Gen<'_>| g.chance(50).then(|| s(g));
+                e(
+                    Node::Pin {
+                        from: part(self),
+                        through: part(self),
+                        to: part(self),
+                    },
+                    Kind::Set,
+                )
+            }
+            10 => {
+                if self.chance(50) {
+                    e(Node::Light(s(self)), Kind::Set)
+                } else {
+                    e(Node::Dark(s(self)), Kind::Set)
+                }
+            }
+            11 => {
+                let f = Box::new(self.numeric(d, true));
+                let r = Box::new(self.numeric(d, true));
+                e(Node::MakeSquare(f, r), Kind::Set)
+            }
+            _ => {
+                let cond = self.expr(d, Kind::Logical);
+                e(Node::Block(vec![cond, self.expr(d, Kind::Set)]), Kind::Set)
+            }
+        }
+    }
+
+    fn numeric(&mut self, depth: u32, leaf: bool) -> Expr {
+        let d = depth + 1;
+        if leaf {
+            return match self.below(6) {
+                0 => e(Node::Number(self.below(12) as i64 - 3), Kind::Numeric),
+                1 => e(Node::Ply, Kind::Numeric),
+                2 => e(Node::MoveNumber, Kind::Numeric),
+                3 => e(Node::SideToMove, Kind::Numeric),
+                4 => e(Node::Elo(Side::White), Kind::Numeric),
+                _ => e(Node::Count(Box::new(self.set(d, true))), Kind::Numeric),
+            };
+        }
+        let n = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Numeric));
+        match self.below(10) {
+            0 | 1 => e(
+                Node::Count(Box::new(self.expr(d, Kind::Set))),
+                Kind::Numeric,
+            ),
+            2 => e(
+                Node::Power(Box::new(self.expr(d, Kind::Set))),
+                Kind::Numeric,
+            ),
+            3 => {
+                let ops = [
+                    ArithOp::Add,
+                    ArithOp::Sub,
+                    ArithOp::Mul,
+                    ArithOp::Div,
+                    ArithOp::Mod,
+                ];
+                let op = ops[self.below(5) as usize];
+                e(Node::Arith(op, n(self), n(self)), Kind::Numeric)
+            }
+            4 => {
+                if self.chance(50) {
+                    e(Node::Neg(n(self)), Kind::Numeric)
+                } else {
+                    e(Node::Abs(n(self)), Kind::Numeric)
+                }
+            }
+            5 => {
+                let args = (0..2 + self.below(2))
+                    .map(|_| self.expr(d, Kind::Numeric))
+                    .collect();
+                if self.chance(50) {
+                    e(Node::Max(args), Kind::Numeric)
+                } else {
+                    e(Node::Min(args), Kind::Numeric)
+                }
+            }
+            6 => {
+                let x = Box::new(self.expr(d, Kind::Set));
+                if self.chance(50) {
+                    e(Node::Rank(x), Kind::Numeric)
+                } else {
+                    e(Node::File(x), Kind::Numeric)
+                }
+            }
+            7 => {
+                let op = self.cmp_op();
+                e(Node::Compare(op, n(self), n(self)), Kind::Numeric)
+            }
+            8 => {
+                let cond = Box::new(self.expr(d, Kind::Logical));
+                e(
+                    Node::If {
+                        cond,
+                        then: n(self),
+                        otherwise: Some(n(self)),
+                    },
+                    Kind::Numeric,
+                )
+            }
+            _ => e(
+                Node::Count(Box::new(self.expr(d, Kind::Set))),
+                Kind::Numeric,
+            ),
+        }
+    }
+
+    fn cmp_op(&mut self) -> CmpOp {
+        [
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Eq,
+            CmpOp::Ge,
+            CmpOp::Gt,
+            CmpOp::Ne,
+        ][self.below(6) as usize]
+    }
+
+    fn logical(&mut self, depth: u32, leaf: bool) -> Expr {
+        let d = depth + 1;
+        if leaf {
+            let nodes = [
+                Node::Check,
+                Node::Mate,
+                Node::Stalemate,
+                Node::ToMove(Side::White),
+                Node::ToMove(Side::Black),
+                Node::Initial,
+                Node::Terminal,
+                Node::Mainline,
+                Node::Variation,
+                Node::EnPassant,
+                Node::Castle,
+                Node::Bool(true),
+                Node::Result(crate::ir::GameResult::WhiteWins),
+            ];
+            return e(
+                nodes[self.below(nodes.len() as u64) as usize].clone(),
+                Kind::Logical,
+            );
+        }
+        let l = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Logical));
+        match self.below(9) {
+            0 => e(Node::And(l(self), l(self)), Kind::Logical),
+            1 => e(Node::Or(l(self), l(self)), Kind::Logical),
+            2 => e(Node::Not(l(self)), Kind::Logical),
+            3 => {
+                let a = Box::new(self.expr(d, Kind::Set));
+                let b = Box::new(self.expr(d, Kind::Set));
+                e(Node::In(a, b), Kind::Logical)
+            }
+            4 | 5 => {
+                let op = self.cmp_op();
+                let ka = if self.chance(30) {
+                    Kind::Set
+                } else {
+                    Kind::Numeric
+                };
+                let kb = if self.chance(30) {
+                    Kind::Set
+                } else {
+                    Kind::Numeric
+                };
+                let a = Box::new(self.expr(d, ka));
+                let b = Box::new(self.expr(d, kb));
+                e(Node::Compare(op, a, b), Kind::Logical)
+            }
+            6 => {
+                let cond = l(self);
+                let then = l(self);
+                let otherwise = self.chance(50).then(|| l(self));
+                e(
+                    Node::If {
+                        cond,
+                        then,
+                        otherwise,
+                    },
+                    Kind::Logical,
+                )
+            }
+            7 => e(
+                Node::Block(vec![
+                    self.expr(d, Kind::Logical),
+                    self.expr(d, Kind::Logical),
+                ]),
+                Kind::Logical,
+            ),
+            _ => self.expr(d, Kind::Set),
+        }
+    }
+}
+
+fn e(node: Node, kind: Kind) -> Expr {
+    Expr::new(node, kind, Span::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzing_positions_are_legal() {
+        for fen in POSITIONS {
+            assert!(position_record(fen).is_ok(), "{fen}");
+        }
+    }
+
+    #[test]
+    fn fuzzing_byte_source_yields_zeros_past_the_end() {
+        let mut s = ByteSource::new(&[1, 2]);
+        assert_eq!(s.uint(3), 0x0201);
+        assert!(s.exhausted());
+        assert_eq!(s.byte(), 0);
+    }
+}

@@ -1,0 +1,192 @@
+//! Interrupted work loses nothing: `cqlj index` killed (SIGKILL, no chance
+//! to clean up) at several moments leaves the old store byte for byte, or
+//! no store when there was none, and what is there opens; `cqlj` (run)
+//! killed mid-scan leaves the old output file intact. A killed process may
+//! leave its temporary file (`DB.cqlj.tmp-PID`, `OUT.tmp-PID`) behind: it
+//! is never opened as a store, and the test removes it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cqlj::runtime::store::Store;
+
+fn data_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if local.exists() {
+        local
+    } else {
+        PathBuf::from("/work/shared/data")
+    }
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p =
+            std::env::temp_dir().join(format!("cqlj-interrupted-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn cqlj(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cqlj"));
+    c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    c
+}
+
+fn index(input: &Path, output: &Path) {
+    let ok = cqlj(&["index", "-q"])
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .status()
+        .expect("cqlj runs");
+    assert!(ok.success(), "indexing {} failed", input.display());
+}
+
+/// Kills `child` after `delay` unless it ends first; true if it was killed.
+fn kill_after(mut child: Child, delay: Duration) -> bool {
+    let until = Instant::now() + delay;
+    while Instant::now() < until {
+        if child.try_wait().expect("wait").is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let killed = child.try_wait().expect("wait").is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    killed
+}
+
+/// Removes the temporary files a killed process left in `dir`; their count.
+fn remove_leftovers(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).expect("dir").flatten() {
+        if e.file_name().to_string_lossy().contains(".tmp-") {
+            std::fs::remove_file(e.path()).expect("remove leftover");
+            n += 1;
+        }
+    }
+    n
+}
+
+const KILL_POINTS_MS: [u64; 5] = [20, 150, 400, 900, 2000];
+
+#[test]
+fn interrupted_index_keeps_the_old_store() {
+    let dir = Scratch::new("index");
+    let small = dir.path("small.pgn");
+    std::fs::write(
+        &small,
+        "[Event \"old\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n",
+    )
+    .expect("write PGN");
+    let db = dir.path("db.cqlj");
+    index(&small, &db);
+    let old = std::fs::read(&db).expect("old store");
+    let big = data_dir().join("book.pgn.zst");
+    let mut killed = 0;
+    for ms in KILL_POINTS_MS {
+        let child = cqlj(&["index", "-q"])
+            .arg(&big)
+            .arg("-o")
+            .arg(&db)
+            .spawn()
+            .expect("spawn cqlj index");
+        let was_killed = kill_after(child, Duration::from_millis(ms));
+        let store = Store::open(&db).expect("the store opens after the kill");
+        if was_killed {
+            killed += 1;
+            assert_eq!(
+                std::fs::read(&db).expect("store"),
+                old,
+                "killed after {ms} ms: the old store changed"
+            );
+            assert_eq!(store.n_games(), 1);
+        } else {
+            // Finished before the kill: the new store is complete.
+            assert!(store.n_games() > 100_000);
+        }
+        remove_leftovers(&dir.0);
+    }
+    assert!(killed >= 3, "only {killed} runs were killed mid-import");
+}
+
+#[test]
+fn interrupted_index_without_an_old_store_leaves_none() {
+    let dir = Scratch::new("fresh");
+    let big = data_dir().join("book.pgn.zst");
+    let db = dir.path("db.cqlj");
+    for ms in [50, 500] {
+        let child = cqlj(&["index", "-q"])
+            .arg(&big)
+            .arg("-o")
+            .arg(&db)
+            .spawn()
+            .expect("spawn cqlj index");
+        assert!(kill_after(child, Duration::from_millis(ms)));
+        assert!(!db.exists(), "killed after {ms} ms: a store appeared");
+        // The partial temporary file is not a store.
+        for e in std::fs::read_dir(&dir.0).expect("dir").flatten() {
+            assert!(Store::open(e.path()).is_err());
+        }
+        remove_leftovers(&dir.0);
+    }
+}
+
+#[test]
+fn interrupted_run_keeps_the_old_output() {
+    let dir = Scratch::new("run");
+    let db = dir.path("problems.cqlj");
+    index(&data_dir().join("problems.pgn.zst"), &db);
+    let out = dir.path("out.pgn");
+    let old = b"old output, must survive\n";
+    let mut killed = 0;
+    for ms in [100, 400, 1000] {
+        std::fs::write(&out, old).expect("old output");
+        // The interpreter on a 192-element orbit: a scan of a few seconds.
+        let child = cqlj(&[
+            "--cql",
+            "shift flip {Ka1 ka3 Qb2}",
+            "--engine",
+            "interp",
+            "--quiet",
+            "--threads",
+            "1",
+            "-i",
+        ])
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .spawn()
+        .expect("spawn cqlj");
+        if kill_after(child, Duration::from_millis(ms)) {
+            killed += 1;
+            assert_eq!(
+                std::fs::read(&out).expect("output"),
+                old,
+                "killed after {ms} ms: the old output changed"
+            );
+        }
+        remove_leftovers(&dir.0);
+    }
+    assert!(killed >= 2, "the run ended before it could be killed");
+}

@@ -1,0 +1,208 @@
+//! Resource limits on hostile input, each a clear error rather than a
+//! crash or an unbounded computation: query nesting and size (syntax),
+//! orbit size (transform), compiled code size (JIT), game length and tag
+//! size (import); and a pathological game (10,000 plies, megabyte comments)
+//! that imports and is searched to completion.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use cqlj::import::{CollectReports, MAX_GAME_POSITIONS, MAX_TAG_BYTES, import_files};
+use cqlj::jit::{self, JitError, JitOptions};
+use cqlj::runtime::store::Store;
+use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
+use cqlj::syntax;
+use cqlj::transform::{self, Limits, TransformError};
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("cqlj-limits-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const VALID: &str =
+    "[Event \"valid\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n";
+
+/// Imports `pgn`; returns the store and the skip reports.
+fn import(dir: &Scratch, pgn: &[u8]) -> (Store, CollectReports) {
+    let input = dir.path("in.pgn");
+    std::fs::write(&input, pgn).expect("write PGN");
+    let output = dir.path("out.cqlj");
+    let mut reports = CollectReports::default();
+    import_files(&[input], &output, &mut reports).expect("import completes");
+    (Store::open(&output).expect("store opens"), reports)
+}
+
+/// The matching positions of `query` in each matching game.
+fn run(store: &Store, query: &str, engine: Engine) -> Vec<(u32, usize)> {
+    let q = syntax::parse(query).expect("query parses");
+    let ex = transform::expand(&q, &Limits::default()).expect("query expands");
+    let plan = RunPlan {
+        engine,
+        variations: false,
+    };
+    let matcher = StoreMatcher::new(store, &ex.query, &plan).expect("matcher");
+    let mut sink = Collect::default();
+    scan(
+        &matcher,
+        0..store.n_games(),
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .expect("scan completes");
+    sink.0
+        .into_iter()
+        .map(|m| (m.game, m.positions.len()))
+        .collect()
+}
+
+#[test]
+fn limits_query_nesting_depth_is_an_error() {
+    let deep = format!("{}Ra1{}", "{".repeat(100_000), "}".repeat(100_000));
+    let err = syntax::parse(&deep).expect_err("too deep");
+    assert!(
+        err.render("q", false).contains("deep"),
+        "{}",
+        err.render("q", false)
+    );
+    let deep_not = format!("{}check", "not ".repeat(50_000));
+    assert!(syntax::parse(&deep_not).is_err());
+}
+
+#[test]
+fn limits_query_size_is_an_error() {
+    let big = "Ra1 ".repeat(syntax::parser::MAX_SOURCE_BYTES / 4 + 1);
+    assert!(syntax::parse(&big).is_err());
+}
+
+#[test]
+fn limits_orbit_size_is_an_error() {
+    let q = syntax::parse("shift flip {Ka1 ka3}").expect("parses");
+    let tight = Limits {
+        max_orbit_elements: 16,
+        ..Limits::default()
+    };
+    match transform::expand(&q, &tight) {
+        Err(e @ TransformError::TooManyElements { .. }) => {
+            assert!(e.to_string().contains("more than 16"), "{e}")
+        }
+        other => panic!("expected an orbit-size error, got {other:?}"),
+    }
+    // Nested shifts multiply: the default limits refuse them cleanly.
+    let q = syntax::parse("shift shift shift shift {Ka1 ka3 Qb2}").expect("parses");
+    let _ = transform::expand(&q, &Limits::default()).map(|_| ());
+}
+
+#[test]
+fn limits_compiled_code_size_is_an_error() {
+    let q = syntax::parse("shift flip {Ka1 ka3 Qb2 qc7 Rd4}").expect("parses");
+    let ex = transform::expand(&q, &Limits::default()).expect("expands");
+    let opts = JitOptions {
+        max_instructions: 100,
+        ..JitOptions::default()
+    };
+    match jit::compile(&ex.query, &opts) {
+        Err(e @ JitError::TooLarge(n, 100)) => {
+            assert!(n > 100);
+            assert!(e.to_string().contains("more than the limit 100"), "{e}");
+        }
+        Err(e) => panic!("expected a code-size error, got {e}"),
+        Ok(_) => panic!("a kernel over the instruction limit compiled"),
+    }
+}
+
+#[test]
+fn limits_game_longer_than_the_store_allows_is_skipped() {
+    let dir = Scratch::new("long");
+    let mut pgn = String::from("[Event \"long\"]\n\n");
+    for i in 0..(MAX_GAME_POSITIONS / 4 + 1) {
+        pgn.push_str(&format!("{}. Nf3 Nf6 {}. Ng1 Ng8 ", 2 * i + 1, 2 * i + 2));
+    }
+    pgn.push_str("*\n\n");
+    pgn.push_str(VALID);
+    let (store, reports) = import(&dir, pgn.as_bytes());
+    assert_eq!(store.n_games(), 1, "only the valid game is stored");
+    assert_eq!(reports.0.len(), 1);
+    assert!(reports.0[0].skipped && reports.0[0].reason.contains("positions"));
+}
+
+#[test]
+fn limits_oversized_tags_are_skipped_with_a_reason() {
+    let dir = Scratch::new("tags");
+    let long_name = "N".repeat(MAX_TAG_BYTES + 1);
+    let long_value = "v".repeat(MAX_TAG_BYTES + 1);
+    let huge_value = "h".repeat(100_000);
+    let pgn = format!(
+        "[{long_name} \"x\"]\n\n1. e4 *\n\n[Event \"{long_value}\"]\n\n1. d4 *\n\n[Event \"ok\"]\n[Annotator \"{}\"]\n\n1. c4 *\n\n[Event \"{huge_value}\"]\n\n1. b4 *\n\n{VALID}",
+        "a".repeat(200)
+    );
+    let (store, reports) = import(&dir, pgn.as_bytes());
+    let skipped: Vec<_> = reports.0.iter().filter(|r| r.skipped).collect();
+    // Over the limit: skipped by the importer ("... more than the limit")
+    // or, when the line does not fit the reader's buffer, by the PGN reader
+    // ("unterminated tag"), depending on where the buffer stands.
+    assert_eq!(skipped.len(), 3, "{reports:?}");
+    assert!(
+        skipped[0].reason.contains("tag name of 8193 bytes"),
+        "{reports:?}"
+    );
+    assert!(
+        skipped.iter().all(|r| r.reason.contains("tag")),
+        "{reports:?}"
+    );
+    // The movetext after an unreadable tag line is a game without tags; the
+    // games with readable tags keep them.
+    let events: Vec<String> = (0..store.n_games())
+        .filter_map(|i| store.game_tag(i, "Event").expect("tags read"))
+        .collect();
+    assert_eq!(events, ["ok", "valid"]);
+}
+
+#[test]
+fn limits_pathological_game_imports_and_is_searched() {
+    let dir = Scratch::new("patho");
+    let comment = "x".repeat(1 << 20);
+    let mut pgn = format!(
+        "[Event \"patho\"]\n[Annotator \"{}\"]\n\n{{{comment}}} ",
+        "y".repeat(1000)
+    );
+    // 10,000 plies: the knights shuffle out and back.
+    for i in 0..2500 {
+        pgn.push_str(&format!("{}. Nf3 Nf6 {}. Ng1 Ng8 ", 2 * i + 1, 2 * i + 2));
+        if i % 500 == 0 {
+            pgn.push_str(&format!("{{{comment}}} "));
+        }
+    }
+    pgn.push_str("*\n\n");
+    pgn.push_str(VALID);
+    assert!(pgn.len() > 5 << 20);
+    let (store, reports) = import(&dir, pgn.as_bytes());
+    assert!(reports.0.iter().all(|r| !r.skipped), "{reports:?}");
+    assert_eq!(store.n_games(), 2);
+    assert_eq!(store.game_positions(0).expect("positions").len(), 10_001);
+    // The white knight stands on g1 after plies 0, 3, 4, 7, 8, ...
+    for engine in [Engine::Interp, Engine::Jit] {
+        // (The valid game never moves a white knight: 8 positions.)
+        let got = run(&store, "Ng1", engine);
+        assert_eq!(got, [(0, 5001), (1, 8)], "{engine:?}");
+        // Both knights out after plies 2, 6, 10, ...
+        let got = run(&store, "flipcolor {Nf3 nf6}", engine);
+        assert_eq!(got, [(0, 2500)], "{engine:?}");
+    }
+}
