@@ -48,3 +48,15 @@ grep -E "Elapsed|Maximum resident" "$WORK/bench-time.txt" | tee -a "$WORK/bench.
 echo "== a plain query run over the whole scale store: peak RSS"
 $T -v "$CQLJ" -cql 'Ra1' -i "$STORE" -o /dev/null --quiet 2> "$WORK/run-time.txt" || true
 grep -E "Elapsed|Maximum resident" "$WORK/run-time.txt" | tee "$WORK/run.txt"
+
+echo "== anonymous vs file-backed resident memory of a run (sampled every 0.2 s)"
+"$CQLJ" -cql "$Q" -i "$STORE" -o "$WORK/out.pgn" --quiet & P=$!
+maxa=0; maxf=0
+while kill -0 $P 2>/dev/null; do
+  a=$(awk '/RssAnon/{print $2}' /proc/$P/status 2>/dev/null || echo 0)
+  f=$(awk '/RssFile/{print $2}' /proc/$P/status 2>/dev/null || echo 0)
+  [ -n "$a" ] && [ "$a" -gt "$maxa" ] && maxa=$a
+  [ -n "$f" ] && [ "$f" -gt "$maxf" ] && maxf=$f
+  sleep 0.2
+done
+echo "peak RssAnon ${maxa} kB, peak RssFile (mapped page cache) ${maxf} kB" | tee "$WORK/rss.txt"
