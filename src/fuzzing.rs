@@ -207,8 +207,8 @@ const VALID_GAME_POSITIONS: usize = 8;
 /// Bytes as PGN followed by [`VALID_GAME`]: every game is imported or
 /// reported skipped with a reason, never a panic, and the valid game is
 /// still imported, with all its positions, unless the junk before it opens
-/// a comment (`{`, or `;`/`%` to the end of the line), which PGN lets
-/// swallow what follows.
+/// a comment (`{`, or `;`/`%` to the end of the line) or leaves a tag
+/// section without movetext, which PGN lets swallow what follows.
 pub fn check_pgn_import(data: &[u8]) {
     let mut text = data.to_vec();
     text.extend_from_slice(b"\n\n");
@@ -258,9 +258,10 @@ pub fn check_pgn_import(data: &[u8]) {
 }
 
 /// Whether PGN junk may legitimately swallow a following game: an open
-/// brace comment, or a `;` or `%` line comment.
+/// brace comment, a `;` or `%` line comment, or a tag section (tags
+/// followed by more tags, the sentinel's, are one game's tags in PGN).
 fn swallows_following(data: &[u8]) -> bool {
-    data.iter().any(|&b| matches!(b, b'{' | b';' | b'%'))
+    data.iter().any(|&b| matches!(b, b'{' | b';' | b'%' | b'['))
 }
 
 /// Games of the store that [`check_store_open`] damages.
@@ -363,7 +364,7 @@ fn damage(bytes: &mut Vec<u8>, data: &[u8]) {
             1 => (raw >> 2) % len.min(4096 + 4096),
             2 => len - 1 - (raw >> 2) % len.min(16384),
             _ => (raw >> 2) % len,
-        };
+        } % len;
         let mask = src.byte().max(1);
         bytes[off as usize] ^= mask;
     }

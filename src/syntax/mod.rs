@@ -114,6 +114,15 @@ pub fn parse(src: &str) -> Result<ir::Query, Diagnostics> {
     let file = parse_ast(src)?;
     let mut diags = Diagnostics::new(src);
     match lower::lower_file(&file, &mut diags) {
+        // Only function definitions: no filter to run (and nothing the
+        // printer could print back).
+        Some(q) if q.body.is_empty() && !diags.has_errors() => {
+            diags.error(
+                Span::new(src.len(), src.len()),
+                "the query has no filters (only function definitions)",
+            );
+            Err(diags)
+        }
         Some(q) if !diags.has_errors() => Ok(q),
         _ => Err(diags),
     }
