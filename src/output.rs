@@ -21,6 +21,12 @@ pub struct Annotations {
     /// Comment texts per position index (store order within the game). Each
     /// matching position gets at least the match string.
     pub comments: BTreeMap<u32, Vec<String>>,
+    /// The store index of each move of the text, in text order, as the
+    /// importer assigned it (`ParsedGame::san_index`; `None` for a move of a
+    /// line the importer cut at an illegal move). Without it, moves are
+    /// numbered 1, 2, ... in text order, which is right for every game
+    /// whose moves are all legal.
+    pub san_index: Option<Vec<Option<u32>>>,
 }
 
 impl Annotations {
@@ -193,9 +199,12 @@ impl Visitor for PgnRewriter<'_> {
         mt.need_number = false;
         mt.tokens.push(san_plus.to_string());
         mt.ply += 1;
-        let index = mt.next_index;
+        let nth = mt.next_index;
         mt.next_index += 1;
-        mt.pending = Some(index);
+        mt.pending = match &self.notes.san_index {
+            Some(map) => map.get(nth as usize - 1).copied().flatten(),
+            None => Some(nth),
+        };
         ControlFlow::Continue(())
     }
 

@@ -344,3 +344,24 @@ fn golden_jsonl() {
         .collect();
     assert_eq!(keys, [8, 8, 3, 0]);
 }
+
+/// A variation cut at an illegal move: its later moves have no position, so
+/// the comment of a later mainline move still lands on that move.
+#[test]
+fn golden_comment_after_a_cut_variation() {
+    let text = b"[Result \"*\"]\n\n1. e4 (1. d4 d5 2. Ng5 Nf6) 1... e5 2. Nf3 *\n";
+    let game = cqlj::import::parse_game(text).expect("game imports");
+    assert_eq!(
+        game.san_index,
+        vec![Some(1), Some(2), Some(3), None, None, Some(4), Some(5)]
+    );
+    assert_eq!(game.positions.len(), 6);
+    let mut notes = cqlj::output::Annotations::default();
+    notes.add(4, "CQL");
+    notes.san_index = Some(game.san_index);
+    let mut out = Vec::new();
+    cqlj::output::write_pgn_game(&mut out, 1, text, &notes).expect("written");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert!(out.contains("1... e5 {CQL} 2. Nf3"), "{out}");
+    assert_eq!(out.matches("{CQL}").count(), 1, "{out}");
+}

@@ -480,6 +480,9 @@ impl<W: Write> GameWriter<'_, W> {
                     notes.add(*p, text.clone());
                 }
                 let text = self.store.game_text(m.game)?;
+                // Move-to-position map as the importer built it (exact also
+                // for games with a variation cut at an illegal move).
+                notes.san_index = cqlj::import::parse_game(&text).ok().map(|g| g.san_index);
                 write_pgn_game(&mut self.out, u64::from(m.game) + 1, &text, &notes)?;
             }
             Format::Jsonl => {

@@ -37,6 +37,11 @@ pub struct ParsedGame {
     /// Problems that did not stop the import of the game (a variation cut
     /// short at an illegal move, ...).
     pub warnings: Vec<String>,
+    /// For each move of the movetext in text order (variations included,
+    /// also those of cut lines), the index of the position it leads to, or
+    /// `None` for a move that was not stored (a cut line). The PGN writer
+    /// places match comments by it.
+    pub san_index: Vec<Option<u32>>,
 }
 
 /// One line of play being replayed.
@@ -86,6 +91,7 @@ pub struct GameVisitor {
     records: Vec<PositionRecord>,
     stack: Vec<Frame>,
     warnings: Vec<String>,
+    san_index: Vec<Option<u32>>,
     /// Legal moves of the position `legal_for` (the last one recorded):
     /// resolves the next SAN without a second move generation.
     legal: shakmaty::MoveList,
@@ -292,6 +298,7 @@ impl Visitor for GameVisitor {
         self.records.clear();
         self.stack.clear();
         self.warnings.clear();
+        self.san_index.clear();
         self.legal_for = None;
         ControlFlow::Continue(())
     }
@@ -357,9 +364,11 @@ impl Visitor for GameVisitor {
         let depth = self.stack.len();
         let n = self.records.len();
         let Some(frame) = self.stack.last_mut() else {
+            self.san_index.push(None);
             return ControlFlow::Continue(());
         };
         if frame.dead {
+            self.san_index.push(None);
             return ControlFlow::Continue(());
         }
         let parent_ply = self.records[frame.idx as usize].ply;
@@ -386,6 +395,7 @@ impl Visitor for GameVisitor {
                 }
                 frame.dead = true;
                 self.warnings.push(format!("variation cut short: {at}"));
+                self.san_index.push(None);
                 return ControlFlow::Continue(());
             }
         };
@@ -409,6 +419,7 @@ impl Visitor for GameVisitor {
         frame.prev = Some((before, frame.idx));
         frame.idx = n as u32;
         self.records.push(rec);
+        self.san_index.push(Some(n as u32));
         ControlFlow::Continue(())
     }
 
@@ -428,8 +439,18 @@ impl Visitor for GameVisitor {
                 ControlFlow::Continue(Skip(false))
             }
             // A variation before any move, or inside a dead line: nothing to
-            // branch from.
-            _ => ControlFlow::Continue(Skip(true)),
+            // branch from. It is still visited (as a dead line, storing
+            // nothing) so that `san_index` covers every move of the text.
+            _ => {
+                let f = Frame {
+                    pos: frame.pos.clone(),
+                    idx: frame.idx,
+                    prev: None,
+                    dead: true,
+                };
+                self.stack.push(f);
+                ControlFlow::Continue(Skip(false))
+            }
         }
     }
 
@@ -475,6 +496,7 @@ impl Visitor for GameVisitor {
             meta: std::mem::take(&mut self.meta),
             positions,
             warnings: std::mem::take(&mut self.warnings),
+            san_index: std::mem::take(&mut self.san_index),
         })
     }
 }
