@@ -6,6 +6,12 @@
 //! position its first move replaces). Each record knows its parent
 //! (`parent_delta`), its ply, and the `INITIAL`, `MAINLINE` and `TERMINAL`
 //! flags.
+//!
+//! Checkmate and stalemate need "no legal move", which costs a full move
+//! generation. A position followed by a move of its line has a legal move, so
+//! only the last position of each line is tested ([`GameVisitor`] does it
+//! when the line ends); every other record is written as having one. The
+//! flags stay a pure function of the position.
 
 use std::ops::ControlFlow;
 
@@ -92,10 +98,6 @@ pub struct GameVisitor {
     stack: Vec<Frame>,
     warnings: Vec<String>,
     san_index: Vec<Option<u32>>,
-    /// Legal moves of the position `legal_for` (the last one recorded):
-    /// resolves the next SAN without a second move generation.
-    legal: shakmaty::MoveList,
-    legal_for: Option<u32>,
 }
 
 fn parse_elo(v: &[u8]) -> u16 {
@@ -175,30 +177,6 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
             white,
         ),
     }
-}
-
-/// The one move of `legal` that `san` describes (same rules as
-/// `San::to_move`), or `None` if there is none or several.
-fn unique_match(legal: &shakmaty::MoveList, san: shakmaty::san::San) -> Option<Move> {
-    // Cheap pre-filter on the destination square (castling moves have the
-    // rook's square as `to`, so castling SAN is matched in full).
-    let target = match san {
-        shakmaty::san::San::Normal { to, .. } => Some(to),
-        _ => None,
-    };
-    let mut found = None;
-    for &m in legal {
-        if target.is_some_and(|t| m.to() != t) {
-            continue;
-        }
-        if san.matches(m) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(m);
-        }
-    }
-    found
 }
 
 /// Movetext written in UCI notation (`g1f3`, `e7e8q`) parses as a pawn move
@@ -282,6 +260,23 @@ impl GameVisitor {
     fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
         ControlFlow::Break(Err(reason))
     }
+
+    /// A line ends at `frame`: its last position is the only one of the line
+    /// not followed by a move, so decide checkmate / stalemate there.
+    fn settle_line_end(&mut self, frame: &Frame) {
+        let Some(rec) = self.records.get_mut(frame.idx as usize) else {
+            return;
+        };
+        if rec.flags & (flags::MATE | flags::STALEMATE) != 0 || !frame.pos.legal_moves().is_empty()
+        {
+            return;
+        }
+        rec.flags |= if rec.flags & flags::CHECK != 0 {
+            flags::MATE
+        } else {
+            flags::STALEMATE
+        };
+    }
 }
 
 impl Visitor for GameVisitor {
@@ -299,7 +294,6 @@ impl Visitor for GameVisitor {
         self.stack.clear();
         self.warnings.clear();
         self.san_index.clear();
-        self.legal_for = None;
         ControlFlow::Continue(())
     }
 
@@ -346,9 +340,8 @@ impl Visitor for GameVisitor {
         if self.chess960 {
             self.meta.flags |= game_flags::CHESS960;
         }
-        self.legal = pos.legal_moves();
-        self.legal_for = Some(0);
-        let mut rec = lchess::record_of_with(&pos, self.chess960, !self.legal.is_empty());
+        // Mate / stalemate are settled when the line ends.
+        let mut rec = lchess::record_of_with(&pos, self.chess960, true);
         rec.flags |= flags::INITIAL | flags::MAINLINE;
         self.records.push(rec);
         self.stack.push(Frame {
@@ -372,15 +365,7 @@ impl Visitor for GameVisitor {
             return ControlFlow::Continue(());
         }
         let parent_ply = self.records[frame.idx as usize].ply;
-        let cached = if self.legal_for == Some(frame.idx) {
-            unique_match(&self.legal, san_plus.san)
-        } else {
-            None
-        };
-        let m = match cached
-            .ok_or(())
-            .or_else(|_| san_plus.san.to_move(&frame.pos))
-        {
+        let m = match san_plus.san.to_move(&frame.pos) {
             Ok(m) => m,
             Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
             Err(e) => {
@@ -407,9 +392,8 @@ impl Visitor for GameVisitor {
         let turn = frame.pos.turn();
         let before = frame.pos.clone();
         frame.pos.play_unchecked(m);
-        self.legal = frame.pos.legal_moves();
-        self.legal_for = Some(n as u32);
-        let mut rec = lchess::record_of_with(&frame.pos, self.chess960, !self.legal.is_empty());
+        // Mate / stalemate are settled when the line ends.
+        let mut rec = lchess::record_of_with(&frame.pos, self.chess960, true);
         rec.mv = pack_move(m, turn);
         rec.parent_delta = (n as u32 - frame.idx) as u16;
         rec.ply = parent_ply + 1;
@@ -455,8 +439,10 @@ impl Visitor for GameVisitor {
     }
 
     fn end_variation(&mut self, _: &mut ()) -> ControlFlow<Self::Output> {
-        if self.stack.len() > 1 {
-            self.stack.pop();
+        if self.stack.len() > 1
+            && let Some(frame) = self.stack.pop()
+        {
+            self.settle_line_end(&frame);
         }
         ControlFlow::Continue(())
     }
@@ -479,6 +465,9 @@ impl Visitor for GameVisitor {
     }
 
     fn end_game(&mut self, _: ()) -> Self::Output {
+        while let Some(frame) = self.stack.pop() {
+            self.settle_line_end(&frame);
+        }
         let mut positions = std::mem::take(&mut self.records);
         if positions.is_empty() {
             return Err("no game".into());
