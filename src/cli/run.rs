@@ -16,7 +16,7 @@ use clap::{Parser, ValueEnum};
 use cqlj::ir::TransformFilter;
 use cqlj::output::{Annotations, write_pgn_game};
 use cqlj::runtime::store::Store;
-use cqlj::scan::{self, GameMatch, ScanOptions, Sink, SortValue};
+use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
 
 /// Transform options in CQL spelling, and the filter each wraps the body in.
@@ -357,6 +357,12 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot create output file {}", tmp.display()))?,
         )
     };
+    let rematch = |g: u32| -> Result<Option<GameMatch>, scan::ScanError> {
+        let mut scratch = matcher.scratch();
+        let mut found = Vec::new();
+        matcher.match_games(g..g + 1, &mut scratch, &mut found)?;
+        Ok(found.pop())
+    };
     let bar = progress.then(|| {
         let bar = indicatif::ProgressBar::new(u64::from(games.end - games.start));
         bar.set_style(
@@ -377,6 +383,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         bar,
         sorting: scan::has_sort(&prepared.query),
         held: Vec::new(),
+        rematch: &rematch,
     };
     let opts = ScanOptions {
         threads: args
@@ -457,10 +464,18 @@ struct GameWriter<'s, W: Write> {
     showmatches: bool,
     error: Option<anyhow::Error>,
     bar: Option<indicatif::ProgressBar>,
-    /// With `sort`, games are held (keys and game numbers only are cheap;
-    /// the game text is read again when writing) and written at the end.
+    /// With `sort`, only each matching game's number and sort keys are held;
+    /// at the end they are ordered and each game is matched again (matching
+    /// is a pure function of the game) to write it with its comments.
     sorting: bool,
-    held: Vec<GameMatch>,
+    held: Vec<HeldGame>,
+    rematch: &'s dyn Fn(u32) -> Result<Option<GameMatch>, scan::ScanError>,
+}
+
+/// A matching game waiting for the end of a sorted run.
+struct HeldGame {
+    game: u32,
+    sort_keys: Vec<SortKey>,
 }
 
 impl<W: Write> GameWriter<'_, W> {
@@ -497,9 +512,12 @@ impl<W: Write> GameWriter<'_, W> {
         if self.sorting {
             let mut held = std::mem::take(&mut self.held);
             // Stable: games with equal keys stay in input order.
-            held.sort_by(compare_keys);
-            for m in &held {
-                self.write(m)?;
+            held.sort_by(|a, b| compare_keys(&a.sort_keys, &b.sort_keys));
+            for h in &held {
+                let m = (self.rematch)(h.game)?.ok_or_else(|| {
+                    anyhow::anyhow!("game {} matched, then did not match again", h.game + 1)
+                })?;
+                self.write(&m)?;
             }
         }
         Ok(())
@@ -507,8 +525,8 @@ impl<W: Write> GameWriter<'_, W> {
 }
 
 /// Orders two games by their sort keys (descending unless `min`).
-fn compare_keys(a: &GameMatch, b: &GameMatch) -> std::cmp::Ordering {
-    for (ka, kb) in a.sort_keys.iter().zip(&b.sort_keys) {
+fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
+    for (ka, kb) in a.iter().zip(b) {
         let ord = match (&ka.value, &kb.value) {
             // Games whose key never matched come last.
             (None, None) => std::cmp::Ordering::Equal,
@@ -524,13 +542,16 @@ fn compare_keys(a: &GameMatch, b: &GameMatch) -> std::cmp::Ordering {
             return ord;
         }
     }
-    b.sort_keys.len().cmp(&a.sort_keys.len())
+    b.len().cmp(&a.len())
 }
 
 impl<W: Write> Sink for GameWriter<'_, W> {
     fn game(&mut self, m: GameMatch) -> std::ops::ControlFlow<()> {
         if self.sorting {
-            self.held.push(m);
+            self.held.push(HeldGame {
+                game: m.game,
+                sort_keys: m.sort_keys,
+            });
             return std::ops::ControlFlow::Continue(());
         }
         match self.write(&m) {
