@@ -3,7 +3,9 @@
 //! no store when there was none, and what is there opens; `cqlj` (run)
 //! killed mid-scan leaves the old output file intact. A killed process may
 //! leave its temporary file (`DB.cqlj.tmp-PID`, `OUT.tmp-PID`) behind: it
-//! is never opened as a store, and the test removes it.
+//! is never opened as a store, and the test removes it. `cqlj index
+//! --append` killed mid-append leaves the old store's bytes untouched (new
+//! bytes after its end are ignored) and the store opens with its old games.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -128,6 +130,93 @@ fn interrupted_index_keeps_the_old_store() {
         remove_leftovers(&dir.0);
     }
     assert!(killed >= 3, "only {killed} runs were killed mid-import");
+}
+
+#[test]
+fn interrupted_append_keeps_the_old_store() {
+    let dir = Scratch::new("append");
+    let small = dir.path("small.pgn");
+    std::fs::write(
+        &small,
+        "[Event \"old\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n",
+    )
+    .expect("write PGN");
+    let db = dir.path("db.cqlj");
+    index(&small, &db);
+    let old = std::fs::read(&db).expect("old store");
+    let big = data_dir().join("book.pgn.zst");
+    let mut killed = 0;
+    let mut grown = 0;
+    // Kill points: after a delay, or once the append has written this many
+    // bytes after the old end (new chunks on disk, header not switched).
+    let points = [(20, 0), (400, 0), (60_000, 1 << 20), (60_000, 100 << 20)];
+    for (ms, growth) in points {
+        let mut child = cqlj(&["index", "-q", "--append"])
+            .arg(&big)
+            .arg("-o")
+            .arg(&db)
+            .spawn()
+            .expect("spawn cqlj index --append");
+        if growth > 0 {
+            let until = Instant::now() + Duration::from_millis(ms);
+            while Instant::now() < until
+                && child.try_wait().expect("wait").is_none()
+                && std::fs::metadata(&db).map_or(0, |m| m.len()) < old.len() as u64 + growth
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let was_killed = kill_after(
+            child,
+            Duration::from_millis(if growth > 0 { 0 } else { ms }),
+        );
+        if std::fs::metadata(&db).map_or(0, |m| m.len()) > old.len() as u64 {
+            grown += 1;
+        }
+        let store = Store::open(&db).expect("the store opens after the kill");
+        if store.n_games() == 1 {
+            assert!(was_killed, "the append finished but added nothing");
+            killed += 1;
+            // The old store's bytes are untouched (new bytes, if any, lie
+            // after its end and are ignored).
+            let now = std::fs::read(&db).expect("store");
+            assert!(now.len() >= old.len());
+            assert!(
+                now[..old.len()] == old[..],
+                "killed after {ms} ms: the old store changed"
+            );
+            assert_eq!(
+                store.game_tag(0, "Event").expect("tag").as_deref(),
+                Some("old")
+            );
+        } else {
+            // Finished (or killed after the header switch): all games.
+            assert!(store.n_games() > 100_000);
+            break;
+        }
+        // Appends write in place: no temporary file.
+        assert_eq!(remove_leftovers(&dir.0), 0);
+    }
+    assert!(killed >= 3, "only {killed} runs were killed mid-append");
+    assert!(
+        grown >= 2,
+        "only {grown} kills left new bytes after the old end"
+    );
+    // The store takes further appends.
+    let before = Store::open(&db).expect("open").n_games();
+    let ok = cqlj(&["index", "-q", "--append"])
+        .arg(&small)
+        .arg("-o")
+        .arg(&db)
+        .status()
+        .expect("cqlj runs");
+    assert!(ok.success());
+    let store = Store::open(&db).expect("open");
+    assert_eq!(store.n_games(), before + 1);
+    assert_eq!(
+        store.game_tag(before, "Event").expect("tag").as_deref(),
+        Some("old")
+    );
 }
 
 #[test]

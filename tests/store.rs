@@ -7,7 +7,8 @@ use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PackedMove, PositionRecord, flags,
 };
 use cqlj::runtime::store::{
-    CHUNK_BYTES, CHUNKS_OFFSET, GameMeta, HEADER_LEN, Store, StoreError, StoreWriter, result,
+    CHUNK_BYTES, CHUNKS_OFFSET, GameMeta, HEADER_LEN, HEADER_SLOTS, Store, StoreError, StoreWriter,
+    result,
 };
 
 /// A fresh path in the temp dir (removed by `Tmp`'s drop).
@@ -65,9 +66,8 @@ fn record(g: u64, initial: bool) -> PositionRecord {
 /// boundary and one-position games.
 const GAME_SIZES: &[usize] = &[1, 5000, 3, 4093, 1, 1, 7000, 2];
 
-fn write_store(path: &std::path::Path) -> Vec<(GameMeta, Vec<PositionRecord>)> {
-    let mut w = StoreWriter::create(path).expect("create");
-    let src = w.add_source("synthetic.pgn");
+/// The synthetic games of [`GAME_SIZES`], with metadata; all name source 0.
+fn synthetic_games() -> Vec<(GameMeta, Vec<PositionRecord>)> {
     let mut games = Vec::new();
     let mut g = 0u64;
     for (i, &n) in GAME_SIZES.iter().enumerate() {
@@ -78,7 +78,7 @@ fn write_store(path: &std::path::Path) -> Vec<(GameMeta, Vec<PositionRecord>)> {
             white_elo: 2000 + i as u16,
             black_elo: if i % 2 == 0 { 0 } else { 1500 },
             flags: (i % 2) as u8,
-            source_file: src,
+            source_file: 0,
             source_start: i as u64 * 100,
             source_len: 50 + i as u64,
             tags: vec![
@@ -88,9 +88,24 @@ fn write_store(path: &std::path::Path) -> Vec<(GameMeta, Vec<PositionRecord>)> {
             text: format!("[Event \"Game {i}\"]\n\n1. e4 {} *", "x".repeat(i * 40_000))
                 .into_bytes(),
         };
-        assert_eq!(w.add_game(&meta, &positions).expect("add"), i as u32);
         games.push((meta, positions));
     }
+    games
+}
+
+/// Adds `games` to `w`; their indexes continue from `w`'s count.
+fn add_games(w: &mut StoreWriter, games: &[(GameMeta, Vec<PositionRecord>)]) {
+    for (meta, positions) in games {
+        let before = w.n_games();
+        assert_eq!(w.add_game(meta, positions).expect("add") as u64, before);
+    }
+}
+
+fn write_store(path: &std::path::Path) -> Vec<(GameMeta, Vec<PositionRecord>)> {
+    let games = synthetic_games();
+    let mut w = StoreWriter::create(path).expect("create");
+    assert_eq!(w.add_source("synthetic.pgn"), 0);
+    add_games(&mut w, &games);
     w.finish().expect("finish");
     games
 }
@@ -268,13 +283,13 @@ fn store_corrupt_truncated() {
             "len {len}: {err}"
         );
     }
-    // Trailing garbage is not silently accepted either.
+    // Bytes after the header's end (what an interrupted append leaves) are
+    // ignored: the store reads as before.
     let mut longer = bytes.clone();
-    longer.extend_from_slice(&[0; 10]);
-    assert!(matches!(
-        open_bytes("longer", &longer, true),
-        Err(StoreError::OutOfRange { .. })
-    ));
+    longer.extend_from_slice(&[0x5a; 10_000]);
+    let store = open_bytes("longer", &longer, true).expect("trailing bytes are ignored");
+    assert_eq!(store.file_len() as usize, bytes.len());
+    assert_eq!(store.n_games() as usize, GAME_SIZES.len());
 }
 
 #[test]
@@ -306,6 +321,11 @@ fn store_corrupt_header_and_meta() {
         open_bytes("version", &version, true),
         Err(StoreError::UnsupportedVersion { found: 99 })
     ));
+    // Format 1 is refused with a hint to re-index.
+    version[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let err = open_bytes("version-1", &version, true).expect_err("format 1 is not read");
+    assert!(matches!(err, StoreError::UnsupportedVersion { found: 1 }));
+    assert!(err.to_string().contains("re-index"), "{err}");
 
     let mut endian = bytes.clone();
     endian[12..16].reverse();
@@ -350,5 +370,331 @@ fn store_corrupt_anywhere_never_panics() {
             "flip at {at} went unnoticed"
         );
         at += 997;
+    }
+}
+
+// ---- append ----
+
+/// Asserts that two stores read the same everywhere a reader can look
+/// (chunk offsets and the index layout may differ).
+fn assert_same_content(a: &Store, b: &Store) {
+    assert_eq!(
+        (a.n_games(), a.n_positions(), a.n_chunks()),
+        (b.n_games(), b.n_positions(), b.n_chunks())
+    );
+    assert_eq!(a.source_files(), b.source_files());
+    for c in 0..a.n_chunks() {
+        let (x, y) = (
+            a.chunk_info(c).expect("info"),
+            b.chunk_info(c).expect("info"),
+        );
+        assert_eq!(
+            (x.summary, x.first_position, x.len, x.checksum),
+            (y.summary, y.first_position, y.len, y.checksum),
+            "chunk {c}"
+        );
+    }
+    for i in 0..a.n_games() {
+        let (x, y) = (a.game(i).expect("game"), b.game(i).expect("game"));
+        assert_eq!(
+            (x.first_position, x.n_positions, x.result, x.flags),
+            (y.first_position, y.n_positions, y.result, y.flags),
+            "game {i}"
+        );
+        assert_eq!(
+            (x.white_elo, x.black_elo, x.source_file),
+            (y.white_elo, y.black_elo, y.source_file)
+        );
+        assert_eq!(
+            (x.source_start, x.source_len),
+            (y.source_start, y.source_len)
+        );
+        assert_eq!(
+            a.game_tags_raw(i).expect("tags"),
+            b.game_tags_raw(i).expect("tags")
+        );
+        assert_eq!(a.game_text(i).expect("text"), b.game_text(i).expect("text"));
+        assert_eq!(
+            a.game_positions(i).expect("positions"),
+            b.game_positions(i).expect("positions")
+        );
+    }
+}
+
+/// Writes `parts` into one store: the first with `create` (source 0
+/// registered), the others each with `append`.
+fn write_in_parts(path: &std::path::Path, parts: &[&[(GameMeta, Vec<PositionRecord>)]]) {
+    for (k, part) in parts.iter().enumerate() {
+        let mut w = if k == 0 {
+            let mut w = StoreWriter::create(path).expect("create");
+            w.add_source("synthetic.pgn");
+            w
+        } else {
+            StoreWriter::append(path).expect("append")
+        };
+        assert_eq!(w.is_append(), k > 0);
+        add_games(&mut w, part);
+        w.finish().expect("finish");
+    }
+}
+
+#[test]
+fn store_append_equals_one_write() {
+    let games = synthetic_games();
+    let whole = Tmp::new("append-whole");
+    write_store(&whole.0);
+    let want = Store::open(&whole.0).expect("open whole");
+    // Splits mid-chunk, after one-position games, and into three parts
+    // (appending twice); an empty first part; an empty appended part.
+    let splits: &[&[usize]] = &[
+        &[1],
+        &[3],
+        &[5],
+        &[7],
+        &[2, 6],
+        &[1, 4, 7],
+        &[0],
+        &[8],
+        &[3, 3],
+    ];
+    for cuts in splits {
+        let tmp = Tmp::new("append-parts");
+        let mut parts = Vec::new();
+        let mut from = 0;
+        for &c in cuts.iter().chain([&games.len()]) {
+            parts.push(&games[from..c]);
+            from = c;
+        }
+        write_in_parts(&tmp.0, &parts);
+        let got = Store::open(&tmp.0).expect("the appended store opens and verifies");
+        assert_same_content(&got, &want);
+        assert_eq!(got.sequence(), parts.len() as u64, "cuts {cuts:?}");
+        // Chunks stay 4096-aligned for zero-copy access.
+        for c in 0..got.n_chunks() {
+            assert_eq!((got.chunk(c) as *const ChunkColumns as usize) % 4096, 0);
+        }
+    }
+}
+
+#[test]
+fn store_append_at_a_chunk_boundary_and_of_nothing() {
+    let games: Vec<_> = [CHUNK_POSITIONS, 10, CHUNK_POSITIONS - 10]
+        .iter()
+        .scan(0u64, |g, &n| {
+            let p: Vec<_> = (0..n).map(|k| record(*g + k as u64, k == 0)).collect();
+            *g += n as u64;
+            Some((GameMeta::default(), p))
+        })
+        .collect();
+    let whole = Tmp::new("boundary-whole");
+    write_in_parts(&whole.0, &[&games]);
+    let want = Store::open(&whole.0).expect("open");
+    assert_eq!(want.n_chunks(), 2);
+    // A full last chunk is not copied: the append adds chunks after it.
+    let tmp = Tmp::new("boundary-parts");
+    write_in_parts(&tmp.0, &[&games[..1], &games[1..2], &[], &games[2..]]);
+    let got = Store::open(&tmp.0).expect("open");
+    assert_same_content(&got, &want);
+    // An append of nothing keeps the partial chunk where it is: only the
+    // old index becomes unused.
+    let tmp = Tmp::new("boundary-nothing");
+    write_in_parts(&tmp.0, &[&games[..2]]);
+    let before = Store::open(&tmp.0).expect("open");
+    let (len, info) = (before.file_len(), before.chunk_info(1).expect("info"));
+    drop(before);
+    for _ in 0..2 {
+        StoreWriter::append(&tmp.0)
+            .expect("append")
+            .finish()
+            .expect("finish");
+    }
+    let after = Store::open(&tmp.0).expect("open");
+    assert_eq!((after.sequence(), after.n_games()), (3, 2));
+    assert_eq!(after.chunk_info(1).expect("info").offset, info.offset);
+    assert!(after.unused_bytes() > 0 && after.unused_bytes() < len);
+}
+
+#[test]
+fn store_append_leaves_open_readers_and_old_bytes_unchanged() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("append-readers");
+    write_in_parts(&tmp.0, &[&games[..3]]);
+    let old_bytes = std::fs::read(&tmp.0).expect("read");
+    let reader = Store::open(&tmp.0).expect("open");
+    let old_text = reader.game_text(2).expect("text");
+    let mut w = StoreWriter::append(&tmp.0).expect("append");
+    add_games(&mut w, &games[3..]);
+    w.finish().expect("finish");
+    // The reader opened before the append still sees the old store.
+    assert_eq!(reader.n_games(), 3);
+    assert_eq!(reader.game_text(2).expect("text"), old_text);
+    assert_eq!(
+        reader.game_positions(2).expect("positions"),
+        games[2].1.as_slice()
+    );
+    // Only the inactive header slot and bytes after the old end changed.
+    let new_bytes = std::fs::read(&tmp.0).expect("read");
+    let slot = HEADER_SLOTS[1] as usize..HEADER_SLOTS[1] as usize + HEADER_LEN;
+    for (o, (a, b)) in old_bytes.iter().zip(&new_bytes).enumerate() {
+        assert!(a == b || slot.contains(&o), "old byte {o} changed");
+    }
+    assert_eq!(Store::open(&tmp.0).expect("open").n_games(), 8);
+}
+
+/// Writes `bytes` to `path`.
+fn put(path: &std::path::Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).expect("write");
+}
+
+#[test]
+fn store_append_crash_at_every_stage_keeps_the_old_store() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("crash");
+    for first_append in [true, false] {
+        // The old store: a new one (header in slot 0), or one appended to
+        // once (current header in slot 1; this append writes slot 0).
+        let parts: &[&[_]] = if first_append {
+            &[&games[..3]]
+        } else {
+            &[&games[..2], &games[2..3]]
+        };
+        write_in_parts(&tmp.0, parts);
+        let old = std::fs::read(&tmp.0).expect("read");
+        let mut w = StoreWriter::append(&tmp.0).expect("append");
+        add_games(&mut w, &games[3..]);
+        w.finish().expect("finish");
+        let new = std::fs::read(&tmp.0).expect("read");
+        let slot = HEADER_SLOTS[if first_append { 1 } else { 0 }] as usize;
+        let reference = Tmp::new("crash-ref");
+        put(&reference.0, &old);
+        let want_old = Store::open(&reference.0).expect("old store");
+        assert_eq!(want_old.n_games(), 3);
+        let reference_new = Tmp::new("crash-ref-new");
+        put(&reference_new.0, &new);
+        let want_new = Store::open(&reference_new.0).expect("new store");
+        assert_eq!(want_new.n_games(), 8);
+        let state = Tmp::new("crash-state");
+        let opens_as = |bytes: &[u8], want: &Store, what: &str| {
+            put(&state.0, bytes);
+            let got = Store::open(&state.0).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got.n_games(), want.n_games(), "{what}");
+            assert_eq!(got.file_len(), want.file_len(), "{what}");
+            assert_same_content(&got, want);
+        };
+        // Stage 1: new chunks and index partly or fully written, header
+        // not yet switched (the file holds old bytes up to the old end).
+        let ends = [
+            old.len(),
+            old.len() + 1,
+            old.len().next_multiple_of(4096) + 100,
+            old.len() + CHUNK_BYTES,
+            (old.len() + new.len()) / 2,
+            new.len() - 1,
+            new.len(),
+        ];
+        for end in ends {
+            let mut bytes = new[..end].to_vec();
+            bytes[..old.len()].copy_from_slice(&old);
+            opens_as(&bytes, &want_old, &format!("data written up to {end}"));
+        }
+        // Stage 2: the header slot torn (a prefix or a suffix written).
+        for k in [1, 8, 16, 84, HEADER_LEN - 8, HEADER_LEN - 1] {
+            // (A torn write equal to the new slot, e.g. an old prefix with
+            // the same magic and version, is the new store.)
+            let want = |b: &[u8]| {
+                if b == new.as_slice() {
+                    &want_new
+                } else {
+                    &want_old
+                }
+            };
+            let mut prefix = new.clone();
+            prefix[slot + k..slot + HEADER_LEN].copy_from_slice(&old[slot + k..slot + HEADER_LEN]);
+            opens_as(&prefix, want(&prefix), &format!("slot prefix {k}"));
+            let mut suffix = new.clone();
+            suffix[slot..slot + k].copy_from_slice(&old[slot..slot + k]);
+            opens_as(&suffix, want(&suffix), &format!("slot suffix {k}"));
+        }
+        // Stage 3: the header written: the new store.
+        opens_as(&new, &want_new, "header written");
+        // After a crash that left a long tail, the next append truncates it
+        // and works.
+        let mut crashed = new.clone();
+        crashed[..old.len()].copy_from_slice(&old);
+        put(&tmp.0, &crashed);
+        let mut w = StoreWriter::append(&tmp.0).expect("append after a crash");
+        add_games(&mut w, &games[3..]);
+        w.finish().expect("finish");
+        let again = Store::open(&tmp.0).expect("open");
+        assert_same_content(&again, &want_new);
+        assert_eq!(std::fs::read(&tmp.0).expect("read"), new);
+    }
+}
+
+#[test]
+fn store_append_unfinished_or_concurrent_changes_nothing() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("unfinished");
+    write_in_parts(&tmp.0, &[&games[..5]]);
+    let old = std::fs::read(&tmp.0).expect("read");
+    {
+        let mut w = StoreWriter::append(&tmp.0).expect("append");
+        add_games(&mut w, &games[5..]);
+        // A second writer is refused while the first holds the lock.
+        assert!(matches!(
+            StoreWriter::append(&tmp.0),
+            Err(StoreError::Locked { .. })
+        ));
+        // Dropped unfinished: the file is truncated back.
+    }
+    assert_eq!(std::fs::read(&tmp.0).expect("read"), old);
+    assert!(StoreWriter::append(&tmp.0).is_ok(), "the lock is released");
+}
+
+#[test]
+fn store_header_slots_pick_the_latest_valid() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("slots");
+    write_in_parts(&tmp.0, &[&games[..2], &games[2..4], &games[4..]]);
+    let bytes = std::fs::read(&tmp.0).expect("read");
+    let store = open_bytes("slots-ok", &bytes, true).expect("open");
+    assert_eq!((store.sequence(), store.n_games()), (3, 8));
+    // Slot 0 holds sequence 3, slot 1 sequence 2. Damage to the current
+    // slot falls back to the previous append's header, whose index and
+    // chunks are untouched: the store as it was before the last append.
+    let mut b = bytes.clone();
+    b[HEADER_SLOTS[0] as usize + 40] ^= 1;
+    let store = open_bytes("slots-0", &b, true).expect("open");
+    assert_eq!((store.sequence(), store.n_games()), (2, 4));
+    // Damage to the older slot changes nothing.
+    let mut b = bytes.clone();
+    b[HEADER_SLOTS[1] as usize + 40] ^= 1;
+    let store = open_bytes("slots-1", &b, true).expect("open");
+    assert_eq!((store.sequence(), store.n_games()), (3, 8));
+    // Both damaged: a clear error.
+    b[HEADER_SLOTS[0] as usize + 40] ^= 1;
+    assert!(matches!(
+        open_bytes("slots-both", &b, true),
+        Err(StoreError::BadHeaderChecksum)
+    ));
+    // A new store has only slot 0: damage to it is an error (slot 1 empty).
+    let fresh = good_bytes("slots-fresh");
+    let mut b = fresh.clone();
+    b[HEADER_SLOTS[0] as usize + 40] ^= 1;
+    assert!(matches!(
+        open_bytes("slots-fresh-0", &b, true),
+        Err(StoreError::BadHeaderChecksum)
+    ));
+    // Bytes between and after the slots must be zero.
+    for at in [HEADER_LEN + 1, HEADER_SLOTS[1] as usize + HEADER_LEN, 4095] {
+        let mut b = fresh.clone();
+        b[at] = 1;
+        assert!(
+            matches!(
+                open_bytes("slots-pad", &b, true),
+                Err(StoreError::BadHeaderChecksum)
+            ),
+            "byte {at}"
+        );
     }
 }

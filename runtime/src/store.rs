@@ -8,9 +8,12 @@
 //! byte order refuse the file.
 //!
 //! ```text
-//! offset 0      header (HEADER_LEN bytes, padded with zeros to 4096)
-//! 4096          chunk 0 .. chunk n-1: full ChunkColumns images (CHUNK_BYTES
-//!               each, so every chunk starts at a 4096-aligned offset)
+//! offset 0      header slot 0 (HEADER_LEN bytes)
+//! 2048          header slot 1 (HEADER_LEN bytes, or zeros); the rest of
+//!               the first 4096 bytes is zero
+//! 4096 ..       chunk images (CHUNK_BYTES each, at 4096-aligned offsets
+//!               in increasing order; each chunk's offset is in its index
+//!               entry); a fresh store has chunk i at 4096 + i x CHUNK_BYTES
 //! meta_offset   chunk index   n_chunks x CHUNK_ENTRY_LEN
 //!               game index    n_games  x GAME_ENTRY_LEN
 //!               tag blob      per game: n_tags x (u16 name len, name, u32
@@ -19,24 +22,49 @@
 //!                             len, decompressed len)
 //!               text blocks   zstd frames of whole games' original text
 //!               sources       n_sources x (u32 len, UTF-8 path)
+//! file_len      end of the store (bytes after it are ignored)
 //! ```
 //!
 //! Positions are numbered globally from 0 in store order (the games in order,
 //! each game's positions in PGN text order); chunk `i` holds positions
 //! `i * CHUNK_POSITIONS ..`, every chunk but the last is full, and a game may
 //! span chunks. Each chunk has a 64-bit checksum ([`checksum64`]) of its full
-//! image; the header has one of the metadata sections and one of itself.
+//! image; a header slot has one of the metadata sections (`meta_offset ..
+//! file_len`) and one of itself.
+//!
+//! # Header slots and append
+//!
+//! Each header slot holds a complete header with a sequence number. The
+//! current header is the valid slot with the highest sequence; a slot that
+//! is all zeros is empty, a slot that fails its checks is ignored when the
+//! other slot is valid. [`StoreWriter::create`] writes a new file (slot 0,
+//! sequence 1) through a temporary file and a rename.
+//! [`StoreWriter::append`] extends an existing store in place without
+//! touching a byte the current header refers to: it writes the new chunks
+//! (the old partial last chunk first, copied and completed) and a complete
+//! new index section after the current `file_len`, fsyncs, then writes the
+//! new header (sequence + 1) into the *other* slot and fsyncs again. A crash
+//! before that header write leaves the old header current (the new bytes
+//! lie beyond its `file_len` and are ignored); a torn header write fails its
+//! checksum, so the old slot stays current. The old index and the old
+//! partial chunk remain in the file as unused bytes
+//! ([`Store::unused_bytes`]); `cqlj index` without `--append` compacts.
+//!
+//! Format 1 (one header, chunks at fixed offsets, no trailing bytes) is not
+//! read: opening it fails with [`StoreError::UnsupportedVersion`], whose
+//! message says to re-index.
 //!
 //! # Invariants guaranteed by [`Store::open`]
 //! Every offset and length in the header and the index sections lies inside
-//! the file; games are contiguous and cover every position exactly once;
-//! chunk entries agree with the position count; checksums match (chunk
-//! checksums unless opened with [`Store::open_unverified`]). After a
-//! successful open no accessor panics or reads out of bounds, whatever the
-//! file held.
+//! `0 .. file_len`; chunk images are 4096-aligned, in increasing order, do
+//! not overlap and end before `meta_offset`; games are contiguous and cover
+//! every position exactly once; chunk entries agree with the position
+//! count; checksums match (chunk checksums unless opened with
+//! [`Store::open_unverified`]). After a successful open no accessor panics
+//! or reads out of bounds, whatever the file held.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
 
@@ -45,18 +73,21 @@ use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord}
 /// First bytes of every store file.
 pub const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
 pub const ENDIAN_MARKER: u32 = 0x0102_0304;
-/// Bytes of the header proper (the rest of the first 4096 bytes is zero).
-pub const HEADER_LEN: usize = 160;
-/// Offset of chunk 0.
+/// Bytes of one header slot (the first 4096 bytes hold the two slots and
+/// zeros).
+pub const HEADER_LEN: usize = 168;
+/// File offsets of the two header slots.
+pub const HEADER_SLOTS: [u64; 2] = [0, 2048];
+/// Offset of the first chunk; every chunk image starts at a multiple of it.
 pub const CHUNKS_OFFSET: u64 = 4096;
 /// Bytes of one chunk image.
 pub const CHUNK_BYTES: usize = size_of::<ChunkColumns>();
 /// Bytes of one chunk-index entry.
-pub const CHUNK_ENTRY_LEN: usize = 192;
+pub const CHUNK_ENTRY_LEN: usize = 200;
 /// Bytes of one game-index entry.
 pub const GAME_ENTRY_LEN: usize = 64;
 /// Bytes of one text-block-index entry.
@@ -96,7 +127,9 @@ pub enum StoreError {
     Truncated { len: u64, needed: u64 },
     #[error("not a cqlj store (bad magic number)")]
     BadMagic,
-    #[error("unsupported store format version {found} (this build reads version {FORMAT_VERSION})")]
+    #[error(
+        "unsupported store format version {found} (this build reads version {FORMAT_VERSION}); re-index the PGN with `cqlj index`"
+    )]
     UnsupportedVersion { found: u32 },
     #[error("store was written on a host of the other byte order")]
     WrongEndianness,
@@ -112,6 +145,8 @@ pub enum StoreError {
     CorruptText { game: u32, reason: String },
     #[error("store limit exceeded: {what}")]
     Limit { what: String },
+    #[error("{path} is being written by another process")]
+    Locked { path: PathBuf },
     #[error("index {index} out of range ({count} {what})")]
     NoSuchItem {
         what: &'static str,
@@ -262,6 +297,8 @@ pub struct ChunkInfo {
     /// Used slots (CHUNK_POSITIONS for every chunk but the last).
     pub len: u32,
     pub checksum: u64,
+    /// File offset of the chunk image (a multiple of [`CHUNKS_OFFSET`]).
+    pub offset: u64,
 }
 
 impl ChunkInfo {
@@ -279,6 +316,7 @@ impl ChunkInfo {
         b[o..o + 8].copy_from_slice(&self.first_position.to_le_bytes());
         b[o + 8..o + 12].copy_from_slice(&self.len.to_le_bytes());
         b[o + 16..o + 24].copy_from_slice(&self.checksum.to_le_bytes());
+        b[o + 24..o + 32].copy_from_slice(&self.offset.to_le_bytes());
         b
     }
 
@@ -302,6 +340,7 @@ impl ChunkInfo {
             first_position: r.u64(o),
             len: r.u32(o + 8),
             checksum: r.u64(o + 16),
+            offset: r.u64(o + 24),
         }
     }
 }
@@ -328,10 +367,13 @@ impl Bytes<'_> {
     }
 }
 
-/// The fixed header.
+/// The fixed header (one slot).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Header {
     version: u32,
+    /// 1 for a new store, +1 per append; the valid slot with the highest
+    /// sequence is current.
+    sequence: u64,
     n_games: u64,
     n_positions: u64,
     n_chunks: u64,
@@ -375,6 +417,7 @@ impl Header {
             self.sources_len,
             self.file_len,
             self.meta_checksum,
+            self.sequence,
         ];
         for (k, v) in fields.iter().enumerate() {
             b[16 + 8 * k..24 + 8 * k].copy_from_slice(&v.to_le_bytes());
@@ -431,19 +474,93 @@ impl Header {
             sources_len: f(14),
             file_len: f(15),
             meta_checksum: f(16),
+            sequence: f(17),
         })
     }
 }
 
-/// Builds a store file. Games are appended with [`StoreWriter::add_game`];
-/// [`StoreWriter::finish`] writes the indexes, fsyncs and renames the
-/// temporary file (`DB.cqlj.tmp-<pid>`, same directory) over the target, so
-/// the target is either the old file or the complete new one. Dropping an
-/// unfinished writer removes the temporary file.
+/// What one header slot holds.
+enum Slot {
+    /// All zeros (never written), or beyond the end of a short file.
+    Empty,
+    Valid(Header),
+    Invalid(StoreError),
+}
+
+/// Decodes slot `k` from the first bytes of a file.
+fn read_slot(first: &[u8], k: usize) -> Slot {
+    let start = HEADER_SLOTS[k] as usize;
+    if k > 0 && first.len() <= start {
+        return Slot::Empty;
+    }
+    let end = first.len().min(start + HEADER_LEN);
+    let bytes = first.get(start..end).unwrap_or_default();
+    if k > 0 && bytes.len() == HEADER_LEN && bytes.iter().all(|&b| b == 0) {
+        return Slot::Empty;
+    }
+    match Header::decode(bytes) {
+        Ok(h) => Slot::Valid(h),
+        Err(e) => Slot::Invalid(e),
+    }
+}
+
+/// The current header of a file whose first bytes (up to 4096) are `first`,
+/// and its slot: the valid slot with the highest sequence (slot 0 on a
+/// tie). With no valid slot, the error of slot 0, else of slot 1.
+fn current_header(first: &[u8]) -> Result<(Header, usize), StoreError> {
+    let slots = [read_slot(first, 0), read_slot(first, 1)];
+    let mut best: Option<(Header, usize)> = None;
+    for (k, slot) in slots.iter().enumerate() {
+        if let Slot::Valid(h) = slot
+            && best.is_none_or(|(b, _)| h.sequence > b.sequence)
+        {
+            best = Some((*h, k));
+        }
+    }
+    if let Some(b) = best {
+        return Ok(b);
+    }
+    let [s0, s1] = slots;
+    Err(match (s0, s1) {
+        (Slot::Invalid(e), _) | (_, Slot::Invalid(e)) => e,
+        _ => StoreError::BadMagic,
+    })
+}
+
+/// Where a [`StoreWriter`]'s bytes go.
+enum Target {
+    /// A new store, written to `tmp_path` and renamed over the target at
+    /// finish.
+    New { tmp_path: PathBuf },
+    /// An append to the store in place: new bytes after `old_len` (the
+    /// current header's `file_len`), the new header into slot `slot`.
+    Append { old_len: u64, slot: usize },
+}
+
+/// Builds a store file. Games are added with [`StoreWriter::add_game`];
+/// [`StoreWriter::finish`] writes the indexes and the header and fsyncs.
+///
+/// A writer from [`StoreWriter::create`] writes a temporary file
+/// (`DB.cqlj.tmp-<pid>`, same directory) renamed over the target at
+/// finish, so the target is either the old file or the complete new one;
+/// dropping it unfinished removes the temporary file. A writer from
+/// [`StoreWriter::append`] extends the existing store in place (see the
+/// module docs): until its finish switches the header slot, the store
+/// opens with its old content; dropping it unfinished truncates the file
+/// back to its old length.
 pub struct StoreWriter {
     path: PathBuf,
-    tmp_path: PathBuf,
+    /// The file being written (the temporary file or the store), for errors.
+    write_path: PathBuf,
+    target: Target,
     file: Option<BufWriter<File>>,
+    /// File offset of the next chunk image (where `file` is positioned).
+    next_offset: u64,
+    /// Sequence number of the header `finish` writes.
+    sequence: u64,
+    /// On append, the old partial last chunk, loaded into `chunk`; its
+    /// entry is kept as is when nothing is added to it.
+    reloaded: Option<ChunkInfo>,
     chunk: Box<ChunkColumns>,
     chunk_len: usize,
     summary: ChunkSummary,
@@ -456,6 +573,20 @@ pub struct StoreWriter {
     text_index: Vec<u8>,
     text: Vec<u8>,
     sources: Vec<String>,
+}
+
+/// Copies a chunk's columns (no temporary on the stack).
+fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
+    for (d, s) in dst.bb.iter_mut().zip(&src.bb) {
+        d.copy_from_slice(s);
+    }
+    dst.mv.copy_from_slice(&src.mv);
+    dst.parent_delta.copy_from_slice(&src.parent_delta);
+    dst.ply.copy_from_slice(&src.ply);
+    dst.halfmove.copy_from_slice(&src.halfmove);
+    dst.castling.copy_from_slice(&src.castling);
+    dst.ep.copy_from_slice(&src.ep);
+    dst.flags.copy_from_slice(&src.flags);
 }
 
 impl StoreWriter {
@@ -480,8 +611,12 @@ impl StoreWriter {
             .map_err(io_err)?;
         Ok(StoreWriter {
             path,
-            tmp_path,
+            write_path: tmp_path.clone(),
+            target: Target::New { tmp_path },
             file: Some(file),
+            next_offset: CHUNKS_OFFSET,
+            sequence: 1,
+            reloaded: None,
             chunk: ChunkColumns::new_boxed(),
             chunk_len: 0,
             summary: ChunkSummary::EMPTY,
@@ -497,9 +632,108 @@ impl StoreWriter {
         })
     }
 
+    /// Starts appending to the existing store at `path`: games added are
+    /// numbered after its games, sources after its sources. The store is
+    /// locked (an advisory lock) until the writer is finished or dropped.
+    /// Bytes after the current header's `file_len` (left by an interrupted
+    /// append) are truncated first.
+    ///
+    /// # Errors
+    /// The store cannot be opened or fails validation (chunk checksums are
+    /// not verified, except the partial last chunk's, which is copied), or
+    /// another process holds the lock ([`StoreError::Locked`]).
+    pub fn append(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let io_err = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io_err)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path }),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        }
+        let store = Store::from_file(&file, &path, false)?;
+        let h = store.header;
+        let mut chunks: Vec<ChunkInfo> = (0..h.n_chunks).map(|i| store.chunk_entry(i)).collect();
+        let mut chunk = ChunkColumns::new_boxed();
+        let mut chunk_len = 0;
+        let mut summary = ChunkSummary::EMPTY;
+        let mut reloaded = None;
+        if let Some(last) = chunks.last().copied()
+            && (last.len as usize) < CHUNK_POSITIONS
+        {
+            let i = h.n_chunks - 1;
+            copy_chunk(&mut chunk, store.chunk(i));
+            if checksum64(chunk_bytes(&chunk)) != last.checksum {
+                return Err(StoreError::BadChunkChecksum { chunk: i });
+            }
+            chunks.pop();
+            chunk_len = last.len as usize;
+            summary = last.summary;
+            reloaded = Some(last);
+        }
+        // Validated at open: every section lies inside the map.
+        let section =
+            |offset: u64, len: u64| store.map[offset as usize..(offset + len) as usize].to_vec();
+        let games = section(h.game_index_offset, h.n_games * GAME_ENTRY_LEN as u64);
+        let tags = section(h.tags_offset, h.tags_len);
+        let text_index = section(h.text_index_offset, h.n_text_blocks * TEXT_BLOCK_LEN as u64);
+        let text = section(h.text_offset, h.text_len);
+        let sources = store.parse_sources()?;
+        let slot = 1 - store.slot;
+        drop(store);
+        let old_len = h.file_len;
+        let next_offset = old_len.next_multiple_of(CHUNKS_OFFSET);
+        file.set_len(old_len).map_err(io_err)?;
+        let mut writer = BufWriter::with_capacity(1 << 20, file);
+        writer.seek(SeekFrom::Start(next_offset)).map_err(io_err)?;
+        Ok(StoreWriter {
+            write_path: path.clone(),
+            path,
+            target: Target::Append { old_len, slot },
+            file: Some(writer),
+            next_offset,
+            sequence: h.sequence + 1,
+            reloaded,
+            chunk,
+            chunk_len,
+            summary,
+            chunks,
+            n_positions: h.n_positions,
+            games,
+            n_games: h.n_games,
+            tags,
+            text_block: Vec::new(),
+            text_index,
+            text,
+            sources,
+        })
+    }
+
+    /// [`Self::append`] when `path` exists, else [`Self::create`].
+    pub fn append_or_create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref();
+        if path.exists() {
+            StoreWriter::append(path)
+        } else {
+            StoreWriter::create(path)
+        }
+    }
+
+    /// True for a writer from [`Self::append`].
+    pub fn is_append(&self) -> bool {
+        matches!(self.target, Target::Append { .. })
+    }
+
     fn io_err(&self, source: io::Error) -> StoreError {
         StoreError::Io {
-            path: self.tmp_path.clone(),
+            path: self.write_path.clone(),
             source,
         }
     }
@@ -612,15 +846,18 @@ impl StoreWriter {
             first_position: self.chunks.len() as u64 * CHUNK_POSITIONS as u64,
             len: self.chunk_len as u32,
             checksum,
+            offset: self.next_offset,
         };
         let file = self.file.as_mut().ok_or_else(|| StoreError::Io {
-            path: self.tmp_path.clone(),
+            path: self.write_path.clone(),
             source: io::Error::other("writer already finished"),
         })?;
         if let Err(e) = file.write_all(chunk_bytes(&self.chunk)) {
             return Err(self.io_err(e));
         }
         self.chunks.push(info);
+        self.next_offset += CHUNK_BYTES as u64;
+        self.reloaded = None;
         // Reset only the used slots (unused slots are zero already).
         let zero = PositionRecord::default();
         for i in 0..self.chunk_len {
@@ -631,15 +868,24 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Writes the indexes and the header, fsyncs, and atomically renames the
-    /// temporary file to the target path.
+    /// Writes the indexes and the header and fsyncs. A new store's
+    /// temporary file is then renamed over the target; an append writes the
+    /// index after the new chunks, fsyncs, writes the new header into the
+    /// slot that is not current, and fsyncs again.
     pub fn finish(mut self) -> Result<(), StoreError> {
+        if let Some(info) = self.reloaded.take()
+            && self.chunk_len == info.len as usize
+        {
+            // Nothing was added to the old partial chunk: keep it in place.
+            self.chunks.push(info);
+            self.chunk_len = 0;
+        }
         self.flush_chunk()?;
         if !self.text_block.is_empty() {
             self.flush_text_block()?;
         }
         let n_chunks = self.chunks.len() as u64;
-        let meta_offset = CHUNKS_OFFSET + n_chunks * CHUNK_BYTES as u64;
+        let meta_offset = self.next_offset;
         let mut meta = Vec::new();
         for c in &self.chunks {
             meta.extend_from_slice(&c.encode());
@@ -660,6 +906,7 @@ impl StoreWriter {
         let sources_len = meta_offset + meta.len() as u64 - sources_offset;
         let header = Header {
             version: FORMAT_VERSION,
+            sequence: self.sequence,
             n_games: self.n_games,
             n_positions: self.n_positions,
             n_chunks,
@@ -681,29 +928,61 @@ impl StoreWriter {
         let Some(writer) = self.file.take() else {
             return Err(self.io_err(io::Error::other("writer already finished")));
         };
-        let result = (|| -> io::Result<()> {
+        // Everything but the header, made durable.
+        let data = (|| -> io::Result<File> {
             let mut writer = writer;
             writer.write_all(&meta)?;
-            let mut file = writer.into_inner().map_err(|e| e.into_error())?;
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(&header.encode())?;
+            let file = writer.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
-            Ok(())
+            Ok(file)
         })();
-        result.map_err(|e| self.io_err(e))?;
-        std::fs::rename(&self.tmp_path, &self.path).map_err(|source| StoreError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
-        // Best effort: make the rename durable.
-        if let Some(dir) = self.path.parent()
-            && let Ok(d) = File::open(if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            })
-        {
-            let _ = d.sync_all();
+        match self.target {
+            Target::New { ref tmp_path } => {
+                let result = data.and_then(|mut file| {
+                    file.seek(SeekFrom::Start(HEADER_SLOTS[0]))?;
+                    file.write_all(&header.encode())?;
+                    file.sync_all()
+                });
+                if let Err(e) = result {
+                    let _ = std::fs::remove_file(tmp_path);
+                    return Err(self.io_err(e));
+                }
+                std::fs::rename(tmp_path, &self.path).map_err(|source| StoreError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                // Best effort: make the rename durable.
+                if let Some(dir) = self.path.parent()
+                    && let Ok(d) = File::open(if dir.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        dir
+                    })
+                {
+                    let _ = d.sync_all();
+                }
+            }
+            Target::Append { old_len, slot } => {
+                let mut file = match data {
+                    Ok(file) => file,
+                    Err(e) => {
+                        // The header was not touched: drop the new bytes
+                        // (best effort; they are ignored anyway).
+                        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&self.path) {
+                            let _ = f.set_len(old_len);
+                        }
+                        return Err(self.io_err(e));
+                    }
+                };
+                // The switch: one slot, checksummed; a torn write leaves
+                // the other slot current.
+                let result = (|| -> io::Result<()> {
+                    file.seek(SeekFrom::Start(HEADER_SLOTS[slot]))?;
+                    file.write_all(&header.encode())?;
+                    file.sync_all()
+                })();
+                result.map_err(|e| self.io_err(e))?;
+            }
         }
         Ok(())
     }
@@ -711,8 +990,19 @@ impl StoreWriter {
 
 impl Drop for StoreWriter {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp_path);
+        let Some(writer) = self.file.take() else {
+            return;
+        };
+        // Unfinished: buffered bytes are discarded, not written.
+        let (file, _) = writer.into_parts();
+        match self.target {
+            Target::New { ref tmp_path } => {
+                drop(file);
+                let _ = std::fs::remove_file(tmp_path);
+            }
+            Target::Append { old_len, .. } => {
+                let _ = file.set_len(old_len);
+            }
         }
     }
 }
@@ -720,14 +1010,22 @@ impl Drop for StoreWriter {
 /// A memory-mapped store, validated at open.
 ///
 /// # Contract
-/// The file must not be modified or truncated while a `Store` maps it (cqlj
-/// writes stores through a temporary file and a rename, which never changes
-/// a mapped file). Modifying it anyway may change the data seen through the
-/// map or raise SIGBUS on access; it cannot break memory safety of the
-/// accessors, which only hand out integer data.
+/// The bytes `0 .. file_len` of the current header must not be modified or
+/// truncated while a `Store` maps them. cqlj never does: a new store
+/// replaces the file by a rename, and an append writes only after
+/// `file_len` and into the header slot that is not current, which open reads
+/// once and then ignores. The map covers `0 .. file_len` only, so bytes an
+/// append writes or truncates after it are never mapped. Modifying the
+/// mapped bytes anyway may change the data seen through the map or raise
+/// SIGBUS on access; it cannot break memory safety of the accessors, which
+/// only hand out integer data.
 pub struct Store {
     map: memmap2::Mmap,
     header: Header,
+    /// The header slot `header` was read from.
+    slot: usize,
+    /// File offset of each chunk image (validated at open).
+    chunk_offsets: Vec<u64>,
     path: PathBuf,
 }
 
@@ -749,48 +1047,81 @@ impl Store {
     }
 
     fn open_with(path: &Path, verify_chunks: bool) -> Result<Store, StoreError> {
+        let file = File::open(path).map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Store::from_file(&file, path, verify_chunks)
+    }
+
+    /// Opens the store in `file` (named `path` in errors): reads the header
+    /// slots, maps `0 .. file_len` of the current header and validates.
+    fn from_file(file: &File, path: &Path, verify_chunks: bool) -> Result<Store, StoreError> {
         let io_err = |source| StoreError::Io {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(io_err)?;
-        // SAFETY: mapping a file is sound as long as no one modifies it while
-        // mapped; that is the documented contract of `Store` (stores are only
-        // ever replaced by rename, never rewritten in place). All reads
+        let mut first = Vec::with_capacity(CHUNKS_OFFSET as usize);
+        let mut reader = file;
+        reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
+        reader
+            .take(CHUNKS_OFFSET)
+            .read_to_end(&mut first)
+            .map_err(io_err)?;
+        let (header, slot) = current_header(&first)?;
+        let size = file.metadata().map_err(io_err)?.len();
+        if size < header.file_len {
+            return Err(StoreError::Truncated {
+                len: size,
+                needed: header.file_len,
+            });
+        }
+        if header.file_len < CHUNKS_OFFSET {
+            return Err(out_of_range(format!(
+                "store length {} is shorter than its header block",
+                header.file_len
+            )));
+        }
+        let map_len = usize::try_from(header.file_len)
+            .map_err(|_| out_of_range("store larger than the address space"))?;
+        // SAFETY: mapping a file is sound as long as no one modifies the
+        // mapped range while mapped; that is the documented contract of
+        // `Store` (new stores replace the file by rename; appends write only
+        // after `file_len` and into the non-current header slot). All reads
         // through the map go through bounds-checked slices of integer data.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
-        let header = Header::decode(&map)?;
-        let store = Store {
+        let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(file) }.map_err(io_err)?;
+        let mut store = Store {
             map,
             header,
+            slot,
+            chunk_offsets: Vec::new(),
             path: path.to_path_buf(),
         };
-        store.validate(verify_chunks)?;
+        store.chunk_offsets = store.validate(verify_chunks)?;
         Ok(store)
     }
 
-    fn validate(&self, verify_chunks: bool) -> Result<(), StoreError> {
+    /// Checks everything the accessors rely on; returns the chunk offsets.
+    fn validate(&self, verify_chunks: bool) -> Result<Vec<u64>, StoreError> {
         let h = &self.header;
         let len = self.map.len() as u64;
         if len != h.file_len {
-            return Err(if len < h.file_len {
-                StoreError::Truncated {
-                    len,
-                    needed: h.file_len,
-                }
-            } else {
-                out_of_range(format!("file is {len} bytes, header says {}", h.file_len))
-            });
+            return Err(out_of_range(format!(
+                "mapped {len} bytes, header says {}",
+                h.file_len
+            )));
         }
-        if len < CHUNKS_OFFSET {
-            return Err(StoreError::Truncated {
-                len,
-                needed: CHUNKS_OFFSET,
-            });
-        }
-        if self.map[HEADER_LEN..CHUNKS_OFFSET as usize]
+        // Outside the two slots, the header block is zero.
+        let block = &self.map[..CHUNKS_OFFSET as usize];
+        let in_slot = |o: usize| {
+            HEADER_SLOTS
+                .iter()
+                .any(|&s| (s as usize..s as usize + HEADER_LEN).contains(&o))
+        };
+        if block
             .iter()
-            .any(|&b| b != 0)
+            .enumerate()
+            .any(|(o, &b)| b != 0 && !in_slot(o))
         {
             return Err(StoreError::BadHeaderChecksum);
         }
@@ -805,7 +1136,10 @@ impl Store {
             .n_chunks
             .checked_mul(CHUNK_BYTES as u64)
             .ok_or_else(|| out_of_range("chunk count"))?;
-        if !fits(CHUNKS_OFFSET, chunks_len, len) || h.meta_offset != CHUNKS_OFFSET + chunks_len {
+        if h.meta_offset < CHUNKS_OFFSET
+            || h.meta_offset > len
+            || !fits(CHUNKS_OFFSET, chunks_len, h.meta_offset)
+        {
             return Err(out_of_range("chunk region"));
         }
         let section = |name: &str, offset: u64, count: u64, item: u64| {
@@ -838,7 +1172,8 @@ impl Store {
         )?;
         section("text blocks", h.text_offset, h.text_len, 1)?;
         section("source list", h.sources_offset, h.sources_len, 1)?;
-        // Everything after the chunks is covered by the meta checksum.
+        // Everything from meta_offset to file_len is covered by the meta
+        // checksum.
         let meta = &self.map[h.meta_offset as usize..];
         if checksum64(meta) != h.meta_checksum {
             return Err(StoreError::BadMetaChecksum);
@@ -847,7 +1182,10 @@ impl Store {
         if h.n_games > u32::MAX as u64 {
             return Err(out_of_range("more than 2^32 games"));
         }
-        // Chunk entries.
+        // Chunk entries: positions, and images aligned, in order, disjoint,
+        // before the index.
+        let mut offsets = Vec::with_capacity(h.n_chunks as usize);
+        let mut free_from = CHUNKS_OFFSET;
         for i in 0..h.n_chunks {
             let c = self.chunk_entry(i);
             let expected_len =
@@ -855,12 +1193,21 @@ impl Store {
             if c.first_position != i * CHUNK_POSITIONS as u64 || c.len as u64 != expected_len {
                 return Err(out_of_range(format!("chunk {i} entry")));
             }
+            if c.offset < free_from
+                || !c.offset.is_multiple_of(CHUNKS_OFFSET)
+                || !fits(c.offset, CHUNK_BYTES as u64, h.meta_offset)
+            {
+                return Err(out_of_range(format!("chunk {i} offset")));
+            }
+            free_from = c.offset + CHUNK_BYTES as u64;
             if verify_chunks {
-                let bytes = self.chunk_slice(i);
+                let start = c.offset as usize;
+                let bytes = &self.map[start..start + CHUNK_BYTES];
                 if checksum64(bytes) != c.checksum {
                     return Err(StoreError::BadChunkChecksum { chunk: i });
                 }
             }
+            offsets.push(c.offset);
         }
         // Games: contiguous, covering all positions; tags and text in range.
         let mut next = 0u64;
@@ -893,16 +1240,30 @@ impl Store {
             }
         }
         self.parse_sources()?;
-        Ok(())
+        Ok(offsets)
     }
 
     /// The file this store maps.
     pub fn path(&self) -> &Path {
         &self.path
     }
-    /// Size of the store file in bytes.
+    /// Size of the store in bytes (the current header's `file_len`; an
+    /// interrupted append may have left bytes after it in the file).
     pub fn file_len(&self) -> u64 {
         self.map.len() as u64
+    }
+    /// The current header's sequence number: 1 for a new store, +1 per
+    /// append.
+    pub fn sequence(&self) -> u64 {
+        self.header.sequence
+    }
+    /// Bytes of the store that no index refers to: old indexes and old
+    /// partial last chunks left by appends (0 for a new store).
+    pub fn unused_bytes(&self) -> u64 {
+        let live = CHUNKS_OFFSET
+            + self.header.n_chunks * CHUNK_BYTES as u64
+            + (self.header.file_len - self.header.meta_offset);
+        self.header.file_len.saturating_sub(live)
     }
     /// The store's format version.
     pub fn format_version(&self) -> u32 {
@@ -919,7 +1280,7 @@ impl Store {
     }
 
     fn chunk_slice(&self, i: u64) -> &[u8] {
-        let start = (CHUNKS_OFFSET + i * CHUNK_BYTES as u64) as usize;
+        let start = self.chunk_offsets[i as usize] as usize;
         &self.map[start..start + CHUNK_BYTES]
     }
 
@@ -1001,8 +1362,8 @@ impl Store {
             if chunks.start >= end {
                 return;
             }
-            let offset = CHUNKS_OFFSET + chunks.start * CHUNK_BYTES as u64;
-            let len = (end - chunks.start) * CHUNK_BYTES as u64;
+            let offset = self.chunk_offsets[chunks.start as usize];
+            let len = self.chunk_offsets[end as usize - 1] + CHUNK_BYTES as u64 - offset;
             if fits(offset, len, self.map.len() as u64) {
                 let _ =
                     self.map

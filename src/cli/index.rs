@@ -1,12 +1,15 @@
-//! `cqlj index INPUT... -o DB.cqlj [--quiet] [--threads N]`: imports PGN files
-//! into one store.
+//! `cqlj index INPUT... -o DB.cqlj [--append] [--quiet] [--threads N]`:
+//! imports PGN files into one store, or appends them to an existing store.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cqlj::import::{ImportObserver, ImportOptions, Progress, Report, import_files_with};
+use cqlj::import::{
+    ImportObserver, ImportOptions, Progress, Report, append_files_with, import_files_with,
+};
+use cqlj::runtime::store::Store;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `cqlj index`.
@@ -18,6 +21,12 @@ pub struct Args {
     /// The store to write (replaced atomically when the import completes).
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Add the games to the existing store (numbered after its games)
+    /// instead of replacing it; the store is extended in place and keeps
+    /// its old content if the append is interrupted. Creates the store when
+    /// it does not exist.
+    #[arg(long)]
+    pub append: bool,
     /// No progress bar and no per-game reports; only the summary line.
     #[arg(short, long)]
     pub quiet: bool,
@@ -87,9 +96,32 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         threads: args.threads.max(1),
         ..ImportOptions::default()
     };
-    let summary = import_files_with(&args.inputs, &args.output, &opts, &mut observer)?;
+    let appending = args.append && args.output.exists();
+    let summary = if args.append {
+        append_files_with(&args.inputs, &args.output, &opts, &mut observer)?
+    } else {
+        import_files_with(&args.inputs, &args.output, &opts, &mut observer)?
+    };
     observer.finish();
     let secs = started.elapsed().as_secs_f64();
+    let rate = summary.positions as f64 / secs.max(1e-9);
+    if appending {
+        let store = Store::open_unverified(&args.output)?;
+        println!(
+            "{} games, {} positions appended, {} skipped, {:.2} s ({:.0} positions/s); \
+             the store now has {} games, {} positions, {} bytes ({} unused)",
+            summary.games,
+            summary.positions,
+            summary.skipped,
+            secs,
+            rate,
+            store.n_games(),
+            store.n_positions(),
+            store.file_len(),
+            store.unused_bytes(),
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let size = std::fs::metadata(&args.output)?.len();
     let bpp = if summary.positions > 0 {
         size as f64 / summary.positions as f64
@@ -98,12 +130,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     println!(
         "{} games, {} positions, {} skipped, {:.1} bytes/position, {:.2} s ({:.0} positions/s)",
-        summary.games,
-        summary.positions,
-        summary.skipped,
-        bpp,
-        secs,
-        summary.positions as f64 / secs.max(1e-9),
+        summary.games, summary.positions, summary.skipped, bpp, secs, rate,
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -29,10 +29,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     println!("store:          {}", args.store.display());
     println!("format version: {}", store.format_version());
+    println!("appends:        {}", store.sequence().saturating_sub(1));
     println!("games:          {}", store.n_games());
     println!("positions:      {}", store.n_positions());
     println!("chunks:         {}", store.n_chunks());
     println!("file size:      {size} bytes");
+    println!("unused bytes:   {} (left by appends)", store.unused_bytes());
     println!("bytes/position: {bpp:.1}");
     let sources = store.source_files();
     println!("source files:   {}", sources.len());

@@ -4,7 +4,7 @@
 //! each game replayed into position records ([`game::GameVisitor`]), with
 //! the game's exact byte range and text in the stream, or the reason it was
 //! skipped. [`import_files`] drives it over several input files into one
-//! [`StoreWriter`].
+//! [`StoreWriter`]; [`append_files_with`] adds games to an existing store.
 //!
 //! A game that fails to parse, has an illegal mainline move, an illegal
 //! setup, more than [`game::MAX_GAME_POSITIONS`] positions, a tag name or
@@ -394,8 +394,41 @@ pub fn import_files_with(
     opts: &ImportOptions,
     observer: &mut dyn ImportObserver,
 ) -> Result<ImportSummary, ImportError> {
+    import_into(StoreWriter::create(output)?, inputs, output, opts, observer)
+}
+
+/// Appends the games of `inputs` (in order) to the existing store at
+/// `output`, numbered after its games, in place
+/// ([`StoreWriter::append`]: until the import completes, and after a crash
+/// or a kill at any moment, the store opens with its old content). When
+/// `output` does not exist, a new store is written as by
+/// [`import_files_with`]. The summary counts the games added.
+pub fn append_files_with(
+    inputs: &[PathBuf],
+    output: &Path,
+    opts: &ImportOptions,
+    observer: &mut dyn ImportObserver,
+) -> Result<ImportSummary, ImportError> {
+    import_into(
+        StoreWriter::append_or_create(output)?,
+        inputs,
+        output,
+        opts,
+        observer,
+    )
+}
+
+/// Reads `inputs` into `writer` and finishes it (`output` names the store
+/// in errors).
+fn import_into(
+    writer: StoreWriter,
+    inputs: &[PathBuf],
+    output: &Path,
+    opts: &ImportOptions,
+    observer: &mut dyn ImportObserver,
+) -> Result<ImportSummary, ImportError> {
     let mut acc = Accept {
-        writer: StoreWriter::create(output)?,
+        writer,
         summary: ImportSummary::default(),
         observer,
     };

@@ -1,0 +1,338 @@
+//! `cqlj index --append` / `import::append_files_with`: games appended to an
+//! existing store read exactly as if the inputs had been imported in one
+//! go (games, positions, tags, texts, sources, query results), for serial
+//! and threaded imports; the CLI appends, creates a missing store and
+//! reports the totals. Crash states of the store format are tested in
+//! `tests/store.rs`, killed processes in `tests/interrupted.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+use cqlj::import::{
+    CollectReports, ImportOptions, append_files_with, block_cut, import_files_with,
+};
+use cqlj::runtime::store::Store;
+use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+
+/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
+/// then `/work/shared/data`.
+fn shared_data() -> PathBuf {
+    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if beside.is_dir() {
+        return beside;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("cqlj-append-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn opts(threads: usize, block_bytes: usize) -> ImportOptions {
+    ImportOptions {
+        threads,
+        block_bytes,
+    }
+}
+
+/// studies.pgn cut at a game boundary near its middle, as two files.
+fn halves(dir: &Scratch) -> (PathBuf, PathBuf) {
+    let text = std::fs::read(shared_data().join("studies.pgn")).expect("studies");
+    let cut = block_cut(&text, text.len() / 2).expect("a game boundary");
+    assert!(cut > 0 && cut < text.len());
+    let (a, b) = (dir.path("a.pgn"), dir.path("b.pgn"));
+    std::fs::write(&a, &text[..cut]).expect("write");
+    std::fs::write(&b, &text[cut..]).expect("write");
+    (a, b)
+}
+
+/// Everything a reader sees; `sources` also compares the source list and
+/// the games' byte ranges in their sources.
+fn assert_same_games(a: &Store, b: &Store, sources: bool) {
+    assert_eq!(
+        (a.n_games(), a.n_positions(), a.n_chunks()),
+        (b.n_games(), b.n_positions(), b.n_chunks())
+    );
+    if sources {
+        assert_eq!(a.source_files(), b.source_files());
+    }
+    for c in 0..a.n_chunks() {
+        let (x, y) = (
+            a.chunk_info(c).expect("info"),
+            b.chunk_info(c).expect("info"),
+        );
+        assert_eq!(
+            (x.summary, x.len, x.checksum),
+            (y.summary, y.len, y.checksum),
+            "chunk {c}"
+        );
+    }
+    for i in 0..a.n_games() {
+        let (x, y) = (a.game(i).expect("game"), b.game(i).expect("game"));
+        assert_eq!(
+            (x.first_position, x.n_positions, x.result, x.flags),
+            (y.first_position, y.n_positions, y.result, y.flags)
+        );
+        assert_eq!((x.white_elo, x.black_elo), (y.white_elo, y.black_elo));
+        if sources {
+            assert_eq!(
+                (x.source_file, x.source_start, x.source_len),
+                (y.source_file, y.source_start, y.source_len)
+            );
+        }
+        assert_eq!(a.game_tags(i).expect("tags"), b.game_tags(i).expect("tags"));
+        assert_eq!(a.game_text(i).expect("text"), b.game_text(i).expect("text"));
+        assert_eq!(
+            a.game_positions(i).expect("positions"),
+            b.game_positions(i).expect("positions")
+        );
+    }
+}
+
+fn matches(store: &Store, query: &str, engine: Engine) -> Vec<(u32, Vec<u32>)> {
+    let prepared = prepare(&QueryInput {
+        source: query,
+        name: "test",
+        color: false,
+        extra_filters: &[],
+        transforms: &[],
+    })
+    .expect("query prepares");
+    let plan = RunPlan {
+        engine,
+        variations: true,
+    };
+    let m = StoreMatcher::new(store, &prepared.query, &plan).expect("matcher");
+    let mut sink = Collect::default();
+    scan(
+        &m,
+        0..store.n_games(),
+        &ScanOptions {
+            threads: 2,
+            batch_games: 64,
+        },
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .expect("scan");
+    sink.0.into_iter().map(|g| (g.game, g.positions)).collect()
+}
+
+const QUERIES: [&str; 5] = [
+    "mate",
+    "flipcolor {wtm mate power A - power a >= 10}",
+    "shift flip {Ka1 ka3}",
+    "player white \"Troitzky\" or result 1-0",
+    "check",
+];
+
+#[test]
+fn append_halves_equals_the_whole_file() {
+    let dir = Scratch::new("halves");
+    let (a, b) = halves(&dir);
+    let whole = dir.path("whole.cqlj");
+    import_files_with(
+        &[shared_data().join("studies.pgn")],
+        &whole,
+        &opts(1, 4 << 20),
+        &mut CollectReports::default(),
+    )
+    .expect("import whole");
+    let both = dir.path("both.cqlj");
+    import_files_with(
+        &[a.clone(), b.clone()],
+        &both,
+        &opts(1, 4 << 20),
+        &mut CollectReports::default(),
+    )
+    .expect("import both");
+    let whole = Store::open(&whole).expect("open");
+    let both = Store::open(&both).expect("open");
+    // Appending the second half, serially and on threads; the appended
+    // stores are byte-identical to each other.
+    let mut appended_bytes = Vec::new();
+    for (threads, block) in [(1, 4 << 20), (2, 1024), (3, 50_000)] {
+        let db = dir.path(&format!("appended-{threads}.cqlj"));
+        let mut first = CollectReports::default();
+        let s1 = append_files_with(
+            std::slice::from_ref(&a),
+            &db,
+            &opts(threads, block),
+            &mut first,
+        )
+        .expect("append to a missing store creates it");
+        let mut second = CollectReports::default();
+        let s2 = append_files_with(
+            std::slice::from_ref(&b),
+            &db,
+            &opts(threads, block),
+            &mut second,
+        )
+        .expect("append");
+        let got = Store::open(&db).expect("the appended store opens and verifies");
+        assert_eq!(
+            (got.sequence(), got.n_games() as u64),
+            (2, s1.games + s2.games)
+        );
+        // Same as importing both files at once, sources included.
+        assert_same_games(&got, &both, true);
+        // Same games as the whole file (other source names and offsets).
+        assert_same_games(&got, &whole, false);
+        for q in QUERIES {
+            let want = matches(&whole, q, Engine::Interp);
+            assert_eq!(matches(&got, q, Engine::Interp), want, "{q}");
+            assert_eq!(matches(&got, q, Engine::Jit), want, "{q} (JIT)");
+        }
+        appended_bytes.push(std::fs::read(&db).expect("read"));
+    }
+    assert!(appended_bytes.iter().all(|b| *b == appended_bytes[0]));
+    assert!(
+        QUERIES
+            .iter()
+            .any(|q| !matches(&whole, q, Engine::Jit).is_empty())
+    );
+}
+
+#[test]
+fn append_edge_cases_one_file_at_a_time() {
+    let dir = Scratch::new("edge");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shared_data().join("edge-cases"))
+        .expect("edge cases")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let all = dir.path("all.cqlj");
+    let mut want_reports = CollectReports::default();
+    import_files_with(&files, &all, &opts(1, 4 << 20), &mut want_reports).expect("import");
+    let db = dir.path("db.cqlj");
+    let mut got_reports = CollectReports::default();
+    for f in &files {
+        append_files_with(
+            std::slice::from_ref(f),
+            &db,
+            &opts(2, 4096),
+            &mut got_reports,
+        )
+        .expect("append");
+    }
+    assert_eq!(got_reports.0, want_reports.0);
+    let got = Store::open(&db).expect("open");
+    assert_eq!(got.sequence(), files.len() as u64);
+    assert_same_games(&got, &Store::open(&all).expect("open"), true);
+}
+
+fn cqlj(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .args(args)
+        .output()
+        .expect("cqlj runs");
+    assert!(
+        out.status.success(),
+        "cqlj {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn append_cli_creates_appends_and_reports() {
+    let dir = Scratch::new("cli");
+    let (a, b) = halves(&dir);
+    let (a, b) = (a.to_str().expect("utf-8"), b.to_str().expect("utf-8"));
+    let db = dir.path("db.cqlj");
+    let db = db.to_str().expect("utf-8");
+    let whole = dir.path("whole.cqlj");
+    let whole = whole.to_str().expect("utf-8");
+    cqlj(&["index", "-q", a, b, "-o", whole]);
+    // A missing store is created.
+    cqlj(&["index", "-q", "--append", a, "-o", db]);
+    let first = Store::open(db).expect("open").n_games();
+    let out = cqlj(&["index", "-q", "--append", b, "-o", db]);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    let total = Store::open(whole).expect("open").n_games();
+    assert!(
+        summary.contains("appended") && summary.contains(&format!("now has {total} games")),
+        "{summary}"
+    );
+    assert!(first > 0 && first < total);
+    let info = cqlj(&["info", db]);
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("appends:        1"), "{info}");
+    assert!(info.contains(&format!("games:          {total}")), "{info}");
+    // The same query output, game numbers included, as the store imported
+    // in one go.
+    let run = |store: &str| {
+        let out = dir.path("out.pgn");
+        cqlj(&[
+            "--quiet",
+            "-cql",
+            "mate",
+            "-i",
+            store,
+            "-o",
+            out.to_str().expect("utf-8"),
+        ]);
+        std::fs::read(out).expect("output")
+    };
+    let want = run(whole);
+    assert!(!want.is_empty());
+    assert_eq!(run(db), want);
+    // Without --append the store is replaced.
+    cqlj(&["index", "-q", b, "-o", db]);
+    assert_eq!(Store::open(db).expect("open").n_games(), total - first);
+    assert_eq!(Store::open(db).expect("open").sequence(), 1);
+}
+
+#[test]
+fn append_that_fails_leaves_the_store_unchanged() {
+    let dir = Scratch::new("fails");
+    let (a, b) = halves(&dir);
+    let db = dir.path("db.cqlj");
+    let opts = opts(2, 4096);
+    append_files_with(
+        std::slice::from_ref(&a),
+        &db,
+        &opts,
+        &mut CollectReports::default(),
+    )
+    .expect("create");
+    let old = std::fs::read(&db).expect("read");
+    // The second input is missing: the error comes after the first input's
+    // games were written after the old end.
+    let err = append_files_with(
+        &[b.clone(), dir.path("missing.pgn")],
+        &db,
+        &opts,
+        &mut CollectReports::default(),
+    )
+    .expect_err("a missing input fails the append");
+    assert!(err.to_string().contains("missing.pgn"), "{err}");
+    assert_eq!(std::fs::read(&db).expect("read"), old);
+    assert_eq!(Store::open(&db).expect("open").sequence(), 1);
+    // Not a store: refused, and the file is not modified.
+    let junk = dir.path("junk.cqlj");
+    std::fs::write(&junk, b"not a store").expect("write");
+    assert!(append_files_with(&[b], &junk, &opts, &mut CollectReports::default()).is_err());
+    assert_eq!(std::fs::read(&junk).expect("read"), b"not a store");
+}
