@@ -94,6 +94,9 @@ pub const GAME_ENTRY_LEN: usize = 64;
 pub const TEXT_BLOCK_LEN: usize = 16;
 /// Target decompressed size of a text block (blocks hold whole games).
 pub const TEXT_BLOCK_TARGET: usize = 256 * 1024;
+/// How long [`StoreWriter::append`] waits for a store locked by another
+/// writer before it fails with [`StoreError::Locked`].
+const APPEND_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// zstd level of the text blocks.
 const TEXT_ZSTD_LEVEL: i32 = 3;
 
@@ -653,10 +656,21 @@ impl StoreWriter {
             .write(true)
             .open(&path)
             .map_err(io_err)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path }),
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        // The lock of a writer that just finished can outlive it for a moment
+        // (a process forked by another thread holds the descriptor until it
+        // execs), so a busy lock is retried briefly before giving up.
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if waited < APPEND_LOCK_WAIT => {
+                    let step = std::time::Duration::from_millis(20);
+                    std::thread::sleep(step);
+                    waited += step;
+                }
+                Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path }),
+                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+            }
         }
         let store = Store::from_file(&file, &path, false)?;
         let h = store.header;
