@@ -330,6 +330,10 @@ impl CompiledQuery {
     pub fn bytes_per_position(&self) -> usize {
         self.columns.iter().map(|c| c.width()).sum()
     }
+    /// The columns the kernel reads, in chunk order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
     /// Cranelift instructions in the kernel.
     pub fn instructions(&self) -> usize {
         self.instructions
