@@ -298,15 +298,22 @@ impl<'s> StoreMatcher<'s> {
                     message: e.to_string(),
                 })?;
             let dst = &mut bits[(c - c0) as usize * words_per_chunk..][..words_per_chunk];
-            for w in a / 64..=(b - 1) / 64 {
+            let words = a / 64..=(b - 1) / 64;
+            for (w, (out, src)) in dst
+                .iter_mut()
+                .zip(scratch.out.bits.iter_mut())
+                .enumerate()
+                .take(*words.end() + 1)
+                .skip(*words.start())
+            {
                 // The kernel sets bits of positions a..b only, and the
                 // output words are zero between calls (taken here).
-                let mut word = std::mem::take(&mut scratch.out.bits[w]);
+                let mut word = std::mem::take(src);
                 if word != 0 && !self.opts.variations {
                     word &= mainline_mask(&chunk.flags, w);
                 }
                 any |= word != 0;
-                dst[w] = word;
+                *out = word;
             }
         }
         if !any {
@@ -381,7 +388,7 @@ fn masked_word(bits: &[u64], w: usize, lo: usize, hi: usize) -> u64 {
     if w == lo / 64 {
         word &= !0u64 << (lo % 64);
     }
-    if w == (hi - 1) / 64 && hi % 64 != 0 {
+    if w == (hi - 1) / 64 && !hi.is_multiple_of(64) {
         word &= !0u64 >> (64 - hi % 64);
     }
     word
