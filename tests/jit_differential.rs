@@ -90,11 +90,23 @@ fn check(
     picks: &[(usize, usize)],
     cov: &mut Coverage,
 ) -> Result<(), String> {
+    check_with(query, games, picks, cov, &JitOptions::default()).map(|_| ())
+}
+
+/// [`check`] with the JIT's options (`values` is forced on); returns the
+/// number of functions the query was compiled into (0 if not compiled).
+fn check_with(
+    query: &Query,
+    games: &[Game],
+    picks: &[(usize, usize)],
+    cov: &mut Coverage,
+    jit: &JitOptions,
+) -> Result<usize, String> {
     let text = cqlj::syntax::print_query(query);
     let expanded = match cqlj::transform::expand(query, &Default::default()) {
         Ok(x) => x.query,
         // Over the orbit limits: not a disagreement.
-        Err(_) => return Ok(()),
+        Err(_) => return Ok(0),
     };
     if expanded
         .body()
@@ -106,7 +118,7 @@ fn check(
     let interp = Interpreter::new(&expanded).map_err(|e| format!("interp rejects {text}: {e}"))?;
     let opts = JitOptions {
         values: true,
-        ..JitOptions::default()
+        ..jit.clone()
     };
     let cq = compile(&expanded, &opts).map_err(|e| format!("jit rejects {text}: {e}"))?;
     if !cq.plan().fused_orbits.is_empty() {
@@ -173,7 +185,7 @@ fn check(
             ));
         }
     }
-    Ok(())
+    Ok(cq.functions())
 }
 
 #[test]
@@ -217,4 +229,114 @@ fn jit_differential_random_queries_agree_with_interpreter() {
         cov.orbits
     );
     assert!(cov.matches >= 1000 && cov.non_matches >= 1000);
+}
+
+/// Random picks of positions of the studies.
+fn picks(games: &[Game], seed: u64) -> Vec<(usize, usize)> {
+    let mut g = Picker(seed.rotate_left(17) | 1);
+    (0..64.min(CHUNK_POSITIONS))
+        .map(|_| {
+            let gi = g.below(games.len() as u64) as usize;
+            let pi = g.below(games[gi].positions.len() as u64) as usize;
+            (gi, pi)
+        })
+        .collect()
+}
+
+#[test]
+fn jit_differential_split_kernels_agree_with_interpreter() {
+    // A tiny per-function budget splits every orbit, block and top-level
+    // list of more than a few nodes into part functions.
+    let games = games();
+    let jit = JitOptions {
+        max_function_instructions: 64,
+        ..JitOptions::default()
+    };
+    let unfused = JitOptions {
+        fuse_orbits: false,
+        ..jit.clone()
+    };
+    let config = Config {
+        cases: 300,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[23; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let cov = std::cell::RefCell::new(Coverage::default());
+    let split = std::cell::Cell::new(0usize);
+    let result = runner.run(&proptest::prelude::any::<u64>(), |seed| {
+        let query = cqlj::fuzzing::generate_query(&cqlj::fuzzing::seeded_bytes(seed, 512));
+        let picks = picks(&games, seed);
+        for opts in [&jit, &unfused] {
+            let functions = check_with(&query, &games, &picks, &mut cov.borrow_mut(), opts)
+                .map_err(proptest::test_runner::TestCaseError::fail)?;
+            if functions > 1 {
+                split.set(split.get() + 1);
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    assert!(split.get() >= 100, "too few split kernels: {}", split.get());
+}
+
+#[test]
+fn jit_differential_huge_query_compiles_in_parts() {
+    // One function for this query is over the old single-kernel limit
+    // (200,000 Cranelift instructions), which made the scan fall back to
+    // the interpreter.
+    let source = "flipcolor shift flip {xray(B r q) or (Qb2 attacks n) or (Ka1 and Pb2)}";
+    let query = cqlj::syntax::parse(source).expect("parses");
+    let expanded = cqlj::transform::expand(&query, &Default::default()).expect("expands");
+    let one_function = JitOptions {
+        max_function_instructions: usize::MAX,
+        max_instructions: 200_000,
+        ..JitOptions::default()
+    };
+    match compile(&expanded.query, &one_function) {
+        Err(cqlj::jit::JitError::TooLarge(n, 200_000)) => assert!(n > 200_000),
+        Err(e) => panic!("expected a code-size error, got {e}"),
+        Ok(cq) => panic!("fits one function: {} instructions", cq.instructions()),
+    }
+    let cq = compile(&expanded.query, &JitOptions::default()).expect("compiles in parts");
+    assert!(cq.functions() > 4, "{} functions", cq.functions());
+    assert!(cq.plan().is_exact());
+    let games = games();
+    let mut cov = Coverage::default();
+    for seed in 1..=8u64 {
+        let picks = picks(&games, seed * 0x9e37_79b9);
+        let functions = check_with(&query, &games, &picks, &mut cov, &JitOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(functions, cq.functions());
+    }
+    assert!(
+        cov.matches > 0 && cov.non_matches > 0,
+        "{} / {}",
+        cov.matches,
+        cov.non_matches
+    );
+}
+
+#[test]
+fn jit_differential_absurd_query_is_refused_clearly() {
+    let query = cqlj::syntax::parse(
+        "flipcolor shift flip {xray(B r q) or (Qb2 attacks n) or (Ka1 and Pb2)}",
+    )
+    .expect("parses");
+    let expanded = cqlj::transform::expand(&query, &Default::default()).expect("expands");
+    let opts = JitOptions {
+        max_instructions: 50_000,
+        ..JitOptions::default()
+    };
+    match compile(&expanded.query, &opts) {
+        Err(e @ cqlj::jit::JitError::TooLarge(n, 50_000)) => {
+            assert!(n > 50_000);
+            assert!(e.to_string().contains("more than the limit 50000"), "{e}");
+        }
+        Err(e) => panic!("expected a code-size error, got {e}"),
+        Ok(cq) => panic!("compiled: {} instructions", cq.instructions()),
+    }
 }

@@ -37,6 +37,7 @@ fn matches(
     store: &Store,
     query: &str,
     engine: Engine,
+    variations: bool,
     threads: usize,
     batch_games: u32,
 ) -> Vec<(u32, Vec<u32>)> {
@@ -48,10 +49,7 @@ fn matches(
         transforms: &[],
     })
     .expect("query prepares");
-    let plan = RunPlan {
-        engine,
-        variations: false,
-    };
+    let plan = RunPlan { engine, variations };
     let m = StoreMatcher::new(store, &prepared.query, &plan).expect("matcher");
     let mut sink = Collect::default();
     scan(
@@ -76,14 +74,16 @@ fn scan_batch_jit_equals_interpreter_for_any_threads_and_batch() {
     let store = Store::open(&path).expect("open");
     let mut total = 0;
     for q in queries() {
-        let want = matches(&store, &q, Engine::Interp, 2, 256);
-        total += want.len();
-        for (threads, batch) in [(1, 1), (1, 37), (2, 256), (2, 5000)] {
-            assert_eq!(
-                matches(&store, &q, Engine::Jit, threads, batch),
-                want,
-                "{q}: threads {threads} batch {batch}"
-            );
+        for variations in [false, true] {
+            let want = matches(&store, &q, Engine::Interp, variations, 2, 256);
+            total += want.len();
+            for (threads, batch) in [(1, 1), (1, 37), (2, 256), (2, 5000)] {
+                assert_eq!(
+                    matches(&store, &q, Engine::Jit, variations, threads, batch),
+                    want,
+                    "{q}: variations {variations} threads {threads} batch {batch}"
+                );
+            }
         }
     }
     assert!(total > 0, "the queries match somewhere in the studies");

@@ -68,7 +68,7 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
 
-use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
+use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, Column, PositionRecord};
 
 /// First bytes of every store file.
 pub const MAGIC: [u8; 8] = *b"CQLJSTOR";
@@ -1388,6 +1388,43 @@ impl Store {
         let _ = chunks;
     }
 
+    /// Like [`Store::will_need_chunks`], for only the given columns of each
+    /// chunk (a scan that reads two bitboards need not page in the rest).
+    /// Columns adjacent in the chunk are hinted as one range.
+    pub fn will_need_columns(&self, chunks: std::ops::Range<u64>, columns: &[Column]) {
+        #[cfg(unix)]
+        {
+            let end = chunks.end.min(self.header.n_chunks);
+            let mut spans: Vec<(usize, usize)> = columns
+                .iter()
+                .map(|c| (c.offset(), c.offset() + c.width() * CHUNK_POSITIONS))
+                .collect();
+            spans.sort_unstable();
+            let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+            for (a, b) in spans {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            for c in chunks.start..end {
+                let chunk = CHUNKS_OFFSET + c * CHUNK_BYTES as u64;
+                for &(a, b) in &merged {
+                    let (offset, len) = (chunk + a as u64, (b - a) as u64);
+                    if fits(offset, len, self.map.len() as u64) {
+                        let _ = self.map.advise_range(
+                            memmap2::Advice::WillNeed,
+                            offset as usize,
+                            len as usize,
+                        );
+                    }
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (chunks, columns);
+    }
+
     /// Chunk `i`'s index entry (summary, first position, used slots).
     pub fn chunk_info(&self, i: u64) -> Result<ChunkInfo, StoreError> {
         self.check_chunk(i)?;
@@ -1398,6 +1435,15 @@ impl Store {
     pub fn game(&self, i: u32) -> Result<GameEntry, StoreError> {
         self.check_game(i)?;
         Ok(self.game_entry(i as usize))
+    }
+
+    /// Game `i`'s first global position and number of positions (the two
+    /// fields of [`Store::game`] a scan needs, without decoding the rest).
+    pub fn game_span(&self, i: u32) -> Result<(u64, u32), StoreError> {
+        self.check_game(i)?;
+        let o = self.header.game_index_offset as usize + i as usize * GAME_ENTRY_LEN;
+        let r = Bytes(&self.map[o..o + GAME_ENTRY_LEN]);
+        Ok((r.u64(0), r.u32(32)))
     }
 
     /// Game `i`'s tag pairs, in PGN order, as raw bytes.

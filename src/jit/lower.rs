@@ -5,15 +5,17 @@
 
 use std::collections::HashMap;
 
+use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    AbiParam, Function, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
-    Value, types,
+    AbiParam, ExtFuncData, ExternalName, Function, InstBuilder, MemFlagsData, Signature,
+    StackSlotData, StackSlotKind, Type, UserExternalName, UserFuncName, Value, types,
 };
-use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::Module;
 
-use super::{GameSlot, JitOptions, fused};
+use super::{GameSlot, JitError, JitOptions, fused};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, SetOp, Side};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
@@ -85,21 +87,137 @@ pub(super) enum V {
     Num { m: Value, v: Value },
 }
 
+/// State shared by every function of one compiled query (the kernel and
+/// the part functions a huge query is split into).
+pub(super) struct Shared {
+    pub module: JITModule,
+    pub game_slots: Vec<GameSlot>,
+    /// Shape groups of each fused orbit, in lowering order.
+    pub fused: Vec<usize>,
+    /// Columns read by any function.
+    pub columns: Vec<Column>,
+    pub fuse: bool,
+    /// Split wide constructs into part functions (the second pass).
+    pub split: bool,
+    /// Instructions per function: a first pass (`split` off) that exceeds
+    /// it stops and sets `overflow`; with `split` on, a part function is
+    /// closed once it reaches it.
+    pub budget: usize,
+    /// Hard limit on the instructions of all functions together.
+    pub max_total: usize,
+    /// Instructions in finished part functions.
+    pub finished: usize,
+    /// Part functions compiled.
+    pub parts: usize,
+    /// Lowering stopped (overflow or error); later filters lower to
+    /// placeholders and the result is discarded.
+    pub stop: bool,
+    pub overflow: bool,
+    pub error: Option<JitError>,
+    /// Cranelift IR text of the part functions, when kept.
+    pub clif: Option<String>,
+}
+
 pub(super) struct Lower<'a, 'f> {
     pub b: &'a mut FunctionBuilder<'f>,
     ptr: Type,
+    /// The chunk pointer (passed on to part functions).
+    chunk: Value,
     /// Base address of each column, computed once in the entry block.
     bases: HashMap<Column, Value>,
     /// Position index, pointer-sized.
     idx: Value,
     game: Value,
-    game_slots: &'a mut Vec<GameSlot>,
+    pub sh: &'a mut Shared,
     bbs: [Option<Value>; 8],
     cols: HashMap<Column, Value>,
     pieces: HashMap<PieceSet, Value>,
     board: Option<Value>,
-    pub fused: &'a mut Vec<usize>,
-    fuse: bool,
+}
+
+/// How the values of a list of filters combine (orbits per SEMANTICS.md
+/// §6; `All` for the conjunction of block items and top-level filters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Comb {
+    /// Logical orbit: some element matches.
+    Any,
+    /// Conjunction: every item matches.
+    All,
+    /// Set orbit: union of the element sets.
+    Union,
+    /// `orbit count`: number of matching elements.
+    Count,
+    /// Numeric orbit: the largest value of a matching element.
+    Max,
+}
+
+impl Comb {
+    fn of_orbit(count: bool, kind: Kind) -> Comb {
+        match (count, kind) {
+            (true, _) => Comb::Count,
+            (false, Kind::Set) => Comb::Union,
+            (false, Kind::Numeric) => Comb::Max,
+            _ => Comb::Any,
+        }
+    }
+}
+
+/// A running combination: the match flag (i8) and value (i64) that the
+/// combiner uses.
+#[derive(Clone, Copy)]
+struct Acc {
+    m: Option<Value>,
+    v: Option<Value>,
+}
+
+/// Nodes below which a list of filters is never split (calls would cost
+/// more than they save): 64, fewer for tiny budgets (tests).
+fn split_min_nodes(budget: usize) -> usize {
+    (budget / 256).clamp(2, 64)
+}
+
+/// Whether `items` have at least `n` IR nodes (stops counting there).
+fn nodes_at_least(items: &[&Expr], n: usize) -> bool {
+    fn walk(e: &Expr, left: &mut usize) {
+        if *left == 0 {
+            return;
+        }
+        *left -= 1;
+        e.for_each_child(|c| walk(c, left));
+    }
+    let mut left = n;
+    for e in items {
+        walk(e, &mut left);
+    }
+    left == 0
+}
+
+/// The signature of a part function: `(chunk, index, game) -> (match i8,
+/// value i64)`.
+fn part_signature(module: &JITModule, ptr: Type) -> Signature {
+    let mut sig = module.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.params.push(AbiParam::new(ptr));
+    sig.returns.push(AbiParam::new(types::I8));
+    sig.returns.push(AbiParam::new(types::I64));
+    sig
+}
+
+/// Base addresses of all columns from the chunk pointer.
+fn column_bases(b: &mut FunctionBuilder<'_>, chunk: Value) -> HashMap<Column, Value> {
+    let mut bases = HashMap::new();
+    for c in COLUMNS {
+        bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
+    }
+    bases
+}
+
+pub(super) fn count_instructions(f: &Function) -> usize {
+    f.layout
+        .blocks()
+        .map(|b| f.layout.block_insts(b).count())
+        .sum()
 }
 
 fn trusted() -> MemFlagsData {
@@ -107,6 +225,264 @@ fn trusted() -> MemFlagsData {
 }
 
 impl<'a, 'f> Lower<'a, 'f> {
+    fn new(
+        b: &'a mut FunctionBuilder<'f>,
+        sh: &'a mut Shared,
+        ptr: Type,
+        chunk: Value,
+        bases: HashMap<Column, Value>,
+        idx: Value,
+        game: Value,
+    ) -> Lower<'a, 'f> {
+        Lower {
+            b,
+            ptr,
+            chunk,
+            bases,
+            idx,
+            game,
+            sh,
+            bbs: [None; 8],
+            cols: HashMap::new(),
+            pieces: HashMap::new(),
+            board: None,
+        }
+    }
+
+    /// Records the columns this function read.
+    fn finish(self) {
+        self.sh.columns.extend(self.cols.keys().copied());
+    }
+
+    /// Whether lowering has stopped; checks the size limits first.
+    fn stopped(&mut self) -> bool {
+        if self.sh.stop {
+            return true;
+        }
+        let n = self.b.func.dfg.num_insts();
+        if !self.sh.split {
+            if n > self.sh.budget {
+                self.sh.stop = true;
+                self.sh.overflow = true;
+            }
+        } else if self.sh.finished + n > self.sh.max_total {
+            self.sh.stop = true;
+            self.sh.error = Some(JitError::TooLarge(self.sh.finished + n, self.sh.max_total));
+        }
+        self.sh.stop
+    }
+
+    fn acc_init(&mut self, c: Comb) -> Acc {
+        match c {
+            Comb::Any => Acc {
+                m: Some(self.i8c(false)),
+                v: None,
+            },
+            Comb::All => Acc {
+                m: Some(self.i8c(true)),
+                v: None,
+            },
+            Comb::Union | Comb::Count => Acc {
+                m: None,
+                v: Some(self.i64c(0)),
+            },
+            Comb::Max => Acc {
+                m: Some(self.i8c(false)),
+                v: Some(self.i64c(i64::MIN)),
+            },
+        }
+    }
+
+    /// The acc's flag and value, materialising the unused one.
+    fn acc_parts(&mut self, a: Acc) -> (Value, Value) {
+        let m = match a.m {
+            Some(m) => m,
+            None => self.i8c(true),
+        };
+        let v = match a.v {
+            Some(v) => v,
+            None => self.i64c(0),
+        };
+        (m, v)
+    }
+
+    /// Adds one item's value.
+    fn acc_step(&mut self, c: Comb, a: Acc, x: V) -> Acc {
+        let (m, v) = (a.m, a.v);
+        match c {
+            Comb::Any | Comb::All => {
+                let mi = self.matched(x);
+                let acc = m.unwrap_or_else(|| self.i8c(c == Comb::All));
+                let m = if c == Comb::Any {
+                    self.b.ins().bor(acc, mi)
+                } else {
+                    self.and(acc, mi)
+                };
+                Acc { m: Some(m), v }
+            }
+            Comb::Union => {
+                let s = self.as_set(x);
+                let acc = v.unwrap_or_else(|| self.u64c(0));
+                Acc {
+                    m,
+                    v: Some(self.b.ins().bor(acc, s)),
+                }
+            }
+            Comb::Count => {
+                let mi = self.matched(x);
+                let w = self.b.ins().uextend(types::I64, mi);
+                let acc = v.unwrap_or_else(|| self.i64c(0));
+                Acc {
+                    m,
+                    v: Some(self.b.ins().iadd(acc, w)),
+                }
+            }
+            Comb::Max => {
+                let (mi, vi) = self.as_num(x);
+                self.acc_max(a, mi, vi)
+            }
+        }
+    }
+
+    fn acc_max(&mut self, a: Acc, mi: Value, vi: Value) -> Acc {
+        let acc = a.v.unwrap_or_else(|| self.i64c(i64::MIN));
+        let m = a.m.unwrap_or_else(|| self.i8c(false));
+        let bigger = self.b.ins().smax(acc, vi);
+        Acc {
+            m: Some(self.b.ins().bor(m, mi)),
+            v: Some(self.b.ins().select(mi, bigger, acc)),
+        }
+    }
+
+    /// Adds a part function's result (its own combination of items).
+    fn acc_merge(&mut self, c: Comb, a: Acc, pm: Value, pv: Value) -> Acc {
+        match c {
+            Comb::Any => self.acc_step(c, a, V::Logical(pm)),
+            Comb::All => self.acc_step(c, a, V::Logical(pm)),
+            Comb::Union => self.acc_step(c, a, V::Set(pv)),
+            Comb::Count => {
+                let acc = a.v.unwrap_or_else(|| self.i64c(0));
+                Acc {
+                    m: a.m,
+                    v: Some(self.b.ins().iadd(acc, pv)),
+                }
+            }
+            Comb::Max => self.acc_max(a, pm, pv),
+        }
+    }
+
+    fn acc_finish(&mut self, c: Comb, a: Acc) -> V {
+        let (m, v) = self.acc_parts(a);
+        match c {
+            Comb::Any | Comb::All => V::Logical(m),
+            Comb::Union => V::Set(v),
+            Comb::Count => V::Num {
+                m: self.i8c(true),
+                v,
+            },
+            Comb::Max => V::Num { m, v },
+        }
+    }
+
+    /// Lowers `items` combined by `c`: inline, or (in the splitting pass,
+    /// for lists of at least `split_min_nodes` nodes) as calls to part
+    /// functions, each holding consecutive items up to the instruction
+    /// budget and returning their partial combination.
+    pub fn combine_items(&mut self, c: Comb, items: &[&Expr]) -> V {
+        let mut acc = self.acc_init(c);
+        if !self.sh.split || !nodes_at_least(items, split_min_nodes(self.sh.budget)) {
+            for e in items {
+                let x = self.expr(e);
+                acc = self.acc_step(c, acc, x);
+            }
+            return self.acc_finish(c, acc);
+        }
+        let mut i = 0;
+        while i < items.len() && !self.stopped() {
+            let (next, pm, pv) = self.part(c, items, i);
+            acc = self.acc_merge(c, acc, pm, pv);
+            i = next;
+        }
+        self.acc_finish(c, acc)
+    }
+
+    /// Compiles a part function for `items[from..]` (as many as fit the
+    /// budget, at least one) and calls it; returns the index after the last
+    /// item it holds and the call's results.
+    fn part(&mut self, c: Comb, items: &[&Expr], from: usize) -> (usize, Value, Value) {
+        let sig = part_signature(&self.sh.module, self.ptr);
+        let id = match self.sh.module.declare_anonymous_function(&sig) {
+            Ok(id) => id,
+            Err(e) => {
+                self.sh.stop = true;
+                self.sh.error = Some(JitError::Codegen(e.to_string()));
+                return (items.len(), self.i8c(false), self.i64c(0));
+            }
+        };
+        let mut func =
+            Function::with_name_signature(UserFuncName::user(0, id.as_u32()), sig.clone());
+        let mut fctx = FunctionBuilderContext::new();
+        let ptr = self.ptr;
+        let mut next = from;
+        {
+            let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+            let entry = b.create_block();
+            b.append_block_params_for_function_params(entry);
+            b.switch_to_block(entry);
+            let params = b.block_params(entry).to_vec();
+            let bases = column_bases(&mut b, params[0]);
+            let mut sub = Lower::new(&mut b, self.sh, ptr, params[0], bases, params[1], params[2]);
+            let mut acc = sub.acc_init(c);
+            while next < items.len() {
+                let x = sub.expr(items[next]);
+                acc = sub.acc_step(c, acc, x);
+                next += 1;
+                if sub.sh.stop || sub.b.func.dfg.num_insts() >= sub.sh.budget {
+                    break;
+                }
+            }
+            let (m, v) = sub.acc_parts(acc);
+            sub.finish();
+            b.ins().return_(&[m, v]);
+            b.seal_all_blocks();
+            b.finalize(self.sh.module.target_config());
+        }
+        let n = count_instructions(&func);
+        self.sh.finished += n;
+        self.sh.parts += 1;
+        if let Some(text) = self.sh.clif.as_mut() {
+            text.push_str(&func.display().to_string());
+        }
+        if !self.sh.stop {
+            let mut ctx = Context::for_function(func);
+            ctx.set_disasm(false);
+            if let Err(e) = self.sh.module.define_function(id, &mut ctx) {
+                self.sh.stop = true;
+                self.sh.error = Some(JitError::Codegen(format!("{e:?}")));
+            }
+        }
+        // Called through its absolute address (not `colocated`): the JIT
+        // places functions anywhere in memory, out of reach of a 32-bit
+        // pc-relative call.
+        let sigref = self.b.func.import_signature(sig);
+        let name = self
+            .b
+            .func
+            .declare_imported_user_function(UserExternalName {
+                namespace: 0,
+                index: id.as_u32(),
+            });
+        let fref = self.b.func.import_function(ExtFuncData {
+            name: ExternalName::user(name),
+            signature: sigref,
+            colocated: false,
+            patchable: false,
+        });
+        let call = self.b.ins().call(fref, &[self.chunk, self.idx, self.game]);
+        let r = self.b.inst_results(call);
+        (next, r[0], r[1])
+    }
+
     pub fn i64c(&mut self, v: i64) -> Value {
         self.b.ins().iconst(types::I64, v)
     }
@@ -259,11 +635,11 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     fn game_value(&mut self, slot: GameSlot) -> Value {
-        let i = match self.game_slots.iter().position(|s| *s == slot) {
+        let i = match self.sh.game_slots.iter().position(|s| *s == slot) {
             Some(i) => i,
             None => {
-                self.game_slots.push(slot);
-                self.game_slots.len() - 1
+                self.sh.game_slots.push(slot);
+                self.sh.game_slots.len() - 1
             }
         };
         self.b
@@ -604,6 +980,10 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Lowers one filter.
     pub fn expr(&mut self, e: &Expr) -> V {
+        if self.stopped() {
+            // The result is discarded: any well-typed placeholder will do.
+            return V::Logical(self.i8c(false));
+        }
         if let Some(v) = self.flags_value(e) {
             return v;
         }
@@ -981,24 +1361,21 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let Some((last, init)) = items.split_last() else {
                     return V::Logical(self.i8c(true));
                 };
-                let mut ms = Vec::with_capacity(init.len());
-                for i in init {
-                    let v = self.expr(i);
-                    ms.push(self.matched(v));
-                }
-                let ok = self.all(&ms);
+                let init: Vec<&Expr> = init.iter().collect();
+                let ok = self.combine_items(Comb::All, &init);
+                let ok = self.matched(ok);
                 let v = self.expr(last);
                 self.guard(ok, v)
             }
             Node::Orbit { count, elements } => {
-                if self.fuse
+                if self.sh.fuse
                     && let Some(f) = fused::Fused::detect(*count, e.kind, elements)
                 {
-                    self.fused.push(f.groups.len());
+                    self.sh.fused.push(f.groups.len());
                     return f.lower(self);
                 }
-                let vals: Vec<V> = elements.iter().map(|el| self.expr(&el.body)).collect();
-                self.combine(*count, e.kind, &vals)
+                let bodies: Vec<&Expr> = elements.iter().map(|el| &el.body).collect();
+                self.combine_items(Comb::of_orbit(*count, e.kind), &bodies)
             }
             // `unsupported` rejects everything else before lowering.
             _ => V::Logical(self.i8c(false)),
@@ -1072,51 +1449,6 @@ impl<'a, 'f> Lower<'a, 'f> {
             V::Num { m, v } => (m, v),
             V::Set(s) => (self.i8c(true), self.b.ins().popcnt(s)),
             V::Logical(m) => (m, self.i64c(0)),
-        }
-    }
-
-    /// Combines orbit element values per SEMANTICS.md §6.
-    pub fn combine(&mut self, count: bool, kind: Kind, vals: &[V]) -> V {
-        if count {
-            let mut acc = self.i64c(0);
-            for v in vals {
-                let m = self.matched(*v);
-                let w = self.b.ins().uextend(types::I64, m);
-                acc = self.b.ins().iadd(acc, w);
-            }
-            return V::Num {
-                m: self.i8c(true),
-                v: acc,
-            };
-        }
-        match kind {
-            Kind::Set => {
-                let mut acc = self.u64c(0);
-                for v in vals {
-                    let s = self.as_set(*v);
-                    acc = self.b.ins().bor(acc, s);
-                }
-                V::Set(acc)
-            }
-            Kind::Numeric => {
-                let mut m = self.i8c(false);
-                let mut acc = self.i64c(i64::MIN);
-                for v in vals {
-                    let (mi, vi) = self.as_num(*v);
-                    let bigger = self.b.ins().smax(acc, vi);
-                    acc = self.b.ins().select(mi, bigger, acc);
-                    m = self.b.ins().bor(m, mi);
-                }
-                V::Num { m, v: acc }
-            }
-            _ => {
-                let mut m = self.i8c(false);
-                for v in vals {
-                    let mi = self.matched(*v);
-                    m = self.b.ins().bor(m, mi);
-                }
-                V::Logical(m)
-            }
         }
     }
 }
@@ -1193,17 +1525,15 @@ const KING: [(i8, i8); 8] = [
 /// inner loop over the positions of one word that shifts each match bit into
 /// an accumulator (`acc = acc >> 1 | m << 63`), and a flush that aligns the
 /// word and ORs it into `out_bits`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn build_kernel(
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
-    config: TargetFrontendConfig,
     filters: &[&Expr],
     value: Option<&Expr>,
     opts: &JitOptions,
-    game_slots: &mut Vec<GameSlot>,
-    fused: &mut Vec<usize>,
-) -> Vec<Column> {
+    sh: &mut Shared,
+) {
+    let config = sh.module.target_config();
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
@@ -1223,10 +1553,7 @@ pub(super) fn build_kernel(
     );
     let start = b.ins().uextend(types::I64, start);
     let end = b.ins().uextend(types::I64, end);
-    let mut bases = HashMap::new();
-    for c in COLUMNS {
-        bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
-    }
+    let bases = column_bases(&mut b, chunk);
     b.ins().jump(outer, &[start.into()]);
 
     // outer(ws): one 64-position word starting at ws.
@@ -1269,41 +1596,31 @@ pub(super) fn build_kernel(
     }
 
     b.switch_to_block(eval);
-    let mut used: Vec<Column> = Vec::new();
     if need != 0 && !opts.values {
-        used.push(Column::Flags);
+        sh.columns.push(Column::Flags);
     }
     let (m, v) = {
-        let mut l = Lower {
-            b: &mut b,
-            ptr,
-            bases,
-            idx,
-            game,
-            game_slots,
-            bbs: [None; 8],
-            cols: HashMap::new(),
-            pieces: HashMap::new(),
-            board: None,
-            fused,
-            fuse: opts.fuse_orbits,
+        let mut l = Lower::new(&mut b, sh, ptr, chunk, bases, idx, game);
+        // The value filter (the last one, when there is one) is lowered
+        // inline for its value; the others are combined by `All` (split
+        // into part functions when huge).
+        let (rest, last) = match (filters.split_last(), value) {
+            (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
+            _ => (filters, None),
         };
-        let mut ms = Vec::with_capacity(filters.len());
-        let mut value_v = None;
-        for f in filters {
-            let v = l.expr(f);
-            if value.is_some_and(|x| std::ptr::eq(x, *f)) {
-                value_v = Some(v);
-            }
-            ms.push(l.matched(v));
+        let rest_m = l.combine_items(Comb::All, rest);
+        let mut m = l.matched(rest_m);
+        let value_v = last.map(|f| l.expr(f));
+        if let Some(x) = value_v {
+            let mx = l.matched(x);
+            m = l.b.ins().band(m, mx);
         }
-        let m = l.all(&ms);
         let v = value_v.map(|v| match v {
             V::Set(s) => s,
             V::Num { v, .. } => v,
             V::Logical(m) => l.b.ins().uextend(types::I64, m),
         });
-        used = l.cols.keys().copied().collect();
+        l.finish();
         (m, v)
     };
     if let (Some(v), true) = (v, opts.values) {
@@ -1348,7 +1665,4 @@ pub(super) fn build_kernel(
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(config);
-    used.sort_by_key(|c| c.offset());
-    used.dedup();
-    used
 }

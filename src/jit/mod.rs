@@ -13,10 +13,16 @@
 //! - Orbits of single-square piece-designator patterns are fused into the
 //!   bit-parallel form (see `fused`); other orbits become straight-line code
 //!   per element.
+//! - A kernel over [`JitOptions::max_function_instructions`] is lowered
+//!   again with its orbits, blocks and top-level filters split into part
+//!   functions (each returns its items' partial combination for one
+//!   position) that the kernel calls; [`JitOptions::max_instructions`] bounds
+//!   all functions together.
 //!
 //! **Invariants.** Compiled code is immutable once [`compile`] returns; the
 //! `JITModule` that owns it lives exactly as long as the [`CompiledQuery`],
-//! whose kernel pointer is the only way to reach it. Column offsets come
+//! whose kernel pointer is the only way to reach it (part functions are
+//! called only from the kernel). Column offsets come
 //! from [`Column::offset`] only.
 
 mod fused;
@@ -51,9 +57,16 @@ pub struct JitOptions {
     /// value consumers); off, the kernel writes only the match bitmap and may
     /// skip positions early on a flag prefilter.
     pub values: bool,
-    /// Largest number of Cranelift instructions accepted for one kernel;
-    /// larger queries are refused with [`JitError::TooLarge`].
+    /// Largest number of Cranelift instructions accepted for one query (the
+    /// kernel and its part functions together); larger queries are refused
+    /// with [`JitError::TooLarge`]. A hard limit for absurd sizes: it bounds
+    /// compile time and memory.
     pub max_instructions: usize,
+    /// Instructions per function: a kernel that would be larger is split,
+    /// its orbits, blocks and top-level filters compiled as part functions
+    /// of about this size (Cranelift's compile time grows faster than
+    /// linearly with function size).
+    pub max_function_instructions: usize,
 }
 
 impl Default for JitOptions {
@@ -63,7 +76,8 @@ impl Default for JitOptions {
             keep_clif: false,
             fuse_orbits: true,
             values: false,
-            max_instructions: 200_000,
+            max_instructions: 2_000_000,
+            max_function_instructions: 16_384,
         }
     }
 }
@@ -75,7 +89,9 @@ pub enum JitError {
     UnsupportedHost(String),
     #[error("Cranelift rejected the kernel: {0}")]
     Codegen(String),
-    #[error("the kernel would have {0} instructions, more than the limit {1}")]
+    #[error(
+        "the compiled query would have at least {0} Cranelift instructions, more than the limit {1}"
+    )]
     TooLarge(usize, usize),
 }
 
@@ -238,6 +254,8 @@ pub struct CompiledQuery {
     condition: summary::Condition,
     clif: Option<String>,
     instructions: usize,
+    /// Functions compiled: the kernel and its part functions.
+    functions: usize,
     compile_time: std::time::Duration,
     /// Columns the kernel reads.
     columns: Vec<Column>,
@@ -330,9 +348,18 @@ impl CompiledQuery {
     pub fn bytes_per_position(&self) -> usize {
         self.columns.iter().map(|c| c.width()).sum()
     }
-    /// Cranelift instructions in the kernel.
+    /// The columns the kernel reads, in chunk order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+    /// Cranelift instructions in the kernel and its part functions.
     pub fn instructions(&self) -> usize {
         self.instructions
+    }
+    /// Functions compiled: 1 for a single kernel, more when a huge query
+    /// was split into part functions called from the kernel.
+    pub fn functions(&self) -> usize {
+        self.functions
     }
     pub fn compile_time(&self) -> std::time::Duration {
         self.compile_time
@@ -402,23 +429,67 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     let mut ctx: Context = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut fctx = FunctionBuilderContext::new();
-    let mut game_slots = Vec::new();
-    let columns = lower::build_kernel(
+    let mut sh = lower::Shared {
+        module,
+        game_slots: Vec::new(),
+        fused: Vec::new(),
+        columns: Vec::new(),
+        fuse: opts.fuse_orbits,
+        split: false,
+        budget: opts.max_function_instructions,
+        max_total: opts.max_instructions,
+        finished: 0,
+        parts: 0,
+        stop: false,
+        overflow: false,
+        error: None,
+        clif: opts.keep_clif.then(String::new),
+    };
+    // First pass: the whole query in one function. A query whose kernel
+    // would exceed the per-function budget is lowered again with its wide
+    // constructs (orbits, blocks, the top-level filters) split into part
+    // functions called from the kernel.
+    lower::build_kernel(
         &mut ctx.func,
-        &mut fctx,
-        module.target_config(),
+        &mut FunctionBuilderContext::new(),
         &lowered,
         value_expr.map(|(e, _)| e),
         opts,
-        &mut game_slots,
-        &mut plan.fused_orbits,
+        &mut sh,
     );
-    let instructions = count_instructions(&ctx.func);
+    if sh.overflow {
+        sh.game_slots.clear();
+        sh.fused.clear();
+        sh.columns.clear();
+        sh.stop = false;
+        sh.overflow = false;
+        sh.split = true;
+        ctx.func = ir::Function::with_name_signature(
+            UserFuncName::user(0, id.as_u32()),
+            ctx.func.signature.clone(),
+        );
+        lower::build_kernel(
+            &mut ctx.func,
+            &mut FunctionBuilderContext::new(),
+            &lowered,
+            value_expr.map(|(e, _)| e),
+            opts,
+            &mut sh,
+        );
+    }
+    if let Some(e) = sh.error.take() {
+        return Err(e);
+    }
+    let instructions = sh.finished + lower::count_instructions(&ctx.func);
     if instructions > opts.max_instructions {
         return Err(JitError::TooLarge(instructions, opts.max_instructions));
     }
-    let clif = opts.keep_clif.then(|| ctx.func.display().to_string());
+    let clif = sh.clif.take().map(|parts| {
+        let mut text = ctx.func.display().to_string();
+        text.push_str(&parts);
+        text
+    });
+    let mut module = sh.module;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
@@ -426,6 +497,11 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     module
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
+    let mut columns = sh.columns;
+    columns.sort_by_key(|c| c.offset());
+    columns.dedup();
+    let (game_slots, fused_orbits, functions) = (sh.game_slots, sh.fused, sh.parts + 1);
+    plan.fused_orbits = fused_orbits;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with
     // exactly `KernelFn`'s signature (six parameters: three pointers, two
@@ -443,17 +519,11 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         condition,
         clif,
         instructions,
+        functions,
         compile_time: started.elapsed(),
         columns,
         _code: CodeOwner(Some(module)),
     })
-}
-
-fn count_instructions(f: &ir::Function) -> usize {
-    f.layout
-        .blocks()
-        .map(|b| f.layout.block_insts(b).count())
-        .sum()
 }
 
 /// `cqlj explain --plan`: which top-level filters run in the JIT and which
@@ -487,8 +557,13 @@ pub fn explain_plan(q: &ExpandedQuery, cq: &CompiledQuery) -> String {
     );
     let _ = writeln!(
         s,
-        "kernel: {} instructions, compiled in {:.2} ms{}",
+        "kernel: {} instructions{}, compiled in {:.2} ms{}",
         cq.instructions,
+        if cq.functions > 1 {
+            format!(" in {} functions (split)", cq.functions)
+        } else {
+            String::new()
+        },
         cq.compile_time.as_secs_f64() * 1e3,
         if cq.plan.is_exact() {
             ""

@@ -72,6 +72,10 @@ pub trait GameMatcher: Sync {
     /// A fresh scratch for one worker.
     fn scratch(&self) -> Self::Scratch;
 
+    /// Called by [`scan`] before it evaluates any game (resets per-scan
+    /// shared state such as read-ahead bookkeeping).
+    fn begin_scan(&self) {}
+
     /// Evaluates the games in `games`, pushing a [`GameMatch`] for each game
     /// that matches, in increasing game order.
     ///
@@ -146,6 +150,7 @@ pub fn scan<M: GameMatcher>(
         .build()
         .map_err(|e| ScanError::Pool(e.to_string()))?;
     let mut stats = ScanStats::default();
+    matcher.begin_scan();
     let batches: Vec<Range<u32>> = (games.start..games.end)
         .step_by(batch as usize)
         .map(|s| s..s.saturating_add(batch).min(games.end))

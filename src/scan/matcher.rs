@@ -3,12 +3,13 @@
 //! chunk columns and confirmed by the interpreter where the plan says so.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{GameMatch, GameMatcher, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
-use crate::runtime::layout::{CHUNK_POSITIONS, PositionRecord, flags};
+use crate::runtime::layout::{CHUNK_POSITIONS, Column, PositionRecord, flags};
 use crate::runtime::store::Store;
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
@@ -50,6 +51,13 @@ pub struct StoreMatcher<'s> {
     note: Option<String>,
     /// The compiled kernel, when the JIT runs (engine jit or auto).
     jit: Option<CompiledQuery>,
+    /// Columns a batch reads (the kernel's, and the flags for the mainline
+    /// mask): only these are hinted for read-ahead.
+    hint_columns: Vec<Column>,
+    /// Chunks below this were already hinted for read-ahead in this scan
+    /// (shared by the workers, so each chunk is hinted about once per scan;
+    /// reset by `begin_scan`).
+    hinted: AtomicU64,
 }
 
 /// Per-worker buffers.
@@ -58,6 +66,9 @@ pub struct Scratch {
     out: ChunkOutput,
     game_values: Vec<i64>,
     selected: Vec<u32>,
+    /// Match bits of the batch being scanned (`jit_batch`), from the first
+    /// position of its first chunk.
+    batch_bits: Vec<u64>,
     /// The last chunk whose summary was tested, and the answer.
     last_chunk: Option<(u64, bool)>,
 }
@@ -82,6 +93,13 @@ impl<'s> StoreMatcher<'s> {
         };
         // Scans read the chunk columns front to back.
         store.advise_sequential();
+        let mut hint_columns = jit
+            .as_ref()
+            .map(|cq| cq.columns().to_vec())
+            .unwrap_or_default();
+        if !plan.variations && !hint_columns.contains(&Column::Flags) {
+            hint_columns.push(Column::Flags);
+        }
         Ok(StoreMatcher {
             store,
             interp: Interpreter::new(query)?,
@@ -90,6 +108,8 @@ impl<'s> StoreMatcher<'s> {
             },
             note,
             jit,
+            hint_columns,
+            hinted: AtomicU64::new(0),
         })
     }
 
@@ -202,12 +222,21 @@ impl<'s> StoreMatcher<'s> {
         Ok(())
     }
 
-    /// The batched hot path for kernels without per-game slots: runs the
-    /// kernel over the chunk ranges covering all of `games` at once, then maps
-    /// the matching positions to games through the game index (walking it
-    /// forward, games are contiguous). Exact plans push the games directly;
-    /// otherwise each pre-selected game is confirmed by the interpreter.
-    /// Output equals the per-game path's: same games, order and positions.
+    /// The batched hot path for kernels without per-game slots.
+    ///
+    /// 1. The kernel runs over the chunk segments covering all of `games`
+    ///    (chunks whose summary cannot match are skipped); each chunk's
+    ///    match words, masked word-wise with the mainline bits of the flags
+    ///    column unless variations are on, go into `scratch.batch_bits`,
+    ///    indexed from the first position of the batch's first chunk.
+    /// 2. The games are walked in order over that bitmap: a game's bits are
+    ///    counted with `popcnt` over its words, so games without a match
+    ///    cost a few word operations and a matching game's positions are
+    ///    collected into one exactly sized Vec.
+    ///
+    /// Exact plans push the games directly; otherwise each pre-selected
+    /// game is confirmed by the interpreter. Output equals the per-game
+    /// path's: same games, order and positions.
     fn jit_batch(
         &self,
         cq: &CompiledQuery,
@@ -224,95 +253,107 @@ impl<'s> StoreMatcher<'s> {
                 message: e.to_string(),
             }
         };
-        let first_entry = self.store.game(games.start).map_err(err(games.start))?;
-        let last_entry = self.store.game(games.end - 1).map_err(err(games.end - 1))?;
-        let first = first_entry.first_position;
-        let end = last_entry.first_position + u64::from(last_entry.n_positions);
+        let (first, _) = self
+            .store
+            .game_span(games.start)
+            .map_err(err(games.start))?;
+        let (last_first, last_n) = self
+            .store
+            .game_span(games.end - 1)
+            .map_err(err(games.end - 1))?;
+        let end = last_first + u64::from(last_n);
+        if end <= first {
+            return Ok(());
+        }
         let chunk_len = CHUNK_POSITIONS as u64;
+        let words_per_chunk = CHUNK_POSITIONS / 64;
+        let (c0, c_end) = (first / chunk_len, end.div_ceil(chunk_len));
         // Read ahead the chunks after this batch while it is scanned (the
-        // next batches of the window; a hint only).
-        let next_chunk = end.div_ceil(chunk_len);
-        self.store
-            .will_need_chunks(next_chunk..next_chunk + READ_AHEAD_CHUNKS);
-        let exact = cq.plan().is_exact();
-        // The game being filled: its index, first position and end.
-        let mut cur = games.start;
-        let mut cur_first = first;
-        let mut cur_end = first + u64::from(first_entry.n_positions);
-        // Matches of `cur` (exact plans) / whether `cur` was pre-selected.
-        let mut cur_positions: Vec<u32> = Vec::new();
-        let mut cur_selected = false;
-        let mut pending: Vec<u32> = Vec::new();
-        let mut pos = first;
-        while pos < end {
-            let c = pos / chunk_len;
-            let seg_end = end.min((c + 1) * chunk_len);
-            let info = self.store.chunk_info(c).map_err(err(cur))?;
-            if cq.may_match(&info.summary) {
-                let chunk = self.store.chunk(c);
-                let base = c * chunk_len;
-                let (a, b) = ((pos - base) as usize, (seg_end - base) as usize);
-                cq.run(chunk, a..b, &scratch.game_values, &mut scratch.out)
-                    .map_err(|e| ScanError::Game {
-                        game: u64::from(cur) + 1,
-                        message: e.to_string(),
-                    })?;
-                for w in a / 64..=(b - 1) / 64 {
-                    let mut word = std::mem::take(&mut scratch.out.bits[w]);
-                    while word != 0 {
-                        let i = w * 64 + word.trailing_zeros() as usize;
-                        word &= word - 1;
-                        if i < a || i >= b {
-                            continue;
-                        }
-                        if !self.opts.variations && chunk.flags[i] & flags::MAINLINE == 0 {
-                            continue;
-                        }
-                        let global = base + i as u64;
-                        while global >= cur_end {
-                            if cur_selected {
-                                if exact {
-                                    out.push(GameMatch {
-                                        game: cur,
-                                        positions: std::mem::take(&mut cur_positions),
-                                        ..GameMatch::default()
-                                    });
-                                } else {
-                                    pending.push(cur);
-                                }
-                                cur_selected = false;
-                            }
-                            cur += 1;
-                            let e = self.store.game(cur).map_err(err(cur))?;
-                            cur_first = e.first_position;
-                            cur_end = cur_first + u64::from(e.n_positions);
-                        }
-                        cur_selected = true;
-                        if exact {
-                            cur_positions.push((global - cur_first) as u32);
-                        }
-                    }
+        // next batches of the window; a hint only), each chunk once.
+        let ahead = c_end + READ_AHEAD_CHUNKS;
+        let hinted = self.hinted.fetch_max(ahead, Ordering::Relaxed);
+        if hinted < ahead {
+            self.store
+                .will_need_columns(hinted.max(c_end)..ahead, &self.hint_columns);
+        }
+        let base = c0 * chunk_len;
+        let bits = &mut scratch.batch_bits;
+        bits.clear();
+        bits.resize((c_end - c0) as usize * words_per_chunk, 0);
+        let mut any = false;
+        for c in c0..c_end {
+            let info = self.store.chunk_info(c).map_err(err(games.start))?;
+            if !cq.may_match(&info.summary) {
+                continue;
+            }
+            let chunk = self.store.chunk(c);
+            let chunk_first = c * chunk_len;
+            let (a, b) = (
+                (first.max(chunk_first) - chunk_first) as usize,
+                (end.min(chunk_first + chunk_len) - chunk_first) as usize,
+            );
+            cq.run(chunk, a..b, &scratch.game_values, &mut scratch.out)
+                .map_err(|e| ScanError::Game {
+                    game: u64::from(games.start) + 1,
+                    message: e.to_string(),
+                })?;
+            let dst = &mut bits[(c - c0) as usize * words_per_chunk..][..words_per_chunk];
+            let words = a / 64..=(b - 1) / 64;
+            for (w, (out, src)) in dst
+                .iter_mut()
+                .zip(scratch.out.bits.iter_mut())
+                .enumerate()
+                .take(*words.end() + 1)
+                .skip(*words.start())
+            {
+                // The kernel sets bits of positions a..b only, and the
+                // output words are zero between calls (taken here).
+                let mut word = std::mem::take(src);
+                if word != 0 && !self.opts.variations {
+                    word &= mainline_mask(&chunk.flags, w);
                 }
+                any |= word != 0;
+                *out = word;
             }
-            pos = seg_end;
         }
-        if cur_selected {
-            if exact {
-                out.push(GameMatch {
-                    game: cur,
-                    positions: cur_positions,
-                    ..GameMatch::default()
+        if !any {
+            return Ok(());
+        }
+        let exact = cq.plan().is_exact();
+        let mut pending: Vec<u32> = Vec::new();
+        for g in games {
+            let (gf, n) = self.store.game_span(g).map_err(err(g))?;
+            if n == 0 {
+                continue;
+            }
+            if gf < first || gf + u64::from(n) > end {
+                // Games are contiguous and in order in a valid store.
+                return Err(ScanError::Game {
+                    game: u64::from(g) + 1,
+                    message: "positions outside its batch (corrupt game index)".into(),
                 });
-            } else {
-                pending.push(cur);
             }
+            let (lo, hi) = ((gf - base) as usize, (gf - base) as usize + n as usize);
+            let count = count_bits(bits, lo, hi);
+            if count == 0 {
+                continue;
+            }
+            if !exact {
+                pending.push(g);
+                continue;
+            }
+            let mut positions = Vec::with_capacity(count);
+            for_each_bit(bits, lo, hi, |i| positions.push((i - lo) as u32));
+            out.push(GameMatch {
+                game: g,
+                positions,
+                ..GameMatch::default()
+            });
         }
-        if !exact {
-            // The kernel's pre-selection is a necessary condition; the
-            // interpreter decides each pre-selected game (and side effects).
-            for g in pending {
-                self.interp_game(g, scratch, out)?;
-            }
+        // The kernel's pre-selection is a necessary condition; the
+        // interpreter decides each pre-selected game (and side effects).
+        for g in pending {
+            self.interp_game(g, scratch, out)?;
         }
         Ok(())
     }
@@ -320,6 +361,54 @@ impl<'s> StoreMatcher<'s> {
     /// A note for the user when the requested engine could not be used.
     pub fn fallback_note(&self) -> Option<&str> {
         self.note.as_deref()
+    }
+}
+
+/// Bit `i` set for each of the 64 positions `64 * w + i` of `flags` that is
+/// on the mainline: eight flag bytes at a time, their `MAINLINE` bits
+/// gathered into one byte by a multiplication (the products of different
+/// bytes land on distinct bits, so nothing carries into the top byte).
+fn mainline_mask(flags: &[u8; CHUNK_POSITIONS], w: usize) -> u64 {
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let shift = flags::MAINLINE.trailing_zeros();
+    let mut mask = 0u64;
+    for (k, eight) in flags[w * 64..w * 64 + 64].chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(eight);
+        let x = (u64::from_le_bytes(b) >> shift) & LOW_BITS;
+        mask |= (x.wrapping_mul(GATHER) >> 56) << (8 * k);
+    }
+    mask
+}
+
+/// The word of `bits` holding bit `i`, masked to bits `lo..hi`.
+fn masked_word(bits: &[u64], w: usize, lo: usize, hi: usize) -> u64 {
+    let mut word = bits[w];
+    if w == lo / 64 {
+        word &= !0u64 << (lo % 64);
+    }
+    if w == (hi - 1) / 64 && !hi.is_multiple_of(64) {
+        word &= !0u64 >> (64 - hi % 64);
+    }
+    word
+}
+
+/// Set bits of `bits` in `lo..hi` (`lo < hi`, `hi <= 64 * bits.len()`).
+fn count_bits(bits: &[u64], lo: usize, hi: usize) -> usize {
+    (lo / 64..=(hi - 1) / 64)
+        .map(|w| masked_word(bits, w, lo, hi).count_ones() as usize)
+        .sum()
+}
+
+/// Calls `f` with each set bit of `bits` in `lo..hi`, in increasing order.
+fn for_each_bit(bits: &[u64], lo: usize, hi: usize, mut f: impl FnMut(usize)) {
+    for w in lo / 64..=(hi - 1) / 64 {
+        let mut word = masked_word(bits, w, lo, hi);
+        while word != 0 {
+            f(w * 64 + word.trailing_zeros() as usize);
+            word &= word - 1;
+        }
     }
 }
 
@@ -343,8 +432,13 @@ impl GameMatcher for StoreMatcher<'_> {
             out: ChunkOutput::new(),
             game_values: Vec::new(),
             selected: Vec::new(),
+            batch_bits: Vec::new(),
             last_chunk: None,
         }
+    }
+
+    fn begin_scan(&self) {
+        self.hinted.store(0, Ordering::Relaxed);
     }
 
     fn match_games(
@@ -380,5 +474,47 @@ impl GameMatcher for StoreMatcher<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mainline_mask_gathers_the_mainline_bit_of_each_position() {
+        let mut f = [0u8; CHUNK_POSITIONS];
+        for (i, b) in f.iter_mut().enumerate() {
+            // Mixed other flags, mainline on a pseudo-random pattern.
+            *b = (i as u8).wrapping_mul(37) & !flags::MAINLINE;
+            if (i * 7 + i / 3) % 5 < 2 {
+                *b |= flags::MAINLINE;
+            }
+        }
+        for w in 0..CHUNK_POSITIONS / 64 {
+            let want = (0..64).fold(0u64, |m, i| {
+                m | (u64::from(f[w * 64 + i] & flags::MAINLINE != 0) << i)
+            });
+            assert_eq!(mainline_mask(&f, w), want, "word {w}");
+        }
+    }
+
+    #[test]
+    fn bit_ranges_count_and_list_only_their_bits() {
+        let bits = [0xf0f0_0000_0000_0001u64, !0, 0x8000_0000_0000_0001];
+        let naive = |lo: usize, hi: usize| -> Vec<usize> {
+            (lo..hi)
+                .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
+                .collect()
+        };
+        for lo in 0..192 {
+            for hi in lo + 1..=192 {
+                let want = naive(lo, hi);
+                assert_eq!(count_bits(&bits, lo, hi), want.len(), "{lo}..{hi}");
+                let mut got = Vec::new();
+                for_each_bit(&bits, lo, hi, |i| got.push(i));
+                assert_eq!(got, want, "{lo}..{hi}");
+            }
+        }
     }
 }
