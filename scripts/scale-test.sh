@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Scale test (not run in CI): builds a store of ~114 M positions (the book
-# imported ten times into one store), runs `cqlj bench` on it, and records
-# throughput, peak resident memory and the 1->2 thread speed-up, plus the
-# machine's baselines (two independent CPU-bound processes; sequential read
-# bandwidth of the store file through the page cache).
+# imported once, then appended to nine times with `cqlj index --append`),
+# records each append's time and the store's unused bytes, runs
+# `cqlj bench` on it, and records throughput, peak resident memory and the
+# 1->2 thread speed-up, plus the machine's baselines (two independent
+# CPU-bound processes; sequential read bandwidth of the store file through
+# the page cache).
 #
 # Usage: scripts/scale-test.sh [WORKDIR]   (default /tmp/cqlj-scale; needs
 # ~10 GB free there). Results go to WORKDIR/*.txt; copy the figures into
-# BENCHMARKS.md.
+# BENCHMARKS.md. Environment: SCALE_PGN (input, default the book),
+# SCALE_APPENDS (default 9), SCALE_INDEX_ONLY=1 (stop after building the
+# store and `cqlj info`: a quick check of the build steps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${1:-/tmp/cqlj-scale}
@@ -21,14 +25,29 @@ CQLJ=target/release/cqlj
 STORE=$WORK/book10.cqlj
 T=/usr/bin/time
 
+APPENDS=${SCALE_APPENDS:-9}
+INPUT=${SCALE_PGN:-$BOOK}
+
 if [ ! -f "$STORE" ]; then
-  echo "== index: the book ten times into one store ($STORE)"
-  $T -v "$CQLJ" index --quiet --threads 2 -o "$STORE" \
-    "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" "$BOOK" \
+  # Built under another name, renamed when complete: an interrupted build
+  # is started again, never taken for the full store.
+  PART=$STORE.partial
+  rm -f "$PART"
+  echo "== index: $INPUT once, then appended $APPENDS times ($STORE)"
+  $T -v "$CQLJ" index --quiet --threads 2 -o "$PART" "$INPUT" \
     2> "$WORK/index-time.txt" | tee "$WORK/index.txt"
   grep -E "Elapsed|Maximum resident" "$WORK/index-time.txt"
+  : > "$WORK/append.txt"
+  for k in $(seq 1 "$APPENDS"); do
+    echo "-- append $k" | tee -a "$WORK/append.txt"
+    $T -v "$CQLJ" index --quiet --append --threads 2 -o "$PART" "$INPUT" \
+      2> "$WORK/append-time.txt" | tee -a "$WORK/append.txt"
+    grep -E "Elapsed|Maximum resident" "$WORK/append-time.txt" | tee -a "$WORK/append.txt"
+  done
+  mv "$PART" "$STORE"
 fi
 "$CQLJ" info "$STORE" | tee "$WORK/info.txt"
+[ "${SCALE_INDEX_ONLY:-0}" = 1 ] && exit 0
 
 echo "== sequential read bandwidth of the store file (page cache, 1 MiB reads)"
 dd if="$STORE" of=/dev/null bs=1M 2>&1 | tail -1 | tee "$WORK/read-cold-or-warm.txt"

@@ -372,8 +372,8 @@ fn damage(bytes: &mut Vec<u8>, data: &[u8]) {
 
 /// A small valid store damaged as `data` directs: [`Store::open`] either
 /// fails with an error that displays, or the store reads exactly as before;
-/// [`Store::open_unverified`] (chunk checksums skipped) may open damaged
-/// chunks, and then every accessor and a scan with both engines return
+/// [`Store::open_unverified`] (chunk and data-segment checksums skipped)
+/// may open damaged chunks, tags or texts, and then every accessor and a scan with both engines return
 /// values or errors, never a panic or undefined behaviour.
 pub fn check_store_open(data: &[u8]) {
     let fixture = store_fixture();

@@ -280,6 +280,9 @@ fn append_cli_creates_appends_and_reports() {
     let info = String::from_utf8_lossy(&info.stdout);
     assert!(info.contains("appends:        1"), "{info}");
     assert!(info.contains(&format!("games:          {total}")), "{info}");
+    // Each write's tags and texts stay in their own segment.
+    assert!(info.contains("in 2 segments"), "{info}");
+    assert!(info.contains("unused:"), "{info}");
     // The same query output, game numbers included, as the store imported
     // in one go.
     let run = |store: &str| {

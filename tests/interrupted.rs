@@ -245,7 +245,19 @@ fn interrupted_index_without_an_old_store_leaves_none() {
 fn interrupted_run_keeps_the_old_output() {
     let dir = Scratch::new("run");
     let db = dir.path("problems.cqlj");
-    index(&data_dir().join("problems.pgn.zst"), &db);
+    let problems = data_dir().join("problems.pgn.zst");
+    index(&problems, &db);
+    // The problems eight times over (seven appends): a scan that lasts
+    // well past the last kill on a fast machine.
+    for _ in 0..7 {
+        let ok = cqlj(&["index", "-q", "--append"])
+            .arg(&problems)
+            .arg("-o")
+            .arg(&db)
+            .status()
+            .expect("cqlj runs");
+        assert!(ok.success(), "appending to {} failed", db.display());
+    }
     let out = dir.path("out.pgn");
     let old = b"old output, must survive\n";
     let mut killed = 0;

@@ -321,11 +321,13 @@ fn store_corrupt_header_and_meta() {
         open_bytes("version", &version, true),
         Err(StoreError::UnsupportedVersion { found: 99 })
     ));
-    // Format 1 is refused with a hint to re-index.
-    version[8..12].copy_from_slice(&1u32.to_le_bytes());
-    let err = open_bytes("version-1", &version, true).expect_err("format 1 is not read");
-    assert!(matches!(err, StoreError::UnsupportedVersion { found: 1 }));
-    assert!(err.to_string().contains("re-index"), "{err}");
+    // Formats 1 and 2 are refused with a hint to re-index.
+    for old in [1u32, 2] {
+        version[8..12].copy_from_slice(&old.to_le_bytes());
+        let err = open_bytes("version-old", &version, true).expect_err("old formats are not read");
+        assert!(matches!(err, StoreError::UnsupportedVersion { found } if found == old));
+        assert!(err.to_string().contains("re-index"), "{err}");
+    }
 
     let mut endian = bytes.clone();
     endian[12..16].reverse();
@@ -696,5 +698,141 @@ fn store_header_slots_pick_the_latest_valid() {
             ),
             "byte {at}"
         );
+    }
+}
+
+/// `n` bytes of printable text that zstd cannot shrink much (a xorshift
+/// stream seeded by `seed`).
+fn noisy_text(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b' ' + (x % 90) as u8
+        })
+        .collect()
+}
+
+/// Games of a few hundred positions with incompressible texts of
+/// `text_len` bytes and a few tags.
+fn text_heavy_games(n: usize, text_len: usize, seed: u64) -> Vec<(GameMeta, Vec<PositionRecord>)> {
+    (0..n)
+        .map(|i| {
+            let g = seed * 1_000_000 + i as u64 * 1000;
+            let positions: Vec<_> = (0..300).map(|k| record(g + k, k == 0)).collect();
+            let meta = GameMeta {
+                tags: vec![
+                    (b"Event".to_vec(), format!("Heavy {seed} {i}").into_bytes()),
+                    (b"Annotator".to_vec(), noisy_text(g + 1, 500)),
+                ],
+                text: noisy_text(g, text_len),
+                ..GameMeta::default()
+            };
+            (meta, positions)
+        })
+        .collect()
+}
+
+#[test]
+fn store_append_leaves_only_the_old_index_unused() {
+    // 40 games with 60 KB of text each: about 2 MB of data segment
+    // against an index of a few KB.
+    let base = text_heavy_games(40, 60_000, 1);
+    let tmp = Tmp::new("dead-bytes");
+    write_in_parts(&tmp.0, &[&base]);
+    let first = Store::open(&tmp.0).expect("open");
+    assert_eq!((first.unused_bytes(), first.n_segments()), (0, 1));
+    assert!(
+        first.data_bytes() > 40 * 60_000 / 2,
+        "texts hardly compress"
+    );
+    assert!(first.index_bytes() < first.data_bytes() / 50);
+    drop(first);
+    let mut all = base.clone();
+    for k in 0..5u64 {
+        let before = Store::open(&tmp.0).expect("open");
+        let (unused, index, data, len) = (
+            before.unused_bytes(),
+            before.index_bytes(),
+            before.data_bytes(),
+            before.file_len(),
+        );
+        let partial = !before.n_positions().is_multiple_of(CHUNK_POSITIONS as u64);
+        drop(before);
+        // One game per append.
+        let one = text_heavy_games(1, 5_000, 100 + k);
+        let mut w = StoreWriter::append(&tmp.0).expect("append");
+        add_games(&mut w, &one);
+        w.finish().expect("finish");
+        all.extend(one);
+        let after = Store::open(&tmp.0).expect("open");
+        assert_eq!(after.n_segments(), k + 2);
+        // What this append left unused: the old index, the old partial
+        // chunk (copied and completed) and less than a page of padding;
+        // the old tags and texts are referenced in place.
+        let dead = after.unused_bytes() - unused;
+        let bound = index + if partial { CHUNK_BYTES as u64 } else { 0 } + 4095;
+        assert!(dead <= bound, "append {k}: {dead} unused bytes > {bound}");
+        assert!(dead >= index, "append {k}: the old index is unused");
+        assert!(dead < data / 4, "append {k}: {dead} vs {data} data bytes");
+        let new_data = after.data_bytes() - data;
+        assert!(new_data > 2_500 && new_data < 7_000, "{new_data}");
+        // The file grew by the new data, chunks and index only.
+        let grown = after.file_len() - len;
+        assert!(
+            grown <= 4095 + 2 * CHUNK_BYTES as u64 + new_data + after.index_bytes(),
+            "append {k}: the file grew by {grown}"
+        );
+        assert_eq!(after.game_text(0).expect("text"), all[0].0.text);
+        let last = after.n_games() - 1;
+        assert_eq!(
+            after.game_text(last).expect("text"),
+            all[last as usize].0.text
+        );
+        assert_eq!(
+            after.game_tags_raw(last).expect("tags")[1].1,
+            all[last as usize].0.tags[1].1.as_slice()
+        );
+    }
+    // Everything reads as one write of the same games.
+    let whole = Tmp::new("dead-bytes-whole");
+    write_in_parts(&whole.0, &[&all]);
+    let want = Store::open(&whole.0).expect("open");
+    assert_same_content(&Store::open(&tmp.0).expect("open"), &want);
+    assert_eq!((want.unused_bytes(), want.n_segments()), (0, 1));
+}
+
+#[test]
+fn store_corrupt_data_segment_names_the_segment() {
+    let games = text_heavy_games(6, 3_000, 7);
+    let tmp = Tmp::new("segments");
+    write_in_parts(&tmp.0, &[&games[..2], &games[2..4], &games[4..]]);
+    let bytes = std::fs::read(&tmp.0).expect("read");
+    let store = Store::open(&tmp.0).expect("open");
+    assert_eq!(store.n_segments(), 3);
+    drop(store);
+    // Each part's tags are in its own segment: damage a tag value (stored
+    // raw) of a game of each part.
+    for (game, segment) in [(0usize, 0u64), (3, 1), (5, 2)] {
+        let tag = &games[game].0.tags[1].1[100..164];
+        let at = bytes
+            .windows(tag.len())
+            .position(|w| w == tag)
+            .expect("the tag value is stored raw");
+        let mut b = bytes.clone();
+        b[at + 10] ^= 0x20;
+        match open_bytes("segment", &b, true) {
+            Err(StoreError::BadSegmentChecksum { segment: s }) => assert_eq!(s, segment),
+            other => panic!("game {game}: expected a segment checksum error, got {other:?}"),
+        }
+        // Unverified, it opens; the damaged game's tags read as other
+        // bytes, nothing panics.
+        let store = open_bytes("segment-unverified", &b, false).expect("opens unverified");
+        for i in 0..store.n_games() {
+            let _ = store.game_tags_raw(i);
+            let _ = store.game_text(i);
+        }
     }
 }

@@ -13,23 +13,35 @@
 //!               the first 4096 bytes is zero
 //! 4096 ..       chunk images (CHUNK_BYTES each, at 4096-aligned offsets
 //!               in increasing order; each chunk's offset is in its index
-//!               entry); a fresh store has chunk i at 4096 + i x CHUNK_BYTES
-//! meta_offset   chunk index   n_chunks x CHUNK_ENTRY_LEN
-//!               game index    n_games  x GAME_ENTRY_LEN
-//!               tag blob      per game: n_tags x (u16 name len, name, u32
-//!                             value len, value)
-//!               text index    n_blocks x TEXT_BLOCK_LEN (offset, compressed
-//!                             len, decompressed len)
-//!               text blocks   zstd frames of whole games' original text
+//!               entry) and data segments (one per write that added games:
+//!               that write's tag blob, then its text blocks), each located
+//!               by absolute offsets; a fresh store has chunk i at
+//!               4096 + i x CHUNK_BYTES and its one segment after the last
+//!               chunk
+//! meta_offset   the index:
+//!               chunk index   n_chunks x CHUNK_ENTRY_LEN
+//!               game index    n_games  x GAME_ENTRY_LEN (tags located by
+//!                             absolute file offset and length; text by
+//!                             block number, offset and length in the
+//!                             decompressed block)
+//!               text index    n_text_blocks x TEXT_BLOCK_LEN (absolute
+//!                             offset, compressed len, decompressed len)
+//!               segment table n_segments x SEGMENT_ENTRY_LEN (absolute
+//!                             offset, len, checksum)
 //!               sources       n_sources x (u32 len, UTF-8 path)
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
+//!
+//! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
+//! len, value); a text block is one zstd frame of whole games' original
+//! text (about [`TEXT_BLOCK_TARGET`] bytes decompressed).
 //!
 //! Positions are numbered globally from 0 in store order (the games in order,
 //! each game's positions in PGN text order); chunk `i` holds positions
 //! `i * CHUNK_POSITIONS ..`, every chunk but the last is full, and a game may
 //! span chunks. Each chunk has a 64-bit checksum ([`checksum64`]) of its full
-//! image; a header slot has one of the metadata sections (`meta_offset ..
+//! image in its index entry, each data segment one of its bytes in the
+//! segment table; a header slot has one of the index (`meta_offset ..
 //! file_len`) and one of itself.
 //!
 //! # Header slots and append
@@ -40,26 +52,34 @@
 //! other slot is valid. [`StoreWriter::create`] writes a new file (slot 0,
 //! sequence 1) through a temporary file and a rename.
 //! [`StoreWriter::append`] extends an existing store in place without
-//! touching a byte the current header refers to: it writes the new chunks
-//! (the old partial last chunk first, copied and completed) and a complete
-//! new index section after the current `file_len`, fsyncs, then writes the
-//! new header (sequence + 1) into the *other* slot and fsyncs again. A crash
-//! before that header write leaves the old header current (the new bytes
-//! lie beyond its `file_len` and are ignored); a torn header write fails its
-//! checksum, so the old slot stays current. The old index and the old
-//! partial chunk remain in the file as unused bytes
-//! ([`Store::unused_bytes`]); `cqlj index` without `--append` compacts.
+//! touching a byte the current header refers to: after the current
+//! `file_len` (rounded up to 4096) it writes the new chunks (the old partial
+//! last chunk first, copied and completed), one data segment with the new
+//! games' tags and texts, and a complete new index (the old entries copied,
+//! still pointing at the old chunks and segments); it fsyncs, then writes
+//! the new header (sequence + 1) into the *other* slot and fsyncs again. A
+//! crash before that header write leaves the old header current (the new
+//! bytes lie beyond its `file_len` and are ignored); a torn header write
+//! fails its checksum, so the old slot stays current. The old index, the
+//! old partial chunk and the alignment padding remain in the file as unused
+//! bytes ([`Store::unused_bytes`]): per append, about the index (64 bytes
+//! per game, 200 per chunk) plus one chunk, never the old tags or texts.
+//! `cqlj index` without `--append` compacts.
 //!
-//! Format 1 (one header, chunks at fixed offsets, no trailing bytes) is not
-//! read: opening it fails with [`StoreError::UnsupportedVersion`], whose
-//! message says to re-index.
+//! Formats 1 (one header, chunks at fixed offsets) and 2 (one tag blob and
+//! one text section, copied by every append) are not read: opening them
+//! fails with [`StoreError::UnsupportedVersion`], whose message says to
+//! re-index.
 //!
 //! # Invariants guaranteed by [`Store::open`]
-//! Every offset and length in the header and the index sections lies inside
+//! Every offset and length in the header and the index lies inside
 //! `0 .. file_len`; chunk images are 4096-aligned, in increasing order, do
-//! not overlap and end before `meta_offset`; games are contiguous and cover
-//! every position exactly once; chunk entries agree with the position
-//! count; checksums match (chunk checksums unless opened with
+//! not overlap and end before `meta_offset`; data segments are non-empty, in
+//! increasing order, overlap neither each other nor a chunk image and end
+//! before `meta_offset`; every game's tags and every text block lie inside
+//! one data segment; games are contiguous and cover every position exactly
+//! once; chunk entries agree with the position count; checksums match
+//! (chunk and segment checksums unless opened with
 //! [`Store::open_unverified`]). After a successful open no accessor panics
 //! or reads out of bounds, whatever the file held.
 
@@ -73,13 +93,13 @@ use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, Column, Positio
 /// First bytes of every store file.
 pub const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
 pub const ENDIAN_MARKER: u32 = 0x0102_0304;
 /// Bytes of one header slot (the first 4096 bytes hold the two slots and
 /// zeros).
-pub const HEADER_LEN: usize = 168;
+pub const HEADER_LEN: usize = 16 + 8 * HEADER_FIELDS + 8;
 /// File offsets of the two header slots.
 pub const HEADER_SLOTS: [u64; 2] = [0, 2048];
 /// Offset of the first chunk; every chunk image starts at a multiple of it.
@@ -92,6 +112,8 @@ pub const CHUNK_ENTRY_LEN: usize = 200;
 pub const GAME_ENTRY_LEN: usize = 64;
 /// Bytes of one text-block-index entry.
 pub const TEXT_BLOCK_LEN: usize = 16;
+/// Bytes of one data-segment-table entry.
+pub const SEGMENT_ENTRY_LEN: usize = 24;
 /// Target decompressed size of a text block (blocks hold whole games).
 pub const TEXT_BLOCK_TARGET: usize = 256 * 1024;
 /// How long [`StoreWriter::append`] waits for a store locked by another
@@ -138,10 +160,12 @@ pub enum StoreError {
     WrongEndianness,
     #[error("store header checksum mismatch (the header is corrupt)")]
     BadHeaderChecksum,
-    #[error("store index checksum mismatch (game, tag or text index is corrupt)")]
+    #[error("store index checksum mismatch (chunk, game, text-block or segment index is corrupt)")]
     BadMetaChecksum,
     #[error("checksum mismatch in chunk {chunk} (position data is corrupt)")]
     BadChunkChecksum { chunk: u64 },
+    #[error("checksum mismatch in data segment {segment} (game tags or texts are corrupt)")]
+    BadSegmentChecksum { segment: u64 },
     #[error("corrupt store: {what}")]
     OutOfRange { what: String },
     #[error("cannot decompress the text of game {game}: {reason}")]
@@ -235,9 +259,13 @@ pub struct GameEntry {
     pub source_file: u32,
     pub source_start: u64,
     pub source_len: u64,
+    /// Absolute file offset of the game's tags (inside a data segment when
+    /// `tags_len > 0`).
     tags_offset: u64,
     tags_len: u32,
     n_tags: u16,
+    /// Text block holding the game's text, and the text's range in the
+    /// decompressed block.
     text_block: u32,
     text_offset: u32,
     text_len: u32,
@@ -348,6 +376,38 @@ impl ChunkInfo {
     }
 }
 
+/// One data segment: the tag blob and text blocks one writer (a new store
+/// or one append) added, at an absolute file offset, with its checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    offset: u64,
+    len: u64,
+    checksum: u64,
+}
+
+impl Segment {
+    fn encode(&self) -> [u8; SEGMENT_ENTRY_LEN] {
+        let mut b = [0u8; SEGMENT_ENTRY_LEN];
+        b[0..8].copy_from_slice(&self.offset.to_le_bytes());
+        b[8..16].copy_from_slice(&self.len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.checksum.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Segment {
+        let r = Bytes(b);
+        Segment {
+            offset: r.u64(0),
+            len: r.u64(8),
+            checksum: r.u64(16),
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
 /// Little-endian reads from a slice whose length the caller has checked.
 struct Bytes<'a>(&'a [u8]);
 
@@ -382,19 +442,21 @@ struct Header {
     n_chunks: u64,
     n_sources: u64,
     n_text_blocks: u64,
+    n_segments: u64,
+    /// Start of the index (the chunk index comes first).
     meta_offset: u64,
-    chunk_index_offset: u64,
     game_index_offset: u64,
-    tags_offset: u64,
-    tags_len: u64,
     text_index_offset: u64,
-    text_offset: u64,
-    text_len: u64,
+    segments_offset: u64,
     sources_offset: u64,
     sources_len: u64,
     file_len: u64,
     meta_checksum: u64,
 }
+
+/// The header fields stored as u64 after magic, version and marker, in
+/// file order.
+const HEADER_FIELDS: usize = 15;
 
 impl Header {
     fn encode(&self) -> [u8; HEADER_LEN] {
@@ -402,20 +464,17 @@ impl Header {
         b[0..8].copy_from_slice(&MAGIC);
         b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&ENDIAN_MARKER.to_ne_bytes());
-        let fields = [
+        let fields: [u64; HEADER_FIELDS] = [
             self.n_games,
             self.n_positions,
             self.n_chunks,
             self.n_sources,
             self.n_text_blocks,
+            self.n_segments,
             self.meta_offset,
-            self.chunk_index_offset,
             self.game_index_offset,
-            self.tags_offset,
-            self.tags_len,
             self.text_index_offset,
-            self.text_offset,
-            self.text_len,
+            self.segments_offset,
             self.sources_offset,
             self.sources_len,
             self.file_len,
@@ -465,19 +524,16 @@ impl Header {
             n_chunks: f(2),
             n_sources: f(3),
             n_text_blocks: f(4),
-            meta_offset: f(5),
-            chunk_index_offset: f(6),
+            n_segments: f(5),
+            meta_offset: f(6),
             game_index_offset: f(7),
-            tags_offset: f(8),
-            tags_len: f(9),
-            text_index_offset: f(10),
-            text_offset: f(11),
-            text_len: f(12),
-            sources_offset: f(13),
-            sources_len: f(14),
-            file_len: f(15),
-            meta_checksum: f(16),
-            sequence: f(17),
+            text_index_offset: f(8),
+            segments_offset: f(9),
+            sources_offset: f(10),
+            sources_len: f(11),
+            file_len: f(12),
+            meta_checksum: f(13),
+            sequence: f(14),
         })
     }
 }
@@ -569,12 +625,24 @@ pub struct StoreWriter {
     summary: ChunkSummary,
     chunks: Vec<ChunkInfo>,
     n_positions: u64,
+    /// The game index: the old store's entries (absolute tag offsets), then
+    /// the added games' (tag offsets relative to `tags` until `finish`).
     games: Vec<u8>,
     n_games: u64,
+    /// Games of the old store (entries in `games` before the added ones).
+    old_games: u64,
+    /// The added games' tag blob.
     tags: Vec<u8>,
     text_block: Vec<u8>,
+    /// The text-block index: the old store's entries (absolute offsets),
+    /// then the added blocks' (offsets relative to `text` until `finish`).
     text_index: Vec<u8>,
+    /// Text blocks of the old store (entries in `text_index`).
+    old_text_blocks: usize,
+    /// The added games' compressed text blocks.
     text: Vec<u8>,
+    /// The old store's data segments (the added one is built at `finish`).
+    segments: Vec<Segment>,
     sources: Vec<String>,
 }
 
@@ -627,10 +695,13 @@ impl StoreWriter {
             n_positions: 0,
             games: Vec::new(),
             n_games: 0,
+            old_games: 0,
             tags: Vec::new(),
             text_block: Vec::new(),
             text_index: Vec::new(),
+            old_text_blocks: 0,
             text: Vec::new(),
+            segments: Vec::new(),
             sources: Vec::new(),
         })
     }
@@ -642,8 +713,9 @@ impl StoreWriter {
     /// append) are truncated first.
     ///
     /// # Errors
-    /// The store cannot be opened or fails validation (chunk checksums are
-    /// not verified, except the partial last chunk's, which is copied), or
+    /// The store cannot be opened or fails validation (the checksums of the
+    /// chunks and data segments are not verified, except the partial last
+    /// chunk's, which is copied: only the index is read), or
     /// another process holds the lock ([`StoreError::Locked`]).
     pub fn append(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
         let path = path.as_ref().to_path_buf();
@@ -692,13 +764,13 @@ impl StoreWriter {
             summary = last.summary;
             reloaded = Some(last);
         }
-        // Validated at open: every section lies inside the map.
+        // Validated at open: every section lies inside the map. The old
+        // tags and texts stay where they are; only the index is copied.
         let section =
             |offset: u64, len: u64| store.map[offset as usize..(offset + len) as usize].to_vec();
         let games = section(h.game_index_offset, h.n_games * GAME_ENTRY_LEN as u64);
-        let tags = section(h.tags_offset, h.tags_len);
         let text_index = section(h.text_index_offset, h.n_text_blocks * TEXT_BLOCK_LEN as u64);
-        let text = section(h.text_offset, h.text_len);
+        let segments = store.segments.clone();
         let sources = store.parse_sources()?;
         let slot = 1 - store.slot;
         drop(store);
@@ -722,10 +794,13 @@ impl StoreWriter {
             n_positions: h.n_positions,
             games,
             n_games: h.n_games,
-            tags,
+            old_games: h.n_games,
+            tags: Vec::new(),
             text_block: Vec::new(),
             text_index,
-            text,
+            old_text_blocks: h.n_text_blocks as usize,
+            text: Vec::new(),
+            segments,
             sources,
         })
     }
@@ -899,19 +974,42 @@ impl StoreWriter {
             self.flush_text_block()?;
         }
         let n_chunks = self.chunks.len() as u64;
-        let meta_offset = self.next_offset;
+        // The added games' data segment (tags, then text blocks), right
+        // after the chunks; the added entries now get absolute offsets.
+        let segment_offset = self.next_offset;
+        let text_start = segment_offset + self.tags.len() as u64;
+        let mut segment = std::mem::take(&mut self.tags);
+        segment.extend_from_slice(&std::mem::take(&mut self.text));
+        let first = self.old_games as usize * GAME_ENTRY_LEN;
+        for entry in self.games[first..].chunks_exact_mut(GAME_ENTRY_LEN) {
+            let relative = Bytes(entry).u64(24);
+            entry[24..32].copy_from_slice(&(segment_offset + relative).to_le_bytes());
+        }
+        let first = self.old_text_blocks * TEXT_BLOCK_LEN;
+        for entry in self.text_index[first..].chunks_exact_mut(TEXT_BLOCK_LEN) {
+            let relative = Bytes(entry).u64(0);
+            entry[0..8].copy_from_slice(&(text_start + relative).to_le_bytes());
+        }
+        if !segment.is_empty() {
+            self.segments.push(Segment {
+                offset: segment_offset,
+                len: segment.len() as u64,
+                checksum: checksum64(&segment),
+            });
+        }
+        let meta_offset = segment_offset + segment.len() as u64;
         let mut meta = Vec::new();
         for c in &self.chunks {
             meta.extend_from_slice(&c.encode());
         }
         let game_index_offset = meta_offset + meta.len() as u64;
         meta.extend_from_slice(&self.games);
-        let tags_offset = meta_offset + meta.len() as u64;
-        meta.extend_from_slice(&self.tags);
         let text_index_offset = meta_offset + meta.len() as u64;
         meta.extend_from_slice(&self.text_index);
-        let text_offset = meta_offset + meta.len() as u64;
-        meta.extend_from_slice(&self.text);
+        let segments_offset = meta_offset + meta.len() as u64;
+        for seg in &self.segments {
+            meta.extend_from_slice(&seg.encode());
+        }
         let sources_offset = meta_offset + meta.len() as u64;
         for s in &self.sources {
             meta.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -926,14 +1024,11 @@ impl StoreWriter {
             n_chunks,
             n_sources: self.sources.len() as u64,
             n_text_blocks: (self.text_index.len() / TEXT_BLOCK_LEN) as u64,
+            n_segments: self.segments.len() as u64,
             meta_offset,
-            chunk_index_offset: meta_offset,
             game_index_offset,
-            tags_offset,
-            tags_len: self.tags.len() as u64,
             text_index_offset,
-            text_offset,
-            text_len: self.text.len() as u64,
+            segments_offset,
             sources_offset,
             sources_len,
             file_len: meta_offset + meta.len() as u64,
@@ -945,6 +1040,7 @@ impl StoreWriter {
         // Everything but the header, made durable.
         let data = (|| -> io::Result<File> {
             let mut writer = writer;
+            writer.write_all(&segment)?;
             writer.write_all(&meta)?;
             let file = writer.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
@@ -1040,6 +1136,8 @@ pub struct Store {
     slot: usize,
     /// File offset of each chunk image (validated at open).
     chunk_offsets: Vec<u64>,
+    /// The data segments, in file order, disjoint (validated at open).
+    segments: Vec<Segment>,
     path: PathBuf,
 }
 
@@ -1049,28 +1147,32 @@ fn fits(offset: u64, len: u64, limit: u64) -> bool {
 }
 
 impl Store {
-    /// Opens and fully validates a store, chunk checksums included.
+    /// Opens and fully validates a store, chunk and data-segment checksums
+    /// included.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         Store::open_with(path.as_ref(), true)
     }
 
     /// Opens a store, validating its structure, header and index checksums
-    /// but not the chunk checksums (faster on big stores).
+    /// but not the checksums of the data (chunks, and the data segments
+    /// holding tags and texts): faster on big stores, since only the index
+    /// is read. Damaged data then reads as wrong values or as errors
+    /// ([`StoreError::CorruptText`], bad tag data), never out of bounds.
     pub fn open_unverified(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         Store::open_with(path.as_ref(), false)
     }
 
-    fn open_with(path: &Path, verify_chunks: bool) -> Result<Store, StoreError> {
+    fn open_with(path: &Path, verify_data: bool) -> Result<Store, StoreError> {
         let file = File::open(path).map_err(|source| StoreError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        Store::from_file(&file, path, verify_chunks)
+        Store::from_file(&file, path, verify_data)
     }
 
     /// Opens the store in `file` (named `path` in errors): reads the header
     /// slots, maps `0 .. file_len` of the current header and validates.
-    fn from_file(file: &File, path: &Path, verify_chunks: bool) -> Result<Store, StoreError> {
+    fn from_file(file: &File, path: &Path, verify_data: bool) -> Result<Store, StoreError> {
         let io_err = |source| StoreError::Io {
             path: path.to_path_buf(),
             source,
@@ -1109,14 +1211,16 @@ impl Store {
             header,
             slot,
             chunk_offsets: Vec::new(),
+            segments: Vec::new(),
             path: path.to_path_buf(),
         };
-        store.chunk_offsets = store.validate(verify_chunks)?;
+        (store.chunk_offsets, store.segments) = store.validate(verify_data)?;
         Ok(store)
     }
 
-    /// Checks everything the accessors rely on; returns the chunk offsets.
-    fn validate(&self, verify_chunks: bool) -> Result<Vec<u64>, StoreError> {
+    /// Checks everything the accessors rely on; returns the chunk offsets
+    /// and the data segments.
+    fn validate(&self, verify_data: bool) -> Result<(Vec<u64>, Vec<Segment>), StoreError> {
         let h = &self.header;
         let len = self.map.len() as u64;
         if len != h.file_len {
@@ -1167,7 +1271,7 @@ impl Store {
         };
         section(
             "chunk index",
-            h.chunk_index_offset,
+            h.meta_offset,
             h.n_chunks,
             CHUNK_ENTRY_LEN as u64,
         )?;
@@ -1177,14 +1281,18 @@ impl Store {
             h.n_games,
             GAME_ENTRY_LEN as u64,
         )?;
-        section("tag blob", h.tags_offset, h.tags_len, 1)?;
         section(
             "text index",
             h.text_index_offset,
             h.n_text_blocks,
             TEXT_BLOCK_LEN as u64,
         )?;
-        section("text blocks", h.text_offset, h.text_len, 1)?;
+        section(
+            "segment table",
+            h.segments_offset,
+            h.n_segments,
+            SEGMENT_ENTRY_LEN as u64,
+        )?;
         section("source list", h.sources_offset, h.sources_len, 1)?;
         // Everything from meta_offset to file_len is covered by the meta
         // checksum.
@@ -1214,7 +1322,7 @@ impl Store {
                 return Err(out_of_range(format!("chunk {i} offset")));
             }
             free_from = c.offset + CHUNK_BYTES as u64;
-            if verify_chunks {
+            if verify_data {
                 let start = c.offset as usize;
                 let bytes = &self.map[start..start + CHUNK_BYTES];
                 if checksum64(bytes) != c.checksum {
@@ -1223,6 +1331,35 @@ impl Store {
             }
             offsets.push(c.offset);
         }
+        // Data segments: non-empty, in order, disjoint, after the header
+        // block and before the index, overlapping no chunk image.
+        let mut segments = Vec::with_capacity(h.n_segments as usize);
+        let mut free_from = CHUNKS_OFFSET;
+        for k in 0..h.n_segments {
+            let o = (h.segments_offset + k * SEGMENT_ENTRY_LEN as u64) as usize;
+            let seg = Segment::decode(&self.map[o..o + SEGMENT_ENTRY_LEN]);
+            if seg.len == 0 || seg.offset < free_from || !fits(seg.offset, seg.len, h.meta_offset) {
+                return Err(out_of_range(format!("data segment {k}")));
+            }
+            free_from = seg.end();
+            // The first chunk image ending after the segment's start must
+            // begin at or after its end.
+            let c = offsets.partition_point(|&c| c + CHUNK_BYTES as u64 <= seg.offset);
+            if offsets.get(c).is_some_and(|&c| c < seg.end()) {
+                return Err(out_of_range(format!("data segment {k} overlaps a chunk")));
+            }
+            if verify_data {
+                let bytes = &self.map[seg.offset as usize..seg.end() as usize];
+                if checksum64(bytes) != seg.checksum {
+                    return Err(StoreError::BadSegmentChecksum { segment: k });
+                }
+            }
+            segments.push(seg);
+        }
+        let in_segment = |offset: u64, len: u64| {
+            let k = segments.partition_point(|s| s.offset <= offset);
+            k > 0 && fits(offset, len, segments[k - 1].end())
+        };
         // Games: contiguous, covering all positions; tags and text in range.
         let mut next = 0u64;
         for i in 0..h.n_games {
@@ -1234,7 +1371,7 @@ impl Store {
             if next > h.n_positions {
                 return Err(out_of_range(format!("game {i} positions")));
             }
-            if !fits(g.tags_offset, g.tags_len as u64, h.tags_len) {
+            if g.tags_len > 0 && !in_segment(g.tags_offset, g.tags_len as u64) {
                 return Err(out_of_range(format!("game {i} tags")));
             }
             if g.text_len > 0 && g.text_block as u64 >= h.n_text_blocks {
@@ -1249,12 +1386,12 @@ impl Store {
         }
         for b in 0..h.n_text_blocks {
             let (off, clen, _) = self.text_block_entry(b);
-            if !fits(off, clen as u64, h.text_len) {
+            if !in_segment(off, clen as u64) {
                 return Err(out_of_range(format!("text block {b}")));
             }
         }
         self.parse_sources()?;
-        Ok(offsets)
+        Ok((offsets, segments))
     }
 
     /// The file this store maps.
@@ -1271,13 +1408,30 @@ impl Store {
     pub fn sequence(&self) -> u64 {
         self.header.sequence
     }
-    /// Bytes of the store that no index refers to: old indexes and old
-    /// partial last chunks left by appends (0 for a new store).
+    /// Bytes of the store that no index refers to: old indexes, old
+    /// partial last chunks and alignment padding left by appends (0 for a
+    /// new store).
     pub fn unused_bytes(&self) -> u64 {
-        let live = CHUNKS_OFFSET
-            + self.header.n_chunks * CHUNK_BYTES as u64
-            + (self.header.file_len - self.header.meta_offset);
-        self.header.file_len.saturating_sub(live)
+        self.header.file_len.saturating_sub(
+            CHUNKS_OFFSET
+                + self.header.n_chunks * CHUNK_BYTES as u64
+                + self.data_bytes()
+                + self.index_bytes(),
+        )
+    }
+    /// Bytes of the data segments (tags and compressed game texts).
+    pub fn data_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.len).sum()
+    }
+    /// Bytes of the current index (chunk, game and text-block indexes,
+    /// segment table, source list): what an append rewrites.
+    pub fn index_bytes(&self) -> u64 {
+        self.header.file_len - self.header.meta_offset
+    }
+    /// Data segments: one per write (the new store, each append) that
+    /// added tags or text.
+    pub fn n_segments(&self) -> u64 {
+        self.header.n_segments
     }
     /// The store's format version.
     pub fn format_version(&self) -> u32 {
@@ -1299,7 +1453,7 @@ impl Store {
     }
 
     fn chunk_entry(&self, i: u64) -> ChunkInfo {
-        let o = (self.header.chunk_index_offset + i * CHUNK_ENTRY_LEN as u64) as usize;
+        let o = (self.header.meta_offset + i * CHUNK_ENTRY_LEN as u64) as usize;
         ChunkInfo::decode(&self.map[o..o + CHUNK_ENTRY_LEN])
     }
 
@@ -1449,7 +1603,14 @@ impl Store {
     /// Game `i`'s tag pairs, in PGN order, as raw bytes.
     pub fn game_tags_raw(&self, i: u32) -> Result<Vec<RawTagPair<'_>>, StoreError> {
         let g = self.game(i)?;
-        let start = (self.header.tags_offset + g.tags_offset) as usize;
+        if g.tags_len == 0 {
+            return if g.n_tags == 0 {
+                Ok(Vec::new())
+            } else {
+                Err(out_of_range(format!("game {i} tag data")))
+            };
+        }
+        let start = g.tags_offset as usize;
         let blob = &self.map[start..start + g.tags_len as usize];
         let bad = || out_of_range(format!("game {i} tag data"));
         let mut out = Vec::with_capacity(g.n_tags as usize);
@@ -1502,7 +1663,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let (off, clen, dlen) = self.text_block_entry(g.text_block as u64);
-        let start = (self.header.text_offset + off) as usize;
+        let start = off as usize;
         let frame = &self.map[start..start + clen as usize];
         let block =
             zstd::bulk::decompress(frame, dlen as usize).map_err(|e| StoreError::CorruptText {

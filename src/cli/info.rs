@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cqlj::runtime::store::Store;
+use cqlj::runtime::store::{CHUNK_BYTES, Store};
 
 /// Arguments of `cqlj info`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The store file.
     pub store: PathBuf,
-    /// Skip the chunk checksums (faster on big stores).
+    /// Skip the checksums of the positions, tags and texts (only the index
+    /// is read: faster on big stores).
     #[arg(long)]
     pub no_verify: bool,
 }
@@ -33,8 +34,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     println!("games:          {}", store.n_games());
     println!("positions:      {}", store.n_positions());
     println!("chunks:         {}", store.n_chunks());
+    let chunk_bytes = store.n_chunks() * CHUNK_BYTES as u64;
+    let pct = |b: u64| 100.0 * b as f64 / size.max(1) as f64;
     println!("file size:      {size} bytes");
-    println!("unused bytes:   {} (left by appends)", store.unused_bytes());
+    println!(
+        "  positions:    {chunk_bytes} bytes ({:.1}%)",
+        pct(chunk_bytes)
+    );
+    println!(
+        "  tags, texts:  {} bytes ({:.1}%) in {} segments",
+        store.data_bytes(),
+        pct(store.data_bytes()),
+        store.n_segments()
+    );
+    println!(
+        "  index:        {} bytes ({:.1}%)",
+        store.index_bytes(),
+        pct(store.index_bytes())
+    );
+    let unused = store.unused_bytes();
+    println!(
+        "  unused:       {unused} bytes ({:.1}%, old indexes and chunks left by appends)",
+        pct(unused)
+    );
     println!("bytes/position: {bpp:.1}");
     let sources = store.source_files();
     println!("source files:   {}", sources.len());
