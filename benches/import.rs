@@ -4,27 +4,16 @@
 
 use std::hint::black_box;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use cqlj::import::{CollectReports, PgnGames, import_files};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const GAMES: u64 = 2_000;
 
-fn shared_data() -> PathBuf {
-    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
-
 /// The first `GAMES` games of the book, as PGN text, and their ply count.
 fn book_slice() -> (Vec<u8>, u64) {
-    let raw = std::fs::read(shared_data().join("book.pgn.zst")).expect("book.pgn.zst");
+    let raw =
+        std::fs::read(cqlj::scan::shared_data_dir().join("book.pgn.zst")).expect("book.pgn.zst");
     let mut decoder = zstd::stream::read::Decoder::new(&raw[..]).expect("zstd");
     // The first games fit in the first few megabytes.
     let mut text = vec![0u8; 8 << 20];

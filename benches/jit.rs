@@ -7,7 +7,6 @@
 //! times and bytes read per position.
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 use cqlj::interp::{EvalOptions, GameView, Interpreter};
 use cqlj::ir::{
@@ -25,18 +24,6 @@ use shakmaty::{Chess, Position};
 
 /// Games read from the book (mainlines only).
 const GAMES: usize = 4000;
-
-fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if local.exists() {
-        local
-    } else {
-        PathBuf::from("/work/shared/data")
-    }
-}
 
 /// Collects mainline position records.
 struct Collect {
@@ -93,7 +80,8 @@ impl Visitor for Collect {
 }
 
 fn load_positions() -> (Vec<PositionRecord>, Vec<usize>) {
-    let file = std::fs::File::open(data_dir().join("book.pgn.zst")).expect("book.pgn.zst");
+    let file = std::fs::File::open(cqlj::scan::shared_data_dir().join("book.pgn.zst"))
+        .expect("book.pgn.zst");
     let dec = zstd::Decoder::new(file).expect("zstd");
     let mut reader = Reader::new(dec);
     let mut c = Collect {

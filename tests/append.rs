@@ -5,7 +5,7 @@
 //! reports the totals. Crash states of the store format are tested in
 //! `tests/store.rs`, killed processes in `tests/interrupted.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
@@ -14,19 +14,6 @@ use cqlj::import::{
 };
 use cqlj::runtime::store::Store;
 use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
-
-/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
-/// then `/work/shared/data`.
-fn shared_data() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
 
 /// A scratch directory removed on drop.
 struct Scratch(PathBuf);
@@ -58,7 +45,7 @@ fn opts(threads: usize, block_bytes: usize) -> ImportOptions {
 
 /// studies.pgn cut at a game boundary near its middle, as two files.
 fn halves(dir: &Scratch) -> (PathBuf, PathBuf) {
-    let text = std::fs::read(shared_data().join("studies.pgn")).expect("studies");
+    let text = std::fs::read(cqlj::scan::shared_data_dir().join("studies.pgn")).expect("studies");
     let cut = block_cut(&text, text.len() / 2).expect("a game boundary");
     assert!(cut > 0 && cut < text.len());
     let (a, b) = (dir.path("a.pgn"), dir.path("b.pgn"));
@@ -153,7 +140,7 @@ fn append_halves_equals_the_whole_file() {
     let (a, b) = halves(&dir);
     let whole = dir.path("whole.cqlj");
     import_files_with(
-        &[shared_data().join("studies.pgn")],
+        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
         &whole,
         &opts(1, 4 << 20),
         &mut CollectReports::default(),
@@ -217,10 +204,11 @@ fn append_halves_equals_the_whole_file() {
 #[test]
 fn append_edge_cases_one_file_at_a_time() {
     let dir = Scratch::new("edge");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(shared_data().join("edge-cases"))
-        .expect("edge cases")
-        .map(|e| e.expect("entry").path())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(cqlj::scan::shared_data_dir().join("edge-cases"))
+            .expect("edge cases")
+            .map(|e| e.expect("entry").path())
+            .collect();
     files.sort();
     let all = dir.path("all.cqlj");
     let mut want_reports = CollectReports::default();

@@ -10,19 +10,6 @@ use cqlj::runtime::layout::{PositionRecord, chess::chess_of, flags};
 use cqlj::runtime::store::{Store, game_flags, result};
 use shakmaty::{Chess, Position};
 
-/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
-/// then `/work/shared/data`.
-fn shared_data() -> PathBuf {
-    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
-
 fn test_data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/import")
@@ -307,7 +294,7 @@ fn import_long_games() {
 
 #[test]
 fn import_edge_cases_all_files() {
-    let dir = shared_data().join("edge-cases");
+    let dir = cqlj::scan::shared_data_dir().join("edge-cases");
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("edge-cases dir")
         .map(|e| e.expect("entry").path())
@@ -357,7 +344,10 @@ fn import_edge_cases_all_files() {
 
 #[test]
 fn import_studies_flags_agree_with_shakmaty() {
-    let (_tmp, store, summary, _) = import(&[shared_data().join("studies.pgn")], "studies");
+    let (_tmp, store, summary, _) = import(
+        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        "studies",
+    );
     assert!(summary.games > 1000);
     assert_tree_consistent(&store);
     let (checks, mates, _) = assert_moves_and_flags_agree(&store);
@@ -367,7 +357,10 @@ fn import_studies_flags_agree_with_shakmaty() {
 
 #[test]
 fn import_book_exact_counts() {
-    let (_tmp, store, summary, reports) = import(&[shared_data().join("book.pgn.zst")], "book");
+    let (_tmp, store, summary, reports) = import(
+        &[cqlj::scan::shared_data_dir().join("book.pgn.zst")],
+        "book",
+    );
     assert!(reports.0.is_empty(), "{:?}", reports.0.first());
     assert_eq!(summary.games, 145_716);
     assert_eq!(summary.positions, 11_410_552);

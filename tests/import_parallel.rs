@@ -2,23 +2,10 @@
 //! boundaries) writes the same store as a serial import, byte for byte, with
 //! the same reports, for one input and for several inputs into one store.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cqlj::import::{CollectReports, ImportOptions, import_files_with};
 use cqlj::runtime::store::Store;
-
-/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
-/// then `/work/shared/data`.
-fn shared_data() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
 
 fn import(inputs: &[PathBuf], threads: usize, block_bytes: usize) -> (Vec<u8>, CollectReports) {
     let path = std::env::temp_dir().join(format!(
@@ -39,7 +26,7 @@ fn import(inputs: &[PathBuf], threads: usize, block_bytes: usize) -> (Vec<u8>, C
 
 #[test]
 fn import_parallel_equals_serial_byte_for_byte() {
-    let data = shared_data();
+    let data = cqlj::scan::shared_data_dir();
     let mut edge: Vec<PathBuf> = std::fs::read_dir(data.join("edge-cases"))
         .expect("edge cases")
         .map(|e| e.expect("entry").path())

@@ -20,19 +20,6 @@ use shakmaty::fen::Fen;
 use shakmaty::{Bitboard, CastlingMode, Chess, Color, Position, Role, attacks};
 use support::game::GameBuilder;
 
-/// The shared data directory: `$CQLJ_SHARED_DATA`, else `../shared/data`
-/// next to the checkout, else `/work/shared/data`.
-fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let near = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if near.is_dir() {
-        return near;
-    }
-    PathBuf::from("/work/shared/data")
-}
-
 /// One game read from PGN: tags and the store-order positions.
 struct Game {
     tags: Vec<(String, String)>,
@@ -146,7 +133,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Collect {
-    let path = data_dir().join("studies.pgn");
+    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut reader = Reader::new(file);
     let mut collect = Collect::default();
@@ -431,7 +418,7 @@ fn interp_studies_chess_facts_match_shakmaty() {
 #[test]
 fn interp_studies_importer_layout_is_the_interpreters() {
     let collected = studies();
-    let path = data_dir().join("studies.pgn");
+    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut imported = Vec::new();
     for item in cqlj::import::PgnGames::new(file) {
@@ -691,7 +678,7 @@ type TaggedGame = (
 
 /// The first `n` games of `book.pgn.zst`, as (tags, records).
 fn book_sample(n: usize) -> Vec<TaggedGame> {
-    let path = data_dir().join("book.pgn.zst");
+    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).expect("zstd stream");
     cqlj::import::PgnGames::new(decoder)

@@ -13,18 +13,6 @@ use std::time::{Duration, Instant};
 
 use cqlj::runtime::store::Store;
 
-fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if local.exists() {
-        local
-    } else {
-        PathBuf::from("/work/shared/data")
-    }
-}
-
 /// A scratch directory removed on drop.
 struct Scratch(PathBuf);
 
@@ -104,7 +92,7 @@ fn interrupted_index_keeps_the_old_store() {
     let db = dir.path("db.cqlj");
     index(&small, &db);
     let old = std::fs::read(&db).expect("old store");
-    let big = data_dir().join("book.pgn.zst");
+    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
     let mut killed = 0;
     for ms in KILL_POINTS_MS {
         let child = cqlj(&["index", "-q"])
@@ -144,7 +132,7 @@ fn interrupted_append_keeps_the_old_store() {
     let db = dir.path("db.cqlj");
     index(&small, &db);
     let old = std::fs::read(&db).expect("old store");
-    let big = data_dir().join("book.pgn.zst");
+    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
     let mut killed = 0;
     let mut grown = 0;
     // Kill points: after a delay, or once the append has written this many
@@ -222,7 +210,7 @@ fn interrupted_append_keeps_the_old_store() {
 #[test]
 fn interrupted_index_without_an_old_store_leaves_none() {
     let dir = Scratch::new("fresh");
-    let big = data_dir().join("book.pgn.zst");
+    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
     let db = dir.path("db.cqlj");
     for ms in [50, 500] {
         let child = cqlj(&["index", "-q"])
@@ -245,7 +233,7 @@ fn interrupted_index_without_an_old_store_leaves_none() {
 fn interrupted_run_keeps_the_old_output() {
     let dir = Scratch::new("run");
     let db = dir.path("problems.cqlj");
-    let problems = data_dir().join("problems.pgn.zst");
+    let problems = cqlj::scan::shared_data_dir().join("problems.pgn.zst");
     index(&problems, &db);
     // The problems eight times over (seven appends): a scan that lasts
     // well past the last kill on a fast machine.

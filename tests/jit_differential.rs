@@ -10,26 +10,12 @@
 //! ready-made test case. Queries come from `cqlj::fuzzing::generate_query`,
 //! the generator of the `jit_vs_interp` fuzz target, driven by seeded bytes.
 
-use std::path::PathBuf;
-
 use cqlj::import::PgnGames;
 use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::ir::{Node, Query};
 use cqlj::jit::{ChunkOutput, JitOptions, ValueKind, compile, game_value};
 use cqlj::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, PositionRecord};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-
-fn data_dir() -> PathBuf {
-    if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if local.exists() {
-        local
-    } else {
-        PathBuf::from("/work/shared/data")
-    }
-}
 
 struct Game {
     number: u64,
@@ -38,7 +24,8 @@ struct Game {
 }
 
 fn games() -> Vec<Game> {
-    let file = std::fs::File::open(data_dir().join("studies.pgn")).expect("studies.pgn");
+    let file = std::fs::File::open(cqlj::scan::shared_data_dir().join("studies.pgn"))
+        .expect("studies.pgn");
     PgnGames::new(file)
         .filter_map(|item| {
             let item = item.ok()?;

@@ -2,25 +2,12 @@
 //! mapped to games) against the interpreter on the studies database: same
 //! games and positions for any thread count and batch size.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
 use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
-
-/// The shared data folder: `$CQLJ_SHARED_DATA`, `<repo>/../shared/data`,
-/// then `/work/shared/data`.
-fn shared_data() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
 
 fn queries() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scan/batch-queries.txt");
@@ -70,7 +57,12 @@ fn matches(
 fn scan_batch_jit_equals_interpreter_for_any_threads_and_batch() {
     let path = std::env::temp_dir().join(format!("cqlj-scan-batch-{}.cqlj", std::process::id()));
     let mut reports = CollectReports::default();
-    import_files(&[shared_data().join("studies.pgn")], &path, &mut reports).expect("import");
+    import_files(
+        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        &path,
+        &mut reports,
+    )
+    .expect("import");
     let store = Store::open(&path).expect("open");
     let mut total = 0;
     for q in queries() {

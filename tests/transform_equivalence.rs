@@ -11,7 +11,6 @@ mod support {
 }
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::transform::basic::{Dihedral, Step, Transform, filter_transforms};
@@ -20,19 +19,6 @@ use pgn_reader::{RawTag, Reader, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
 use shakmaty::{Board, CastlingMode, Chess, Color, Piece, Position, Square};
 use support::game::GameBuilder;
-
-/// The shared data directory: `$CQLJ_SHARED_DATA`, else `../shared/data`
-/// next to the checkout, else `/work/shared/data`.
-fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let near = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if near.is_dir() {
-        return near;
-    }
-    PathBuf::from("/work/shared/data")
-}
 
 struct Game {
     tags: Vec<(String, String)>,
@@ -122,7 +108,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Vec<Game> {
-    let path = data_dir().join("studies.pgn");
+    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut collect = Collect::default();
     Reader::new(file)
@@ -134,7 +120,7 @@ fn studies() -> Vec<Game> {
 /// The first `n` games of `book.pgn.zst` (real games, mostly openings and
 /// middlegames, unlike the studies).
 fn book_sample(n: usize) -> Vec<Game> {
-    let path = data_dir().join("book.pgn.zst");
+    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut reader = Reader::new(decoder);

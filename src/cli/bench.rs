@@ -90,24 +90,11 @@ impl Sink for Keep {
     }
 }
 
-/// The shared data directory: `$CQLJ_SHARED_DATA`, else
-/// `<manifest>/../shared/data`, else `/work/shared/data`.
-fn shared_data() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
-}
-
 fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => {
-            let pgn = shared_data().join("book.pgn.zst");
+            let pgn = cqlj::scan::shared_data_dir().join("book.pgn.zst");
             let dir = scan::input::cache_dir();
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;

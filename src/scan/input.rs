@@ -31,6 +31,20 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
     }
 }
 
+/// The project's shared data folder (`book.pgn.zst`, `studies.pgn`, ...),
+/// used by `cqlj bench`, the tests and the benchmarks: `$CQLJ_SHARED_DATA`,
+/// else `../shared/data` beside the source tree, else `/work/shared/data`.
+pub fn shared_data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
+        return PathBuf::from(d);
+    }
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    if beside.is_dir() {
+        return beside;
+    }
+    PathBuf::from("/work/shared/data")
+}
+
 /// The directory for cached stores: `$CQLJ_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/cqlj`, else `$HOME/.cache/cqlj`, else the temp dir.
 pub fn cache_dir() -> PathBuf {

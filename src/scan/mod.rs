@@ -14,7 +14,7 @@ pub use driver::{
     Collect, GameMatch, GameMatcher, ScanError, ScanOptions, ScanStats, Sink, SortKey, SortValue,
     scan,
 };
-pub use input::{cached_store, default_store};
+pub use input::{cached_store, default_store, shared_data_dir};
 pub use json::match_json;
 pub use matcher::{Engine, RunPlan, StoreMatcher};
 pub use prepare::{PrepareError, Prepared, QueryInput, has_sort, prepare};

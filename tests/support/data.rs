@@ -11,17 +11,9 @@ use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
 use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
 
-/// The shared data folder: `$CQLJ_SHARED_DATA`, else `<manifest>/../shared/data`,
-/// else `/work/shared/data`.
+/// The shared data folder (see `cqlj::scan::shared_data_dir`).
 pub fn data_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
-        return PathBuf::from(d);
-    }
-    let sibling = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if sibling.join("book.pgn.zst").exists() {
-        return sibling;
-    }
-    PathBuf::from("/work/shared/data")
+    cqlj::scan::shared_data_dir()
 }
 
 /// The store of a data file (`book.pgn.zst`, `studies.pgn`, ...), imported
