@@ -19,20 +19,20 @@ use cqlj::runtime::store::Store;
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
 
-/// Transform options in CQL spelling, and the filter each wraps the body in.
-const TRANSFORM_OPTIONS: [(&str, TransformFilter); 10] = [
-    ("flip", TransformFilter::Flip),
-    ("flipcolor", TransformFilter::FlipColor),
-    ("reversecolor", TransformFilter::ReverseColor),
-    ("shift", TransformFilter::Shift),
-    ("rotate90", TransformFilter::Rotate90),
-    ("rotate45", TransformFilter::Rotate45),
-    ("fliphorizontal", TransformFilter::FlipHorizontal),
-    ("flipvertical", TransformFilter::FlipVertical),
-    ("shifthorizontal", TransformFilter::ShiftHorizontal),
-    ("shiftvertical", TransformFilter::ShiftVertical),
+/// The transform options (`-flip` ... `-shiftvertical`), each naming the
+/// filter `cqlj::transform::option_filter` maps it to.
+const TRANSFORM_OPTIONS: [&str; 10] = [
+    "flip",
+    "flipcolor",
+    "reversecolor",
+    "shift",
+    "rotate90",
+    "rotate45",
+    "fliphorizontal",
+    "flipvertical",
+    "shifthorizontal",
+    "shiftvertical",
 ];
-
 /// Long options CQL writes with a single dash.
 const CQL_LONG_OPTIONS: [&str; 23] = [
     "cql",
@@ -179,7 +179,7 @@ pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
                     && s.starts_with('-')
                     && !s.starts_with("--")
                     && (CQL_LONG_OPTIONS.contains(&&s[1..])
-                        || TRANSFORM_OPTIONS.iter().any(|(n, _)| *n == &s[1..])) =>
+                        || TRANSFORM_OPTIONS.contains(&&s[1..])) =>
             {
                 OsString::from(format!("-{s}"))
             }
@@ -193,12 +193,8 @@ fn transform_options_in_order(raw: &[OsString]) -> Vec<TransformFilter> {
     raw.iter()
         .filter_map(|a| a.to_str())
         .filter_map(|s| s.strip_prefix("--"))
-        .filter_map(|s| {
-            TRANSFORM_OPTIONS
-                .iter()
-                .find(|(n, _)| *n == s)
-                .map(|(_, t)| *t)
-        })
+        .filter(|s| TRANSFORM_OPTIONS.contains(s))
+        .filter_map(cqlj::transform::option_filter)
         .collect()
 }
 
