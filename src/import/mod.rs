@@ -508,42 +508,64 @@ impl From<ImportError> for Failure {
 /// of the last line at or after `from` that opens a tag pair (`[` and a
 /// letter) after a blank line, where the last non-blank line before it is
 /// not itself a tag pair (so a blank line inside a tag section is not taken
-/// for a game boundary). `None` if there is no such line. A blank line
-/// followed by such a line inside a `{}` comment would be mistaken for a
-/// game start; PGN writers do not produce it.
+/// for a game boundary). `None` if there is no such line.
+///
+/// `buf` must start at a game boundary (the start of a stream or an earlier
+/// cut): it is scanned forward from there, so a line inside a `{}` comment
+/// (which may span lines and hold blank lines and `[`) or after a `;`
+/// comment is never taken for a boundary, as the PGN reader would not.
 pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
-    let mut i = buf.len().saturating_sub(1);
-    while i > from {
-        if buf[i] == b'['
-            && buf[i - 1] == b'\n'
-            && buf.get(i + 1).is_some_and(u8::is_ascii_alphabetic)
-        {
-            // Walk back over blank lines; require at least one.
-            let mut j = i - 1; // at the '\n' ending the previous line
-            let mut blank = 0;
-            loop {
-                let line_start = buf[..j]
-                    .iter()
-                    .rposition(|&c| c == b'\n')
-                    .map_or(0, |p| p + 1);
-                let line = &buf[line_start..j];
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    if line_start == 0 {
-                        break;
-                    }
-                    blank += 1;
-                    j = line_start - 1;
-                } else {
-                    if blank > 0 && line.trim_ascii_start().first() != Some(&b'[') {
-                        return Some(i);
-                    }
-                    break;
+    let mut cut = None;
+    let mut in_comment = false;
+    let mut blank_lines = 0usize;
+    let mut last_was_tag = false;
+    let mut seen_text = false;
+    let mut line_start = 0;
+    while line_start < buf.len() {
+        let line_end = buf[line_start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(buf.len(), |p| line_start + p + 1);
+        let line = &buf[line_start..line_end];
+        if !in_comment {
+            let text = line.trim_ascii_start();
+            if text.is_empty() {
+                blank_lines += 1;
+            } else {
+                let tag = text[0] == b'[';
+                if tag
+                    && line[0] == b'['
+                    && line.get(1).is_some_and(u8::is_ascii_alphabetic)
+                    && blank_lines > 0
+                    && !last_was_tag
+                    && seen_text
+                    && line_start >= from
+                {
+                    cut = Some(line_start);
                 }
+                last_was_tag = tag;
+                seen_text = true;
+                blank_lines = 0;
+            }
+            // A tag line's value may hold braces, and a `%` line is an
+            // escape: neither opens a comment.
+            if text.first() == Some(&b'[') || line.first() == Some(&b'%') {
+                line_start = line_end;
+                continue;
             }
         }
-        i -= 1;
+        for &c in line {
+            match (in_comment, c) {
+                (true, b'}') => in_comment = false,
+                (false, b'{') => in_comment = true,
+                // The rest of the line is a comment.
+                (false, b';') => break,
+                _ => {}
+            }
+        }
+        line_start = line_end;
     }
-    None
+    cut
 }
 
 /// Reads `reader` in blocks cut at game boundaries, parses the blocks of a
