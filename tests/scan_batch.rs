@@ -63,7 +63,10 @@ fn matches(
         &mut sink,
     )
     .expect("scan");
-    sink.0.into_iter().map(|g| (g.game, g.positions)).collect()
+    sink.0
+        .into_iter()
+        .map(|g| (g.game, g.positions.into_vec()))
+        .collect()
 }
 
 #[test]
