@@ -344,7 +344,13 @@ impl<'s> StoreMatcher<'s> {
                 message: "internal error: shared position buffer".into(),
             });
         };
+        // Sized once for every set bit of the batch (the games cover the
+        // bits the kernel set), then filled in place.
         arena.clear();
+        if exact {
+            arena.resize(bits.iter().map(|w| w.count_ones() as usize).sum(), 0);
+        }
+        let mut filled = 0;
         let found = &mut scratch.found;
         found.clear();
         for g in games {
@@ -366,10 +372,14 @@ impl<'s> StoreMatcher<'s> {
                 }
                 continue;
             }
-            let start = arena.len();
-            push_bits(bits, lo, hi, arena);
-            if arena.len() > start {
-                found.push((g, start..arena.len()));
+            let n =
+                write_bits(bits, lo, hi, &mut arena[filled..]).ok_or_else(|| ScanError::Game {
+                    game: u64::from(g) + 1,
+                    message: "matches outside the batch's games (corrupt game index)".into(),
+                })?;
+            if n > 0 {
+                found.push((g, filled..filled + n));
+                filled += n;
             }
         }
         if exact {
@@ -454,25 +464,25 @@ fn count_bits(bits: &[u64], lo: usize, hi: usize) -> usize {
         .sum()
 }
 
-/// Appends to `dst` the offsets from `lo` of the set bits of `bits` in
-/// `lo..hi`, in increasing order (`lo < hi`, `hi <= 64 * bits.len()`).
-fn push_bits(bits: &[u64], lo: usize, hi: usize, dst: &mut Vec<u32>) {
+/// Writes to the front of `dst` the offsets from `lo` of the set bits of
+/// `bits` in `lo..hi`, in increasing order (`lo < hi`,
+/// `hi <= 64 * bits.len()`); returns how many, or `None` if `dst` is too
+/// short for them.
+fn write_bits(bits: &[u64], lo: usize, hi: usize, dst: &mut [u32]) -> Option<usize> {
+    let mut at = 0;
     for w in lo / 64..=(hi - 1) / 64 {
         let mut word = masked_word(bits, w, lo, hi);
-        if word == 0 {
-            continue;
-        }
+        let n = word.count_ones() as usize;
         // Offsets fit in u32 (games have at most MAX_GAME_POSITIONS); the
         // first word's base may be "negative": its bits start at `lo`.
         let base = (w * 64).wrapping_sub(lo) as u32;
-        let n = word.count_ones() as usize;
-        // A trusted-length iterator: one reservation, no check per bit.
-        dst.extend((0..n).map(|_| {
-            let i = base.wrapping_add(word.trailing_zeros());
+        for slot in dst.get_mut(at..at + n)? {
+            *slot = base.wrapping_add(word.trailing_zeros());
             word &= word - 1;
-            i
-        }));
+        }
+        at += n;
     }
+    Some(at)
 }
 
 fn convert_sort_key(k: &interp::SortKey) -> SortKey {
@@ -575,12 +585,18 @@ mod tests {
             for hi in lo + 1..=192 {
                 let want = naive(lo, hi);
                 assert_eq!(count_bits(&bits, lo, hi), want.len(), "{lo}..{hi}");
-                let mut got = vec![7];
-                push_bits(&bits, lo, hi, &mut got);
-                let want: Vec<u32> = std::iter::once(7)
-                    .chain(want.iter().map(|&i| (i - lo) as u32))
+                let mut got = vec![7; want.len() + 1];
+                assert_eq!(write_bits(&bits, lo, hi, &mut got), Some(want.len()));
+                let want: Vec<u32> = want
+                    .iter()
+                    .map(|&i| (i - lo) as u32)
+                    .chain(std::iter::once(7))
                     .collect();
                 assert_eq!(got, want, "{lo}..{hi}");
+                if want.len() > 1 {
+                    let short = &mut got[..want.len() - 2];
+                    assert_eq!(write_bits(&bits, lo, hi, short), None);
+                }
             }
         }
     }
