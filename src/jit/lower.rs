@@ -1648,19 +1648,20 @@ pub(super) fn build_kernel(
     b.switch_to_block(inner);
     let i = b.append_block_param(inner, types::I64);
     let acc = b.append_block_param(inner, types::I64);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
-    b.ins().brif(more, pick, &[], flush, &[]);
-
-    // pick: `unroll` positions at once while they fit in the word.
-    b.switch_to_block(pick);
-    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
+    // `unroll` positions at once while they fit in the word (one test per
+    // unrolled iteration), then one at a time (`pick`).
     if unroll > 1 {
         let last = b.ins().iadd_imm_s(i, unroll as i64);
         let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, we);
-        b.ins().brif(fits, unrolled, &[], body, &[]);
+        b.ins().brif(fits, unrolled, &[], pick, &[]);
     } else {
-        b.ins().jump(body, &[]);
+        b.ins().jump(pick, &[]);
     }
+
+    b.switch_to_block(pick);
+    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
+    b.ins().brif(more, body, &[], flush, &[]);
 
     b.switch_to_block(unrolled);
     if unroll > 1 {
