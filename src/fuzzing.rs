@@ -338,7 +338,11 @@ fn run_store_query(
         &mut sink,
     )
     .map_err(|e| e.to_string())?;
-    Ok(sink.0.into_iter().map(|m| (m.game, m.positions)).collect())
+    Ok(sink
+        .0
+        .into_iter()
+        .map(|m| (m.game, m.positions.into_vec()))
+        .collect())
 }
 
 /// The damage an input describes, applied to `bytes`: the first byte picks

@@ -123,7 +123,10 @@ fn matches(store: &Store, query: &str, engine: Engine) -> Vec<(u32, Vec<u32>)> {
         &mut sink,
     )
     .expect("scan");
-    sink.0.into_iter().map(|g| (g.game, g.positions)).collect()
+    sink.0
+        .into_iter()
+        .map(|g| (g.game, g.positions.into_vec()))
+        .collect()
 }
 
 const QUERIES: [&str; 5] = [

@@ -327,3 +327,75 @@ fn jit_differential_absurd_query_is_refused_clearly() {
         Ok(cq) => panic!("compiled: {} instructions", cq.instructions()),
     }
 }
+
+#[test]
+fn jit_differential_unrolled_kernels_equal_single_steps() {
+    // Small kernels without values are built with their position loop
+    // unrolled (several positions per iteration, the flag prefilter ANDed
+    // in); their match bitmaps must equal the one-position-per-iteration
+    // kernel's over any range: word-aligned or not, shorter than the unroll,
+    // ending mid-word.
+    let games = games();
+    let rolled = JitOptions {
+        unroll: false,
+        ..JitOptions::default()
+    };
+    let n = 300usize.min(CHUNK_POSITIONS);
+    let ranges = [0..n, 1..n, 3..70, 5..9, 64..128, 63..65, 7..8, 100..n - 13];
+    let mut unrolled = 0usize;
+    let mut bits = 0usize;
+    for seed in 1..=400u64 {
+        let query = cqlj::fuzzing::generate_query(&cqlj::fuzzing::seeded_bytes(seed, 512));
+        let Ok(expanded) = cqlj::transform::expand(&query, &Default::default()) else {
+            continue;
+        };
+        let (Ok(fast), Ok(slow)) = (
+            compile(&expanded.query, &JitOptions::default()),
+            compile(&expanded.query, &rolled),
+        ) else {
+            continue;
+        };
+        if fast.instructions() > slow.instructions() {
+            unrolled += 1;
+        }
+        let mut g = Picker(seed.rotate_left(29) | 1);
+        let mut chunk = ChunkColumns::new_boxed();
+        for i in 0..n {
+            let gi = g.below(games.len() as u64) as usize;
+            let pi = g.below(games[gi].positions.len() as u64) as usize;
+            chunk.set(i, &games[gi].positions[pi]);
+        }
+        let game = &games[seed as usize % games.len()];
+        let tag = |name: &str| {
+            game.tags
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let values: Vec<i64> = fast
+            .game_slots()
+            .iter()
+            .map(|s| game_value(*s, game.number, tag))
+            .collect();
+        for range in ranges.clone() {
+            let (mut a, mut b) = (ChunkOutput::new(), ChunkOutput::new());
+            fast.run(&chunk, range.clone(), &values, &mut a)
+                .expect("runs");
+            slow.run(&chunk, range.clone(), &values, &mut b)
+                .expect("runs");
+            assert_eq!(
+                a.bits,
+                b.bits,
+                "unrolled kernel differs on {range:?} for {}",
+                cqlj::syntax::print_query(&query)
+            );
+            bits += a
+                .bits
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>();
+        }
+    }
+    assert!(unrolled >= 50, "too few unrolled kernels: {unrolled}");
+    assert!(bits >= 1000, "too few matches: {bits}");
+}

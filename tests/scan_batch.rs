@@ -50,7 +50,10 @@ fn matches(
         &mut sink,
     )
     .expect("scan");
-    sink.0.into_iter().map(|g| (g.game, g.positions)).collect()
+    sink.0
+        .into_iter()
+        .map(|g| (g.game, g.positions.into_vec()))
+        .collect()
 }
 
 #[test]

@@ -85,7 +85,7 @@ struct Keep(Vec<(u32, Vec<u32>)>);
 
 impl Sink for Keep {
     fn game(&mut self, m: GameMatch) -> ControlFlow<()> {
-        self.0.push((m.game, m.positions));
+        self.0.push((m.game, m.positions.into_vec()));
         ControlFlow::Continue(())
     }
 }

@@ -125,8 +125,11 @@ pub(super) struct Lower<'a, 'f> {
     chunk: Value,
     /// Base address of each column, computed once in the entry block.
     bases: HashMap<Column, Value>,
-    /// Position index, pointer-sized.
+    /// Position index, pointer-sized: the position is `idx + idx_offset`
+    /// (a constant offset folds into the column loads: the unrolled
+    /// kernel's copies share one `idx`).
     idx: Value,
+    idx_offset: i64,
     game: Value,
     pub sh: &'a mut Shared,
     bbs: [Option<Value>; 8],
@@ -240,6 +243,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             chunk,
             bases,
             idx,
+            idx_offset: 0,
             game,
             sh,
             bbs: [None; 8],
@@ -478,7 +482,12 @@ impl<'a, 'f> Lower<'a, 'f> {
             colocated: false,
             patchable: false,
         });
-        let call = self.b.ins().call(fref, &[self.chunk, self.idx, self.game]);
+        let idx = if self.idx_offset == 0 {
+            self.idx
+        } else {
+            self.b.ins().iadd_imm_s(self.idx, self.idx_offset)
+        };
+        let call = self.b.ins().call(fref, &[self.chunk, idx, self.game]);
         let r = self.b.inst_results(call);
         (next, r[0], r[1])
     }
@@ -508,7 +517,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         let off = self.b.ins().imul_imm_s(self.idx, w);
         let base = self.bases[&c];
         let addr = self.b.ins().iadd(base, off);
-        let raw = self.b.ins().load(ty, trusted(), addr, 0);
+        // Columns are at most CHUNK_POSITIONS * 8 bytes: the offset fits.
+        let raw = self
+            .b
+            .ins()
+            .load(ty, trusted(), addr, (self.idx_offset * w) as i32);
         let v = if ty == types::I64 {
             raw
         } else {
@@ -1519,12 +1532,70 @@ const KING: [(i8, i8); 8] = [
     (-1, 1),
 ];
 
+/// Kernels of at most this many instructions (first pass, one position per
+/// iteration) are built again with their body unrolled (`UNROLL` positions
+/// per iteration), when they compute no values and need no part functions.
+pub(super) const UNROLL_MAX_INSTRUCTIONS: usize = 160;
+
+/// Positions per iteration of an unrolled kernel.
+pub(super) const UNROLL: usize = 4;
+
+/// Lowers the match (and the value, when there is one) of the position
+/// `idx`: the filters but the value filter combined by `All`, and the value
+/// filter (the last one) inline for its value.
+#[allow(clippy::too_many_arguments)]
+fn lower_position(
+    b: &mut FunctionBuilder<'_>,
+    sh: &mut Shared,
+    ptr: Type,
+    chunk: Value,
+    bases: HashMap<Column, Value>,
+    idx: Value,
+    idx_offset: i64,
+    game: Value,
+    filters: &[&Expr],
+    value: Option<&Expr>,
+) -> (Value, Option<Value>) {
+    let mut l = Lower::new(b, sh, ptr, chunk, bases, idx, game);
+    l.idx_offset = idx_offset;
+    // The value filter (the last one, when there is one) is lowered
+    // inline for its value; the others are combined by `All` (split
+    // into part functions when huge).
+    let (rest, last) = match (filters.split_last(), value) {
+        (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
+        _ => (filters, None),
+    };
+    let rest_m = l.combine_items(Comb::All, rest);
+    let mut m = l.matched(rest_m);
+    let value_v = last.map(|f| l.expr(f));
+    if let Some(x) = value_v {
+        let mx = l.matched(x);
+        m = l.b.ins().band(m, mx);
+    }
+    let v = value_v.map(|v| match v {
+        V::Set(s) => s,
+        V::Num { v, .. } => v,
+        V::Logical(m) => l.b.ins().uextend(types::I64, m),
+    });
+    l.finish();
+    (m, v)
+}
+
 /// Builds the whole kernel function into `func`.
 ///
 /// Loop structure: an outer loop over 64-position words of `start..end`, an
 /// inner loop over the positions of one word that shifts each match bit into
 /// an accumulator (`acc = acc >> 1 | m << 63`), and a flush that aligns the
 /// word and ORs it into `out_bits`.
+///
+/// With `unroll > 1` (only for kernels without values), the inner loop
+/// takes `unroll` positions per iteration while that many remain in the
+/// word: each position's match is computed branch-free (the flag prefilter
+/// is ANDed in instead of branched on; lowered code never traps, so
+/// evaluating a filtered-out position is harmless) and the bits enter the
+/// accumulator together (`acc >> unroll | m_k << (64 - unroll + k)`, the
+/// same word as `unroll` single steps). The rest of a word takes the
+/// single-position path.
 pub(super) fn build_kernel(
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
@@ -1532,7 +1603,9 @@ pub(super) fn build_kernel(
     value: Option<&Expr>,
     opts: &JitOptions,
     sh: &mut Shared,
+    unroll: usize,
 ) {
+    let unroll = if opts.values { 1 } else { unroll.clamp(1, 64) };
     let config = sh.module.target_config();
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
@@ -1540,6 +1613,8 @@ pub(super) fn build_kernel(
     let outer = b.create_block();
     let word = b.create_block();
     let inner = b.create_block();
+    let pick = b.create_block();
+    let unrolled = b.create_block();
     let body = b.create_block();
     let eval = b.create_block();
     let step = b.create_block();
@@ -1573,8 +1648,61 @@ pub(super) fn build_kernel(
     b.switch_to_block(inner);
     let i = b.append_block_param(inner, types::I64);
     let acc = b.append_block_param(inner, types::I64);
+    // `unroll` positions at once while they fit in the word (one test per
+    // unrolled iteration), then one at a time (`pick`).
+    if unroll > 1 {
+        let last = b.ins().iadd_imm_s(i, unroll as i64);
+        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, we);
+        b.ins().brif(fits, unrolled, &[], pick, &[]);
+    } else {
+        b.ins().jump(pick, &[]);
+    }
+
+    b.switch_to_block(pick);
+    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
     let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
     b.ins().brif(more, body, &[], flush, &[]);
+
+    b.switch_to_block(unrolled);
+    if unroll > 1 {
+        let mut acc_u = b.ins().ushr_imm_u(acc, unroll as i64);
+        let idx = if ptr == types::I64 {
+            i
+        } else {
+            b.ins().ireduce(ptr, i)
+        };
+        for k in 0..unroll {
+            let (mut m, _) = lower_position(
+                &mut b,
+                sh,
+                ptr,
+                chunk,
+                bases.clone(),
+                idx,
+                k as i64,
+                game,
+                filters,
+                value,
+            );
+            if need != 0 {
+                let addr = b.ins().iadd(bases[&Column::Flags], idx);
+                let f = b
+                    .ins()
+                    .load(types::I8, MemFlagsData::trusted(), addr, k as i32);
+                let f = b.ins().band_imm_s(f, need as i64);
+                let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
+                m = b.ins().band(m, ok);
+            }
+            let bit = b.ins().uextend(types::I64, m);
+            let bit = b.ins().ishl_imm_u(bit, (64 - unroll + k) as i64);
+            acc_u = b.ins().bor(acc_u, bit);
+        }
+        let next = b.ins().iadd_imm_s(i, unroll as i64);
+        b.ins().jump(inner, &[next.into(), acc_u.into()]);
+    } else {
+        // Unreachable (`pick` never branches here); filled for the verifier.
+        b.ins().jump(body, &[]);
+    }
 
     // body: the flag prefilter, then the evaluation.
     b.switch_to_block(body);
@@ -1583,7 +1711,6 @@ pub(super) fn build_kernel(
     } else {
         b.ins().ireduce(ptr, i)
     };
-    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
     if need != 0 && !opts.values {
         let addr = b.ins().iadd(bases[&Column::Flags], idx);
         let f = b.ins().load(types::I8, MemFlagsData::trusted(), addr, 0);
@@ -1599,30 +1726,18 @@ pub(super) fn build_kernel(
     if need != 0 && !opts.values {
         sh.columns.push(Column::Flags);
     }
-    let (m, v) = {
-        let mut l = Lower::new(&mut b, sh, ptr, chunk, bases, idx, game);
-        // The value filter (the last one, when there is one) is lowered
-        // inline for its value; the others are combined by `All` (split
-        // into part functions when huge).
-        let (rest, last) = match (filters.split_last(), value) {
-            (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
-            _ => (filters, None),
-        };
-        let rest_m = l.combine_items(Comb::All, rest);
-        let mut m = l.matched(rest_m);
-        let value_v = last.map(|f| l.expr(f));
-        if let Some(x) = value_v {
-            let mx = l.matched(x);
-            m = l.b.ins().band(m, mx);
-        }
-        let v = value_v.map(|v| match v {
-            V::Set(s) => s,
-            V::Num { v, .. } => v,
-            V::Logical(m) => l.b.ins().uextend(types::I64, m),
-        });
-        l.finish();
-        (m, v)
-    };
+    let (m, v) = lower_position(
+        &mut b,
+        sh,
+        ptr,
+        chunk,
+        bases.clone(),
+        idx,
+        0,
+        game,
+        filters,
+        value,
+    );
     if let (Some(v), true) = (v, opts.values) {
         let off = b.ins().imul_imm_s(idx, 8);
         let addr = b.ins().iadd(out_vals, off);

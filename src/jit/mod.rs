@@ -67,6 +67,9 @@ pub struct JitOptions {
     /// of about this size (Cranelift's compile time grows faster than
     /// linearly with function size).
     pub max_function_instructions: usize,
+    /// Unroll the position loop of small kernels without values (several
+    /// positions per iteration); the match bitmap is the same either way.
+    pub unroll: bool,
 }
 
 impl Default for JitOptions {
@@ -78,6 +81,7 @@ impl Default for JitOptions {
             values: false,
             max_instructions: 2_000_000,
             max_function_instructions: 16_384,
+            unroll: true,
         }
     }
 }
@@ -456,6 +460,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         value_expr.map(|(e, _)| e),
         opts,
         &mut sh,
+        1,
     );
     if sh.overflow {
         sh.game_slots.clear();
@@ -475,7 +480,33 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
             value_expr.map(|(e, _)| e),
             opts,
             &mut sh,
+            1,
         );
+    } else if sh.error.is_none()
+        && !opts.values
+        && opts.unroll
+        && lower::count_instructions(&ctx.func) <= lower::UNROLL_MAX_INSTRUCTIONS
+    {
+        // A small kernel: built again with its body unrolled (the loop
+        // overhead is most of its work). The plan's fused orbits are the
+        // first pass's (the unrolled body lowers each orbit more than once).
+        let fused = std::mem::take(&mut sh.fused);
+        sh.game_slots.clear();
+        sh.columns.clear();
+        ctx.func = ir::Function::with_name_signature(
+            UserFuncName::user(0, id.as_u32()),
+            ctx.func.signature.clone(),
+        );
+        lower::build_kernel(
+            &mut ctx.func,
+            &mut FunctionBuilderContext::new(),
+            &lowered,
+            value_expr.map(|(e, _)| e),
+            opts,
+            &mut sh,
+            lower::UNROLL,
+        );
+        sh.fused = fused;
     }
     if let Some(e) = sh.error.take() {
         return Err(e);

@@ -16,7 +16,9 @@
 //! - A matcher is shared read-only by all workers; per-worker mutable state
 //!   lives in its `Scratch`.
 
-use std::ops::{ControlFlow, Range};
+use std::fmt;
+use std::ops::{ControlFlow, Deref, Range};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
@@ -39,13 +41,112 @@ pub enum SortValue {
     Text(String),
 }
 
+/// The indices of a game's matching positions (store order within the
+/// game), readable as a `[u32]` slice.
+///
+/// Either owned by the game, or a range of a buffer shared by the matching
+/// games of one batch (the JIT's batched path: one allocation per batch
+/// instead of one per game). A shared buffer lives as long as any of its
+/// games' `Positions`, so a sink that keeps a few games of a batch keeps at
+/// most that batch's matched indices (4 bytes each) alive.
+#[derive(Clone, Default)]
+pub struct Positions(PositionsRepr);
+
+#[derive(Clone)]
+enum PositionsRepr {
+    Owned(Vec<u32>),
+    /// `buf[start..end]`; invariant: `start <= end <= buf.len()`.
+    Shared {
+        buf: Arc<Vec<u32>>,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl Default for PositionsRepr {
+    fn default() -> PositionsRepr {
+        PositionsRepr::Owned(Vec::new())
+    }
+}
+
+impl Positions {
+    /// `buf[range]`, sharing `buf`.
+    ///
+    /// # Panics
+    /// If `range` does not lie within `buf` (a caller bug, never input).
+    pub(crate) fn shared(buf: &Arc<Vec<u32>>, range: Range<usize>) -> Positions {
+        assert!(
+            range.start <= range.end && range.end <= buf.len(),
+            "Positions::shared: range {range:?} outside a buffer of {}",
+            buf.len()
+        );
+        Positions(PositionsRepr::Shared {
+            buf: Arc::clone(buf),
+            start: range.start,
+            end: range.end,
+        })
+    }
+
+    /// The indices as an owned Vec (copied when shared).
+    pub fn into_vec(self) -> Vec<u32> {
+        match self.0 {
+            PositionsRepr::Owned(v) => v,
+            PositionsRepr::Shared { .. } => self.to_vec(),
+        }
+    }
+}
+
+impl Deref for Positions {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match &self.0 {
+            PositionsRepr::Owned(v) => v,
+            PositionsRepr::Shared { buf, start, end } => &buf[*start..*end],
+        }
+    }
+}
+
+impl From<Vec<u32>> for Positions {
+    fn from(v: Vec<u32>) -> Positions {
+        Positions(PositionsRepr::Owned(v))
+    }
+}
+
+impl<'a> IntoIterator for &'a Positions {
+    type Item = &'a u32;
+    type IntoIter = std::slice::Iter<'a, u32>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for Positions {
+    fn eq(&self, other: &Positions) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Positions {}
+
+impl PartialEq<Vec<u32>> for Positions {
+    fn eq(&self, other: &Vec<u32>) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for Positions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// One matching game and what the query recorded for it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GameMatch {
     /// 0-based game index in the store (CQL's game number is `game + 1`).
     pub game: u32,
     /// Indices (store order within the game) of the matching positions.
-    pub positions: Vec<u32>,
+    pub positions: Positions,
     /// `comment` texts by position index.
     pub comments: Vec<(u32, String)>,
     /// `message` texts, in evaluation order.
@@ -238,7 +339,7 @@ mod tests {
                 if g % 3 == 0 {
                     out.push(GameMatch {
                         game: g,
-                        positions: vec![g % 5],
+                        positions: vec![g % 5].into(),
                         ..GameMatch::default()
                     });
                 }

@@ -4,8 +4,9 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{GameMatch, GameMatcher, ScanError, SortKey, SortValue};
+use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
@@ -14,6 +15,10 @@ use crate::runtime::store::Store;
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
 const READ_AHEAD_CHUNKS: u64 = 8;
+
+/// Position buffers kept for reuse (see `StoreMatcher::arenas`): more than
+/// the batches in flight of a 16-thread window.
+const ARENA_POOL: usize = 96;
 
 /// Which engine evaluates the query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -58,6 +63,10 @@ pub struct StoreMatcher<'s> {
     /// (shared by the workers, so each chunk is hinted about once per scan;
     /// reset by `begin_scan`).
     hinted: AtomicU64,
+    /// Position buffers of earlier batches (`jit_batch`, exact plans), reused
+    /// once the sink has dropped all their games: allocating and freeing one
+    /// per batch made the allocator return and re-fault pages.
+    arenas: Mutex<Vec<Arc<Vec<u32>>>>,
 }
 
 /// Per-worker buffers.
@@ -69,6 +78,9 @@ pub struct Scratch {
     /// Match bits of the batch being scanned (`jit_batch`), from the first
     /// position of its first chunk.
     batch_bits: Vec<u64>,
+    /// The batch's matching (or pre-selected) games and their ranges of
+    /// its position buffer.
+    found: Vec<(u32, Range<usize>)>,
     /// The last chunk whose summary was tested, and the answer.
     last_chunk: Option<(u64, bool)>,
 }
@@ -110,6 +122,7 @@ impl<'s> StoreMatcher<'s> {
             jit,
             hint_columns,
             hinted: AtomicU64::new(0),
+            arenas: Mutex::new(Vec::new()),
         })
     }
 
@@ -146,7 +159,7 @@ impl<'s> StoreMatcher<'s> {
         if !outcome.matched.is_empty() {
             out.push(GameMatch {
                 game: g,
-                positions: outcome.matched,
+                positions: outcome.matched.into(),
                 comments: outcome.comments,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
@@ -320,7 +333,26 @@ impl<'s> StoreMatcher<'s> {
             return Ok(());
         }
         let exact = cq.plan().is_exact();
-        let mut pending: Vec<u32> = Vec::new();
+        // Exact plans: the positions of all matching games go into one
+        // buffer shared by their `GameMatch`es (a recycled one when the
+        // sink has dropped every game of an earlier batch).
+        let mut buf = if exact { self.arena() } else { Arc::default() };
+        let Some(arena) = Arc::get_mut(&mut buf) else {
+            // `arena` returns unshared buffers only.
+            return Err(ScanError::Game {
+                game: u64::from(games.start) + 1,
+                message: "internal error: shared position buffer".into(),
+            });
+        };
+        // Sized once for every set bit of the batch (the games cover the
+        // bits the kernel set), then filled in place.
+        arena.clear();
+        if exact {
+            arena.resize(bits.iter().map(|w| w.count_ones() as usize).sum(), 0);
+        }
+        let mut filled = 0;
+        let found = &mut scratch.found;
+        found.clear();
         for g in games {
             let (gf, n) = self.store.game_span(g).map_err(err(g))?;
             if n == 0 {
@@ -334,28 +366,59 @@ impl<'s> StoreMatcher<'s> {
                 });
             }
             let (lo, hi) = ((gf - base) as usize, (gf - base) as usize + n as usize);
-            let count = count_bits(bits, lo, hi);
-            if count == 0 {
-                continue;
-            }
             if !exact {
-                pending.push(g);
+                if count_bits(bits, lo, hi) != 0 {
+                    found.push((g, 0..0));
+                }
                 continue;
             }
-            let mut positions = Vec::with_capacity(count);
-            for_each_bit(bits, lo, hi, |i| positions.push((i - lo) as u32));
-            out.push(GameMatch {
+            let n =
+                write_bits(bits, lo, hi, &mut arena[filled..]).ok_or_else(|| ScanError::Game {
+                    game: u64::from(g) + 1,
+                    message: "matches outside the batch's games (corrupt game index)".into(),
+                })?;
+            if n > 0 {
+                found.push((g, filled..filled + n));
+                filled += n;
+            }
+        }
+        if exact {
+            out.reserve(found.len());
+            out.extend(found.drain(..).map(|(g, range)| GameMatch {
                 game: g,
-                positions,
+                positions: Positions::shared(&buf, range),
                 ..GameMatch::default()
-            });
+            }));
+            self.recycle(buf);
+            return Ok(());
         }
         // The kernel's pre-selection is a necessary condition; the
         // interpreter decides each pre-selected game (and side effects).
-        for g in pending {
+        let pending = std::mem::take(found);
+        for &(g, _) in &pending {
             self.interp_game(g, scratch, out)?;
         }
+        scratch.found = pending;
         Ok(())
+    }
+
+    /// An unshared position buffer: a pooled one whose games were all
+    /// dropped by the sink, else a new one.
+    fn arena(&self) -> Arc<Vec<u32>> {
+        let mut pool = self.arenas.lock().unwrap_or_else(PoisonError::into_inner);
+        match pool.iter().position(|a| Arc::strong_count(a) == 1) {
+            Some(i) => pool.swap_remove(i),
+            None => Arc::default(),
+        }
+    }
+
+    /// Returns a batch's position buffer to the pool (dropped when the pool
+    /// is full).
+    fn recycle(&self, buf: Arc<Vec<u32>>) {
+        let mut pool = self.arenas.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < ARENA_POOL {
+            pool.push(buf);
+        }
     }
 
     /// A note for the user when the requested engine could not be used.
@@ -401,15 +464,25 @@ fn count_bits(bits: &[u64], lo: usize, hi: usize) -> usize {
         .sum()
 }
 
-/// Calls `f` with each set bit of `bits` in `lo..hi`, in increasing order.
-fn for_each_bit(bits: &[u64], lo: usize, hi: usize, mut f: impl FnMut(usize)) {
+/// Writes to the front of `dst` the offsets from `lo` of the set bits of
+/// `bits` in `lo..hi`, in increasing order (`lo < hi`,
+/// `hi <= 64 * bits.len()`); returns how many, or `None` if `dst` is too
+/// short for them.
+fn write_bits(bits: &[u64], lo: usize, hi: usize, dst: &mut [u32]) -> Option<usize> {
+    let mut at = 0;
     for w in lo / 64..=(hi - 1) / 64 {
         let mut word = masked_word(bits, w, lo, hi);
-        while word != 0 {
-            f(w * 64 + word.trailing_zeros() as usize);
+        let n = word.count_ones() as usize;
+        // Offsets fit in u32 (games have at most MAX_GAME_POSITIONS); the
+        // first word's base may be "negative": its bits start at `lo`.
+        let base = (w * 64).wrapping_sub(lo) as u32;
+        for slot in dst.get_mut(at..at + n)? {
+            *slot = base.wrapping_add(word.trailing_zeros());
             word &= word - 1;
         }
+        at += n;
     }
+    Some(at)
 }
 
 fn convert_sort_key(k: &interp::SortKey) -> SortKey {
@@ -433,6 +506,7 @@ impl GameMatcher for StoreMatcher<'_> {
             game_values: Vec::new(),
             selected: Vec::new(),
             batch_bits: Vec::new(),
+            found: Vec::new(),
             last_chunk: None,
         }
     }
@@ -464,7 +538,7 @@ impl GameMatcher for StoreMatcher<'_> {
             if cq.plan().is_exact() {
                 out.push(GameMatch {
                     game: g,
-                    positions: scratch.selected.clone(),
+                    positions: scratch.selected.clone().into(),
                     ..GameMatch::default()
                 });
             } else {
@@ -511,9 +585,18 @@ mod tests {
             for hi in lo + 1..=192 {
                 let want = naive(lo, hi);
                 assert_eq!(count_bits(&bits, lo, hi), want.len(), "{lo}..{hi}");
-                let mut got = Vec::new();
-                for_each_bit(&bits, lo, hi, |i| got.push(i));
+                let mut got = vec![7; want.len() + 1];
+                assert_eq!(write_bits(&bits, lo, hi, &mut got), Some(want.len()));
+                let want: Vec<u32> = want
+                    .iter()
+                    .map(|&i| (i - lo) as u32)
+                    .chain(std::iter::once(7))
+                    .collect();
                 assert_eq!(got, want, "{lo}..{hi}");
+                if want.len() > 1 {
+                    let short = &mut got[..want.len() - 2];
+                    assert_eq!(write_bits(&bits, lo, hi, short), None);
+                }
             }
         }
     }

@@ -74,7 +74,10 @@ pub fn run_query(
         &mut sink,
     )
     .unwrap_or_else(|e| panic!("query {query:?}: {e}"));
-    sink.0.into_iter().map(|m| (m.game, m.positions)).collect()
+    sink.0
+        .into_iter()
+        .map(|m| (m.game, m.positions.into_vec()))
+        .collect()
 }
 
 /// Number of matching positions.
