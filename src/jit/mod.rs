@@ -453,15 +453,25 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     // would exceed the per-function budget is lowered again with its wide
     // constructs (orbits, blocks, the top-level filters) split into part
     // functions called from the kernel.
-    lower::build_kernel(
-        &mut ctx.func,
-        &mut FunctionBuilderContext::new(),
-        &lowered,
-        value_expr.map(|(e, _)| e),
-        opts,
-        &mut sh,
-        1,
-    );
+    let body_value = value_expr.map(|(e, _)| e);
+    // (Re)builds the kernel into a fresh function of the same name and
+    // signature, `unroll` positions per loop iteration.
+    let build = |func: &mut ir::Function, sh: &mut lower::Shared, unroll| {
+        *func = ir::Function::with_name_signature(
+            UserFuncName::user(0, id.as_u32()),
+            func.signature.clone(),
+        );
+        lower::build_kernel(
+            func,
+            &mut FunctionBuilderContext::new(),
+            &lowered,
+            body_value,
+            opts,
+            sh,
+            unroll,
+        );
+    };
+    build(&mut ctx.func, &mut sh, 1);
     if sh.overflow {
         sh.game_slots.clear();
         sh.fused.clear();
@@ -469,19 +479,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         sh.stop = false;
         sh.overflow = false;
         sh.split = true;
-        ctx.func = ir::Function::with_name_signature(
-            UserFuncName::user(0, id.as_u32()),
-            ctx.func.signature.clone(),
-        );
-        lower::build_kernel(
-            &mut ctx.func,
-            &mut FunctionBuilderContext::new(),
-            &lowered,
-            value_expr.map(|(e, _)| e),
-            opts,
-            &mut sh,
-            1,
-        );
+        build(&mut ctx.func, &mut sh, 1);
     } else if sh.error.is_none()
         && !opts.values
         && opts.unroll
@@ -493,19 +491,7 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
         let fused = std::mem::take(&mut sh.fused);
         sh.game_slots.clear();
         sh.columns.clear();
-        ctx.func = ir::Function::with_name_signature(
-            UserFuncName::user(0, id.as_u32()),
-            ctx.func.signature.clone(),
-        );
-        lower::build_kernel(
-            &mut ctx.func,
-            &mut FunctionBuilderContext::new(),
-            &lowered,
-            value_expr.map(|(e, _)| e),
-            opts,
-            &mut sh,
-            lower::UNROLL,
-        );
+        build(&mut ctx.func, &mut sh, lower::UNROLL);
         sh.fused = fused;
     }
     if let Some(e) = sh.error.take() {
