@@ -4,7 +4,6 @@
 //! size (import); and a pathological game (10,000 plies, megabyte comments)
 //! that imports and is searched to completion.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use cqlj::import::{CollectReports, MAX_GAME_POSITIONS, MAX_TAG_BYTES, import_files};
@@ -14,26 +13,9 @@ use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
 use cqlj::transform::{self, Limits, TransformError};
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!("cqlj-limits-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("scratch dir");
-        Scratch(p)
-    }
-    fn path(&self, f: &str) -> PathBuf {
-        self.0.join(f)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "support/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
 
 const VALID: &str =
     "[Event \"valid\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n";
