@@ -1542,6 +1542,35 @@ impl Store {
         let _ = chunks;
     }
 
+    /// Whether the page holding byte `offset` of the file is in memory
+    /// (`mincore`); false when out of range or unknown.
+    #[cfg(unix)]
+    fn resident(&self, offset: u64) -> bool {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let Ok(page) = usize::try_from(page) else {
+            return false;
+        };
+        if page == 0 || offset >= self.map.len() as u64 {
+            return false;
+        }
+        let start = offset as usize / page * page;
+        let mut vec = [0u8; 1];
+        // SAFETY: the map starts on a page boundary (mmap), so
+        // `ptr + start` is page aligned; `start` lies within the map, which
+        // lives as long as `&self`, and a length of one byte asks for one
+        // page, so `vec` (one byte) has room for the answer. mincore only
+        // reads the page tables and writes `vec`.
+        let rc = unsafe {
+            libc::mincore(
+                self.map.as_ptr().add(start).cast_mut().cast(),
+                1,
+                vec.as_mut_ptr().cast(),
+            )
+        };
+        rc == 0 && vec[0] & 1 == 1
+    }
+
     /// Like [`Store::will_need_chunks`], for only the given columns of each
     /// chunk (a scan that reads two bitboards need not page in the rest).
     /// Columns adjacent in the chunk are hinted as one range.
@@ -1561,8 +1590,24 @@ impl Store {
                     _ => merged.push((a, b)),
                 }
             }
+            // A warm store needs no hint, and hinting resident pages is not
+            // free (the kernel looks up every page): when the first hinted
+            // page of the first and of the last chunk are both in memory,
+            // the range is taken as resident.
+            let first_page = |c: u64| {
+                merged
+                    .first()
+                    .map(|&(a, _)| self.chunk_offsets[c as usize] + a as u64)
+            };
+            if chunks.start >= end
+                || [chunks.start, end - 1]
+                    .iter()
+                    .all(|&c| first_page(c).is_some_and(|o| self.resident(o)))
+            {
+                return;
+            }
             for c in chunks.start..end {
-                let chunk = CHUNKS_OFFSET + c * CHUNK_BYTES as u64;
+                let chunk = self.chunk_offsets[c as usize];
                 for &(a, b) in &merged {
                     let (offset, len) = (chunk + a as u64, (b - a) as u64);
                     if fits(offset, len, self.map.len() as u64) {
