@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    AbiParam, ExtFuncData, ExternalName, Function, InstBuilder, MemFlagsData, Signature,
-    StackSlotData, StackSlotKind, Type, UserExternalName, UserFuncName, Value, types,
+    AbiParam, ExtFuncData, ExternalName, Function, InstBuilder, InstructionData, MemFlagsData,
+    Opcode, Signature, StackSlotData, StackSlotKind, Type, UserExternalName, UserFuncName, Value,
+    ValueDef, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -664,6 +665,60 @@ impl<'a, 'f> Lower<'a, 'f> {
         match v {
             V::Logical(m) | V::Num { m, .. } => m,
             V::Set(s) => self.b.ins().icmp_imm_s(IntCC::NotEqual, s, 0),
+        }
+    }
+
+    /// `Some(sq)` when `s` is known to hold at most bit `sq`: an
+    /// intersection with a one-square constant (e.g. `Ra1`), or such a
+    /// constant itself.
+    fn single_bit(&self, s: Value) -> Option<u32> {
+        let dfg = &self.b.func.dfg;
+        let one_square = |v: Value| -> Option<u32> {
+            let ValueDef::Result(inst, _) = dfg.value_def(v) else {
+                return None;
+            };
+            match dfg.insts[inst] {
+                InstructionData::UnaryImm {
+                    opcode: Opcode::Iconst,
+                    imm,
+                } => {
+                    let c = imm.bits() as u64;
+                    (c.count_ones() == 1).then(|| c.trailing_zeros())
+                }
+                _ => None,
+            }
+        };
+        if let Some(sq) = one_square(s) {
+            return Some(sq);
+        }
+        let ValueDef::Result(inst, _) = dfg.value_def(s) else {
+            return None;
+        };
+        if dfg.insts[inst].opcode() != Opcode::Band {
+            return None;
+        }
+        let args = dfg.inst_args(inst);
+        args.iter().find_map(|&a| one_square(a))
+    }
+
+    /// The match of `v` as bit `at` of an i64 whose other bits are zero.
+    /// A one-square set is shifted into place (no compare).
+    pub fn match_bit(&mut self, v: V, at: u32) -> Value {
+        if let V::Set(s) = v
+            && let Some(sq) = self.single_bit(s)
+        {
+            return match at.cmp(&sq) {
+                std::cmp::Ordering::Greater => self.b.ins().ishl_imm_u(s, i64::from(at - sq)),
+                std::cmp::Ordering::Less => self.b.ins().ushr_imm_u(s, i64::from(sq - at)),
+                std::cmp::Ordering::Equal => s,
+            };
+        }
+        let m = self.matched(v);
+        let wide = self.b.ins().uextend(types::I64, m);
+        if at == 0 {
+            wide
+        } else {
+            self.b.ins().ishl_imm_u(wide, i64::from(at))
         }
     }
 
@@ -1542,7 +1597,8 @@ pub(super) const UNROLL: usize = 4;
 
 /// Lowers the match (and the value, when there is one) of the position
 /// `idx`: the filters but the value filter combined by `All`, and the value
-/// filter (the last one) inline for its value.
+/// filter (the last one) inline for its value. The match is returned as
+/// bit `at` of an i64 whose other bits are zero.
 #[allow(clippy::too_many_arguments)]
 fn lower_position(
     b: &mut FunctionBuilder<'_>,
@@ -1555,6 +1611,7 @@ fn lower_position(
     game: Value,
     filters: &[&Expr],
     value: Option<&Expr>,
+    at: u32,
 ) -> (Value, Option<Value>) {
     let mut l = Lower::new(b, sh, ptr, chunk, bases, idx, game);
     l.idx_offset = idx_offset;
@@ -1565,13 +1622,28 @@ fn lower_position(
         (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
         _ => (filters, None),
     };
-    let rest_m = l.combine_items(Comb::All, rest);
-    let mut m = l.matched(rest_m);
+    // One small filter is lowered as itself, so its match can be a shifted
+    // one-square set (`match_bit`).
+    let rest_m = match rest {
+        [] => None,
+        [one] if !(l.sh.split && nodes_at_least(rest, split_min_nodes(l.sh.budget))) => {
+            Some(l.expr(one))
+        }
+        _ => Some(l.combine_items(Comb::All, rest)),
+    };
     let value_v = last.map(|f| l.expr(f));
-    if let Some(x) = value_v {
-        let mx = l.matched(x);
-        m = l.b.ins().band(m, mx);
-    }
+    let m = match (rest_m, value_v) {
+        (None, None) => {
+            let yes = l.i8c(true);
+            l.match_bit(V::Logical(yes), at)
+        }
+        (Some(x), None) | (None, Some(x)) => l.match_bit(x, at),
+        (Some(r), Some(x)) => {
+            let (a, b) = (l.matched(r), l.matched(x));
+            let both = l.b.ins().band(a, b);
+            l.match_bit(V::Logical(both), at)
+        }
+    };
     let v = value_v.map(|v| match v {
         V::Set(s) => s,
         V::Num { v, .. } => v,
@@ -1672,7 +1744,7 @@ pub(super) fn build_kernel(
             b.ins().ireduce(ptr, i)
         };
         for k in 0..unroll {
-            let (mut m, _) = lower_position(
+            let (mut bit, _) = lower_position(
                 &mut b,
                 sh,
                 ptr,
@@ -1683,6 +1755,7 @@ pub(super) fn build_kernel(
                 game,
                 filters,
                 value,
+                (64 - unroll + k) as u32,
             );
             if need != 0 {
                 let addr = b.ins().iadd(bases[&Column::Flags], idx);
@@ -1691,10 +1764,9 @@ pub(super) fn build_kernel(
                     .load(types::I8, MemFlagsData::trusted(), addr, k as i32);
                 let f = b.ins().band_imm_s(f, need as i64);
                 let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
-                m = b.ins().band(m, ok);
+                let zero = b.ins().iconst(types::I64, 0);
+                bit = b.ins().select(ok, bit, zero);
             }
-            let bit = b.ins().uextend(types::I64, m);
-            let bit = b.ins().ishl_imm_u(bit, (64 - unroll + k) as i64);
             acc_u = b.ins().bor(acc_u, bit);
         }
         let next = b.ins().iadd_imm_s(i, unroll as i64);
@@ -1716,7 +1788,7 @@ pub(super) fn build_kernel(
         let f = b.ins().load(types::I8, MemFlagsData::trusted(), addr, 0);
         let f = b.ins().band_imm_s(f, need as i64);
         let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
-        let z = b.ins().iconst(types::I8, 0);
+        let z = b.ins().iconst(types::I64, 0);
         b.ins().brif(ok, eval, &[], step, &[z.into()]);
     } else {
         b.ins().jump(eval, &[]);
@@ -1737,6 +1809,7 @@ pub(super) fn build_kernel(
         game,
         filters,
         value,
+        63,
     );
     if let (Some(v), true) = (v, opts.values) {
         let off = b.ins().imul_imm_s(idx, 8);
@@ -1745,11 +1818,9 @@ pub(super) fn build_kernel(
     }
     b.ins().jump(step, &[m.into()]);
 
-    // step(m): shift the match bit into the accumulator.
+    // step(bit): shift the match bit (bit 63 of `bit`) into the accumulator.
     b.switch_to_block(step);
-    let m = b.append_block_param(step, types::I8);
-    let bit = b.ins().uextend(types::I64, m);
-    let bit = b.ins().ishl_imm_u(bit, 63);
+    let bit = b.append_block_param(step, types::I64);
     let shifted = b.ins().ushr_imm_u(acc, 1);
     let acc2 = b.ins().bor(shifted, bit);
     let i1 = b.ins().iadd_imm_s(i, 1);

@@ -737,3 +737,44 @@ fn kernel_prefilter_and_unaligned_ranges() {
         }
     }
 }
+
+#[test]
+fn one_square_designators_match_on_every_square() {
+    // `R<square>` and `k<square>` lower to their one-square set shifted into
+    // the match word (no compare), in the unrolled kernel and in the
+    // single-step one; every square, real positions, a range off word
+    // boundaries.
+    use crate::runtime::layout::{BB_KING, BB_ROOK};
+    let recs: Vec<_> = data::studies().into_iter().take(CHUNK_POSITIONS).collect();
+    assert!(recs.len() > 200, "too few study positions: {}", recs.len());
+    let mut chunk = ChunkColumns::new_boxed();
+    for (i, r) in recs.iter().enumerate() {
+        chunk.set(i, r);
+    }
+    let range = 3..recs.len() - 5;
+    let mut matched = 0usize;
+    for s in 0..64u32 {
+        for (letter, piece_bb, colour) in [("R", BB_ROOK, BB_WHITE), ("k", BB_KING, BB_BLACK)] {
+            let q = query(vec![piece(letter, 1 << s)]);
+            for unroll in [true, false] {
+                let opts = JitOptions {
+                    unroll,
+                    ..JitOptions::default()
+                };
+                let cq = compile(&q, &opts).expect("compile");
+                let mut out = ChunkOutput::new();
+                cq.run(&chunk, range.clone(), &[], &mut out).expect("run");
+                for (i, r) in recs.iter().enumerate() {
+                    let want = range.contains(&i) && (r.bb[piece_bb] & r.bb[colour]) >> s & 1 == 1;
+                    matched += usize::from(want);
+                    assert_eq!(
+                        out.matched(i),
+                        want,
+                        "{letter} on square {s}, unroll {unroll}, position {i}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(matched > 100, "too few matches to test: {matched}");
+}
