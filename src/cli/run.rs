@@ -482,7 +482,7 @@ impl<W: Write> GameWriter<'_, W> {
         match self.format {
             Format::Pgn => {
                 let mut notes = Annotations::default();
-                for &p in &m.positions {
+                for p in &m.positions {
                     if let Some(s) = &self.matchstring {
                         notes.add(p, s.clone());
                     }

@@ -17,9 +17,9 @@
 //!   lives in its `Scratch`.
 
 use std::fmt;
-use std::ops::{ControlFlow, Deref, Range};
-use std::sync::Arc;
+use std::ops::{ControlFlow, Range};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -42,24 +42,27 @@ pub enum SortValue {
 }
 
 /// The indices of a game's matching positions (store order within the
-/// game), readable as a `[u32]` slice.
+/// game), in increasing order.
 ///
-/// Either owned by the game, or a range of a buffer shared by the matching
-/// games of one batch (the JIT's batched path: one allocation per batch
-/// instead of one per game). A shared buffer lives as long as any of its
-/// games' `Positions`, so a sink that keeps a few games of a batch keeps at
-/// most that batch's matched indices (4 bytes each) alive.
+/// Either a list owned by the game, or bits `lo..hi` of a match bitmap
+/// shared by the matching games of one batch (the JIT's batched path: the
+/// kernel's bitmap is handed on as it is, and indices are only decoded
+/// when read). A shared bitmap lives as long as any of its games'
+/// `Positions`, so a sink that keeps a few games of a batch keeps at most
+/// that batch's bitmap (one bit per position) alive.
 #[derive(Clone, Default)]
 pub struct Positions(PositionsRepr);
 
 #[derive(Clone)]
 enum PositionsRepr {
     Owned(Vec<u32>),
-    /// `buf[start..end]`; invariant: `start <= end <= buf.len()`.
-    Shared {
-        buf: Arc<Vec<u32>>,
-        start: usize,
-        end: usize,
+    /// The set bits of `words` in `lo..hi`, as offsets from `lo`;
+    /// invariants: `lo <= hi <= 64 * words.len()`, `len` is their number.
+    Bits {
+        words: Arc<Vec<u64>>,
+        lo: usize,
+        hi: usize,
+        len: usize,
     },
 }
 
@@ -70,39 +73,133 @@ impl Default for PositionsRepr {
 }
 
 impl Positions {
-    /// `buf[range]`, sharing `buf`.
+    /// The set bits of `words` in `range`, sharing `words`.
     ///
     /// # Panics
-    /// If `range` does not lie within `buf` (a caller bug, never input).
-    pub(crate) fn shared(buf: &Arc<Vec<u32>>, range: Range<usize>) -> Positions {
+    /// If `range` does not lie within `words` (a caller bug, never input).
+    /// `len` is their number when the caller has counted them already
+    /// (checked in debug builds), else `None`.
+    pub(crate) fn bits(
+        words: &Arc<Vec<u64>>,
+        range: Range<usize>,
+        len: Option<usize>,
+    ) -> Positions {
         assert!(
-            range.start <= range.end && range.end <= buf.len(),
-            "Positions::shared: range {range:?} outside a buffer of {}",
-            buf.len()
+            range.start <= range.end && range.end <= 64 * words.len(),
+            "Positions::bits: range {range:?} outside a bitmap of {} words",
+            words.len()
         );
-        Positions(PositionsRepr::Shared {
-            buf: Arc::clone(buf),
-            start: range.start,
-            end: range.end,
+        let counted = || count_bits(words, range.start, range.end);
+        debug_assert!(len.is_none_or(|n| n == counted()));
+        let len = len.unwrap_or_else(counted);
+        Positions(PositionsRepr::Bits {
+            words: Arc::clone(words),
+            lo: range.start,
+            hi: range.end,
+            len,
         })
     }
 
-    /// The indices as an owned Vec (copied when shared).
+    /// How many positions.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            PositionsRepr::Owned(v) => v.len(),
+            PositionsRepr::Bits { len, .. } => *len,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The indices, in increasing order.
+    pub fn iter(&self) -> PositionsIter<'_> {
+        match &self.0 {
+            PositionsRepr::Owned(v) => PositionsIter(IterRepr::List(v.iter())),
+            PositionsRepr::Bits { words, lo, hi, .. } => {
+                let (lo, hi) = (*lo, *hi);
+                let word = if lo < hi {
+                    masked_word(words, lo / 64, lo, hi)
+                } else {
+                    0
+                };
+                PositionsIter(IterRepr::Bits {
+                    words,
+                    lo,
+                    hi,
+                    w: lo / 64,
+                    word,
+                })
+            }
+        }
+    }
+
+    /// The indices as a Vec.
+    pub fn to_vec(&self) -> Vec<u32> {
+        self.iter().collect()
+    }
+
+    /// The indices as an owned Vec (decoded when shared).
     pub fn into_vec(self) -> Vec<u32> {
         match self.0 {
             PositionsRepr::Owned(v) => v,
-            PositionsRepr::Shared { .. } => self.to_vec(),
+            PositionsRepr::Bits { .. } => self.to_vec(),
         }
     }
 }
 
-impl Deref for Positions {
-    type Target = [u32];
-    fn deref(&self) -> &[u32] {
-        match &self.0 {
-            PositionsRepr::Owned(v) => v,
-            PositionsRepr::Shared { buf, start, end } => &buf[*start..*end],
+/// Iterator over [`Positions`].
+#[derive(Clone, Debug)]
+pub struct PositionsIter<'a>(IterRepr<'a>);
+
+#[derive(Clone, Debug)]
+enum IterRepr<'a> {
+    List(std::slice::Iter<'a, u32>),
+    /// `word`: the not yet returned bits of word `w`, masked to `lo..hi`.
+    Bits {
+        words: &'a [u64],
+        lo: usize,
+        hi: usize,
+        w: usize,
+        word: u64,
+    },
+}
+
+impl Iterator for PositionsIter<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        match &mut self.0 {
+            IterRepr::List(it) => it.next().copied(),
+            IterRepr::Bits {
+                words,
+                lo,
+                hi,
+                w,
+                word,
+            } => loop {
+                if *word != 0 {
+                    let i = *w * 64 + word.trailing_zeros() as usize;
+                    *word &= *word - 1;
+                    // Offsets fit in u32: a game has at most
+                    // MAX_GAME_POSITIONS positions.
+                    return Some((i - *lo) as u32);
+                }
+                *w += 1;
+                if *w * 64 >= *hi {
+                    return None;
+                }
+                *word = masked_word(words, *w, *lo, *hi);
+            },
         }
+    }
+}
+
+impl<'a> IntoIterator for &'a Positions {
+    type Item = u32;
+    type IntoIter = PositionsIter<'a>;
+    fn into_iter(self) -> PositionsIter<'a> {
+        self.iter()
     }
 }
 
@@ -112,17 +209,9 @@ impl From<Vec<u32>> for Positions {
     }
 }
 
-impl<'a> IntoIterator for &'a Positions {
-    type Item = &'a u32;
-    type IntoIter = std::slice::Iter<'a, u32>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
 impl PartialEq for Positions {
     fn eq(&self, other: &Positions) -> bool {
-        **self == **other
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -130,7 +219,7 @@ impl Eq for Positions {}
 
 impl PartialEq<Vec<u32>> for Positions {
     fn eq(&self, other: &Vec<u32>) -> bool {
-        **self == **other
+        self.len() == other.len() && self.iter().eq(other.iter().copied())
     }
 }
 
@@ -138,6 +227,56 @@ impl fmt::Debug for Positions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
     }
+}
+
+/// Word `w` of `bits`, masked to bits `lo..hi` (`lo < hi`).
+pub(crate) fn masked_word(bits: &[u64], w: usize, lo: usize, hi: usize) -> u64 {
+    let mut word = bits[w];
+    if w == lo / 64 {
+        word &= !0u64 << (lo % 64);
+    }
+    if w == (hi - 1) / 64 {
+        word &= !0u64 >> (63 - (hi - 1) % 64);
+    }
+    word
+}
+
+/// Set bits of `bits` in `lo..hi` (`hi <= 64 * bits.len()`).
+pub(crate) fn count_bits(bits: &[u64], lo: usize, hi: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has the `popcnt` instruction (checked above).
+        return unsafe { count_bits_popcnt(bits, lo, hi) };
+    }
+    count_bits_portable(bits, lo, hi)
+}
+
+/// [`count_bits`] compiled with the `popcnt` instruction.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn count_bits_popcnt(bits: &[u64], lo: usize, hi: usize) -> usize {
+    count_bits_portable(bits, lo, hi)
+}
+
+#[inline(always)]
+fn count_bits_portable(bits: &[u64], lo: usize, hi: usize) -> usize {
+    if lo >= hi {
+        return 0;
+    }
+    let (first, last) = (lo / 64, (hi - 1) / 64);
+    let head = !0u64 << (lo % 64);
+    let tail = !0u64 >> (63 - (hi - 1) % 64);
+    if first == last {
+        return (bits[first] & head & tail).count_ones() as usize;
+    }
+    let inner: usize = bits[first + 1..last]
+        .iter()
+        .map(|w| w.count_ones() as usize)
+        .sum();
+    inner + (bits[first] & head).count_ones() as usize + (bits[last] & tail).count_ones() as usize
 }
 
 /// One matching game and what the query recorded for it.
@@ -256,35 +395,33 @@ pub fn scan<M: GameMatcher>(
         .step_by(batch as usize)
         .map(|s| s..s.saturating_add(batch).min(games.end))
         .collect();
+    // One scratch per worker, kept for the whole scan (worker `i` of the
+    // pool takes `scratches[i]`; the lock is never contended).
+    let scratches: Vec<Mutex<M::Scratch>> = (0..threads)
+        .map(|_| Mutex::new(matcher.scratch()))
+        .collect();
+    let run = |r: &Range<u32>, scratch: &Mutex<M::Scratch>| {
+        let mut scratch = scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = Vec::new();
+        matcher
+            .match_games(r.clone(), &mut scratch, &mut out)
+            .map(|()| out)
+    };
     for window in batches.chunks(threads * WINDOW_PER_THREAD) {
         if stop.load(Ordering::Relaxed) {
             stats.stopped = true;
             break;
         }
         let results: Vec<Result<Vec<GameMatch>, ScanError>> = if threads == 1 {
-            let mut scratch = matcher.scratch();
-            window
-                .iter()
-                .map(|r| {
-                    let mut out = Vec::new();
-                    matcher
-                        .match_games(r.clone(), &mut scratch, &mut out)
-                        .map(|()| out)
-                })
-                .collect()
+            window.iter().map(|r| run(r, &scratches[0])).collect()
         } else {
             pool.install(|| {
                 window
                     .par_iter()
-                    .map_init(
-                        || matcher.scratch(),
-                        |scratch, r| {
-                            let mut out = Vec::new();
-                            matcher
-                                .match_games(r.clone(), scratch, &mut out)
-                                .map(|()| out)
-                        },
-                    )
+                    .map(|r| {
+                        let worker = rayon::current_thread_index().unwrap_or(0) % threads;
+                        run(r, &scratches[worker])
+                    })
                     .collect()
             })
         };
@@ -376,6 +513,38 @@ mod tests {
                 want,
                 "threads {threads} batch {batch}"
             );
+        }
+    }
+
+    #[test]
+    fn bit_positions_count_and_list_only_their_bits() {
+        let bits = Arc::new(vec![
+            0xf0f0_0000_0000_0001u64,
+            !0,
+            0x8000_0000_0000_0001,
+            0,
+            0x0123_4567_89ab_cdef,
+        ]);
+        let naive = |lo: usize, hi: usize| -> Vec<u32> {
+            (lo..hi)
+                .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
+                .map(|i| (i - lo) as u32)
+                .collect()
+        };
+        for lo in 0..320 {
+            for hi in lo..=320 {
+                let want = naive(lo, hi);
+                assert_eq!(count_bits(&bits, lo, hi), want.len(), "{lo}..{hi}");
+                assert_eq!(count_bits_portable(&bits, lo, hi), want.len());
+                let p = Positions::bits(&bits, lo..hi, None);
+                assert_eq!(p.len(), want.len(), "{lo}..{hi}");
+                assert_eq!(p.is_empty(), want.is_empty());
+                assert_eq!(p.to_vec(), want, "{lo}..{hi}");
+                assert_eq!(p, want.clone());
+                assert_eq!(p, Positions::from(want.clone()));
+                assert_eq!(Positions::bits(&bits, lo..hi, Some(want.len())), p);
+                assert_eq!(p.clone().into_vec(), want);
+            }
         }
     }
 

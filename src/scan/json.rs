@@ -31,7 +31,7 @@ pub fn match_json(
     let matches: Vec<_> = m
         .positions
         .iter()
-        .filter_map(|&i| positions.get(i as usize).map(|p| (i, p)))
+        .filter_map(|i| positions.get(i as usize).map(|p| (i, p)))
         .map(|(i, p)| {
             let fen = chess_of(p)
                 .map(|pos| {

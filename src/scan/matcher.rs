@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::driver::count_bits;
 use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
@@ -16,7 +17,7 @@ use crate::runtime::store::Store;
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
 const READ_AHEAD_CHUNKS: u64 = 8;
 
-/// Position buffers kept for reuse (see `StoreMatcher::arenas`): more than
+/// Match bitmaps kept for reuse (see `StoreMatcher::arenas`): more than
 /// the batches in flight of a 16-thread window.
 const ARENA_POOL: usize = 96;
 
@@ -63,10 +64,10 @@ pub struct StoreMatcher<'s> {
     /// (shared by the workers, so each chunk is hinted about once per scan;
     /// reset by `begin_scan`).
     hinted: AtomicU64,
-    /// Position buffers of earlier batches (`jit_batch`, exact plans), reused
+    /// Match bitmaps of earlier batches (`jit_batch`, exact plans), reused
     /// once the sink has dropped all their games: allocating and freeing one
     /// per batch made the allocator return and re-fault pages.
-    arenas: Mutex<Vec<Arc<Vec<u32>>>>,
+    arenas: Mutex<Vec<Arc<Vec<u64>>>>,
 }
 
 /// Per-worker buffers.
@@ -78,9 +79,9 @@ pub struct Scratch {
     /// Match bits of the batch being scanned (`jit_batch`), from the first
     /// position of its first chunk.
     batch_bits: Vec<u64>,
-    /// The batch's matching (or pre-selected) games and their ranges of
-    /// its position buffer.
-    found: Vec<(u32, Range<usize>)>,
+    /// The batch's matching (or pre-selected) games and their bit ranges
+    /// of the batch's bitmap.
+    found: Vec<(u32, Range<usize>, usize)>,
     /// The last chunk whose summary was tested, and the answer.
     last_chunk: Option<(u64, bool)>,
 }
@@ -243,9 +244,9 @@ impl<'s> StoreMatcher<'s> {
     ///    column unless variations are on, go into `scratch.batch_bits`,
     ///    indexed from the first position of the batch's first chunk.
     /// 2. The games are walked in order over that bitmap: a game's bits are
-    ///    counted with `popcnt` over its words, so games without a match
-    ///    cost a few word operations and a matching game's positions are
-    ///    collected into one exactly sized Vec.
+    ///    counted over its words, so every game costs a few word operations
+    ///    whatever its matches; a matching game's `Positions` refers to its
+    ///    bits of the bitmap, decoded to indices only when read.
     ///
     /// Exact plans push the games directly; otherwise each pre-selected
     /// game is confirmed by the interpreter. Output equals the per-game
@@ -333,24 +334,27 @@ impl<'s> StoreMatcher<'s> {
             return Ok(());
         }
         let exact = cq.plan().is_exact();
-        // Exact plans: the positions of all matching games go into one
-        // buffer shared by their `GameMatch`es (a recycled one when the
-        // sink has dropped every game of an earlier batch).
-        let mut buf = if exact { self.arena() } else { Arc::default() };
-        let Some(arena) = Arc::get_mut(&mut buf) else {
-            // `arena` returns unshared buffers only.
-            return Err(ScanError::Game {
-                game: u64::from(games.start) + 1,
-                message: "internal error: shared position buffer".into(),
-            });
+        // Exact plans: the batch's match bitmap is shared by its matching
+        // games' `Positions` (moved out of the scratch, which takes a
+        // recycled bitmap whose games the sink has all dropped).
+        let shared = if exact {
+            let mut next = self.arena();
+            let Some(spare) = Arc::get_mut(&mut next) else {
+                // `arena` returns unshared bitmaps only.
+                return Err(ScanError::Game {
+                    game: u64::from(games.start) + 1,
+                    message: "internal error: shared match bitmap".into(),
+                });
+            };
+            std::mem::swap(spare, bits);
+            Some(next)
+        } else {
+            None
         };
-        // Sized once for every set bit of the batch (the games cover the
-        // bits the kernel set), then filled in place.
-        arena.clear();
-        if exact {
-            arena.resize(bits.iter().map(|w| w.count_ones() as usize).sum(), 0);
-        }
-        let mut filled = 0;
+        let bits: &[u64] = match &shared {
+            Some(words) => words,
+            None => &scratch.batch_bits,
+        };
         let found = &mut scratch.found;
         found.clear();
         for g in games {
@@ -366,45 +370,34 @@ impl<'s> StoreMatcher<'s> {
                 });
             }
             let (lo, hi) = ((gf - base) as usize, (gf - base) as usize + n as usize);
-            if !exact {
-                if count_bits(bits, lo, hi) != 0 {
-                    found.push((g, 0..0));
-                }
-                continue;
-            }
-            let n =
-                write_bits(bits, lo, hi, &mut arena[filled..]).ok_or_else(|| ScanError::Game {
-                    game: u64::from(g) + 1,
-                    message: "matches outside the batch's games (corrupt game index)".into(),
-                })?;
-            if n > 0 {
-                found.push((g, filled..filled + n));
-                filled += n;
+            let n = count_bits(bits, lo, hi);
+            if n != 0 {
+                found.push((g, lo..hi, n));
             }
         }
-        if exact {
+        if let Some(words) = shared {
             out.reserve(found.len());
-            out.extend(found.drain(..).map(|(g, range)| GameMatch {
+            out.extend(found.drain(..).map(|(g, range, n)| GameMatch {
                 game: g,
-                positions: Positions::shared(&buf, range),
+                positions: Positions::bits(&words, range, Some(n)),
                 ..GameMatch::default()
             }));
-            self.recycle(buf);
+            self.recycle(words);
             return Ok(());
         }
         // The kernel's pre-selection is a necessary condition; the
         // interpreter decides each pre-selected game (and side effects).
         let pending = std::mem::take(found);
-        for &(g, _) in &pending {
+        for &(g, _, _) in &pending {
             self.interp_game(g, scratch, out)?;
         }
         scratch.found = pending;
         Ok(())
     }
 
-    /// An unshared position buffer: a pooled one whose games were all
+    /// An unshared match bitmap: a pooled one whose games were all
     /// dropped by the sink, else a new one.
-    fn arena(&self) -> Arc<Vec<u32>> {
+    fn arena(&self) -> Arc<Vec<u64>> {
         let mut pool = self.arenas.lock().unwrap_or_else(PoisonError::into_inner);
         match pool.iter().position(|a| Arc::strong_count(a) == 1) {
             Some(i) => pool.swap_remove(i),
@@ -412,9 +405,9 @@ impl<'s> StoreMatcher<'s> {
         }
     }
 
-    /// Returns a batch's position buffer to the pool (dropped when the pool
+    /// Returns a batch's match bitmap to the pool (dropped when the pool
     /// is full).
-    fn recycle(&self, buf: Arc<Vec<u32>>) {
+    fn recycle(&self, buf: Arc<Vec<u64>>) {
         let mut pool = self.arenas.lock().unwrap_or_else(PoisonError::into_inner);
         if pool.len() < ARENA_POOL {
             pool.push(buf);
@@ -443,46 +436,6 @@ fn mainline_mask(flags: &[u8; CHUNK_POSITIONS], w: usize) -> u64 {
         mask |= (x.wrapping_mul(GATHER) >> 56) << (8 * k);
     }
     mask
-}
-
-/// The word of `bits` holding bit `i`, masked to bits `lo..hi`.
-fn masked_word(bits: &[u64], w: usize, lo: usize, hi: usize) -> u64 {
-    let mut word = bits[w];
-    if w == lo / 64 {
-        word &= !0u64 << (lo % 64);
-    }
-    if w == (hi - 1) / 64 && !hi.is_multiple_of(64) {
-        word &= !0u64 >> (64 - hi % 64);
-    }
-    word
-}
-
-/// Set bits of `bits` in `lo..hi` (`lo < hi`, `hi <= 64 * bits.len()`).
-fn count_bits(bits: &[u64], lo: usize, hi: usize) -> usize {
-    (lo / 64..=(hi - 1) / 64)
-        .map(|w| masked_word(bits, w, lo, hi).count_ones() as usize)
-        .sum()
-}
-
-/// Writes to the front of `dst` the offsets from `lo` of the set bits of
-/// `bits` in `lo..hi`, in increasing order (`lo < hi`,
-/// `hi <= 64 * bits.len()`); returns how many, or `None` if `dst` is too
-/// short for them.
-fn write_bits(bits: &[u64], lo: usize, hi: usize, dst: &mut [u32]) -> Option<usize> {
-    let mut at = 0;
-    for w in lo / 64..=(hi - 1) / 64 {
-        let mut word = masked_word(bits, w, lo, hi);
-        let n = word.count_ones() as usize;
-        // Offsets fit in u32 (games have at most MAX_GAME_POSITIONS); the
-        // first word's base may be "negative": its bits start at `lo`.
-        let base = (w * 64).wrapping_sub(lo) as u32;
-        for slot in dst.get_mut(at..at + n)? {
-            *slot = base.wrapping_add(word.trailing_zeros());
-            word &= word - 1;
-        }
-        at += n;
-    }
-    Some(at)
 }
 
 fn convert_sort_key(k: &interp::SortKey) -> SortKey {
@@ -570,34 +523,6 @@ mod tests {
                 m | (u64::from(f[w * 64 + i] & flags::MAINLINE != 0) << i)
             });
             assert_eq!(mainline_mask(&f, w), want, "word {w}");
-        }
-    }
-
-    #[test]
-    fn bit_ranges_count_and_list_only_their_bits() {
-        let bits = [0xf0f0_0000_0000_0001u64, !0, 0x8000_0000_0000_0001];
-        let naive = |lo: usize, hi: usize| -> Vec<usize> {
-            (lo..hi)
-                .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
-                .collect()
-        };
-        for lo in 0..192 {
-            for hi in lo + 1..=192 {
-                let want = naive(lo, hi);
-                assert_eq!(count_bits(&bits, lo, hi), want.len(), "{lo}..{hi}");
-                let mut got = vec![7; want.len() + 1];
-                assert_eq!(write_bits(&bits, lo, hi, &mut got), Some(want.len()));
-                let want: Vec<u32> = want
-                    .iter()
-                    .map(|&i| (i - lo) as u32)
-                    .chain(std::iter::once(7))
-                    .collect();
-                assert_eq!(got, want, "{lo}..{hi}");
-                if want.len() > 1 {
-                    let short = &mut got[..want.len() - 2];
-                    assert_eq!(write_bits(&bits, lo, hi, short), None);
-                }
-            }
         }
     }
 }

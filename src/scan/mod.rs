@@ -11,8 +11,8 @@ pub mod matcher;
 pub mod prepare;
 
 pub use driver::{
-    Collect, GameMatch, GameMatcher, Positions, ScanError, ScanOptions, ScanStats, Sink, SortKey,
-    SortValue, scan,
+    Collect, GameMatch, GameMatcher, Positions, PositionsIter, ScanError, ScanOptions, ScanStats,
+    Sink, SortKey, SortValue, scan,
 };
 pub use input::{cached_store, default_store, shared_data_dir};
 pub use json::match_json;
