@@ -137,6 +137,9 @@ pub(super) struct Lower<'a, 'f> {
     cols: HashMap<Column, Value>,
     pieces: HashMap<PieceSet, Value>,
     board: Option<Value>,
+    /// Two-lane mode (`lane_set`): bitboard columns load as `i64x2`, the
+    /// positions `idx + idx_offset` and the one after it.
+    lanes: bool,
 }
 
 /// How the values of a list of filters combine (orbits per SEMANTICS.md
@@ -251,6 +254,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             cols: HashMap::new(),
             pieces: HashMap::new(),
             board: None,
+            lanes: false,
         }
     }
 
@@ -509,6 +513,20 @@ impl<'a, 'f> Lower<'a, 'f> {
             return *v;
         }
         let w = c.width() as i64;
+        if self.lanes && w == 8 {
+            // Two positions: 16 bytes, aligned only when the index is even.
+            let off = self.b.ins().imul_imm_s(self.idx, w);
+            let base = self.bases[&c];
+            let addr = self.b.ins().iadd(base, off);
+            let v = self.b.ins().load(
+                types::I64X2,
+                MemFlagsData::new().with_notrap(),
+                addr,
+                (self.idx_offset * w) as i32,
+            );
+            self.cols.insert(c, v);
+            return v;
+        }
         let ty = match w {
             8 => types::I64,
             4 => types::I32,
@@ -607,7 +625,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
         let v = match acc {
             Some(v) => v,
-            None => self.u64c(0),
+            None => self.set_const(0),
         };
         self.pieces.insert(set, v);
         v
@@ -665,6 +683,42 @@ impl<'a, 'f> Lower<'a, 'f> {
         match v {
             V::Logical(m) | V::Num { m, .. } => m,
             V::Set(s) => self.b.ins().icmp_imm_s(IntCC::NotEqual, s, 0),
+        }
+    }
+
+    /// A constant set: a scalar, or both lanes in two-lane mode.
+    fn set_const(&mut self, bits: u64) -> Value {
+        let c = self.u64c(bits);
+        if self.lanes {
+            self.b.ins().splat(types::I64X2, c)
+        } else {
+            c
+        }
+    }
+
+    /// Two-lane mode: for two consecutive positions (the lanes of an
+    /// `i64x2`), a value whose bit `sq` is bit `sq` of the set `e` (for
+    /// which [`lanes_ok`] holds). Set operations act bitwise, so a square
+    /// mask holding `sq` is dropped and one without it is empty; the other
+    /// bits are left unspecified.
+    fn lane_bit(&mut self, e: &Expr, sq: u32) -> Value {
+        let has = |bits: u64| bits >> sq & 1 == 1;
+        match &e.node {
+            Node::Piece { pieces, squares } if has(squares.0) => self.pieces(*pieces),
+            Node::Squares(q) if has(q.0) => self.set_const(!0),
+            Node::SetBinary(op, a, b) => {
+                let (a, b) = (self.lane_bit(a, sq), self.lane_bit(b, sq));
+                match op {
+                    SetOp::Inter => self.b.ins().band(a, b),
+                    SetOp::Union => self.b.ins().bor(a, b),
+                }
+            }
+            Node::Complement(a) => {
+                let a = self.lane_bit(a, sq);
+                self.b.ins().bnot(a)
+            }
+            // A mask without `sq`; other nodes are not reached (`lanes_ok`).
+            _ => self.set_const(0),
         }
     }
 
@@ -1595,6 +1649,45 @@ pub(super) const UNROLL_MAX_INSTRUCTIONS: usize = 160;
 /// Positions per iteration of an unrolled kernel.
 pub(super) const UNROLL: usize = 4;
 
+/// Positions per iteration of an unrolled two-lane kernel
+/// ([`lane_square`]); even.
+const LANE_UNROLL: usize = 8;
+
+/// Whether `e` is a set built only from piece designators, square sets,
+/// intersection, union and complement: what [`Lower::lane_bit`] lowers.
+pub(super) fn lanes_ok(e: &Expr) -> bool {
+    match &e.node {
+        Node::Piece { .. } | Node::Squares(_) => true,
+        Node::SetBinary(_, a, b) => lanes_ok(a) && lanes_ok(b),
+        Node::Complement(a) => lanes_ok(a),
+        _ => false,
+    }
+}
+
+/// `Some(sq)` when the set `e` can only ever hold square `sq` (a piece on
+/// one square, one square, or an intersection with such a set).
+pub(super) fn one_square(e: &Expr) -> Option<u32> {
+    let single = |bits: u64| (bits.count_ones() == 1).then(|| bits.trailing_zeros());
+    match &e.node {
+        Node::Piece { squares, .. } => single(squares.0),
+        Node::Squares(q) => single(q.0),
+        Node::SetBinary(SetOp::Inter, a, b) => one_square(a).or_else(|| one_square(b)),
+        _ => None,
+    }
+}
+
+/// The square of a kernel whose unrolled body (built only when no values
+/// are written) runs two positions per `i64x2` (SSE2 / NEON, any host
+/// Cranelift supports): one filter, a [`lanes_ok`] set that can only hold
+/// one square. Its lanes are shifted so that square is the sign bit and
+/// `vhigh_bits` gathers the two matches.
+fn lane_square(filters: &[&Expr]) -> Option<u32> {
+    match filters {
+        [f] if lanes_ok(f) => one_square(f),
+        _ => None,
+    }
+}
+
 /// Lowers the match (and the value, when there is one) of the position
 /// `idx`: the filters but the value filter combined by `All`, and the value
 /// filter (the last one) inline for its value. The match is returned as
@@ -1667,7 +1760,8 @@ fn lower_position(
 /// evaluating a filtered-out position is harmless) and the bits enter the
 /// accumulator together (`acc >> unroll | m_k << (64 - unroll + k)`, the
 /// same word as `unroll` single steps). The rest of a word takes the
-/// single-position path.
+/// single-position path. A kernel with a [`lane_square`] filter takes
+/// [`LANE_UNROLL`] positions per iteration, two per `i64x2` operation.
 pub(super) fn build_kernel(
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
@@ -1678,6 +1772,13 @@ pub(super) fn build_kernel(
     unroll: usize,
 ) {
     let unroll = if opts.values { 1 } else { unroll.clamp(1, 64) };
+    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
+    // Two positions per vector op: twice the positions per iteration.
+    let lanes = match lane_square(filters) {
+        Some(sq) if need == 0 && unroll > 1 => Some((filters[0], sq)),
+        _ => None,
+    };
+    let unroll = if lanes.is_some() { LANE_UNROLL } else { unroll };
     let config = sh.module.target_config();
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
@@ -1731,7 +1832,6 @@ pub(super) fn build_kernel(
     }
 
     b.switch_to_block(pick);
-    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
     let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
     b.ins().brif(more, body, &[], flush, &[]);
 
@@ -1743,7 +1843,23 @@ pub(super) fn build_kernel(
         } else {
             b.ins().ireduce(ptr, i)
         };
+        for k in (0..unroll).step_by(2) {
+            let Some((f, sq)) = lanes else { break };
+            let mut l = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game);
+            l.idx_offset = k as i64;
+            l.lanes = true;
+            let s = l.lane_bit(f, sq);
+            let amount = l.i64c(i64::from(63 - sq));
+            let top = l.b.ins().ishl(s, amount);
+            let two = l.b.ins().vhigh_bits(types::I64, top);
+            let two = l.b.ins().ishl_imm_u(two, (64 - unroll + k) as i64);
+            acc_u = l.b.ins().bor(acc_u, two);
+            l.finish();
+        }
         for k in 0..unroll {
+            if lanes.is_some() {
+                break;
+            }
             let (mut bit, _) = lower_position(
                 &mut b,
                 sh,

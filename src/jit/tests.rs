@@ -778,3 +778,61 @@ fn one_square_designators_match_on_every_square() {
     }
     assert!(matched > 100, "too few matches to test: {matched}");
 }
+
+#[test]
+fn two_lane_kernels_agree_with_the_scalar_kernel() {
+    // Sets that can hold only one square run two positions per vector op
+    // in the unrolled kernel (`lane_bit`): masks, unions, complements and
+    // empty-square designators included. Each must equal the scalar
+    // single-step kernel on real positions, over ranges of every parity.
+    let recs: Vec<_> = data::studies().into_iter().take(CHUNK_POSITIONS).collect();
+    let mut chunk = ChunkColumns::new_boxed();
+    for (i, r) in recs.iter().enumerate() {
+        chunk.set(i, r);
+    }
+    let not = |x: Expr| e(Node::Complement(Box::new(x)), Kind::Set);
+    let cases = vec![
+        piece("K", sq("g1")),
+        piece("_", sq("e4")),
+        piece("A", sq("d1")),
+        squares(sq("h8")),
+        inter(piece("RQ", !0), squares(sq("a1"))),
+        inter(piece("R", sq("a1") | sq("h1")), squares(sq("h1"))),
+        inter(union(piece("P", !0), piece("p", !0)), squares(sq("e5"))),
+        inter(not(piece("A", !0)), squares(sq("b7"))),
+        inter(squares(sq("c3")), not(piece("n", sq("c3")))),
+        inter(piece("k", !0), inter(squares(sq("g8")), piece("a", !0))),
+        inter(piece("Q", sq("d1")), squares(sq("e1"))),
+    ];
+    let mut matched = 0usize;
+    for (n, f) in cases.iter().enumerate() {
+        assert!(
+            lower::lanes_ok(f) && lower::one_square(f).is_some(),
+            "case {n}"
+        );
+        let q = query(vec![f.clone()]);
+        let lanes = compile(&q, &JitOptions::default()).expect("compile");
+        let clif = explain_clif(&q, &JitOptions::default()).expect("clif");
+        assert!(clif.contains("vhigh_bits"), "case {n} is not two-lane");
+        let scalar = compile(
+            &q,
+            &JitOptions {
+                unroll: false,
+                ..JitOptions::default()
+            },
+        )
+        .expect("compile");
+        for range in [0..recs.len(), 1..recs.len() - 1, 7..200, 64..129, 5..12] {
+            let (mut a, mut b) = (ChunkOutput::new(), ChunkOutput::new());
+            lanes.run(&chunk, range.clone(), &[], &mut a).expect("run");
+            scalar.run(&chunk, range.clone(), &[], &mut b).expect("run");
+            assert_eq!(a.bits, b.bits, "case {n} ({f:?}) over {range:?}");
+            matched += a
+                .bits
+                .iter()
+                .map(|w| w.count_ones() as usize)
+                .sum::<usize>();
+        }
+    }
+    assert!(matched > 100, "too few matches to test: {matched}");
+}
