@@ -836,3 +836,33 @@ fn store_corrupt_data_segment_names_the_segment() {
         }
     }
 }
+
+#[test]
+fn text_reader_reads_every_game_in_any_order() {
+    // 60 games with 20 KB of text: several text blocks of 256 KB. One
+    // reader, which keeps the last decompressed block, reads each game's
+    // exact text in store order, backwards and hopping between blocks.
+    let games = text_heavy_games(60, 20_000, 7);
+    let tmp = Tmp::new("text-reader");
+    write_in_parts(&tmp.0, &[&games]);
+    let store = Store::open(&tmp.0).expect("open");
+    let mut reader = store.text_reader();
+    let n = games.len() as u32;
+    let hops = (0..n).map(|i| (i * 37) % n);
+    for i in (0..n).chain((0..n).rev()).chain(hops) {
+        assert_eq!(
+            reader.game_text(i).expect("text"),
+            games[i as usize].0.text.as_slice(),
+            "game {i}"
+        );
+    }
+    assert!(matches!(
+        reader.game_text(n),
+        Err(StoreError::NoSuchItem { .. })
+    ));
+    // The reader still works after an error.
+    assert_eq!(
+        reader.game_text(0).expect("text"),
+        games[0].0.text.as_slice()
+    );
+}

@@ -15,7 +15,7 @@ use clap::{Parser, ValueEnum};
 
 use cqlj::ir::TransformFilter;
 use cqlj::output::{Annotations, write_pgn_game};
-use cqlj::runtime::store::Store;
+use cqlj::runtime::store::{Store, TextReader};
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
 
@@ -371,6 +371,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     });
     let mut sink = GameWriter {
         store: &store,
+        texts: store.text_reader(),
         out: BufWriter::new(file),
         format: args.format,
         matchstring: if args.silent { None } else { Some(matchstring) },
@@ -454,6 +455,9 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
 /// The sink writing matching games (PGN or JSON lines).
 struct GameWriter<'s, W: Write> {
     store: &'s Store,
+    /// Game texts, the last decompressed text block kept (matches arrive
+    /// in store order, so a block is decompressed about once per run).
+    texts: TextReader<'s>,
     out: BufWriter<W>,
     format: Format,
     matchstring: Option<String>,
@@ -490,11 +494,11 @@ impl<W: Write> GameWriter<'_, W> {
                 for (p, text) in &m.comments {
                     notes.add(*p, text.clone());
                 }
-                let text = self.store.game_text(m.game)?;
+                let text = self.texts.game_text(m.game)?;
                 // Move-to-position map as the importer built it (exact also
                 // for games with a variation cut at an illegal move).
-                notes.san_index = cqlj::import::parse_game(&text).ok().map(|g| g.san_index);
-                write_pgn_game(&mut self.out, u64::from(m.game) + 1, &text, &notes)?;
+                notes.san_index = cqlj::import::parse_game(text).ok().map(|g| g.san_index);
+                write_pgn_game(&mut self.out, u64::from(m.game) + 1, text, &notes)?;
             }
             Format::Jsonl => {
                 let line = scan::match_json(self.store, m)?;
