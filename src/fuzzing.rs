@@ -518,11 +518,7 @@ pub fn check_jit_vs_interp(data: &[u8]) {
     };
     let mut chunk = ChunkColumns::new_boxed();
     chunk.set(0, &rec);
-    let game: Vec<i64> = cq
-        .game_slots()
-        .iter()
-        .map(|&slot| jit::game_value(slot, 1, |_| None))
-        .collect();
+    let game = untagged_game_values(&cq);
     let mut out = ChunkOutput::new();
     if let Err(e) = cq.run(&chunk, 0..1, &game, &mut out) {
         panic!("JIT run fails on {text:?} at {fen}: {e}");
@@ -560,11 +556,7 @@ pub fn check_jit_vs_interp(data: &[u8]) {
             for i in range.clone() {
                 chunk.set(i, &rec);
             }
-            let game: Vec<i64> = plain
-                .game_slots()
-                .iter()
-                .map(|&slot| jit::game_value(slot, 1, |_| None))
-                .collect();
+            let game = untagged_game_values(&plain);
             let mut out = ChunkOutput::new();
             if let Err(e) = plain.run(&chunk, range.clone(), &game, &mut out) {
                 panic!("JIT run (no values) fails on {text:?} at {fen}: {e}");
@@ -579,6 +571,15 @@ pub fn check_jit_vs_interp(data: &[u8]) {
             "JIT kernels with and without values disagree on {text:?} at {fen} (with values: match {got_match})"
         );
     }
+}
+
+/// The per-game slot values of game 1 without tags, as the kernel of `cq`
+/// reads them.
+fn untagged_game_values(cq: &jit::CompiledQuery) -> Vec<i64> {
+    cq.game_slots()
+        .iter()
+        .map(|&slot| jit::game_value(slot, 1, |_| None))
+        .collect()
 }
 
 /// Bytes deterministically derived from `seed` (xorshift), for replaying
