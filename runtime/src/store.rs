@@ -1591,18 +1591,17 @@ impl Store {
                 }
             }
             // A warm store needs no hint, and hinting resident pages is not
-            // free (the kernel looks up every page): when the first hinted
-            // page of the first and of the last chunk are both in memory,
-            // the range is taken as resident.
-            let first_page = |c: u64| {
-                merged
-                    .first()
-                    .map(|&(a, _)| self.chunk_offsets[c as usize] + a as u64)
-            };
+            // free (the kernel looks up every page): when the first page of
+            // every hinted column range of the first and of the last chunk
+            // is in memory, the range is taken as resident (a sample: a
+            // partly resident range may go unhinted, which costs speed
+            // only).
             if chunks.start >= end
-                || [chunks.start, end - 1]
-                    .iter()
-                    .all(|&c| first_page(c).is_some_and(|o| self.resident(o)))
+                || [chunks.start, end - 1].iter().all(|&c| {
+                    merged
+                        .iter()
+                        .all(|&(a, _)| self.resident(self.chunk_offsets[c as usize] + a as u64))
+                })
             {
                 return;
             }
@@ -1827,11 +1826,10 @@ impl TextReader<'_> {
         if self.block != Some(b) {
             self.block = None;
             let (off, clen, dlen) = self.store.text_block_entry(b);
-            let start = off as usize;
-            let frame = self
-                .store
-                .map
-                .get(start..start + clen as usize)
+            let frame = usize::try_from(off)
+                .ok()
+                .and_then(|start| Some(start..start.checked_add(clen as usize)?))
+                .and_then(|r| self.store.map.get(r))
                 .ok_or_else(|| corrupt("text block outside the file".into()))?;
             let dctx = match &mut self.dctx {
                 Some(d) => d,

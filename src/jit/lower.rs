@@ -1677,11 +1677,15 @@ pub(super) fn one_square(e: &Expr) -> Option<u32> {
 }
 
 /// The square of a kernel whose unrolled body (built only when no values
-/// are written) runs two positions per `i64x2` (SSE2 / NEON, any host
-/// Cranelift supports): one filter, a [`lanes_ok`] set that can only hold
-/// one square. Its lanes are shifted so that square is the sign bit and
-/// `vhigh_bits` gathers the two matches.
+/// are written) runs two positions per `i64x2` (SSE2 on x86-64, NEON on
+/// aarch64; other hosts keep the scalar kernel): one filter, a
+/// [`lanes_ok`] set that can only hold one square. Its lanes are shifted
+/// so that square is the sign bit and `vhigh_bits` gathers the two
+/// matches.
 fn lane_square(filters: &[&Expr]) -> Option<u32> {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return None;
+    }
     match filters {
         [f] if lanes_ok(f) => one_square(f),
         _ => None,

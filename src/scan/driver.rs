@@ -137,7 +137,9 @@ impl Positions {
 
     /// The indices as a Vec.
     pub fn to_vec(&self) -> Vec<u32> {
-        self.iter().collect()
+        let mut v = Vec::with_capacity(self.len());
+        v.extend(self.iter());
+        v
     }
 
     /// The indices as an owned Vec (decoded when shared).
@@ -318,6 +320,11 @@ pub trait GameMatcher: Sync {
 
     /// Evaluates the games in `games`, pushing a [`GameMatch`] for each game
     /// that matches, in increasing game order.
+    ///
+    /// [`scan`] calls it on a worker of its rayon pool with that worker's
+    /// scratch locked: it must not run work on that pool (a nested
+    /// `par_iter` could start another batch on the same worker, which
+    /// would wait for the same scratch).
     ///
     /// # Errors
     /// A game that cannot be evaluated (e.g. a corrupt record).

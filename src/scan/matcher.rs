@@ -246,7 +246,10 @@ impl<'s> StoreMatcher<'s> {
     /// 2. The games are walked in order over that bitmap: a game's bits are
     ///    counted over its words, so every game costs a few word operations
     ///    whatever its matches; a matching game's `Positions` refers to its
-    ///    bits of the bitmap, decoded to indices only when read.
+    ///    bits of the bitmap, decoded to indices only when read (or, when
+    ///    the batch has fewer matching positions than the bitmap has
+    ///    64-bit words × 2, is decoded at once, so that kept matches never
+    ///    hold more than 4 bytes per matching position or the bitmap).
     ///
     /// Exact plans push the games directly; otherwise each pre-selected
     /// game is confirmed by the interpreter. Output equals the per-game
@@ -376,11 +379,18 @@ impl<'s> StoreMatcher<'s> {
             }
         }
         if let Some(words) = shared {
+            // Few matches: each game gets its own list (4 bytes a position),
+            // so a sink that keeps them does not keep the whole bitmap.
+            let matched: usize = found.iter().map(|(_, _, n)| n).sum();
+            let share = matched * 4 >= words.len() * 8;
             out.reserve(found.len());
-            out.extend(found.drain(..).map(|(g, range, n)| GameMatch {
-                game: g,
-                positions: Positions::bits(&words, range, Some(n)),
-                ..GameMatch::default()
+            out.extend(found.drain(..).map(|(g, range, n)| {
+                let bits = Positions::bits(&words, range, Some(n));
+                GameMatch {
+                    game: g,
+                    positions: if share { bits } else { bits.to_vec().into() },
+                    ..GameMatch::default()
+                }
             }));
             self.recycle(words);
             return Ok(());
