@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
+use rayon::prelude::*;
 
 use cqlj::ir::TransformFilter;
 use cqlj::output::{Annotations, write_pgn_game};
@@ -369,25 +370,39 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         );
         bar
     });
-    let mut sink = GameWriter {
-        store: &store,
-        texts: store.text_reader(),
-        out: BufWriter::new(file),
-        format: args.format,
-        matchstring: if args.silent { None } else { Some(matchstring) },
-        showmatches: args.showmatches,
-        error: None,
-        bar,
-        sorting: scan::has_sort(&prepared.query),
-        held: Vec::new(),
-        rematch: &rematch,
-    };
     let opts = ScanOptions {
         threads: args
             .threads
             .unwrap_or(ScanOptions::default().threads)
             .max(1),
         ..ScanOptions::default()
+    };
+    // Rendering runs between scan windows, while the scan's workers wait:
+    // as many threads as the scan (a pool that cannot start means one).
+    let pool = (opts.threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(opts.threads)
+                .build()
+                .ok()
+        })
+        .flatten();
+    let mut sink = GameWriter {
+        renderer: Renderer {
+            store: &store,
+            format: args.format,
+            matchstring: if args.silent { None } else { Some(matchstring) },
+        },
+        texts: store.text_reader(),
+        pool,
+        pending: Vec::with_capacity(RENDER_BATCH),
+        out: BufWriter::new(file),
+        showmatches: args.showmatches,
+        error: None,
+        bar,
+        sorting: scan::has_sort(&prepared.query),
+        held: Vec::new(),
+        rematch: &rematch,
     };
     let stats = scan::scan(&matcher, games, &opts, &stop, &mut sink)?;
     sink.finish()?;
@@ -452,15 +467,96 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
     }
 }
 
-/// The sink writing matching games (PGN or JSON lines).
-struct GameWriter<'s, W: Write> {
+/// Matching games rendered together (in parallel on the writer's pool);
+/// output order is game order.
+const RENDER_BATCH: usize = 512;
+
+/// Games per rendering task (one text reader each, so a text block is
+/// decompressed about once per task).
+const RENDER_TASK: usize = 64;
+
+/// How a matching game is turned into output bytes: shared read-only by
+/// the rendering threads.
+struct Renderer<'s> {
     store: &'s Store,
-    /// Game texts, the last decompressed text block kept (matches arrive
-    /// in store order, so a block is decompressed about once per run).
-    texts: TextReader<'s>,
-    out: BufWriter<W>,
     format: Format,
     matchstring: Option<String>,
+}
+
+impl Renderer<'_> {
+    /// Appends game `m` in the output format to `buf`.
+    fn render(
+        &self,
+        texts: &mut TextReader<'_>,
+        m: &GameMatch,
+        buf: &mut Vec<u8>,
+    ) -> anyhow::Result<()> {
+        match self.format {
+            Format::Pgn => {
+                let mut notes = Annotations::default();
+                for p in &m.positions {
+                    if let Some(s) = &self.matchstring {
+                        notes.add(p, s.clone());
+                    }
+                }
+                for (p, text) in &m.comments {
+                    notes.add(*p, text.clone());
+                }
+                let text = texts.game_text(m.game)?;
+                // Move-to-position map as the importer built it (exact also
+                // for games with a variation cut at an illegal move).
+                notes.san_index = cqlj::import::parse_game(text).ok().map(|g| g.san_index);
+                write_pgn_game(buf, u64::from(m.game) + 1, text, &notes)?;
+            }
+            Format::Jsonl => {
+                let line = scan::match_json(self.store, m)?;
+                writeln!(buf, "{line}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders `games` in order, one buffer per task of [`RENDER_TASK`]
+    /// games, on `pool` when there is one.
+    fn render_all(
+        &self,
+        pool: Option<&rayon::ThreadPool>,
+        texts: &mut TextReader<'_>,
+        games: &[GameMatch],
+    ) -> Vec<anyhow::Result<Vec<u8>>> {
+        let task = |texts: &mut TextReader<'_>, part: &[GameMatch]| {
+            let mut buf = Vec::new();
+            for m in part {
+                self.render(texts, m, &mut buf)?;
+            }
+            Ok(buf)
+        };
+        match pool {
+            Some(pool) if games.len() > RENDER_TASK => pool.install(|| {
+                games
+                    .par_chunks(RENDER_TASK)
+                    .map_init(|| self.store.text_reader(), task)
+                    .collect()
+            }),
+            _ => games
+                .chunks(RENDER_TASK)
+                .map(|part| task(texts, part))
+                .collect(),
+        }
+    }
+}
+
+/// The sink writing matching games (PGN or JSON lines).
+struct GameWriter<'s, W: Write> {
+    renderer: Renderer<'s>,
+    /// Game texts for rendering on this thread, the last decompressed text
+    /// block kept (matches arrive in store order).
+    texts: TextReader<'s>,
+    /// Renders batches of games in parallel (`None`: one thread).
+    pool: Option<rayon::ThreadPool>,
+    /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
+    pending: Vec<GameMatch>,
+    out: BufWriter<W>,
     showmatches: bool,
     error: Option<anyhow::Error>,
     bar: Option<indicatif::ProgressBar>,
@@ -479,35 +575,34 @@ struct HeldGame {
 }
 
 impl<W: Write> GameWriter<'_, W> {
-    fn write(&mut self, m: &GameMatch) -> anyhow::Result<()> {
-        if self.showmatches {
-            eprintln!("match: game {}", u64::from(m.game) + 1);
-        }
-        match self.format {
-            Format::Pgn => {
-                let mut notes = Annotations::default();
-                for p in &m.positions {
-                    if let Some(s) = &self.matchstring {
-                        notes.add(p, s.clone());
-                    }
-                }
-                for (p, text) in &m.comments {
-                    notes.add(*p, text.clone());
-                }
-                let text = self.texts.game_text(m.game)?;
-                // Move-to-position map as the importer built it (exact also
-                // for games with a variation cut at an illegal move).
-                notes.san_index = cqlj::import::parse_game(text).ok().map(|g| g.san_index);
-                write_pgn_game(&mut self.out, u64::from(m.game) + 1, text, &notes)?;
-            }
-            Format::Jsonl => {
-                let line = scan::match_json(self.store, m)?;
-                writeln!(self.out, "{line}")?;
-            }
+    /// Queues `m` for output; renders and writes the queue when full.
+    fn write(&mut self, m: GameMatch) -> anyhow::Result<()> {
+        self.pending.push(m);
+        if self.pending.len() >= RENDER_BATCH {
+            self.flush_pending()?;
         }
         Ok(())
     }
 
+    /// Renders the queued games and writes them in order.
+    fn flush_pending(&mut self) -> anyhow::Result<()> {
+        let games = std::mem::take(&mut self.pending);
+        let parts = self
+            .renderer
+            .render_all(self.pool.as_ref(), &mut self.texts, &games);
+        for (part, chunk) in parts.into_iter().zip(games.chunks(RENDER_TASK)) {
+            if self.showmatches {
+                for m in chunk {
+                    eprintln!("match: game {}", u64::from(m.game) + 1);
+                }
+            }
+            self.out.write_all(&part?)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is still queued (and, for a sorted run, every held
+    /// game in order).
     fn finish(&mut self) -> anyhow::Result<()> {
         if self.sorting {
             let mut held = std::mem::take(&mut self.held);
@@ -517,10 +612,10 @@ impl<W: Write> GameWriter<'_, W> {
                 let m = (self.rematch)(h.game)?.ok_or_else(|| {
                     anyhow::anyhow!("game {} matched, then did not match again", h.game + 1)
                 })?;
-                self.write(&m)?;
+                self.write(m)?;
             }
         }
-        Ok(())
+        self.flush_pending()
     }
 }
 
@@ -554,7 +649,7 @@ impl<W: Write> Sink for GameWriter<'_, W> {
             });
             return std::ops::ControlFlow::Continue(());
         }
-        match self.write(&m) {
+        match self.write(m) {
             Ok(()) => std::ops::ControlFlow::Continue(()),
             Err(e) => {
                 self.error = Some(e);
