@@ -1692,62 +1692,69 @@ fn lane_square(filters: &[&Expr]) -> Option<u32> {
     }
 }
 
-/// Lowers the match (and the value, when there is one) of the position
-/// `idx`: the filters but the value filter combined by `All`, and the value
-/// filter (the last one) inline for its value. The match is returned as
-/// bit `at` of an i64 whose other bits are zero.
-#[allow(clippy::too_many_arguments)]
-fn lower_position(
-    b: &mut FunctionBuilder<'_>,
-    sh: &mut Shared,
-    ptr: Type,
-    chunk: Value,
-    bases: HashMap<Column, Value>,
-    idx: Value,
-    idx_offset: i64,
-    game: Value,
-    filters: &[&Expr],
-    value: Option<&Expr>,
-    at: u32,
-) -> (Value, Option<Value>) {
-    let mut l = Lower::new(b, sh, ptr, chunk, bases, idx, game);
-    l.idx_offset = idx_offset;
-    // The value filter (the last one, when there is one) is lowered
-    // inline for its value; the others are combined by `All` (split
-    // into part functions when huge).
-    let (rest, last) = match (filters.split_last(), value) {
-        (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
-        _ => (filters, None),
-    };
-    // One small filter is lowered as itself, so its match can be a shifted
-    // one-square set (`match_bit`).
-    let rest_m = match rest {
-        [] => None,
-        [one] if !(l.sh.split && nodes_at_least(rest, split_min_nodes(l.sh.budget))) => {
-            Some(l.expr(one))
-        }
-        _ => Some(l.combine_items(Comb::All, rest)),
-    };
-    let value_v = last.map(|f| l.expr(f));
-    let m = match (rest_m, value_v) {
-        (None, None) => {
-            let yes = l.i8c(true);
-            l.match_bit(V::Logical(yes), at)
-        }
-        (Some(x), None) | (None, Some(x)) => l.match_bit(x, at),
-        (Some(r), Some(x)) => {
-            let (a, b) = (l.matched(r), l.matched(x));
-            let both = l.b.ins().band(a, b);
-            l.match_bit(V::Logical(both), at)
-        }
-    };
-    let v = value_v.map(|v| match v {
-        V::Set(s) => s,
-        V::Num { v, .. } => v,
-        V::Logical(m) => l.b.ins().uextend(types::I64, m),
-    });
-    l.finish();
-    (m, v)
+impl Lower<'_, '_> {
+    /// Lowers the match (and the value, when there is one) of the current
+    /// position: the filters but the value filter combined by `All`, and
+    /// the value filter (the last one) inline for its value. The match is
+    /// returned as bit `at` of an i64 whose other bits are zero.
+    fn position_match(
+        mut self,
+        filters: &[&Expr],
+        value: Option<&Expr>,
+        at: u32,
+    ) -> (Value, Option<Value>) {
+        let l = &mut self;
+        // The value filter (the last one, when there is one) is lowered
+        // inline for its value; the others are combined by `All` (split
+        // into part functions when huge).
+        let (rest, last) = match (filters.split_last(), value) {
+            (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
+            _ => (filters, None),
+        };
+        // One small filter is lowered as itself, so its match can be a shifted
+        // one-square set (`match_bit`).
+        let rest_m = match rest {
+            [] => None,
+            [one] if !(l.sh.split && nodes_at_least(rest, split_min_nodes(l.sh.budget))) => {
+                Some(l.expr(one))
+            }
+            _ => Some(l.combine_items(Comb::All, rest)),
+        };
+        let value_v = last.map(|f| l.expr(f));
+        let m = match (rest_m, value_v) {
+            (None, None) => {
+                let yes = l.i8c(true);
+                l.match_bit(V::Logical(yes), at)
+            }
+            (Some(x), None) | (None, Some(x)) => l.match_bit(x, at),
+            (Some(r), Some(x)) => {
+                let (a, b) = (l.matched(r), l.matched(x));
+                let both = l.b.ins().band(a, b);
+                l.match_bit(V::Logical(both), at)
+            }
+        };
+        let v = value_v.map(|v| match v {
+            V::Set(s) => s,
+            V::Num { v, .. } => v,
+            V::Logical(m) => l.b.ins().uextend(types::I64, m),
+        });
+        self.finish();
+        (m, v)
+    }
+
+    /// Two-lane mode (see [`lane_square`]): the matches of the current
+    /// position and the next one, for a one-square set `f` on square `sq`,
+    /// as bits `at` and `at + 1` of an i64 whose other bits are zero.
+    fn lane_pair_match(mut self, f: &Expr, sq: u32, at: u32) -> Value {
+        self.lanes = true;
+        let s = self.lane_bit(f, sq);
+        let amount = self.i64c(i64::from(63 - sq));
+        let top = self.b.ins().ishl(s, amount);
+        let two = self.b.ins().vhigh_bits(types::I64, top);
+        let two = self.b.ins().ishl_imm_u(two, i64::from(at));
+        self.finish();
+        two
+    }
 }
 
 /// Builds the whole kernel function into `func`.
@@ -1847,36 +1854,14 @@ pub(super) fn build_kernel(
         } else {
             b.ins().ireduce(ptr, i)
         };
-        for k in (0..unroll).step_by(2) {
-            let Some((f, sq)) = lanes else { break };
+        for k in (0..unroll).step_by(if lanes.is_some() { 2 } else { 1 }) {
             let mut l = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game);
             l.idx_offset = k as i64;
-            l.lanes = true;
-            let s = l.lane_bit(f, sq);
-            let amount = l.i64c(i64::from(63 - sq));
-            let top = l.b.ins().ishl(s, amount);
-            let two = l.b.ins().vhigh_bits(types::I64, top);
-            let two = l.b.ins().ishl_imm_u(two, (64 - unroll + k) as i64);
-            acc_u = l.b.ins().bor(acc_u, two);
-            l.finish();
-        }
-        for k in 0..unroll {
-            if lanes.is_some() {
-                break;
-            }
-            let (mut bit, _) = lower_position(
-                &mut b,
-                sh,
-                ptr,
-                chunk,
-                bases.clone(),
-                idx,
-                k as i64,
-                game,
-                filters,
-                value,
-                (64 - unroll + k) as u32,
-            );
+            let at = (64 - unroll + k) as u32;
+            let mut bit = match lanes {
+                Some((f, sq)) => l.lane_pair_match(f, sq, at),
+                None => l.position_match(filters, value, at).0,
+            };
             if need != 0 {
                 let addr = b.ins().iadd(bases[&Column::Flags], idx);
                 let f = b
@@ -1918,19 +1903,8 @@ pub(super) fn build_kernel(
     if need != 0 && !opts.values {
         sh.columns.push(Column::Flags);
     }
-    let (m, v) = lower_position(
-        &mut b,
-        sh,
-        ptr,
-        chunk,
-        bases.clone(),
-        idx,
-        0,
-        game,
-        filters,
-        value,
-        63,
-    );
+    let (m, v) = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game)
+        .position_match(filters, value, 63);
     if let (Some(v), true) = (v, opts.values) {
         let off = b.ins().imul_imm_s(idx, 8);
         let addr = b.ins().iadd(out_vals, off);
