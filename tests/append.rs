@@ -7,16 +7,21 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
 
 use cqlj::import::{
     CollectReports, ImportOptions, append_files_with, block_cut, import_files_with,
 };
 use cqlj::runtime::store::Store;
-use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+use cqlj::scan::Engine;
 
+#[path = "support/query.rs"]
+mod query;
+#[path = "support/same_store.rs"]
+mod same_store;
 #[path = "support/scratch.rs"]
 mod scratch;
+use query::scan_matches;
+use same_store::assert_same_store;
 use scratch::Scratch;
 
 fn opts(threads: usize, block_bytes: usize) -> ImportOptions {
@@ -37,79 +42,9 @@ fn halves(dir: &Scratch) -> (PathBuf, PathBuf) {
     (a, b)
 }
 
-/// Everything a reader sees; `sources` also compares the source list and
-/// the games' byte ranges in their sources.
-fn assert_same_games(a: &Store, b: &Store, sources: bool) {
-    assert_eq!(
-        (a.n_games(), a.n_positions(), a.n_chunks()),
-        (b.n_games(), b.n_positions(), b.n_chunks())
-    );
-    if sources {
-        assert_eq!(a.source_files(), b.source_files());
-    }
-    for c in 0..a.n_chunks() {
-        let (x, y) = (
-            a.chunk_info(c).expect("info"),
-            b.chunk_info(c).expect("info"),
-        );
-        assert_eq!(
-            (x.summary, x.len, x.checksum),
-            (y.summary, y.len, y.checksum),
-            "chunk {c}"
-        );
-    }
-    for i in 0..a.n_games() {
-        let (x, y) = (a.game(i).expect("game"), b.game(i).expect("game"));
-        assert_eq!(
-            (x.first_position, x.n_positions, x.result, x.flags),
-            (y.first_position, y.n_positions, y.result, y.flags)
-        );
-        assert_eq!((x.white_elo, x.black_elo), (y.white_elo, y.black_elo));
-        if sources {
-            assert_eq!(
-                (x.source_file, x.source_start, x.source_len),
-                (y.source_file, y.source_start, y.source_len)
-            );
-        }
-        assert_eq!(a.game_tags(i).expect("tags"), b.game_tags(i).expect("tags"));
-        assert_eq!(a.game_text(i).expect("text"), b.game_text(i).expect("text"));
-        assert_eq!(
-            a.game_positions(i).expect("positions"),
-            b.game_positions(i).expect("positions")
-        );
-    }
-}
-
+/// Matches over the whole store, variations included.
 fn matches(store: &Store, query: &str, engine: Engine) -> Vec<(u32, Vec<u32>)> {
-    let prepared = prepare(&QueryInput {
-        source: query,
-        name: "test",
-        color: false,
-        extra_filters: &[],
-        transforms: &[],
-    })
-    .expect("query prepares");
-    let plan = RunPlan {
-        engine,
-        variations: true,
-    };
-    let m = StoreMatcher::new(store, &prepared.query, &plan).expect("matcher");
-    let mut sink = Collect::default();
-    scan(
-        &m,
-        0..store.n_games(),
-        &ScanOptions {
-            threads: 2,
-            batch_games: 64,
-        },
-        &AtomicBool::new(false),
-        &mut sink,
-    )
-    .expect("scan");
-    sink.0
-        .into_iter()
-        .map(|g| (g.game, g.positions.into_vec()))
-        .collect()
+    scan_matches(store, query, 0..store.n_games(), engine, true, 2, 64)
 }
 
 const QUERIES: [&str; 5] = [
@@ -169,9 +104,9 @@ fn append_halves_equals_the_whole_file() {
             (2, s1.games + s2.games)
         );
         // Same as importing both files at once, sources included.
-        assert_same_games(&got, &both, true);
+        assert_same_store(&got, &both, true);
         // Same games as the whole file (other source names and offsets).
-        assert_same_games(&got, &whole, false);
+        assert_same_store(&got, &whole, false);
         for q in QUERIES {
             let want = matches(&whole, q, Engine::Interp);
             assert_eq!(matches(&got, q, Engine::Interp), want, "{q}");
@@ -213,7 +148,7 @@ fn append_edge_cases_one_file_at_a_time() {
     assert_eq!(got_reports.0, want_reports.0);
     let got = Store::open(&db).expect("open");
     assert_eq!(got.sequence(), files.len() as u64);
-    assert_same_games(&got, &Store::open(&all).expect("open"), true);
+    assert_same_store(&got, &Store::open(&all).expect("open"), true);
 }
 
 fn cqlj(args: &[&str]) -> std::process::Output {

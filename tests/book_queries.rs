@@ -20,6 +20,7 @@ use shakmaty::{
 
 mod support {
     pub mod data;
+    pub mod query;
 }
 use support::data::{Matches, data_dir, position_count, run_query, store_of};
 

@@ -7,7 +7,7 @@
 //! --append` killed mid-append leaves the old store's bytes untouched (new
 //! bytes after its end are ignored) and the store opens with its old games.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,11 +60,16 @@ fn remove_leftovers(dir: &Path) -> usize {
     n
 }
 
-const KILL_POINTS_MS: [u64; 5] = [20, 150, 400, 900, 2000];
+/// A store of one game (`db`, from `small`) in a scratch directory, its
+/// bytes (`old`), and the book's PGN (`big`) imported over it.
+struct OneGameStore {
+    small: PathBuf,
+    db: PathBuf,
+    old: Vec<u8>,
+    big: PathBuf,
+}
 
-#[test]
-fn interrupted_index_keeps_the_old_store() {
-    let dir = Scratch::new("index");
+fn one_game_store(dir: &Scratch) -> OneGameStore {
     let small = dir.path("small.pgn");
     std::fs::write(
         &small,
@@ -75,6 +80,20 @@ fn interrupted_index_keeps_the_old_store() {
     index(&small, &db);
     let old = std::fs::read(&db).expect("old store");
     let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    OneGameStore {
+        small,
+        db,
+        old,
+        big,
+    }
+}
+
+const KILL_POINTS_MS: [u64; 5] = [20, 150, 400, 900, 2000];
+
+#[test]
+fn interrupted_index_keeps_the_old_store() {
+    let dir = Scratch::new("index");
+    let OneGameStore { db, old, big, .. } = one_game_store(&dir);
     let mut killed = 0;
     for ms in KILL_POINTS_MS {
         let child = cqlj(&["index", "-q"])
@@ -105,16 +124,12 @@ fn interrupted_index_keeps_the_old_store() {
 #[test]
 fn interrupted_append_keeps_the_old_store() {
     let dir = Scratch::new("append");
-    let small = dir.path("small.pgn");
-    std::fs::write(
-        &small,
-        "[Event \"old\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n",
-    )
-    .expect("write PGN");
-    let db = dir.path("db.cqlj");
-    index(&small, &db);
-    let old = std::fs::read(&db).expect("old store");
-    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let OneGameStore {
+        small,
+        db,
+        old,
+        big,
+    } = one_game_store(&dir);
     let mut killed = 0;
     let mut grown = 0;
     // Kill points: after a delay, or once the append has written this many

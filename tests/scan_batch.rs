@@ -3,11 +3,14 @@
 //! games and positions for any thread count and batch size.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
 use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
-use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+use cqlj::scan::Engine;
+
+#[path = "support/query.rs"]
+mod query;
+use query::scan_matches;
 
 fn queries() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/scan/batch-queries.txt");
@@ -28,32 +31,8 @@ fn matches(
     threads: usize,
     batch_games: u32,
 ) -> Vec<(u32, Vec<u32>)> {
-    let prepared = prepare(&QueryInput {
-        source: query,
-        name: "test",
-        color: false,
-        extra_filters: &[],
-        transforms: &[],
-    })
-    .expect("query prepares");
-    let plan = RunPlan { engine, variations };
-    let m = StoreMatcher::new(store, &prepared.query, &plan).expect("matcher");
-    let mut sink = Collect::default();
-    scan(
-        &m,
-        0..store.n_games(),
-        &ScanOptions {
-            threads,
-            batch_games,
-        },
-        &AtomicBool::new(false),
-        &mut sink,
-    )
-    .expect("scan");
-    sink.0
-        .into_iter()
-        .map(|g| (g.game, g.positions.into_vec()))
-        .collect()
+    let all = 0..store.n_games();
+    scan_matches(store, query, all, engine, variations, threads, batch_games)
 }
 
 #[test]

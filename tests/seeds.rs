@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 mod support {
     pub mod data;
+    pub mod query;
 }
 use support::data::{Matches, position_count, run_query, store_of};
 

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PackedMove, PositionRecord, flags,
 };
+#[path = "support/same_store.rs"]
+mod same_store;
+use same_store::assert_same_store;
+
 use cqlj::runtime::store::{
     CHUNK_BYTES, CHUNKS_OFFSET, GameMeta, HEADER_LEN, HEADER_SLOTS, Store, StoreError, StoreWriter,
     result,
@@ -377,52 +381,6 @@ fn store_corrupt_anywhere_never_panics() {
 
 // ---- append ----
 
-/// Asserts that two stores read the same everywhere a reader can look
-/// (chunk offsets and the index layout may differ).
-fn assert_same_content(a: &Store, b: &Store) {
-    assert_eq!(
-        (a.n_games(), a.n_positions(), a.n_chunks()),
-        (b.n_games(), b.n_positions(), b.n_chunks())
-    );
-    assert_eq!(a.source_files(), b.source_files());
-    for c in 0..a.n_chunks() {
-        let (x, y) = (
-            a.chunk_info(c).expect("info"),
-            b.chunk_info(c).expect("info"),
-        );
-        assert_eq!(
-            (x.summary, x.first_position, x.len, x.checksum),
-            (y.summary, y.first_position, y.len, y.checksum),
-            "chunk {c}"
-        );
-    }
-    for i in 0..a.n_games() {
-        let (x, y) = (a.game(i).expect("game"), b.game(i).expect("game"));
-        assert_eq!(
-            (x.first_position, x.n_positions, x.result, x.flags),
-            (y.first_position, y.n_positions, y.result, y.flags),
-            "game {i}"
-        );
-        assert_eq!(
-            (x.white_elo, x.black_elo, x.source_file),
-            (y.white_elo, y.black_elo, y.source_file)
-        );
-        assert_eq!(
-            (x.source_start, x.source_len),
-            (y.source_start, y.source_len)
-        );
-        assert_eq!(
-            a.game_tags_raw(i).expect("tags"),
-            b.game_tags_raw(i).expect("tags")
-        );
-        assert_eq!(a.game_text(i).expect("text"), b.game_text(i).expect("text"));
-        assert_eq!(
-            a.game_positions(i).expect("positions"),
-            b.game_positions(i).expect("positions")
-        );
-    }
-}
-
 /// Writes `parts` into one store: the first with `create` (source 0
 /// registered), the others each with `append`.
 fn write_in_parts(path: &std::path::Path, parts: &[&[(GameMeta, Vec<PositionRecord>)]]) {
@@ -469,7 +427,7 @@ fn store_append_equals_one_write() {
         }
         write_in_parts(&tmp.0, &parts);
         let got = Store::open(&tmp.0).expect("the appended store opens and verifies");
-        assert_same_content(&got, &want);
+        assert_same_store(&got, &want, true);
         assert_eq!(got.sequence(), parts.len() as u64, "cuts {cuts:?}");
         // Chunks stay 4096-aligned for zero-copy access.
         for c in 0..got.n_chunks() {
@@ -496,7 +454,7 @@ fn store_append_at_a_chunk_boundary_and_of_nothing() {
     let tmp = Tmp::new("boundary-parts");
     write_in_parts(&tmp.0, &[&games[..1], &games[1..2], &[], &games[2..]]);
     let got = Store::open(&tmp.0).expect("open");
-    assert_same_content(&got, &want);
+    assert_same_store(&got, &want, true);
     // An append of nothing keeps the partial chunk where it is: only the
     // old index becomes unused.
     let tmp = Tmp::new("boundary-nothing");
@@ -581,7 +539,7 @@ fn store_append_crash_at_every_stage_keeps_the_old_store() {
             let got = Store::open(&state.0).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(got.n_games(), want.n_games(), "{what}");
             assert_eq!(got.file_len(), want.file_len(), "{what}");
-            assert_same_content(&got, want);
+            assert_same_store(&got, want, true);
         };
         // Stage 1: new chunks and index partly or fully written, header
         // not yet switched (the file holds old bytes up to the old end).
@@ -628,7 +586,7 @@ fn store_append_crash_at_every_stage_keeps_the_old_store() {
         add_games(&mut w, &games[3..]);
         w.finish().expect("finish");
         let again = Store::open(&tmp.0).expect("open");
-        assert_same_content(&again, &want_new);
+        assert_same_store(&again, &want_new, true);
         assert_eq!(std::fs::read(&tmp.0).expect("read"), new);
     }
 }
@@ -800,7 +758,7 @@ fn store_append_leaves_only_the_old_index_unused() {
     let whole = Tmp::new("dead-bytes-whole");
     write_in_parts(&whole.0, &[&all]);
     let want = Store::open(&whole.0).expect("open");
-    assert_same_content(&Store::open(&tmp.0).expect("open"), &want);
+    assert_same_store(&Store::open(&tmp.0).expect("open"), &want, true);
     assert_eq!((want.unused_bytes(), want.n_segments()), (0, 1));
 }
 

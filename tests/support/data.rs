@@ -1,15 +1,16 @@
 //! Test support: the shared data folder, stores imported from its PGN files
 //! (cached under Cargo's per-target temp dir, so several test binaries and
 //! reruns import each file once), and running a query with the interpreter
-//! over a store.
+//! over a store (`support::query`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
-use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+use cqlj::scan::Engine;
+
+use super::query::scan_matches;
 
 /// The shared data folder (see `cqlj::scan::shared_data_dir`).
 pub fn data_dir() -> PathBuf {
@@ -47,37 +48,17 @@ pub fn run_query(
     variations: bool,
     threads: usize,
 ) -> Matches {
-    let prepared = prepare(&QueryInput {
-        source: query,
-        name: "test",
-        color: false,
-        extra_filters: &[],
-        transforms: &[],
-    })
-    .unwrap_or_else(|e| panic!("query {query:?} does not prepare: {e}"));
-    let plan = RunPlan {
-        engine: Engine::Interp,
+    scan_matches(
+        store,
+        query,
+        games,
+        Engine::Interp,
         variations,
-    };
-    let matcher = StoreMatcher::new(store, &prepared.query, &plan)
-        .unwrap_or_else(|e| panic!("query {query:?}: {e}"));
-    let mut sink = Collect::default();
-    let end = games.end.min(store.n_games());
-    scan(
-        &matcher,
-        games.start..end,
-        &ScanOptions {
-            threads,
-            batch_games: 256,
-        },
-        &AtomicBool::new(false),
-        &mut sink,
+        threads,
+        256,
     )
-    .unwrap_or_else(|e| panic!("query {query:?}: {e}"));
-    sink.0
-        .into_iter()
-        .map(|m| (m.game, m.positions.into_vec()))
-        .collect()
+    .into_iter()
+    .collect()
 }
 
 /// Number of matching positions.
