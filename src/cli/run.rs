@@ -354,10 +354,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot create output file {}", tmp.display()))?,
         )
     };
+    // One scratch for every game matched again at the end of a sorted run.
+    let rematch_scratch = std::cell::RefCell::new(matcher.scratch());
     let rematch = |g: u32| -> Result<Option<GameMatch>, scan::ScanError> {
-        let mut scratch = matcher.scratch();
         let mut found = Vec::new();
-        matcher.match_games(g..g + 1, &mut scratch, &mut found)?;
+        matcher.match_games(g..g + 1, &mut rematch_scratch.borrow_mut(), &mut found)?;
         Ok(found.pop())
     };
     let bar = progress.then(|| {
