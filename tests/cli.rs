@@ -1,0 +1,12 @@
+//! Integration tests of the `cqlj` binary: golden output, interrupted runs
+//! and resource limits on hostile input.
+//!
+//! One test binary for several test files (each a module here), so a
+//! fresh `cargo test` links three integration binaries, not one per file.
+
+#[path = "golden.rs"]
+mod golden;
+#[path = "interrupted.rs"]
+mod interrupted;
+#[path = "limits.rs"]
+mod limits;
