@@ -14,12 +14,7 @@ use cqlj::import::{
 use cqlj::runtime::store::Store;
 use cqlj::scan::Engine;
 
-#[path = "support/query.rs"]
-mod query;
-#[path = "support/same_store.rs"]
-mod same_store;
-#[path = "support/scratch.rs"]
-mod scratch;
+use crate::support::{query, same_store, scratch};
 use query::scan_matches;
 use same_store::assert_same_store;
 use scratch::Scratch;

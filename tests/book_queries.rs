@@ -18,10 +18,7 @@ use shakmaty::{
     Bitboard, Board, CastlingMode, Chess, Color, Move, Piece, Position, Rank, Role, Square,
 };
 
-mod support {
-    pub mod data;
-    pub mod query;
-}
+use crate::support;
 use support::data::{Matches, data_dir, position_count, run_query, store_of};
 
 /// Games of the book the position queries run on.

@@ -4,6 +4,12 @@
 //! One test binary for several test files (each a module here), so a
 //! fresh `cargo test` links three integration binaries, not one per file.
 
+/// Helpers shared by the test modules (`tests/support/`).
+#[allow(dead_code)]
+mod support {
+    pub mod scratch;
+}
+
 #[path = "golden.rs"]
 mod golden;
 #[path = "interrupted.rs"]

@@ -5,6 +5,14 @@
 //! One test binary for several test files (each a module here), so a
 //! fresh `cargo test` links three integration binaries, not one per file.
 
+/// Helpers shared by the test modules (`tests/support/`).
+#[allow(dead_code)]
+mod support {
+    pub mod data;
+    pub mod game;
+    pub mod query;
+}
+
 #[path = "architecture.rs"]
 mod architecture;
 #[path = "conformance.rs"]

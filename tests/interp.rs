@@ -5,10 +5,7 @@
 //! interpreter's (reverse attack lookups, occupancy with a piece removed,
 //! the PGN's own move tree).
 
-#[allow(dead_code)]
-mod support {
-    pub mod game;
-}
+use crate::support;
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;

@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 use cqlj::runtime::store::Store;
 
-#[path = "support/scratch.rs"]
-mod scratch;
+use crate::support::scratch;
 use scratch::Scratch;
 
 fn cqlj(args: &[&str]) -> Command {

@@ -13,8 +13,7 @@ use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
 use cqlj::transform::{self, Limits, TransformError};
 
-#[path = "support/scratch.rs"]
-mod scratch;
+use crate::support::scratch;
 use scratch::Scratch;
 
 const VALID: &str =

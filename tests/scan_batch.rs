@@ -8,8 +8,7 @@ use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
 use cqlj::scan::Engine;
 
-#[path = "support/query.rs"]
-mod query;
+use crate::support::query;
 use query::scan_matches;
 
 fn queries() -> Vec<String> {

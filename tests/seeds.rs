@@ -10,10 +10,7 @@ use std::sync::OnceLock;
 use cqlj::runtime::store::Store;
 use serde::Deserialize;
 
-mod support {
-    pub mod data;
-    pub mod query;
-}
+use crate::support;
 use support::data::{Matches, position_count, run_query, store_of};
 
 #[derive(Debug, Deserialize)]

@@ -5,6 +5,15 @@
 //! One test binary for several test files (each a module here), so a
 //! fresh `cargo test` links three integration binaries, not one per file.
 
+/// Helpers shared by the test modules (`tests/support/`).
+#[allow(dead_code)]
+mod support {
+    pub mod data;
+    pub mod query;
+    pub mod same_store;
+    pub mod scratch;
+}
+
 #[path = "append.rs"]
 mod append;
 #[path = "book_queries.rs"]

@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
+use crate::support::same_store;
 use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PackedMove, PositionRecord, flags,
 };
-#[path = "support/same_store.rs"]
-mod same_store;
 use same_store::assert_same_store;
 
 use cqlj::runtime::store::{

@@ -5,10 +5,7 @@
 //! D4/colour-equivariant queries, `T F` matches at P iff `F` matches at
 //! τ⁻¹(P) for some τ of T (the board is transformed instead of the query).
 
-#[allow(dead_code)]
-mod support {
-    pub mod game;
-}
+use crate::support;
 
 use std::ops::ControlFlow;
 
