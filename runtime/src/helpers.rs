@@ -1,13 +1,15 @@
-//! Board primitives shared by both engines, and their `extern "C"` entry
-//! points for JIT-compiled code.
+//! Board primitives: the `extern "C"` functions JIT code calls, and the
+//! slow reference definitions the JIT's inline code is tested against.
 //!
-//! Each primitive exists twice: a safe Rust function over a [`Board`] (the
-//! eight piece bitboards of one position, indexed by `layout::BB_*`), which
-//! the interpreter may call directly, and an `extern "C"` wrapper taking a
-//! raw pointer to those eight bitboards, which JIT code calls. Keeping one
-//! definition makes the two engines agree by construction on the meaning of
-//! `attacks`, `attackedby`, `between`, `ray`, `xray`, `pin` and the pawn
-//! structure sets.
+//! Each primitive is a safe Rust function over a [`Board`] (the eight piece
+//! bitboards of one position, indexed by `layout::BB_*`). JIT code calls
+//! two of them through `extern "C"` wrappers taking a raw pointer to those
+//! eight bitboards (`cqlj_between`, `cqlj_pin`); it lowers the others
+//! (`attacks`, `attackedby`, `ray`, `xray`, the pawn structure sets) to
+//! inline bitboard fills, which the JIT's tests check against the functions
+//! here. The interpreter computes the same filters independently, with
+//! shakmaty's attack tables (`src/interp/board.rs`), so the two engines
+//! cross-check each other rather than share one definition.
 //!
 //! Definitions (the CQL documentation leaves details open; these are the
 //! decisions of cqlj):
@@ -270,55 +272,9 @@ unsafe fn board_at<'a>(board: *const u64) -> &'a Board {
     unsafe { &*(board as *const Board) }
 }
 
-/// `extern "C"` [`attacks_from`].
-pub extern "C" fn cqlj_attacks_from(sq: u32, role: u32, white: u32, occupied: u64) -> u64 {
-    attacks_from(sq, role.min(7) as u8, white != 0, occupied)
-}
-
-/// `extern "C"` [`attacks_set`].
-///
-/// # Safety
-/// `board` must satisfy the module's pointer contract.
-pub unsafe extern "C" fn cqlj_attacks(board: *const u64, x: u64, y: u64) -> u64 {
-    // SAFETY: forwarded caller contract.
-    attacks_set(unsafe { board_at(board) }, x, y)
-}
-
-/// `extern "C"` [`attacked_by_set`].
-///
-/// # Safety
-/// `board` must satisfy the module's pointer contract.
-pub unsafe extern "C" fn cqlj_attacked_by(board: *const u64, x: u64, y: u64) -> u64 {
-    // SAFETY: forwarded caller contract.
-    attacked_by_set(unsafe { board_at(board) }, x, y)
-}
-
 /// `extern "C"` [`between_set`].
 pub extern "C" fn cqlj_between(x: u64, y: u64) -> u64 {
     between_set(x, y)
-}
-
-/// `extern "C"` [`ray_set`]: `args` points to `n` u64 sets.
-///
-/// # Safety
-/// `board` must satisfy the module's pointer contract; `args` must point to
-/// `n` readable, aligned u64 values.
-pub unsafe extern "C" fn cqlj_ray(
-    board: *const u64,
-    dirs: u32,
-    xray: u32,
-    args: *const u64,
-    n: u32,
-) -> u64 {
-    // SAFETY: the caller guarantees `args` points to `n` aligned u64 values.
-    let args = unsafe { std::slice::from_raw_parts(args, n as usize) };
-    // SAFETY: forwarded caller contract.
-    ray_set(
-        unsafe { board_at(board) },
-        DirSet(dirs as u8),
-        xray != 0,
-        args,
-    )
 }
 
 /// `extern "C"` [`pin_set`]: bit 0/1/2 of `present` says whether
@@ -341,18 +297,6 @@ pub unsafe extern "C" fn cqlj_pin(
         pick(1, through),
         pick(2, to),
     )
-}
-
-/// `extern "C"` [`pawn_structure_set`]; an unknown code gives the empty set.
-///
-/// # Safety
-/// `board` must satisfy the module's pointer contract.
-pub unsafe extern "C" fn cqlj_pawn_structure(board: *const u64, which: u32) -> u64 {
-    match PawnStructure::from_code(which) {
-        // SAFETY: forwarded caller contract.
-        Some(w) => pawn_structure_set(unsafe { board_at(board) }, w),
-        None => 0,
-    }
 }
 
 #[cfg(test)]
