@@ -49,7 +49,7 @@ pub mod bp {
     pub const ASSIGN_RHS: u8 = CMP + 1;
 }
 
-/// Keywords that later issues will add; they get "not supported yet".
+/// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
     "line",
     "path",
