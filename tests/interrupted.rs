@@ -461,14 +461,15 @@ fn output_onto_a_fifo_or_symlink_is_written_through() {
         &["-i", "in.cqlj", "-o", "out.fifo", "-cql", "check"],
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert_eq!(reader.join().expect("reader"), expected);
     use std::os::unix::fs::FileTypeExt;
+    // Checked first: if the FIFO was replaced, its reader waits forever.
     assert!(
         std::fs::symlink_metadata(&fifo)
             .expect("meta")
             .file_type()
             .is_fifo()
     );
+    assert_eq!(reader.join().expect("reader"), expected);
 
     // A symlink stays a symlink; the file it points to gets the output,
     // also when it does not exist yet.
