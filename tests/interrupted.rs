@@ -526,6 +526,8 @@ fn output_onto_a_fifo_or_symlink_is_written_through() {
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
 }
 
+/// Not to be run against a cqlj that replaces its output by a rename: as
+/// root that would replace /dev/stdout and /dev/null.
 #[test]
 fn output_to_dev_stdout_goes_to_standard_output() {
     let dir = Scratch::new("dev-stdout");
@@ -550,6 +552,17 @@ fn output_to_dev_stdout_goes_to_standard_output() {
     assert_eq!(r.stdout, expected);
     let after = std::fs::symlink_metadata("/dev/stdout").map(|m| m.file_type().is_symlink());
     assert_eq!(before.ok(), after.ok(), "/dev/stdout was replaced");
+    // A device is written through, never replaced (as root, a rename
+    // would replace the system's /dev/null).
+    use std::os::unix::fs::FileTypeExt;
+    let r = run_in(
+        d,
+        Some(&cache),
+        &["-i", "in.cqlj", "-o", "/dev/null", "-cql", "check"],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let null = std::fs::symlink_metadata("/dev/null").expect("/dev/null");
+    assert!(null.file_type().is_char_device(), "/dev/null was replaced");
 }
 
 #[test]

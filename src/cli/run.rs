@@ -955,6 +955,28 @@ mod tests {
     }
 
     #[test]
+    fn options_are_checked_whole() {
+        let check = |v: &[&str]| check_options(&os(v)).map_err(|e| e.to_string());
+        assert!(check(&["cqlj", "-cql", "-fen", "-player", "-x", "q.cql"]).is_ok());
+        assert!(check(&["cqlj", "-gamenumber", "3", "7", "-year", "1990", "q.cql"]).is_ok());
+        assert!(check(&["cqlj", "-threads=2", "--", "-weird.cql"]).is_ok());
+        let e = check(&["cqlj", "-gamenumber", "3", "-fen", "x"]).unwrap_err();
+        assert!(e.contains("CQL option `-fen` is not supported"), "{e}");
+        let e = check(&["cqlj", "--gamenumbr", "3"]).unwrap_err();
+        assert!(e.contains("did you mean `-gamenumber`"), "{e}");
+        assert_eq!(edit_distance("flipcolr", "flipcolor"), 1);
+    }
+
+    #[test]
+    fn game_ranges_are_checked() {
+        assert_eq!(game_range(None, false, 9).unwrap(), 0..9);
+        assert_eq!(game_range(Some((2, Some(20))), false, 9).unwrap(), 1..9);
+        assert_eq!(game_range(Some((3, None)), true, 9).unwrap(), 2..3);
+        assert!(game_range(Some((0, None)), false, 9).is_err());
+        assert!(game_range(Some((5, Some(2))), false, 9).is_err());
+    }
+
+    #[test]
     fn option_filters_are_cql_text() {
         let raw = normalize_args(os(&[
             "cqlj",
