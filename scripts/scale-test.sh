@@ -65,7 +65,7 @@ $T -v "$CQLJ" bench "$STORE" --threads 2 2> "$WORK/bench-time.txt" | tee "$WORK/
 grep -E "Elapsed|Maximum resident" "$WORK/bench-time.txt" | tee -a "$WORK/bench.txt"
 
 echo "== a plain query run over the whole scale store: peak RSS"
-$T -v "$CQLJ" -cql 'Ra1' -i "$STORE" -o /dev/null --quiet 2> "$WORK/run-time.txt" || true
+$T -v "$CQLJ" -cql 'Ra1' -i "$STORE" -o - --quiet > /dev/null 2> "$WORK/run-time.txt" || true
 grep -E "Elapsed|Maximum resident" "$WORK/run-time.txt" | tee "$WORK/run.txt"
 
 echo "== anonymous vs file-backed resident memory of a run (sampled every 0.2 s)"

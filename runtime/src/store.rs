@@ -609,7 +609,7 @@ enum Target {
 /// back to its old length.
 pub struct StoreWriter {
     path: PathBuf,
-    /// The file being written (the temporary file or the store), for errors.
+    /// The file named in errors: the store (never its temporary file).
     write_path: PathBuf,
     target: Target,
     file: Option<BufWriter<File>>,
@@ -661,28 +661,35 @@ fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
 }
 
 impl StoreWriter {
+    /// The temporary file [`Self::create`] writes for `path`:
+    /// `NAME.tmp-<pid>` in the same folder.
+    pub fn temp_path(path: &Path) -> PathBuf {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp-{}", std::process::id()));
+        path.with_file_name(name)
+    }
+
     /// Starts writing a store that will replace `path` on [`Self::finish`].
+    /// Errors name `path`, not the temporary file.
     pub fn create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let mut name = path
-            .file_name()
-            .ok_or_else(|| StoreError::Io {
+        if path.file_name().is_none() {
+            return Err(StoreError::Io {
                 path: path.clone(),
                 source: io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
-            })?
-            .to_os_string();
-        name.push(format!(".tmp-{}", std::process::id()));
-        let tmp_path = path.with_file_name(name);
+            });
+        }
+        let tmp_path = Self::temp_path(&path);
         let io_err = |source| StoreError::Io {
-            path: tmp_path.clone(),
+            path: path.clone(),
             source,
         };
         let mut file = BufWriter::with_capacity(1 << 20, File::create(&tmp_path).map_err(io_err)?);
         file.write_all(&[0u8; CHUNKS_OFFSET as usize])
             .map_err(io_err)?;
         Ok(StoreWriter {
+            write_path: path.clone(),
             path,
-            write_path: tmp_path.clone(),
             target: Target::New { tmp_path },
             file: Some(file),
             next_offset: CHUNKS_OFFSET,

@@ -115,17 +115,22 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
                     store.display()
                 );
                 let mut observer = super::index::Observer::new(0, true);
-                import::import_files(std::slice::from_ref(&pgn), &store, &mut observer)
-                    .with_context(|| format!("cannot import {}", pgn.display()))?;
+                let _tmp = super::files::TempGuard::new(
+                    cqlj::runtime::store::StoreWriter::temp_path(&store),
+                );
+                import::import_files(std::slice::from_ref(&pgn), &store, &mut observer)?;
             }
             store
         }
     };
     let name = path.to_string_lossy();
     if name.ends_with(".pgn") || name.ends_with(".pgn.zst") {
+        super::files::refuse_non_regular_input(&path)?;
         let mut observer = super::index::Observer::new(0, true);
-        let (store, _) = scan::cached_store(&path, &mut observer)
-            .with_context(|| format!("cannot import {}", path.display()))?;
+        let _guards = scan::input::cached_store_candidates(&path).map(|c| {
+            super::files::TempGuard::new(cqlj::runtime::store::StoreWriter::temp_path(&c))
+        });
+        let (store, _) = scan::cached_store(&path, &mut observer)?;
         return Ok(store);
     }
     Store::open_unverified(&path).with_context(|| format!("cannot open store {}", path.display()))

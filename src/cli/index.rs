@@ -2,15 +2,18 @@
 //! imports PGN files into one store, or appends them to an existing store.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::{Context, bail};
 use cqlj::import::{
     ImportObserver, ImportOptions, Progress, Report, append_files_with, import_files_with,
 };
-use cqlj::runtime::store::Store;
+use cqlj::runtime::store::{Store, StoreWriter};
 use indicatif::{ProgressBar, ProgressStyle};
+
+use super::files;
 
 /// Arguments of `cqlj index`.
 #[derive(clap::Args, Debug)]
@@ -32,8 +35,9 @@ pub struct Args {
     pub quiet: bool,
     /// Threads parsing and replaying games (the input is cut into blocks at
     /// game boundaries; the store is the same for any thread count).
-    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(1, |n| n.get()))]
-    pub threads: usize,
+    /// Default, and 0: all cores; more than 4 per core are capped.
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// Progress bar over the input bytes; reports go to stderr above it.
@@ -86,6 +90,23 @@ impl ImportObserver for Observer {
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    for input in &args.inputs {
+        files::refuse_non_regular_input(input)?;
+    }
+    let inputs: Vec<(&Path, &str)> = args.inputs.iter().map(|p| (p.as_path(), "input")).collect();
+    files::refuse_same_file(&args.output, &inputs)?;
+    // The store file itself: a symlink's target is written, never replaced
+    // by a file.
+    let output = files::resolve_symlinks(&args.output)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    if let Ok(m) = std::fs::metadata(&output)
+        && !m.is_file()
+    {
+        bail!(
+            "the output {} is not a regular file: a store is written to a file",
+            args.output.display()
+        );
+    }
     let total: u64 = args
         .inputs
         .iter()
@@ -93,20 +114,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .sum();
     let mut observer = Observer::new(total, args.quiet);
     let opts = ImportOptions {
-        threads: args.threads.max(1),
+        threads: files::thread_count(args.threads, args.quiet),
         ..ImportOptions::default()
     };
-    let appending = args.append && args.output.exists();
+    let appending = args.append && output.exists();
+    // Removed on any exit, Ctrl-C included (an append writes in place).
+    let _tmp = files::TempGuard::new(StoreWriter::temp_path(&output));
     let summary = if args.append {
-        append_files_with(&args.inputs, &args.output, &opts, &mut observer)?
+        append_files_with(&args.inputs, &output, &opts, &mut observer)?
     } else {
-        import_files_with(&args.inputs, &args.output, &opts, &mut observer)?
+        import_files_with(&args.inputs, &output, &opts, &mut observer)?
     };
     observer.finish();
     let secs = started.elapsed().as_secs_f64();
     let rate = summary.positions as f64 / secs.max(1e-9);
     if appending {
-        let store = Store::open_unverified(&args.output)?;
+        let store = Store::open_unverified(&output)?;
         println!(
             "{} games, {} positions appended, {} skipped, {:.2} s ({:.0} positions/s); \
              the store now has {} games, {} positions, {} bytes ({} unused)",
@@ -122,7 +145,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let size = std::fs::metadata(&args.output)?.len();
+    let size = std::fs::metadata(&output)?.len();
     let bpp = if summary.positions > 0 {
         size as f64 / summary.positions as f64
     } else {

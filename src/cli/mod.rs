@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod explain;
+pub mod files;
 pub mod index;
 pub mod info;
 pub mod run;
@@ -41,6 +42,7 @@ const SUBCOMMANDS: [&str; 5] = ["index", "info", "explain", "bench", "help"];
 
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    files::install_ctrlc();
     let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     if !SUBCOMMANDS.contains(&first) {
         return run::main(args);

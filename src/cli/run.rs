@@ -6,8 +6,7 @@ use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -16,9 +15,11 @@ use rayon::prelude::*;
 
 use cqlj::ir::TransformFilter;
 use cqlj::output::{Annotations, write_pgn_game};
-use cqlj::runtime::store::{Store, TextReader};
+use cqlj::runtime::store::{Store, StoreError, StoreWriter, TextReader};
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
+
+use super::files;
 
 /// The transform options (`-flip` ... `-shiftvertical`), each naming the
 /// filter `cqlj::transform::option_filter` maps it to.
@@ -35,7 +36,7 @@ const TRANSFORM_OPTIONS: [&str; 10] = [
     "shiftvertical",
 ];
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 23] = [
+const CQL_LONG_OPTIONS: [&str; 24] = [
     "cql",
     "input",
     "output",
@@ -47,6 +48,7 @@ const CQL_LONG_OPTIONS: [&str; 23] = [
     "quiet",
     "showmatches",
     "threads",
+    "singlethreaded",
     "player",
     "white",
     "black",
@@ -59,6 +61,58 @@ const CQL_LONG_OPTIONS: [&str; 23] = [
     "help",
     "version",
     "noprogress",
+];
+
+/// Options taking values: how many (the second of `gamenumber` and `year`
+/// is optional and numeric).
+const VALUE_OPTIONS: [(&str, usize, usize); 18] = [
+    ("cql", 1, 1),
+    ("input", 1, 1),
+    ("i", 1, 1),
+    ("output", 1, 1),
+    ("o", 1, 1),
+    ("gamenumber", 1, 2),
+    ("g", 1, 2),
+    ("year", 1, 2),
+    ("matchstring", 1, 1),
+    ("threads", 1, 1),
+    ("player", 1, 1),
+    ("white", 1, 1),
+    ("black", 1, 1),
+    ("event", 1, 1),
+    ("site", 1, 1),
+    ("result", 1, 1),
+    ("engine", 1, 1),
+    ("format", 1, 1),
+];
+
+/// Short flags (clap's `-h`, `-V`; CQL's `-s` for `-singlethreaded`).
+const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
+
+/// CQL 6.2's command-line options that cqlj does not implement (from
+/// `cql -help` of CQL 6.2 and its manual).
+const CQL_UNSUPPORTED: [&str; 21] = [
+    "a",
+    "alwayscomment",
+    "assign",
+    "btm",
+    "fen",
+    "gui",
+    "hhdb",
+    "html",
+    "lex",
+    "lineincrement",
+    "m",
+    "matchcount",
+    "noheader",
+    "noremovecomment",
+    "nosettag",
+    "parse",
+    "similarposition",
+    "u",
+    "vi",
+    "virtualmainline",
+    "wtm",
 ];
 
 /// Output formats.
@@ -83,7 +137,7 @@ pub struct RunArgs {
     /// The query file (.cql). Its `cql(...)` header may name input and output.
     pub query_file: Option<PathBuf>,
     /// A one-line query given on the command line instead of a file.
-    #[arg(long = "cql", value_name = "FILTERS")]
+    #[arg(long = "cql", value_name = "FILTERS", allow_hyphen_values = true)]
     pub cql: Option<String>,
     /// Input: a .cqlj store, or a .pgn / .pgn.zst file (imported into a cached
     /// store next to it). Default: the header's input, else the bundled
@@ -94,8 +148,8 @@ pub struct RunArgs {
     /// header's output, else QUERY-out.pgn (cqldefault-out.pgn for -cql).
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Only games A..=B (1-based; B defaults to A).
-    #[arg(long, num_args = 1..=2, value_names = ["A", "B"])]
+    /// Only games A..=B (1-based; B defaults to A; `-g` abbreviates).
+    #[arg(short = 'g', long, num_args = 1..=2, value_names = ["A", "B"])]
     pub gamenumber: Option<Vec<u64>>,
     /// Search variations too.
     #[arg(long)]
@@ -104,7 +158,7 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "variations")]
     pub mainline: bool,
     /// The comment written at each matching position (default "CQL").
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub matchstring: Option<String>,
     /// Do not write the match comments into the output games.
     #[arg(long)]
@@ -115,26 +169,30 @@ pub struct RunArgs {
     /// Print the game number of each matching game as it is found.
     #[arg(long)]
     pub showmatches: bool,
-    /// Worker threads (default: all cores).
+    /// Worker threads (default, and 0: all cores; more than 4 per core are
+    /// capped).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// One worker thread (`-threads 1`; `-s` abbreviates).
+    #[arg(short = 's', long, conflicts_with = "threads")]
+    pub singlethreaded: bool,
     /// Only games in which either player's name contains NAME.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub player: Option<String>,
     /// Only games whose White player's name contains NAME.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub white: Option<String>,
     /// Only games whose Black player's name contains NAME.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub black: Option<String>,
     /// Only games whose Event tag contains TEXT.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub event: Option<String>,
     /// Only games whose Site tag contains TEXT.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub site: Option<String>,
-    /// Only games of year Y, or of years A..=B.
-    #[arg(long, num_args = 1..=2, value_names = ["Y", "B"])]
+    /// Only games of year Y, or of years Y..=B.
+    #[arg(long, num_args = 1..=2, value_names = ["Y", "B"], allow_negative_numbers = true)]
     pub year: Option<Vec<i64>>,
     /// Only games with this result (1-0, 0-1, 1/2-1/2).
     #[arg(long)]
@@ -170,23 +228,105 @@ pub struct RunArgs {
     pub noprogress: bool,
 }
 
-/// Rewrites CQL's single-dash long options (`-cql`, `-flipcolor`) to clap's
-/// `--` form; everything else is left as it is.
+/// Rewrites CQL's single-dash long options (`-cql`, `-flipcolor`,
+/// `-threads=2`) to clap's `--` form; everything else is left as it is.
 pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
     args.into_iter()
         .map(|a| match a.to_str() {
-            Some(s)
-                if s.len() > 2
-                    && s.starts_with('-')
-                    && !s.starts_with("--")
-                    && (CQL_LONG_OPTIONS.contains(&&s[1..])
-                        || TRANSFORM_OPTIONS.contains(&&s[1..])) =>
-            {
-                OsString::from(format!("-{s}"))
+            Some(s) if s.len() > 2 && s.starts_with('-') && !s.starts_with("--") => {
+                let name = s[1..].split_once('=').map_or(&s[1..], |(n, _)| n);
+                if CQL_LONG_OPTIONS.contains(&name) || TRANSFORM_OPTIONS.contains(&name) {
+                    OsString::from(format!("-{s}"))
+                } else {
+                    a
+                }
             }
             _ => a,
         })
         .collect()
+}
+
+/// True if `name` (without dashes) is an option of the run.
+fn is_known_option(name: &str) -> bool {
+    CQL_LONG_OPTIONS.contains(&name)
+        || TRANSFORM_OPTIONS.contains(&name)
+        || SHORT_FLAGS.contains(&name)
+        || VALUE_OPTIONS.iter().any(|(n, ..)| *n == name)
+}
+
+/// Checks the options before clap parses them, so that an unknown one is
+/// reported whole (`-fen`, not `-f` of a cluster of short options), a CQL
+/// option cqlj lacks is named as such, and a close match is suggested.
+fn check_options(raw: &[OsString]) -> anyhow::Result<()> {
+    let mut i = 1;
+    while i < raw.len() {
+        let Some(s) = raw[i].to_str() else {
+            i += 1;
+            continue;
+        };
+        i += 1;
+        if s == "--" {
+            break;
+        }
+        if s.len() < 2 || !s.starts_with('-') || s[1..].parse::<f64>().is_ok() {
+            continue;
+        }
+        let body = s.trim_start_matches('-');
+        let (name, inline) = body
+            .split_once('=')
+            .map_or((body, false), |(n, _)| (n, true));
+        if let Some(&(_, min, max)) = VALUE_OPTIONS.iter().find(|(n, ..)| *n == name) {
+            if !inline {
+                i += min;
+                for _ in min..max {
+                    let numeric = raw
+                        .get(i)
+                        .and_then(|a| a.to_str())
+                        .is_some_and(|v| v.parse::<i64>().is_ok());
+                    if numeric {
+                        i += 1;
+                    }
+                }
+            }
+            continue;
+        }
+        if is_known_option(name) {
+            continue;
+        }
+        if CQL_UNSUPPORTED.contains(&name) {
+            bail!("CQL option `-{name}` is not supported yet by cqlj (see cqlj --help)");
+        }
+        let known = CQL_LONG_OPTIONS.iter().chain(TRANSFORM_OPTIONS.iter());
+        let close = known
+            .map(|k| (edit_distance(name, k), *k))
+            .filter(|(d, k)| *d <= 2.min(k.len() / 3 + 1))
+            .min();
+        match close {
+            Some((_, k)) => bail!("unknown option `{s}` (did you mean `-{k}`?)"),
+            None => bail!("unknown option `{s}` (see cqlj --help)"),
+        }
+    }
+    Ok(())
+}
+
+/// Levenshtein distance (for option suggestions).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = if ca == *cb {
+                prev
+            } else {
+                1 + prev.min(cur).min(row[j])
+            };
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// The transform options in the order given on the command line.
@@ -224,6 +364,9 @@ fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     }
     match args.year.as_deref() {
         Some([y]) => f.push(format!("year == {y}")),
+        Some([a, b]) if b < a => {
+            bail!("-year {a} {b}: the range is reversed (give the earlier year first)")
+        }
         Some([a, b]) => f.push(format!("year >= {a} and year <= {b}")),
         _ => {}
     }
@@ -236,8 +379,46 @@ fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     Ok(f)
 }
 
+/// The games `-gamenumber A [B]` (or the header's `gamenumber`) selects,
+/// as a range of 0-based game indexes within the store's `n_games`.
+fn game_range(
+    option: Option<(u64, Option<u64>)>,
+    from_header: bool,
+    n_games: u32,
+) -> anyhow::Result<std::ops::Range<u32>> {
+    let Some((a, b)) = option else {
+        return Ok(0..n_games);
+    };
+    let spelled = if from_header {
+        "the header's gamenumber"
+    } else {
+        "-gamenumber"
+    };
+    let b = b.unwrap_or(a);
+    if a == 0 || b == 0 {
+        bail!("{spelled}: games are numbered from 1, so 0 selects nothing");
+    }
+    if b < a {
+        bail!("{spelled} {a} {b}: the range is reversed (give the smaller number first)");
+    }
+    let start = (a - 1).min(u64::from(n_games)) as u32;
+    let end = b.min(u64::from(n_games)) as u32;
+    Ok(start..end.max(start))
+}
+
+/// A path from the query file's `cql(...)` header, relative to the query
+/// file's folder.
+fn header_path(p: &str, query_file: Option<&Path>) -> PathBuf {
+    let p = PathBuf::from(p);
+    match query_file.and_then(Path::parent) {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p,
+    }
+}
+
 /// Entry point of a query run.
 pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    check_options(&raw)?;
     let raw = normalize_args(raw);
     let args = RunArgs::parse_from(&raw);
     let transforms = transform_options_in_order(&raw);
@@ -277,12 +458,13 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    if !args.quiet {
+    let header = prepared.query.header().clone();
+    let quiet = args.quiet || header.quiet;
+    if !quiet {
         for w in &prepared.warnings {
             eprintln!("{w}");
         }
     }
-    let header = prepared.query.header().clone();
     let variations = if args.variations {
         true
     } else if args.mainline {
@@ -290,39 +472,63 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     } else {
         header.variations
     };
+    let query_file = args.query_file.as_deref();
     let input = args
         .input
         .clone()
-        .or_else(|| header.input.as_ref().map(PathBuf::from));
+        .or_else(|| header.input.as_deref().map(|p| header_path(p, query_file)));
     let output = args
         .output
         .clone()
-        .or_else(|| header.output.as_ref().map(PathBuf::from))
+        .or_else(|| header.output.as_deref().map(|p| header_path(p, query_file)))
         .unwrap_or(default_out);
     let matchstring = args
         .matchstring
         .clone()
         .or(header.matchstring.clone())
         .unwrap_or_else(|| "CQL".to_owned());
-
-    let progress = !args.quiet && !args.noprogress && io::stderr().is_terminal();
-    let store = open_input(input.as_deref(), args.quiet, progress)?;
-    let n_games = store.n_games();
-    let games = match args
+    let gamenumber = args
         .gamenumber
         .as_deref()
-        .map(|v| (v[0], v.get(1).copied()))
-        .or(header.gamenumber)
-    {
-        Some((a, b)) => {
-            let a = a.max(1);
-            let b = b.unwrap_or(a);
-            let start = (a - 1).min(n_games as u64) as u32;
-            let end = b.min(n_games as u64) as u32;
-            start..end.max(start)
+        .map(|v| (v[0], v.get(1).copied()));
+    // Checked before the input is opened (which may import it).
+    game_range(gamenumber.or(header.gamenumber), gamenumber.is_none(), 0)?;
+
+    if output.as_os_str() != "-" {
+        let mut reads: Vec<(PathBuf, &str)> = Vec::new();
+        if let Some(q) = query_file {
+            reads.push((q.to_path_buf(), "query file"));
         }
-        None => 0..n_games,
-    };
+        match &input {
+            Some(i) => {
+                reads.push((i.clone(), "input"));
+                if is_pgn(i) {
+                    for c in scan::input::cached_store_candidates(i) {
+                        reads.push((c, "cached store of the input"));
+                    }
+                }
+            }
+            None => reads.push((scan::input::default_store_path(), "default database")),
+        }
+        let reads: Vec<(&Path, &str)> = reads.iter().map(|(p, w)| (p.as_path(), *w)).collect();
+        files::refuse_same_file(&output, &reads)?;
+    }
+
+    let progress = !quiet && !args.noprogress && io::stderr().is_terminal();
+    let store = open_input(input.as_deref(), quiet, progress)?;
+    if input.is_none() && !quiet {
+        eprintln!(
+            "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
+             the bundled default database ({} endgame studies)",
+            store.n_games()
+        );
+    }
+    let n_games = store.n_games();
+    let games = game_range(
+        gamenumber.or(header.gamenumber),
+        gamenumber.is_none(),
+        n_games,
+    )?;
 
     let plan = RunPlan {
         engine: args.engine,
@@ -330,30 +536,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
         .context("cannot compile the query")?;
-    if !args.quiet
-        && let Some(note) = matcher.fallback_note()
-    {
+    if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = Arc::clone(&stop);
-        // A second handler cannot be installed in the same process (tests);
-        // a failure only means Ctrl-C keeps its default behaviour.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed));
-    }
-
-    let to_stdout = output.as_os_str() == "-";
-    let tmp = output.with_extension(format!("tmp-{}", std::process::id()));
-    let file: Box<dyn Write> = if to_stdout {
-        Box::new(io::stdout().lock())
-    } else {
-        Box::new(
-            fs::File::create(&tmp)
-                .with_context(|| format!("cannot create output file {}", tmp.display()))?,
-        )
-    };
+    let (target, file) = files::Output::open(&output)?;
     // One scratch for every game matched again at the end of a sorted run.
     let rematch_scratch = std::cell::RefCell::new(matcher.scratch());
     let rematch = |g: u32| -> Result<Option<GameMatch>, scan::ScanError> {
@@ -371,11 +558,13 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         );
         bar
     });
+    let requested = if args.singlethreaded {
+        Some(1)
+    } else {
+        args.threads
+    };
     let opts = ScanOptions {
-        threads: args
-            .threads
-            .unwrap_or(ScanOptions::default().threads)
-            .max(1),
+        threads: files::thread_count(requested, quiet),
         ..ScanOptions::default()
     };
     // Rendering runs between scan windows, while the scan's workers wait:
@@ -392,80 +581,137 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         renderer: Renderer {
             store: &store,
             format: args.format,
-            matchstring: if args.silent { None } else { Some(matchstring) },
+            matchstring: if args.silent || header.silent {
+                None
+            } else {
+                Some(matchstring)
+            },
         },
         texts: store.text_reader(),
         pool,
         pending: Vec::with_capacity(RENDER_BATCH),
         out: BufWriter::new(file),
+        out_name: target
+            .shown()
+            .map_or("standard output".to_owned(), |p| p.display().to_string()),
         showmatches: args.showmatches,
         error: None,
         bar,
         sorting: scan::has_sort(&prepared.query),
         held: Vec::new(),
         rematch: &rematch,
+        stopped: false,
     };
-    let stats = scan::scan(&matcher, games, &opts, &stop, &mut sink)?;
-    sink.finish()?;
+    let stats = {
+        // Ctrl-C from here on stops the scan (and a sorted run's final
+        // writing) instead of ending the process.
+        let _cooperative = files::Cooperative::begin();
+        let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut sink)?;
+        sink.finish()?;
+        stats
+    };
     if let Some(e) = sink.error.take() {
         return Err(e);
     }
+    let stopped = stats.stopped || sink.stopped;
     let GameWriter { out, bar, .. } = sink;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let mut out = out.into_inner().map_err(|e| e.into_error())?;
-    out.flush()?;
+    let shown = target.shown().map(Path::to_path_buf);
+    let cannot = |e: io::Error| {
+        anyhow::anyhow!(
+            "cannot write {}: {e}",
+            shown
+                .as_deref()
+                .unwrap_or(Path::new("standard output"))
+                .display()
+        )
+    };
+    let mut out = out.into_inner().map_err(|e| cannot(e.into_error()))?;
+    out.flush().map_err(cannot)?;
     drop(out);
-    if !to_stdout {
-        fs::rename(&tmp, &output)
-            .with_context(|| format!("cannot move output into place at {}", output.display()))?;
-    }
-    if !args.quiet {
+    let finished = target.finish(!stopped)?;
+    if !quiet {
         let secs = started.elapsed().as_secs_f64();
-        let interrupted = if stats.stopped { " (interrupted)" } else { "" };
+        let interrupted = if stopped { " (interrupted)" } else { "" };
         eprintln!(
             "{} matches of {} games in {:.2} seconds{interrupted}{}",
             stats.matches,
             stats.games,
             secs,
-            if to_stdout {
-                String::new()
-            } else {
-                format!(" -> {}", output.display())
-            }
+            shown
+                .as_ref()
+                .map_or(String::new(), |p| format!(" -> {}", p.display()))
         );
     }
-    Ok(if stats.stopped {
-        ExitCode::from(130)
+    // Said even with -quiet: the output is not what a complete run writes.
+    match finished {
+        files::Finished::Done => {}
+        files::Finished::PartialInTarget => {
+            if let Some(p) = &shown {
+                eprintln!(
+                    "cqlj: interrupted: {} holds only the games found before Ctrl-C",
+                    p.display()
+                );
+            }
+        }
+        files::Finished::PartialBeside(partial) => eprintln!(
+            "cqlj: interrupted: {} is unchanged; the games found before Ctrl-C are in {}",
+            shown.as_deref().unwrap_or(Path::new("-")).display(),
+            partial.display()
+        ),
+    }
+    Ok(if stopped {
+        ExitCode::from(files::INTERRUPTED)
     } else {
         ExitCode::SUCCESS
     })
 }
 
+/// True for a path cqlj reads as PGN (through a cached store).
+fn is_pgn(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".pgn") || name.ends_with(".pgn.zst") || name.ends_with(".PGN")
+}
+
 /// Opens the input: a store, a PGN file (through its cached store) or the
-/// bundled default database.
+/// bundled default database. A cache being built is removed if Ctrl-C
+/// ends the process.
 fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Result<Store> {
     let path = match input {
         Some(p) => p.to_path_buf(),
         None => {
+            let _guards = [
+                files::TempGuard::new(StoreWriter::temp_path(&scan::input::default_store_path())),
+                files::TempGuard::new(scan::input::default_pgn_path()),
+            ];
             let mut observer = super::index::Observer::new(0, quiet || !progress);
             return scan::default_store(&mut observer).context("cannot build the default database");
         }
     };
-    let name = path.to_string_lossy();
-    if name.ends_with(".pgn") || name.ends_with(".pgn.zst") || name.ends_with(".PGN") {
+    files::refuse_non_regular_input(&path)?;
+    if is_pgn(&path) {
         let size = std::fs::metadata(&path).map_or(0, |m| m.len());
         let mut observer = super::index::Observer::new(if progress { size } else { 0 }, quiet);
-        let (store, built) = scan::cached_store(&path, &mut observer)
-            .with_context(|| format!("cannot import {}", path.display()))?;
+        let _guards = scan::input::cached_store_candidates(&path)
+            .map(|c| files::TempGuard::new(StoreWriter::temp_path(&c)));
+        let (store, built) = scan::cached_store(&path, &mut observer)?;
         if built && !quiet {
             eprintln!("cqlj: imported {} into a cached store", path.display());
         }
         Ok(store)
     } else {
-        Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))
+        open_store(&path)
     }
+}
+
+/// Opens a store; errors name the path once.
+fn open_store(path: &Path) -> anyhow::Result<Store> {
+    Store::open(path).map_err(|e| match e {
+        StoreError::Io { .. } | StoreError::Locked { .. } => anyhow::Error::new(e),
+        e => anyhow::Error::new(e).context(format!("cannot open store {}", path.display())),
+    })
 }
 
 /// Matching games rendered together (in parallel on the writer's pool);
@@ -558,6 +804,8 @@ struct GameWriter<'s, W: Write> {
     /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
     pending: Vec<GameMatch>,
     out: BufWriter<W>,
+    /// The output as the user named it, for errors.
+    out_name: String,
     showmatches: bool,
     error: Option<anyhow::Error>,
     bar: Option<indicatif::ProgressBar>,
@@ -567,6 +815,8 @@ struct GameWriter<'s, W: Write> {
     sorting: bool,
     held: Vec<HeldGame>,
     rematch: &'s dyn Fn(u32) -> Result<Option<GameMatch>, scan::ScanError>,
+    /// Ctrl-C stopped the writing of a sorted run's held games.
+    stopped: bool,
 }
 
 /// A matching game waiting for the end of a sorted run.
@@ -597,7 +847,9 @@ impl<W: Write> GameWriter<'_, W> {
                     eprintln!("match: game {}", u64::from(m.game) + 1);
                 }
             }
-            self.out.write_all(&part?)?;
+            self.out
+                .write_all(&part?)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.out_name))?;
         }
         Ok(())
     }
@@ -610,6 +862,10 @@ impl<W: Write> GameWriter<'_, W> {
             // Stable: games with equal keys stay in input order.
             held.sort_by(|a, b| compare_keys(&a.sort_keys, &b.sort_keys));
             for h in &held {
+                if files::STOP.load(Ordering::Relaxed) {
+                    self.stopped = true;
+                    break;
+                }
                 let m = (self.rematch)(h.game)?.ok_or_else(|| {
                     anyhow::anyhow!("game {} matched, then did not match again", h.game + 1)
                 })?;
@@ -696,6 +952,28 @@ mod tests {
             transform_options_in_order(&raw),
             vec![TransformFilter::FlipColor, TransformFilter::Shift]
         );
+    }
+
+    #[test]
+    fn options_are_checked_whole() {
+        let check = |v: &[&str]| check_options(&os(v)).map_err(|e| e.to_string());
+        assert!(check(&["cqlj", "-cql", "-fen", "-player", "-x", "q.cql"]).is_ok());
+        assert!(check(&["cqlj", "-gamenumber", "3", "7", "-year", "1990", "q.cql"]).is_ok());
+        assert!(check(&["cqlj", "-threads=2", "--", "-weird.cql"]).is_ok());
+        let e = check(&["cqlj", "-gamenumber", "3", "-fen", "x"]).unwrap_err();
+        assert!(e.contains("CQL option `-fen` is not supported"), "{e}");
+        let e = check(&["cqlj", "--gamenumbr", "3"]).unwrap_err();
+        assert!(e.contains("did you mean `-gamenumber`"), "{e}");
+        assert_eq!(edit_distance("flipcolr", "flipcolor"), 1);
+    }
+
+    #[test]
+    fn game_ranges_are_checked() {
+        assert_eq!(game_range(None, false, 9).unwrap(), 0..9);
+        assert_eq!(game_range(Some((2, Some(20))), false, 9).unwrap(), 1..9);
+        assert_eq!(game_range(Some((3, None)), true, 9).unwrap(), 2..3);
+        assert!(game_range(Some((0, None)), false, 9).is_err());
+        assert!(game_range(Some((5, Some(2))), false, 9).is_err());
     }
 
     #[test]

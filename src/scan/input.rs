@@ -1,5 +1,7 @@
 //! Opening a run's input: the bundled default database, or a PGN file
-//! through a cached store next to it (rebuilt when the PGN changes).
+//! through a cached store next to it (rebuilt when the PGN's key changes:
+//! its canonical path, size, modification time, inode, or the hash of its
+//! first and last 64 KiB).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -67,6 +69,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Where the store of the bundled default database lives (in the cache
+/// directory, named after the database's contents).
+pub fn default_store_path() -> PathBuf {
+    cache_dir().join(format!("default-{:016x}.cqlj", fnv1a(DEFAULT_PGN)))
+}
+
 /// The store of the bundled default database, built in the cache directory
 /// at first use.
 ///
@@ -75,34 +83,149 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 pub fn default_store(observer: &mut dyn ImportObserver) -> Result<Store, InputError> {
     let dir = cache_dir();
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let hash = fnv1a(DEFAULT_PGN);
-    let store_path = dir.join(format!("default-{hash:016x}.cqlj"));
+    let store_path = default_store_path();
     if let Ok(store) = Store::open(&store_path) {
         return Ok(store);
     }
-    let pgn_path = dir.join(format!("default-{hash:016x}.pgn.zst"));
+    let pgn_path = default_pgn_path();
     fs::write(&pgn_path, DEFAULT_PGN).map_err(io_err(&pgn_path))?;
-    import::import_files(std::slice::from_ref(&pgn_path), &store_path, observer)?;
+    let imported = import::import_files(std::slice::from_ref(&pgn_path), &store_path, observer);
     let _ = fs::remove_file(&pgn_path);
+    imported?;
     Ok(Store::open(&store_path)?)
 }
 
-/// Where the cached store of a PGN file lives: `$CQLJ_CACHE_DIR/NAME.cqlj`
-/// when that variable is set, else `PGN.cqlj` next to the PGN file.
+/// The bundled database's PGN, written to the cache directory while its
+/// store is built (and removed after).
+pub fn default_pgn_path() -> PathBuf {
+    cache_dir().join(format!(
+        "default-{:016x}.pgn.zst.tmp-{}",
+        fnv1a(DEFAULT_PGN),
+        std::process::id()
+    ))
+}
+
+/// The PGN's file name and a hash of its canonical path, naming its cached
+/// store in a shared cache directory (`games.pgn-HASH.cqlj`), so that
+/// `a/games.pgn` and `b/games.pgn` get different stores.
+fn keyed_name(pgn: &Path) -> String {
+    let canonical = fs::canonicalize(pgn).unwrap_or_else(|_| pgn.to_path_buf());
+    let name = pgn
+        .file_name()
+        .map_or("input".into(), |n| n.to_string_lossy());
+    let hash = fnv1a(canonical.as_os_str().as_encoded_bytes());
+    format!("{name}-{hash:016x}.cqlj")
+}
+
+/// Where the cached store of a PGN file lives: `$CQLJ_CACHE_DIR/NAME-HASH.cqlj`
+/// when that variable is set (HASH: of the PGN's canonical path), else
+/// `PGN.cqlj` next to the PGN file.
 pub fn cached_store_path(pgn: &Path) -> PathBuf {
-    let name = format!(
-        "{}.cqlj",
-        pgn.file_name()
-            .map_or("input".into(), |n| n.to_string_lossy())
-    );
     match std::env::var_os("CQLJ_CACHE_DIR") {
-        Some(d) => PathBuf::from(d).join(name),
-        None => pgn.with_file_name(name),
+        Some(d) => PathBuf::from(d).join(keyed_name(pgn)),
+        None => {
+            let mut name = pgn.file_name().unwrap_or_default().to_os_string();
+            name.push(".cqlj");
+            pgn.with_file_name(name)
+        }
     }
 }
 
+/// Every place [`cached_store`] may read or write the cached store of
+/// `pgn`: [`cached_store_path`], then the cache directory (used when the
+/// PGN's folder cannot be written).
+pub fn cached_store_candidates(pgn: &Path) -> [PathBuf; 2] {
+    [cached_store_path(pgn), cache_dir().join(keyed_name(pgn))]
+}
+
+/// The key file beside a cached store (`STORE.key`): what the PGN was
+/// when the store was built.
+fn key_path(store: &Path) -> PathBuf {
+    let mut name = store.file_name().unwrap_or_default().to_os_string();
+    name.push(".key");
+    store.with_file_name(name)
+}
+
+/// Bytes hashed at each end of the PGN for its key.
+const KEY_SAMPLE: u64 = 64 << 10;
+
+/// What identifies a PGN file's content for its cached store: canonical
+/// path, size, modification time (ns), inode, and a hash of its first and
+/// last 64 KiB. Any change rebuilds the store.
+fn pgn_key(pgn: &Path) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    if !fs::metadata(pgn)?.is_file() {
+        // A FIFO would be consumed (or block) here, and read again by the
+        // import.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let canonical = fs::canonicalize(pgn)?;
+    let mut file = fs::File::open(pgn)?;
+    let meta = file.metadata()?;
+    let mtime = meta
+        .modified()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    let len = meta.len();
+    let mut sample = Vec::new();
+    (&mut file).take(KEY_SAMPLE).read_to_end(&mut sample)?;
+    if len > KEY_SAMPLE {
+        file.seek(SeekFrom::Start(
+            len.saturating_sub(KEY_SAMPLE).max(KEY_SAMPLE),
+        ))?;
+        file.take(KEY_SAMPLE).read_to_end(&mut sample)?;
+    }
+    Ok(format!(
+        "cqlj cached store 1\npath {}\nsize {len}\nmtime {mtime}\ninode {inode}\nhead+tail {:016x}\n",
+        canonical.display(),
+        fnv1a(&sample)
+    ))
+}
+
+/// The cached store at `cache` if its key file matches `key` and it opens.
+fn open_if_fresh(cache: &Path, key: &str) -> Option<Store> {
+    let stored = fs::read_to_string(key_path(cache)).ok()?;
+    if stored != key {
+        return None;
+    }
+    Store::open(cache).ok()
+}
+
+/// Imports `pgn` into `cache` and writes its key file (through a temporary
+/// file and a rename) if the PGN did not change during the import.
+fn build_cache(
+    pgn: &Path,
+    cache: &Path,
+    key: &str,
+    observer: &mut dyn ImportObserver,
+) -> Result<(), InputError> {
+    let key_file = key_path(cache);
+    // A stale key must not outlive the store it described.
+    let _ = fs::remove_file(&key_file);
+    import::import_files(&[pgn.to_path_buf()], cache, observer)?;
+    if pgn_key(pgn).ok().as_deref() == Some(key) {
+        let mut tmp_name = key_file.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(format!(".tmp-{}", std::process::id()));
+        let tmp = key_file.with_file_name(tmp_name);
+        // Best effort: without a key the store is built again next time.
+        if fs::write(&tmp, key).is_ok() && fs::rename(&tmp, &key_file).is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+    }
+    Ok(())
+}
+
 /// Opens the cached store of a PGN file, importing it first when the cache
-/// is missing, older than the PGN, or unreadable. Returns the store and
+/// is missing, unreadable, or was built from other content (its key file,
+/// `STORE.key`, records the PGN's canonical path, size, modification time,
+/// inode and a hash of its first and last 64 KiB). Returns the store and
 /// whether it was (re)built.
 ///
 /// # Errors
@@ -111,24 +234,23 @@ pub fn cached_store(
     pgn: &Path,
     observer: &mut dyn ImportObserver,
 ) -> Result<(Store, bool), InputError> {
-    let pgn_meta = fs::metadata(pgn).map_err(io_err(pgn))?;
-    let mut cache = cached_store_path(pgn);
-    let fresh = |p: &Path| {
-        fs::metadata(p)
-            .and_then(|m| Ok(m.modified()? >= pgn_meta.modified()?))
-            .unwrap_or(false)
-    };
-    if fresh(&cache)
-        && let Ok(store) = Store::open(&cache)
-    {
-        return Ok((store, false));
+    let key = pgn_key(pgn).map_err(io_err(pgn))?;
+    let [mut cache, fallback] = cached_store_candidates(pgn);
+    for c in [&cache, &fallback] {
+        if let Some(store) = open_if_fresh(c, &key) {
+            return Ok((store, false));
+        }
     }
-    if import::import_files(&[pgn.to_path_buf()], &cache, observer).is_err() {
-        // The PGN's directory may be read-only: fall back to the cache dir.
+    if let Err(e) = build_cache(pgn, &cache, &key, observer) {
+        // The PGN's directory may be read-only: fall back to the cache dir
+        // (not when the PGN itself cannot be read).
+        if !matches!(e, InputError::Import(import::ImportError::Store(_))) {
+            return Err(e);
+        }
         let dir = cache_dir();
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        cache = dir.join(cache.file_name().unwrap_or_default());
-        import::import_files(&[pgn.to_path_buf()], &cache, observer)?;
+        cache = fallback;
+        build_cache(pgn, &cache, &key, observer)?;
     }
     Ok((Store::open(&cache)?, true))
 }
