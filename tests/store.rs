@@ -8,6 +8,8 @@ use cqlj::runtime::layout::{
 };
 #[path = "support/same_store.rs"]
 mod same_store;
+#[path = "support/scratch.rs"]
+mod scratch;
 use same_store::assert_same_store;
 
 use cqlj::runtime::store::{
@@ -941,4 +943,75 @@ fn text_reader_reads_every_game_in_any_order() {
         reader.game_text(0).expect("text"),
         games[0].0.text.as_slice()
     );
+}
+
+/// A store truncated by another program while a query reads it: the run
+/// ends with a clear error and exit code 2 (not a silent SIGBUS, status
+/// 135), removes its temporary output file and keeps the old output.
+#[test]
+fn store_truncated_under_a_run_is_a_clear_error() {
+    use std::process::{Command, Stdio};
+    let dir = scratch::Scratch::new("store-truncated");
+    let cqlj = env!("CARGO_BIN_EXE_cqlj");
+    let db = dir.path("problems.cqlj");
+    let ok = Command::new(cqlj)
+        .args(["index", "-q"])
+        .arg(cqlj::scan::shared_data_dir().join("problems.pgn.zst"))
+        .arg("-o")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .status()
+        .expect("cqlj index runs");
+    assert!(ok.success());
+    let (copy, out) = (dir.path("copy.cqlj"), dir.path("out.pgn"));
+    let temps = || {
+        std::fs::read_dir(&dir.0)
+            .expect("dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .count()
+    };
+    for _ in 0..3 {
+        std::fs::copy(&db, &copy).expect("copy");
+        std::fs::write(&out, b"old output\n").expect("old output");
+        // The interpreter on a 192-element orbit: a scan of about a second.
+        let mut child = Command::new(cqlj)
+            .args(["--cql", "shift flip {Ka1 ka3 Qb2}", "--engine", "interp"])
+            .args(["--quiet", "--threads", "1", "-i"])
+            .arg(&copy)
+            .arg("-o")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn cqlj");
+        // The temporary output file appears when the scan starts.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while temps() == 0
+            && child.try_wait().expect("wait").is_none()
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)
+            .and_then(|f| f.set_len(4096))
+            .expect("truncate");
+        let done = child.wait_with_output().expect("wait");
+        if done.status.success() {
+            // The scan ended before the truncation: try again.
+            continue;
+        }
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "stderr: {stderr}");
+        assert!(
+            stderr.contains("the store changed during the run"),
+            "stderr: {stderr}"
+        );
+        assert_eq!(temps(), 0, "the temporary output file was removed");
+        assert_eq!(std::fs::read(&out).expect("output"), b"old output\n");
+        return;
+    }
+    panic!("the run always ended before the store was truncated");
 }

@@ -1502,8 +1502,13 @@ impl Drop for StoreWriter {
 /// append writes or truncates after it are never mapped. Modifying the
 /// mapped bytes anyway may change the data seen through the map or raise
 /// SIGBUS on access; it cannot break memory safety of the accessors, which
-/// only hand out integer data.
+/// only hand out integer data. A file shortened under the map raises SIGBUS
+/// on the next access past its new end, which [`crate::fault::install`]
+/// turns into a clear error.
 pub struct Store {
+    /// The map's entry in the SIGBUS handler's table ([`crate::fault`]);
+    /// declared before `map`, so it is removed before the unmap.
+    _fault: Option<crate::fault::MapGuard>,
     map: memmap2::Mmap,
     header: Header,
     /// The header slot `header` was read from.
@@ -1594,6 +1599,7 @@ impl Store {
         // through the map go through bounds-checked slices of integer data.
         let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(file) }.map_err(io_err)?;
         let mut store = Store {
+            _fault: crate::fault::register_map(map.as_ptr() as usize, map.len()),
             map,
             header,
             slot,

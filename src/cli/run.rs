@@ -346,6 +346,10 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
     let to_stdout = output.as_os_str() == "-";
     let tmp = output.with_extension(format!("tmp-{}", std::process::id()));
+    // Removed by the SIGBUS handler if the store shrinks under the run.
+    let _temp_guard = (!to_stdout)
+        .then(|| cqlj::runtime::fault::register_temp(&tmp))
+        .flatten();
     let file: Box<dyn Write> = if to_stdout {
         Box::new(io::stdout().lock())
     } else {
