@@ -726,7 +726,7 @@ fn store_damaged_newest_header_is_refused_not_rolled_back() {
 }
 
 #[test]
-fn store_writers_exclude_each_other_and_index_waits_for_readers() {
+fn store_writers_exclude_each_other_and_index_refuses_a_read_store() {
     let games = synthetic_games();
     let tmp = Tmp::new("writers");
     let lock = {
