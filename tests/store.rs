@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::support::same_store;
+use crate::support::scratch;
 use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PackedMove, PositionRecord, flags,
 };
@@ -619,12 +620,19 @@ fn store_header_slots_pick_the_latest_valid() {
     let store = open_bytes("slots-ok", &bytes, true).expect("open");
     assert_eq!((store.sequence(), store.n_games()), (3, 8));
     // Slot 0 holds sequence 3, slot 1 sequence 2. Damage to the current
-    // slot falls back to the previous append's header, whose index and
-    // chunks are untouched: the store as it was before the last append.
+    // slot, whose append is intact, is refused: the store is not read as
+    // it was before the last append (store_damaged_newest_header_...).
     let mut b = bytes.clone();
     b[HEADER_SLOTS[0] as usize + 40] ^= 1;
-    let store = open_bytes("slots-0", &b, true).expect("open");
-    assert_eq!((store.sequence(), store.n_games()), (2, 4));
+    assert!(matches!(
+        open_bytes("slots-0", &b, true),
+        Err(StoreError::DamagedHeader {
+            slot: 0,
+            sequence: 3,
+            games: 8,
+            ..
+        })
+    ));
     // Damage to the older slot changes nothing.
     let mut b = bytes.clone();
     b[HEADER_SLOTS[1] as usize + 40] ^= 1;
@@ -656,6 +664,117 @@ fn store_header_slots_pick_the_latest_valid() {
             "byte {at}"
         );
     }
+}
+
+#[test]
+fn store_damaged_newest_header_is_refused_not_rolled_back() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("damaged-newest");
+    write_in_parts(&tmp.0, &[&games[..3], &games[3..]]);
+    let good = std::fs::read(&tmp.0).expect("read");
+    let want = Store::open(&tmp.0).expect("open");
+    assert_eq!((want.sequence(), want.n_games()), (2, 8));
+    // The append's header (slot 1) damaged after it completed: a bit
+    // flip, a byte in the middle, the checksum.
+    let slot = HEADER_SLOTS[1] as usize;
+    for at in [slot + 40, slot + 100, slot + HEADER_LEN - 1] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 0x10;
+        put(&tmp.0, &bytes);
+        let err = Store::open(&tmp.0).expect_err("a damaged newest header is refused");
+        assert!(
+            matches!(
+                err,
+                StoreError::DamagedHeader {
+                    slot: 1,
+                    sequence: 2,
+                    games: 8,
+                    ..
+                }
+            ),
+            "byte {at}: {err}"
+        );
+        assert!(err.to_string().contains("cqlj info --repair"), "{err}");
+        // An append refuses too, and truncates nothing.
+        assert!(matches!(
+            StoreWriter::append(&tmp.0),
+            Err(StoreError::DamagedHeader { .. })
+        ));
+        assert_eq!(std::fs::read(&tmp.0).expect("read"), bytes);
+        // The repair restores the header from the append's commit record.
+        assert_eq!(StoreWriter::repair_header(&tmp.0).expect("repair"), Some(2));
+        assert_eq!(std::fs::read(&tmp.0).expect("read"), good);
+        let got = Store::open(&tmp.0).expect("repaired");
+        assert_same_store(&got, &want, true);
+        assert_eq!(StoreWriter::repair_header(&tmp.0).expect("repair"), None);
+    }
+    // The damaged slot and no intact commit record after the older store:
+    // refused as well (the bytes may be a newer append).
+    let mut bytes = good.clone();
+    bytes[slot + 40] ^= 0x10;
+    let end = bytes.len() - 1;
+    bytes[end] ^= 1;
+    put(&tmp.0, &bytes);
+    assert!(matches!(
+        Store::open(&tmp.0),
+        Err(StoreError::DamagedHeaderTail { slot: 1, .. })
+    ));
+    assert!(StoreWriter::append(&tmp.0).is_err());
+    assert_eq!(std::fs::read(&tmp.0).expect("read"), bytes);
+}
+
+#[test]
+fn store_writers_exclude_each_other_and_index_refuses_a_read_store() {
+    let games = synthetic_games();
+    let tmp = Tmp::new("writers");
+    let lock = {
+        let mut name = tmp.0.file_name().expect("name").to_os_string();
+        name.push(".lock");
+        tmp.0.with_file_name(name)
+    };
+    write_in_parts(&tmp.0, &[&games[..3]]);
+    assert!(!lock.exists(), "the lock file goes with its writer");
+    let old = std::fs::read(&tmp.0).expect("read");
+    {
+        // A plain import cannot replace the store while an append writes
+        // into it (the append would finish into a file no longer named).
+        let mut w = StoreWriter::append(&tmp.0).expect("append");
+        add_games(&mut w, &games[3..]);
+        assert!(matches!(
+            StoreWriter::create(&tmp.0),
+            Err(StoreError::Locked { .. })
+        ));
+        w.finish().expect("finish");
+    }
+    assert!(!lock.exists());
+    {
+        // Nor an append start while a plain import runs.
+        let w = StoreWriter::create(&tmp.0).expect("create");
+        assert!(matches!(
+            StoreWriter::append(&tmp.0),
+            Err(StoreError::Locked { .. })
+        ));
+        drop(w);
+    }
+    // A store being read is not replaced by a plain import; an append
+    // may run (it changes no byte the reader maps).
+    let reader = Store::open(&tmp.0).expect("open");
+    assert!(matches!(
+        StoreWriter::create(&tmp.0),
+        Err(StoreError::InUse { .. })
+    ));
+    StoreWriter::append(&tmp.0)
+        .expect("append beside a reader")
+        .finish()
+        .expect("finish");
+    assert_eq!(reader.n_games(), 8);
+    drop(reader);
+    let mut w = StoreWriter::create(&tmp.0).expect("create once the reader is gone");
+    w.add_source("synthetic.pgn");
+    add_games(&mut w, &games[..3]);
+    w.finish().expect("finish");
+    assert_eq!(std::fs::read(&tmp.0).expect("read"), old);
+    assert!(!lock.exists());
 }
 
 /// `n` bytes of printable text that zstd cannot shrink much (a xorshift
@@ -822,4 +941,75 @@ fn text_reader_reads_every_game_in_any_order() {
         reader.game_text(0).expect("text"),
         games[0].0.text.as_slice()
     );
+}
+
+/// A store truncated by another program while a query reads it: the run
+/// ends with a clear error and exit code 2 (not a silent SIGBUS, status
+/// 135), removes its temporary output file and keeps the old output.
+#[test]
+fn store_truncated_under_a_run_is_a_clear_error() {
+    use std::process::{Command, Stdio};
+    let dir = scratch::Scratch::new("store-truncated");
+    let cqlj = env!("CARGO_BIN_EXE_cqlj");
+    let db = dir.path("problems.cqlj");
+    let ok = Command::new(cqlj)
+        .args(["index", "-q"])
+        .arg(cqlj::scan::shared_data_dir().join("problems.pgn.zst"))
+        .arg("-o")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .status()
+        .expect("cqlj index runs");
+    assert!(ok.success());
+    let (copy, out) = (dir.path("copy.cqlj"), dir.path("out.pgn"));
+    let temps = || {
+        std::fs::read_dir(&dir.0)
+            .expect("dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .count()
+    };
+    for _ in 0..3 {
+        std::fs::copy(&db, &copy).expect("copy");
+        std::fs::write(&out, b"old output\n").expect("old output");
+        // The interpreter on a 192-element orbit: a scan of about a second.
+        let mut child = Command::new(cqlj)
+            .args(["--cql", "shift flip {Ka1 ka3 Qb2}", "--engine", "interp"])
+            .args(["--quiet", "--threads", "1", "-i"])
+            .arg(&copy)
+            .arg("-o")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn cqlj");
+        // The temporary output file appears when the scan starts.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while temps() == 0
+            && child.try_wait().expect("wait").is_none()
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&copy)
+            .and_then(|f| f.set_len(4096))
+            .expect("truncate");
+        let done = child.wait_with_output().expect("wait");
+        if done.status.success() {
+            // The scan ended before the truncation: try again.
+            continue;
+        }
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(2), "stderr: {stderr}");
+        assert!(
+            stderr.contains("the store changed during the run"),
+            "stderr: {stderr}"
+        );
+        assert_eq!(temps(), 0, "the temporary output file was removed");
+        assert_eq!(std::fs::read(&out).expect("output"), b"old output\n");
+        return;
+    }
+    panic!("the run always ended before the store was truncated");
 }

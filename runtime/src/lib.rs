@@ -8,11 +8,13 @@
 //! - [`store`]: the on-disk store format: writer, memory-mapped reader,
 //!   validation.
 //! - [`helpers`]: `extern "C"` functions that JIT-compiled code may call.
+//! - [`fault`]: the SIGBUS handler for store files shortened under a reader.
 //!
 //! **Architecture invariant:** this crate depends on nothing in `cqlj`; every
 //! other part of cqlj may depend on it.
 
 pub mod bitboard;
+pub mod fault;
 pub mod helpers;
 pub mod layout;
 pub mod piece;

@@ -60,11 +60,41 @@
 //! the new header (sequence + 1) into the *other* slot and fsyncs again. A
 //! crash before that header write leaves the old header current (the new
 //! bytes lie beyond its `file_len` and are ignored); a torn header write
-//! fails its checksum, so the old slot stays current. The old index, the
+//! fails its checksum, so the old slot stays current (see "Damaged header
+//! slots" for how a torn write is told from a damaged header). The old index, the
 //! old partial chunk and the alignment padding remain in the file as unused
 //! bytes ([`Store::unused_bytes`]): per append, about the index (64 bytes
 //! per game, 200 per chunk) plus one chunk, never the old tags or texts.
 //! `cqlj index` without `--append` compacts.
+//!
+//! # Damaged header slots
+//!
+//! After the index, an append writes a *commit record* ([`TRAILER_LEN`]
+//! bytes, after `file_len`, fsynced with the index): the slot it will
+//! write, the new header, and the bytes that slot held before. When the
+//! slot that is not current fails its checks and the file holds more than
+//! the current store, open looks at the file's last bytes:
+//! - a commit record of the next sequence, for that slot, whose index
+//!   verifies, and the slot a prefix of the new header with the rest of
+//!   the old bytes (or the reverse): a torn header write, the append
+//!   never completed; the older store is current (and the next append
+//!   truncates the rest);
+//! - such a record but the slot is anything else: the header of a
+//!   committed append was damaged afterwards; open and append refuse
+//!   ([`StoreError::DamagedHeader`]) rather than serve (and then truncate)
+//!   the store as it was before, and [`StoreWriter::repair_header`]
+//!   restores the header from the record;
+//! - no such record: refused ([`StoreError::DamagedHeaderTail`]).
+//!
+//! # Locks
+//!
+//! Writers of a store `DB` hold an exclusive advisory lock on the sibling
+//! file `DB.lock` (created and removed by the holder; see `WriterLock`):
+//! appends, plain imports and repairs exclude each other. Each open
+//! [`Store`] holds a shared lock on its file, and [`StoreWriter::create`]
+//! refuses to replace a store being read ([`StoreError::InUse`]); an
+//! append does not look at it, since it never changes a byte a reader
+//! maps.
 //!
 //! Formats 1 (one header, chunks at fixed offsets) and 2 (one tag blob and
 //! one text section, copied by every append) are not read: opening them
@@ -116,9 +146,15 @@ pub const TEXT_BLOCK_LEN: usize = 16;
 pub const SEGMENT_ENTRY_LEN: usize = 24;
 /// Target decompressed size of a text block (blocks hold whole games).
 pub const TEXT_BLOCK_TARGET: usize = 256 * 1024;
-/// How long [`StoreWriter::append`] waits for a store locked by another
-/// writer before it fails with [`StoreError::Locked`].
-const APPEND_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a writer waits for a store locked by another writer (or, for
+/// [`StoreWriter::create`], read by another process) before it fails with
+/// [`StoreError::Locked`] ([`StoreError::InUse`]).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Bytes of the commit record an append writes right after its index (see
+/// "Damaged header slots" in the module docs).
+pub const TRAILER_LEN: usize = 16 + 2 * HEADER_LEN + 8;
+/// First bytes of a commit record.
+const TRAILER_MAGIC: [u8; 8] = *b"CQLJTAIL";
 /// zstd level of the text blocks.
 const TEXT_ZSTD_LEVEL: i32 = 3;
 
@@ -174,6 +210,27 @@ pub enum StoreError {
     Limit { what: String },
     #[error("{path} is being written by another process")]
     Locked { path: PathBuf },
+    #[error(
+        "{path} is being read by another process; `cqlj index` replaces a store only when no cqlj process reads it (`cqlj index --append` may run meanwhile)"
+    )]
+    InUse { path: PathBuf },
+    #[error(
+        "the newest header of {path} (slot {slot}, sequence {sequence}, {games} games) is damaged, but the append it records is intact; the store is not read as it was before that append. Restore the header from the copy that append wrote with `cqlj info --repair {path}`, or re-index the PGN files with `cqlj index`"
+    )]
+    DamagedHeader {
+        path: PathBuf,
+        slot: usize,
+        sequence: u64,
+        games: u64,
+    },
+    #[error(
+        "header slot {slot} of {path} is damaged and {bytes} bytes follow the end of the store the other slot describes: they may be a newer append, so the store is neither read nor appended to as it was before it. Re-index the PGN files with `cqlj index`"
+    )]
+    DamagedHeaderTail {
+        path: PathBuf,
+        slot: usize,
+        bytes: u64,
+    },
     #[error("index {index} out of range ({count} {what})")]
     NoSuchItem {
         what: &'static str,
@@ -586,6 +643,267 @@ fn current_header(first: &[u8]) -> Result<(Header, usize), StoreError> {
     })
 }
 
+/// The bytes of header slot `k` in the first bytes of a file (zeros past
+/// its end).
+fn slot_bytes(first: &[u8], k: usize) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    let start = HEADER_SLOTS[k] as usize;
+    if let Some(src) = first.get(start..first.len().min(start + HEADER_LEN)) {
+        b[..src.len()].copy_from_slice(src);
+    }
+    b
+}
+
+/// An append's commit record, written right after its index (before the
+/// header switch, in the same fsync): the slot the append writes, the new
+/// header as written there, and the bytes that slot held before.
+struct Trailer {
+    slot: usize,
+    header: Header,
+    new: [u8; HEADER_LEN],
+    previous: [u8; HEADER_LEN],
+}
+
+impl Trailer {
+    fn encode(slot: usize, new: &[u8; HEADER_LEN], previous: &[u8; HEADER_LEN]) -> Vec<u8> {
+        let mut b = Vec::with_capacity(TRAILER_LEN);
+        b.extend_from_slice(&TRAILER_MAGIC);
+        b.extend_from_slice(&(slot as u64).to_le_bytes());
+        b.extend_from_slice(new);
+        b.extend_from_slice(previous);
+        let sum = checksum64(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> Option<Trailer> {
+        if b.len() != TRAILER_LEN || b[..8] != TRAILER_MAGIC {
+            return None;
+        }
+        let r = Bytes(b);
+        if checksum64(&b[..TRAILER_LEN - 8]) != r.u64(TRAILER_LEN - 8) {
+            return None;
+        }
+        let slot = usize::try_from(r.u64(8)).ok().filter(|&k| k < 2)?;
+        let mut new = [0u8; HEADER_LEN];
+        new.copy_from_slice(&b[16..16 + HEADER_LEN]);
+        let mut previous = [0u8; HEADER_LEN];
+        previous.copy_from_slice(&b[16 + HEADER_LEN..16 + 2 * HEADER_LEN]);
+        let header = Header::decode(&new).ok()?;
+        Some(Trailer {
+            slot,
+            header,
+            new,
+            previous,
+        })
+    }
+}
+
+/// Reads `buf.len()` bytes at `offset`.
+fn read_at(mut file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// Whether `slot` is what a torn write of `new` over `previous` leaves: a
+/// prefix of one and the rest of the other.
+fn is_torn(slot: &[u8], new: &[u8], previous: &[u8]) -> bool {
+    let n = slot.len();
+    let a = slot.iter().zip(new).take_while(|(x, y)| x == y).count();
+    let b = slot
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    slot[a..] == previous[a..] || slot[..n - b] == previous[..n - b]
+}
+
+/// Checks that no newer append than the current header's is hidden by a
+/// damaged header slot. Returns the commit record of a committed append
+/// whose header slot was damaged after the fact (a torn header write, the
+/// append's crash, returns `None`: the older store is current).
+///
+/// # Errors
+/// [`StoreError::DamagedHeaderTail`]: the other slot is damaged and bytes
+/// follow the current store that are no append's complete commit record.
+fn newer_commit(
+    file: &File,
+    path: &Path,
+    first: &[u8],
+    current: &Header,
+    slot: usize,
+    size: u64,
+) -> Result<Option<Trailer>, StoreError> {
+    let other = 1 - slot;
+    if !matches!(read_slot(first, other), Slot::Invalid(_)) || size <= current.file_len {
+        // The other slot is an older header or empty, or nothing follows
+        // the current store: no newer append can exist.
+        return Ok(None);
+    }
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let damaged = || StoreError::DamagedHeaderTail {
+        path: path.to_path_buf(),
+        slot: other,
+        bytes: size - current.file_len,
+    };
+    let trailer_at = size
+        .checked_sub(TRAILER_LEN as u64)
+        .filter(|&t| t >= current.file_len)
+        .ok_or_else(damaged)?;
+    let mut buf = vec![0u8; TRAILER_LEN];
+    read_at(file, trailer_at, &mut buf).map_err(io_err)?;
+    let t = Trailer::decode(&buf).ok_or_else(damaged)?;
+    if t.header == *current && trailer_at == current.file_len {
+        // The current header's own commit record.
+        return Ok(None);
+    }
+    let h = &t.header;
+    if h.sequence != current.sequence + 1
+        || t.slot != other
+        || h.file_len != trailer_at
+        || h.meta_offset < current.file_len
+        || h.meta_offset > h.file_len
+    {
+        return Err(damaged());
+    }
+    let meta_len = usize::try_from(h.file_len - h.meta_offset).map_err(|_| damaged())?;
+    let mut meta = vec![0u8; meta_len];
+    read_at(file, h.meta_offset, &mut meta).map_err(io_err)?;
+    if checksum64(&meta) != h.meta_checksum {
+        return Err(damaged());
+    }
+    Ok((!is_torn(&slot_bytes(first, other), &t.new, &t.previous)).then_some(t))
+}
+
+/// Reads the first bytes (up to the header block) and the size of a file.
+fn read_first(file: &File, path: &Path) -> Result<(Vec<u8>, u64), StoreError> {
+    let io_err = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut first = Vec::with_capacity(CHUNKS_OFFSET as usize);
+    let mut reader = file;
+    reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    reader
+        .take(CHUNKS_OFFSET)
+        .read_to_end(&mut first)
+        .map_err(io_err)?;
+    let size = file.metadata().map_err(io_err)?.len();
+    Ok((first, size))
+}
+
+/// `path` with `suffix` appended to its file name.
+fn sibling(path: &Path, suffix: &str) -> Result<PathBuf, StoreError> {
+    let mut name = path
+        .file_name()
+        .ok_or_else(|| StoreError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
+        })?
+        .to_os_string();
+    name.push(suffix);
+    Ok(path.with_file_name(name))
+}
+
+/// Tries `attempt` until it succeeds or [`LOCK_WAIT`] has passed; false
+/// when the lock stayed busy.
+fn retry_lock(mut attempt: impl FnMut() -> Result<(), std::fs::TryLockError>) -> io::Result<bool> {
+    // A lock can outlive its holder for a moment (a process forked by
+    // another thread holds the descriptor until it execs), so a busy lock
+    // is retried briefly before giving up.
+    let step = std::time::Duration::from_millis(20);
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match attempt() {
+            Ok(()) => return Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) if waited < LOCK_WAIT => {
+                std::thread::sleep(step);
+                waited += step;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+/// Whether `file` is the file `path` names now.
+#[cfg(unix)]
+fn is_named(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn is_named(_: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+/// The writers' lock of a store `DB`: an exclusive advisory lock
+/// (`flock`) on the sibling file `DB.lock`, created by the writer that
+/// takes it and removed (while still locked) when it is released. Every
+/// writer ([`StoreWriter::create`], [`StoreWriter::append`],
+/// [`StoreWriter::repair_header`]) holds it for its whole run, so a plain
+/// `cqlj index -o DB` cannot rename a new store over `DB` while an append
+/// writes into the old file. The lock file is stable across that rename
+/// (the store file itself is not). A taker checks after locking that the
+/// path still names the file it locked (the previous holder may have
+/// removed it meanwhile) and starts again otherwise.
+struct WriterLock {
+    path: PathBuf,
+    /// Holds the lock until closed (after `path` is removed).
+    _file: File,
+}
+
+impl WriterLock {
+    fn acquire(store: &Path) -> Result<WriterLock, StoreError> {
+        let path = sibling(store, ".lock")?;
+        let io_err = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let step = std::time::Duration::from_millis(20);
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io_err)?;
+            if !retry_lock(|| file.try_lock()).map_err(io_err)? {
+                return Err(StoreError::Locked {
+                    path: store.to_path_buf(),
+                });
+            }
+            if is_named(&file, &path) {
+                return Ok(WriterLock { path, _file: file });
+            }
+            if waited >= LOCK_WAIT {
+                return Err(StoreError::Locked {
+                    path: store.to_path_buf(),
+                });
+            }
+            std::thread::sleep(step);
+            waited += step;
+        }
+    }
+}
+
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        // Removed while locked; the lock goes when the file closes, after.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Where a [`StoreWriter`]'s bytes go.
 enum Target {
     /// A new store, written to `tmp_path` and renamed over the target at
@@ -608,6 +926,11 @@ enum Target {
 /// opens with its old content; dropping it unfinished truncates the file
 /// back to its old length.
 pub struct StoreWriter {
+    /// Released after `Drop` (fields drop after it).
+    _lock: WriterLock,
+    /// On append, the bytes of the header slot the new header will
+    /// overwrite (for the commit record).
+    previous_slot: [u8; HEADER_LEN],
     path: PathBuf,
     /// The file named in errors: the store (never its temporary file).
     write_path: PathBuf,
@@ -670,7 +993,14 @@ impl StoreWriter {
     }
 
     /// Starts writing a store that will replace `path` on [`Self::finish`].
-    /// Errors name `path`, not the temporary file.
+    /// Holds the writers' lock of `path` until finished or dropped; errors
+    /// name `path`, not the temporary file.
+    ///
+    /// # Errors
+    /// Another writer holds the lock ([`StoreError::Locked`]), a process
+    /// reads the store now at `path` ([`StoreError::InUse`]; each [`Store`]
+    /// holds a shared lock on its file), or the temporary file cannot be
+    /// created.
     pub fn create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
         let path = path.as_ref().to_path_buf();
         if path.file_name().is_none() {
@@ -678,6 +1008,18 @@ impl StoreWriter {
                 path: path.clone(),
                 source: io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
             });
+        }
+        let lock = WriterLock::acquire(&path)?;
+        if let Ok(old) = File::open(&path) {
+            // Readers hold a shared lock on the store's file: they are
+            // waited for briefly, then the new store is refused.
+            let free = retry_lock(|| old.try_lock()).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if !free {
+                return Err(StoreError::InUse { path });
+            }
         }
         let tmp_path = Self::temp_path(&path);
         let io_err = |source| StoreError::Io {
@@ -689,6 +1031,8 @@ impl StoreWriter {
             .map_err(io_err)?;
         Ok(StoreWriter {
             write_path: path.clone(),
+            _lock: lock,
+            previous_slot: [0; HEADER_LEN],
             path,
             target: Target::New { tmp_path },
             file: Some(file),
@@ -714,8 +1058,8 @@ impl StoreWriter {
     }
 
     /// Starts appending to the existing store at `path`: games added are
-    /// numbered after its games, sources after its sources. The store is
-    /// locked (an advisory lock) until the writer is finished or dropped.
+    /// numbered after its games, sources after its sources. The writers'
+    /// lock of the store is held until the writer is finished or dropped.
     /// Bytes after the current header's `file_len` (left by an interrupted
     /// append) are truncated first.
     ///
@@ -730,27 +1074,14 @@ impl StoreWriter {
             path: path.clone(),
             source,
         };
+        let lock = WriterLock::acquire(&path)?;
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
             .map_err(io_err)?;
-        // The lock of a writer that just finished can outlive it for a moment
-        // (a process forked by another thread holds the descriptor until it
-        // execs), so a busy lock is retried briefly before giving up.
-        let mut waited = std::time::Duration::ZERO;
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if waited < APPEND_LOCK_WAIT => {
-                    let step = std::time::Duration::from_millis(20);
-                    std::thread::sleep(step);
-                    waited += step;
-                }
-                Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path }),
-                Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
-            }
-        }
+        // Refuses a store whose newest header is damaged (never truncates
+        // what a newer header may refer to).
         let store = Store::from_file(&file, &path, false)?;
         let h = store.header;
         let mut chunks: Vec<ChunkInfo> = (0..h.n_chunks).map(|i| store.chunk_entry(i)).collect();
@@ -780,6 +1111,7 @@ impl StoreWriter {
         let segments = store.segments.clone();
         let sources = store.parse_sources()?;
         let slot = 1 - store.slot;
+        let previous_slot = slot_bytes(&store.map[..CHUNKS_OFFSET as usize], slot);
         drop(store);
         let old_len = h.file_len;
         let next_offset = old_len.next_multiple_of(CHUNKS_OFFSET);
@@ -787,6 +1119,8 @@ impl StoreWriter {
         let mut writer = BufWriter::with_capacity(1 << 20, file);
         writer.seek(SeekFrom::Start(next_offset)).map_err(io_err)?;
         Ok(StoreWriter {
+            _lock: lock,
+            previous_slot,
             write_path: path.clone(),
             path,
             target: Target::Append { old_len, slot },
@@ -810,6 +1144,45 @@ impl StoreWriter {
             segments,
             sources,
         })
+    }
+
+    /// Restores a damaged newest header slot from the commit record its
+    /// append wrote after its index (the case [`StoreError::DamagedHeader`]
+    /// reports): writes the recorded header into its slot and fsyncs.
+    /// Returns the restored header's sequence number, or `None` when the
+    /// store needs no repair.
+    ///
+    /// # Errors
+    /// The lock is held by another writer, or the store cannot be repaired
+    /// this way (no valid slot, [`StoreError::DamagedHeaderTail`], ...).
+    pub fn repair_header(path: impl AsRef<Path>) -> Result<Option<u64>, StoreError> {
+        let path = path.as_ref();
+        let _lock = WriterLock::acquire(path)?;
+        let io_err = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err)?;
+        let (first, size) = read_first(&file, path)?;
+        let (header, slot) = current_header(&first)?;
+        if size < header.file_len {
+            return Err(StoreError::Truncated {
+                len: size,
+                needed: header.file_len,
+            });
+        }
+        let Some(t) = newer_commit(&file, path, &first, &header, slot, size)? else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(HEADER_SLOTS[t.slot]))
+            .and_then(|_| file.write_all(&t.new))
+            .and_then(|()| file.sync_all())
+            .map_err(io_err)?;
+        Ok(Some(t.header.sequence))
     }
 
     /// [`Self::append`] when `path` exists, else [`Self::create`].
@@ -1044,11 +1417,18 @@ impl StoreWriter {
         let Some(writer) = self.file.take() else {
             return Err(self.io_err(io::Error::other("writer already finished")));
         };
+        let encoded = header.encode();
+        // An append's commit record follows its index (after `file_len`).
+        let trailer = match self.target {
+            Target::Append { slot, .. } => Trailer::encode(slot, &encoded, &self.previous_slot),
+            Target::New { .. } => Vec::new(),
+        };
         // Everything but the header, made durable.
         let data = (|| -> io::Result<File> {
             let mut writer = writer;
             writer.write_all(&segment)?;
             writer.write_all(&meta)?;
+            writer.write_all(&trailer)?;
             let file = writer.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             Ok(file)
@@ -1057,7 +1437,7 @@ impl StoreWriter {
             Target::New { ref tmp_path } => {
                 let result = data.and_then(|mut file| {
                     file.seek(SeekFrom::Start(HEADER_SLOTS[0]))?;
-                    file.write_all(&header.encode())?;
+                    file.write_all(&encoded)?;
                     file.sync_all()
                 });
                 if let Err(e) = result {
@@ -1095,7 +1475,7 @@ impl StoreWriter {
                 // the other slot current.
                 let result = (|| -> io::Result<()> {
                     file.seek(SeekFrom::Start(HEADER_SLOTS[slot]))?;
-                    file.write_all(&header.encode())?;
+                    file.write_all(&encoded)?;
                     file.sync_all()
                 })();
                 result.map_err(|e| self.io_err(e))?;
@@ -1135,8 +1515,13 @@ impl Drop for StoreWriter {
 /// append writes or truncates after it are never mapped. Modifying the
 /// mapped bytes anyway may change the data seen through the map or raise
 /// SIGBUS on access; it cannot break memory safety of the accessors, which
-/// only hand out integer data.
+/// only hand out integer data. A file shortened under the map raises SIGBUS
+/// on the next access past its new end, which [`crate::fault::install`]
+/// turns into a clear error.
 pub struct Store {
+    /// The map's entry in the SIGBUS handler's table ([`crate::fault`]);
+    /// declared before `map`, so it is removed before the unmap.
+    _fault: Option<crate::fault::MapGuard>,
     map: memmap2::Mmap,
     header: Header,
     /// The header slot `header` was read from.
@@ -1146,6 +1531,8 @@ pub struct Store {
     /// The data segments, in file order, disjoint (validated at open).
     segments: Vec<Segment>,
     path: PathBuf,
+    /// The file, holding a shared lock until the store is dropped.
+    reader_lock: Option<File>,
 }
 
 /// `a + b <= limit`, without overflow.
@@ -1174,7 +1561,17 @@ impl Store {
             path: path.to_path_buf(),
             source,
         })?;
-        Store::from_file(&file, path, verify_data)
+        // A shared lock on the file for the store's life: `cqlj index`
+        // does not replace a store being read ([`StoreWriter::create`]).
+        // Only cqlj's writers look at it; an append never takes it. Not
+        // getting it (a writer checking for readers at this moment, or a
+        // file system without locks) does not stop the read.
+        let locked = file.try_lock_shared().is_ok();
+        let mut store = Store::from_file(&file, path, verify_data)?;
+        if locked {
+            store.reader_lock = Some(file);
+        }
+        Ok(store)
     }
 
     /// Opens the store in `file` (named `path` in errors): reads the header
@@ -1184,19 +1581,20 @@ impl Store {
             path: path.to_path_buf(),
             source,
         };
-        let mut first = Vec::with_capacity(CHUNKS_OFFSET as usize);
-        let mut reader = file;
-        reader.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        reader
-            .take(CHUNKS_OFFSET)
-            .read_to_end(&mut first)
-            .map_err(io_err)?;
+        let (first, size) = read_first(file, path)?;
         let (header, slot) = current_header(&first)?;
-        let size = file.metadata().map_err(io_err)?.len();
         if size < header.file_len {
             return Err(StoreError::Truncated {
                 len: size,
                 needed: header.file_len,
+            });
+        }
+        if let Some(t) = newer_commit(file, path, &first, &header, slot, size)? {
+            return Err(StoreError::DamagedHeader {
+                path: path.to_path_buf(),
+                slot: t.slot,
+                sequence: t.header.sequence,
+                games: t.header.n_games,
             });
         }
         if header.file_len < CHUNKS_OFFSET {
@@ -1214,12 +1612,14 @@ impl Store {
         // through the map go through bounds-checked slices of integer data.
         let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(file) }.map_err(io_err)?;
         let mut store = Store {
+            _fault: crate::fault::register_map(map.as_ptr() as usize, map.len()),
             map,
             header,
             slot,
             chunk_offsets: Vec::new(),
             segments: Vec::new(),
             path: path.to_path_buf(),
+            reader_lock: None,
         };
         (store.chunk_offsets, store.segments) = store.validate(verify_data)?;
         Ok(store)

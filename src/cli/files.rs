@@ -75,6 +75,9 @@ impl Drop for Cooperative {
 pub struct TempGuard {
     path: PathBuf,
     armed: bool,
+    /// Also removed by the SIGBUS handler when the store shrinks under
+    /// the run (`runtime::fault`); unregistered when dropped.
+    _fault: Option<cqlj::runtime::fault::TempGuard>,
 }
 
 impl TempGuard {
@@ -84,7 +87,12 @@ impl TempGuard {
             Ok(mut t) => t.push(path.clone()),
             Err(poisoned) => poisoned.into_inner().push(path.clone()),
         }
-        TempGuard { path, armed: true }
+        let fault = cqlj::runtime::fault::register_temp(&path);
+        TempGuard {
+            path,
+            armed: true,
+            _fault: fault,
+        }
     }
 
     /// The file is no longer temporary (renamed away): nothing to remove.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cqlj::runtime::store::{CHUNK_BYTES, Store};
+use cqlj::runtime::store::{CHUNK_BYTES, Store, StoreWriter};
 
 /// Arguments of `cqlj info`.
 #[derive(clap::Args, Debug)]
@@ -14,9 +14,22 @@ pub struct Args {
     /// is read: faster on big stores).
     #[arg(long)]
     pub no_verify: bool,
+    /// First restore a damaged newest header from the copy its append
+    /// wrote after its index (what the "header ... is damaged" error
+    /// suggests); does nothing to a store that opens.
+    #[arg(long)]
+    pub repair: bool,
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if args.repair {
+        match StoreWriter::repair_header(&args.store)? {
+            Some(sequence) => {
+                println!("repaired:       restored header sequence {sequence} from its copy")
+            }
+            None => println!("repaired:       nothing to repair"),
+        }
+    }
     let store = if args.no_verify {
         Store::open_unverified(&args.store)?
     } else {
