@@ -811,9 +811,7 @@ fn sibling(path: &Path, suffix: &str) -> Result<PathBuf, StoreError> {
 
 /// Tries `attempt` until it succeeds or [`LOCK_WAIT`] has passed; false
 /// when the lock stayed busy.
-fn retry_lock(
-    mut attempt: impl FnMut() -> Result<(), std::fs::TryLockError>,
-) -> io::Result<bool> {
+fn retry_lock(mut attempt: impl FnMut() -> Result<(), std::fs::TryLockError>) -> io::Result<bool> {
     // A lock can outlive its holder for a moment (a process forked by
     // another thread holds the descriptor until it execs), so a busy lock
     // is retried briefly before giving up.

@@ -24,9 +24,9 @@ pub struct Args {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.repair {
         match StoreWriter::repair_header(&args.store)? {
-            Some(sequence) => println!(
-                "repaired:       restored header sequence {sequence} from its copy"
-            ),
+            Some(sequence) => {
+                println!("repaired:       restored header sequence {sequence} from its copy")
+            }
             None => println!("repaired:       nothing to repair"),
         }
     }
