@@ -112,6 +112,11 @@ pub struct RunArgs {
     /// Print nothing but errors (no summary, no warnings, no progress).
     #[arg(long)]
     pub quiet: bool,
+    /// Verify the checksums of the store's positions, tags and texts
+    /// before the run (reads the whole store; without it, opening reads
+    /// and validates only the header and the index).
+    #[arg(long)]
+    pub verify: bool,
     /// Print the game number of each matching game as it is found.
     #[arg(long)]
     pub showmatches: bool,
@@ -307,6 +312,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
     let progress = !args.quiet && !args.noprogress && io::stderr().is_terminal();
     let store = open_input(input.as_deref(), args.quiet, progress)?;
+    if args.verify {
+        store
+            .verify()
+            .with_context(|| format!("store {} failed verification", store.path().display()))?;
+    }
     let n_games = store.n_games();
     let games = match args
         .gamenumber
@@ -468,7 +478,10 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
         }
         Ok(store)
     } else {
-        Store::open(&path).with_context(|| format!("cannot open store {}", path.display()))
+        // Structure, header and index only (every offset checked): the
+        // data's checksums are read by `--verify` and `cqlj verify`.
+        Store::open_unverified(&path)
+            .with_context(|| format!("cannot open store {}", path.display()))
     }
 }
 
