@@ -305,8 +305,60 @@ fn store_corrupt_chunk_byte_names_the_chunk() {
         Err(StoreError::BadChunkChecksum { chunk }) => assert_eq!(chunk, 2),
         other => panic!("expected a chunk checksum error, got {other:?}"),
     }
-    // Skipping chunk verification opens it (the data is simply wrong).
-    assert!(open_bytes("chunk-unverified", &bytes, false).is_ok());
+    // Skipping chunk verification opens it (the data is simply wrong);
+    // `verify` finds the damage later.
+    let store = open_bytes("chunk-unverified", &bytes, false).expect("opens unverified");
+    assert!(matches!(
+        store.verify(),
+        Err(StoreError::BadChunkChecksum { chunk: 2 })
+    ));
+    assert!(
+        open_bytes("chunk-good", &good_bytes("chunk-good-src"), false)
+            .expect("open")
+            .verify()
+            .is_ok()
+    );
+}
+
+/// A query run opens a store reading its header and index only; `cqlj
+/// verify` and `--verify` check the data's checksums.
+#[test]
+fn store_data_checksums_are_read_by_verify_not_by_a_run() {
+    use std::process::{Command, Stdio};
+    let dir = scratch::Scratch::new("verify");
+    let cqlj = env!("CARGO_BIN_EXE_cqlj");
+    let db = dir.path("db.cqlj");
+    let mut bytes = good_bytes("verify-src");
+    bytes[CHUNKS_OFFSET as usize + CHUNK_BYTES + 999] ^= 0x01;
+    put(&db, &bytes);
+    let run = |args: &[&str]| {
+        let out = Command::new(cqlj)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("cqlj runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let db_arg = db.to_str().expect("utf-8 path");
+    let (code, err) = run(&["verify", db_arg]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("checksum mismatch in chunk 1"), "{err}");
+    let out = dir.path("out.pgn");
+    let out_arg = out.to_str().expect("utf-8 path");
+    let query = ["--quiet", "--cql", "check", "-i", db_arg, "-o", out_arg];
+    let (code, err) = run(&query);
+    assert_eq!(code, Some(0), "a run reads only the index: {err}");
+    let (code, err) = run(&[&query[..], &["--verify"]].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("checksum mismatch in chunk 1"), "{err}");
+    bytes[CHUNKS_OFFSET as usize + CHUNK_BYTES + 999] ^= 0x01;
+    put(&db, &bytes);
+    let (code, err) = run(&["verify", db_arg]);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 #[test]

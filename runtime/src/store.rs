@@ -1801,6 +1801,28 @@ impl Store {
         Ok((offsets, segments))
     }
 
+    /// Verifies the checksums of the data (every chunk image and data
+    /// segment: positions, tags, texts), which [`Store::open_unverified`]
+    /// skips. Reads the whole file.
+    ///
+    /// # Errors
+    /// [`StoreError::BadChunkChecksum`] or [`StoreError::BadSegmentChecksum`]
+    /// naming the first damaged chunk or segment.
+    pub fn verify(&self) -> Result<(), StoreError> {
+        for i in 0..self.header.n_chunks {
+            if checksum64(self.chunk_slice(i)) != self.chunk_entry(i).checksum {
+                return Err(StoreError::BadChunkChecksum { chunk: i });
+            }
+        }
+        for (k, seg) in self.segments.iter().enumerate() {
+            let bytes = &self.map[seg.offset as usize..seg.end() as usize];
+            if checksum64(bytes) != seg.checksum {
+                return Err(StoreError::BadSegmentChecksum { segment: k as u64 });
+            }
+        }
+        Ok(())
+    }
+
     /// The file this store maps.
     pub fn path(&self) -> &Path {
         &self.path

@@ -11,6 +11,7 @@ pub mod files;
 pub mod index;
 pub mod info;
 pub mod run;
+pub mod verify;
 
 /// The subcommands. A first argument that is none of these starts a query run.
 #[derive(Parser, Debug)]
@@ -30,6 +31,9 @@ enum Command {
     Index(index::Args),
     /// Print a store's counts, format version and size.
     Info(info::Args),
+    /// Verify every checksum of a store (header, index, positions, tags,
+    /// texts).
+    Verify(verify::Args),
     /// Show how a query is parsed, expanded and compiled.
     Explain(explain::Args),
     /// Run the benchmark query suite over a store (positions/s, bytes read
@@ -38,7 +42,7 @@ enum Command {
 }
 
 /// Subcommand names; any other first argument starts a query run.
-const SUBCOMMANDS: [&str; 5] = ["index", "info", "explain", "bench", "help"];
+const SUBCOMMANDS: [&str; 6] = ["index", "info", "verify", "explain", "bench", "help"];
 
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -51,6 +55,7 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Index(a) => index::main(a),
         Command::Info(a) => info::main(a),
+        Command::Verify(a) => verify::main(a),
         Command::Explain(a) => explain::main(a),
         Command::Bench(a) => bench::main(a),
     }

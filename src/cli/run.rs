@@ -36,7 +36,7 @@ const TRANSFORM_OPTIONS: [&str; 10] = [
     "shiftvertical",
 ];
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 24] = [
+const CQL_LONG_OPTIONS: [&str; 25] = [
     "cql",
     "input",
     "output",
@@ -61,6 +61,7 @@ const CQL_LONG_OPTIONS: [&str; 24] = [
     "help",
     "version",
     "noprogress",
+    "verify",
 ];
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
@@ -166,6 +167,11 @@ pub struct RunArgs {
     /// Print nothing but errors (no summary, no warnings, no progress).
     #[arg(long)]
     pub quiet: bool,
+    /// Verify the checksums of the store's positions, tags and texts
+    /// before the run (reads the whole store; without it, opening reads
+    /// and validates only the header and the index).
+    #[arg(long)]
+    pub verify: bool,
     /// Print the game number of each matching game as it is found.
     #[arg(long)]
     pub showmatches: bool,
@@ -516,6 +522,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
     let progress = !quiet && !args.noprogress && io::stderr().is_terminal();
     let store = open_input(input.as_deref(), quiet, progress)?;
+    if args.verify {
+        store
+            .verify()
+            .with_context(|| format!("store {} failed verification", store.path().display()))?;
+    }
     if input.is_none() && !quiet {
         eprintln!(
             "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
@@ -707,8 +718,11 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
 }
 
 /// Opens a store; errors name the path once.
+/// Opens a `.cqlj` store checking its structure, header and index (every
+/// offset), not its data's checksums: those are read by `--verify` and
+/// `cqlj verify`.
 fn open_store(path: &Path) -> anyhow::Result<Store> {
-    Store::open(path).map_err(|e| match e {
+    Store::open_unverified(path).map_err(|e| match e {
         StoreError::Io { .. } | StoreError::Locked { .. } => anyhow::Error::new(e),
         e => anyhow::Error::new(e).context(format!("cannot open store {}", path.display())),
     })
