@@ -276,8 +276,10 @@ pub enum Node {
     /// `move ...` (set: the squares the matching moves go to, or numeric with
     /// `count`).
     Move(MoveFilter),
-    /// `square [all] x in S F` / `piece [all] x in S F` (set: the squares x
-    /// of S for which F matches; with `all`, matches iff F matches for every x).
+    /// `square x in S F` / `piece x in S F` (set: the squares x of S, for
+    /// `piece` those holding a piece, for which F matches; matches iff that
+    /// set is non-empty). With `all` (logical, no value): matches iff F
+    /// matches for every such x, so also when there is none.
     SquareLoop {
         piece: bool,
         all: bool,

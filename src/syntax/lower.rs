@@ -401,6 +401,9 @@ impl<'a> Lowerer<'a, '_> {
                 let domain = self.set_arg(domain, what)?;
                 let id = self.declare(var, Kind::Set)?;
                 let body = self.sub(body)?;
+                // CQL 6.2: only the form without `all` is a set filter; with
+                // `all` the loop is logical (it matches or not, no value).
+                let kind = if *all { Kind::Logical } else { Kind::Set };
                 self.mk(
                     Node::SquareLoop {
                         piece: *piece,
@@ -409,7 +412,7 @@ impl<'a> Lowerer<'a, '_> {
                         domain: Box::new(domain),
                         body: Box::new(body),
                     },
-                    Kind::Set,
+                    kind,
                     span,
                 )
             }
