@@ -1368,10 +1368,10 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
             }
             Node::MoveNumber => {
-                // The game's first full-move number (per-game value) plus
-                // (ply + b) / 2, where b = 1 iff the game started with black
-                // to move, i.e. iff the ply's parity disagrees with the side
-                // to move.
+                // 1 + (ply + b) / 2 (CQL 6.2 counts from 1 at the game's
+                // first position, whatever its FEN says), where b = 1 iff
+                // the game started with black to move, i.e. iff the ply's
+                // parity disagrees with the side to move.
                 let p = self.column(Column::Ply);
                 let wtm = self.flag(flags::WHITE_TO_MOVE);
                 let wtm = self.b.ins().uextend(types::I64, wtm);
@@ -1380,10 +1380,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let black_start = self.b.ins().bxor_imm_s(x, 1);
                 let adj = self.b.ins().iadd(p, black_start);
                 let half = self.b.ins().ushr_imm_u(adj, 1);
-                let start = self.game_value(GameSlot::StartMoveNumber);
                 V::Num {
                     m: self.i8c(true),
-                    v: self.b.ins().iadd(half, start),
+                    v: self.b.ins().iadd_imm_s(half, 1),
                 }
             }
             Node::GameNumber | Node::Elo(_) | Node::Year => {
