@@ -151,6 +151,21 @@ pub enum CmpOp {
     Ne,
 }
 
+/// Which squares a `pin` filter's value holds. CQL 6.2: those of the
+/// parameter written first (`pin from B to k` gives the pinning bishops,
+/// `pin to k from B` the kings); the pinned pieces when no parameter is
+/// written. The printer writes the parameter that decides first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PinValue {
+    /// The pinned pieces (`pin`, `pin through ...`).
+    Pinned,
+    /// The pinning pieces (`pin from ...`).
+    Pinners,
+    /// The squares pinned to (`pin to ...`): the squares of `to` beyond
+    /// the pinned piece, up to and including the next piece.
+    Targets,
+}
+
 /// Which pawn-structure set (`passedpawns` etc.).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PawnSet {
@@ -258,11 +273,13 @@ pub enum Node {
     },
     /// `between (X Y)` (set).
     Between(Box<Expr>, Box<Expr>),
-    /// `pin [from X] [through Y] [to Z]` (set: the pinned pieces).
+    /// `pin [from X] [through Y] [to Z]` (set: the squares of the pins'
+    /// part `value` names).
     Pin {
         from: Option<Box<Expr>>,
         through: Option<Box<Expr>>,
         to: Option<Box<Expr>>,
+        value: PinValue,
     },
     /// `passedpawns` etc. (set).
     PawnStructure(PawnSet),
@@ -497,7 +514,9 @@ impl Expr {
             | Block(args)
             | Comment(args)
             | Message(args) => args.iter().for_each(f),
-            Pin { from, through, to } => {
+            Pin {
+                from, through, to, ..
+            } => {
                 for e in [from, through, to].into_iter().flatten() {
                     f(e)
                 }
@@ -604,7 +623,9 @@ impl Expr {
             | Block(args)
             | Comment(args)
             | Message(args) => args.iter_mut().for_each(f),
-            Pin { from, through, to } => {
+            Pin {
+                from, through, to, ..
+            } => {
                 for e in [from, through, to].into_iter().flatten() {
                     f(e)
                 }

@@ -7,8 +7,8 @@ use shakmaty::{Bitboard, Square};
 use super::moves::{MoveFacts, legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
-    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, SetOp, Side,
-    TagField,
+    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, PinValue,
+    SetOp, Side, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -235,7 +235,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 let (x, y) = (self.set(x, at)?, self.set(y, at)?);
                 set(board::between(x, y))
             }
-            Pin { from, through, to } => self.pin(from, through, to, at),
+            Pin {
+                from,
+                through,
+                to,
+                value,
+            } => self.pin(from, through, to, *value, at),
             PawnStructure(kind) => {
                 let rec = self.rec(at)?;
                 set(match kind {
@@ -388,14 +393,17 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             .ok_or(InterpError::UnknownVariable(v))
     }
 
-    /// `pin [from F] [through T] [to Z]`: see [`board::pinned`]; missing
-    /// parameters take CQL's defaults (`[Aa]`, `[Aa]`, `[Kk]`). The value is
-    /// the set of pinned pieces.
+    /// `pin [from F] [through T] [to Z]`: see [`board::pins`]; missing
+    /// parameters take CQL's defaults (`[Aa]`, `[Aa]`, `[Kk]`). The value
+    /// (CQL 6.2) is the part of the pins of the parameter written first:
+    /// the pinning pieces (`from`), the pinned pieces (`through`, and `pin`
+    /// alone) or the squares pinned to (`to`).
     fn pin(
         &mut self,
         from: &Option<Box<Expr>>,
         through: &Option<Box<Expr>>,
         to: &Option<Box<Expr>>,
+        value: PinValue,
         at: u32,
     ) -> R<Option<Value>> {
         let rec = self.rec(at)?;
@@ -413,7 +421,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(e) => self.set(e, at)?,
             None => kings,
         };
-        Ok(Some(Value::Set(board::pinned(rec, from, through, to))))
+        let pins = board::pins(rec, from, through, to);
+        Ok(Some(Value::Set(match value {
+            PinValue::Pinned => pins.pinned,
+            PinValue::Pinners => pins.pinners,
+            PinValue::Targets => pins.targets,
+        })))
     }
 
     /// `enpassantsquare` (CQL 6.2, a "current move" filter): the square of

@@ -381,6 +381,7 @@ fn pin(from: Option<Expr>, through: Option<Expr>, to: Option<Expr>) -> Expr {
         from: from.map(bx),
         through: through.map(bx),
         to: to.map(bx),
+        value: PinValue::Pinned,
     })
 }
 

@@ -326,10 +326,29 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::List(f, args) => self.list_filter(*f, args, span),
             ExprKind::Pin { from, through, to } => {
+                // CQL 6.2: the value is the part written first.
+                let first = [
+                    (from, ir::PinValue::Pinners),
+                    (through, ir::PinValue::Pinned),
+                    (to, ir::PinValue::Targets),
+                ]
+                .into_iter()
+                .filter_map(|(e, v)| e.as_ref().map(|e| (e.span.start, v)))
+                .min_by_key(|&(start, _)| start);
+                let value = first.map_or(ir::PinValue::Pinned, |(_, v)| v);
                 let from = self.opt_set(from, "`pin from`")?;
                 let through = self.opt_set(through, "`pin through`")?;
                 let to = self.opt_set(to, "`pin to`")?;
-                self.mk(Node::Pin { from, through, to }, Kind::Set, span)
+                self.mk(
+                    Node::Pin {
+                        from,
+                        through,
+                        to,
+                        value,
+                    },
+                    Kind::Set,
+                    span,
+                )
             }
             ExprKind::Move(m) => {
                 let mf = ir::MoveFilter {
