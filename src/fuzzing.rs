@@ -26,8 +26,8 @@ use shakmaty::{CastlingMode, Chess};
 use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, Interpreter, Value};
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, Expr, Kind, Node, PawnSet, PieceSet, Query, SetOp, Side,
-    Span, TransformFilter,
+    ArithOp, Bitboard, CmpOp, DirSet, Expr, Kind, Node, PawnSet, PieceSet, PinValue, Query, SetOp,
+    Side, Span, TransformFilter,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -843,11 +843,25 @@ impl Gen<'_> {
             8 => e(Node::Between(s(self), s(self)), Kind::Set),
             9 => {
                 let part = |g: &mut Gen<'_>| g.chance(50).then(|| s(g));
+                let (from, through, to) = (part(self), part(self), part(self));
+                // The value is that of a parameter written (the first one).
+                let mut values = Vec::new();
+                if from.is_some() {
+                    values.push(PinValue::Pinners);
+                }
+                if through.is_some() || (from.is_none() && to.is_none()) {
+                    values.push(PinValue::Pinned);
+                }
+                if to.is_some() {
+                    values.push(PinValue::Targets);
+                }
+                let value = values[self.below(values.len() as u64) as usize];
                 e(
                     Node::Pin {
-                        from: part(self),
-                        through: part(self),
-                        to: part(self),
+                        from,
+                        through,
+                        to,
+                        value,
                     },
                     Kind::Set,
                 )

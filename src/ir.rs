@@ -151,6 +151,21 @@ pub enum CmpOp {
     Ne,
 }
 
+/// Which squares a `pin` filter's value holds. CQL 6.2: those of the
+/// parameter written first (`pin from B to k` gives the pinning bishops,
+/// `pin to k from B` the kings); the pinned pieces when no parameter is
+/// written. The printer writes the parameter that decides first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PinValue {
+    /// The pinned pieces (`pin`, `pin through ...`).
+    Pinned,
+    /// The pinning pieces (`pin from ...`).
+    Pinners,
+    /// The squares pinned to (`pin to ...`): the squares of `to` beyond
+    /// the pinned piece, up to and including the next piece.
+    Targets,
+}
+
 /// Which pawn-structure set (`passedpawns` etc.).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PawnSet {
@@ -258,11 +273,13 @@ pub enum Node {
     },
     /// `between (X Y)` (set).
     Between(Box<Expr>, Box<Expr>),
-    /// `pin [from X] [through Y] [to Z]` (set: the pinned pieces).
+    /// `pin [from X] [through Y] [to Z]` (set: the squares of the pins'
+    /// part `value` names).
     Pin {
         from: Option<Box<Expr>>,
         through: Option<Box<Expr>>,
         to: Option<Box<Expr>>,
+        value: PinValue,
     },
     /// `passedpawns` etc. (set).
     PawnStructure(PawnSet),
@@ -276,8 +293,10 @@ pub enum Node {
     /// `move ...` (set: the squares the matching moves go to, or numeric with
     /// `count`).
     Move(MoveFilter),
-    /// `square [all] x in S F` / `piece [all] x in S F` (set: the squares x
-    /// of S for which F matches; with `all`, matches iff F matches for every x).
+    /// `square x in S F` / `piece x in S F` (set: the squares x of S, for
+    /// `piece` those holding a piece, for which F matches; matches iff that
+    /// set is non-empty). With `all` (logical, no value): matches iff F
+    /// matches for every such x, so also when there is none.
     SquareLoop {
         piece: bool,
         all: bool,
@@ -495,7 +514,9 @@ impl Expr {
             | Block(args)
             | Comment(args)
             | Message(args) => args.iter().for_each(f),
-            Pin { from, through, to } => {
+            Pin {
+                from, through, to, ..
+            } => {
                 for e in [from, through, to].into_iter().flatten() {
                     f(e)
                 }
@@ -602,7 +623,9 @@ impl Expr {
             | Block(args)
             | Comment(args)
             | Message(args) => args.iter_mut().for_each(f),
-            Pin { from, through, to } => {
+            Pin {
+                from, through, to, ..
+            } => {
                 for e in [from, through, to].into_iter().flatten() {
                     f(e)
                 }

@@ -410,8 +410,9 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     let size = std::fs::metadata(&pgn)
         .map_err(|e| format!("{}: {e}", pgn.display()))?
         .len();
+    let name = file.replace(['/', '\\'], "_");
     let path =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("conformance-{file}-{size}.cqlj"));
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("conformance-{name}-{size}.cqlj"));
     let store = match Store::open(&path) {
         Ok(s) => s,
         Err(_) => {

@@ -239,6 +239,7 @@ fn queries() -> Queries {
                 from: None,
                 through: None,
                 to: None,
+                value: PinValue::Pinned,
             },
             Kind::Set,
         )),

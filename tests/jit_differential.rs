@@ -231,6 +231,44 @@ fn picks(games: &[Game], seed: u64) -> Vec<(usize, usize)> {
 }
 
 #[test]
+fn jit_differential_pin_values_and_move_numbers() {
+    // CQL 6.2: `pin`'s value is the part of the pins whose parameter is
+    // written first (pinning pieces, pinned pieces or squares pinned to);
+    // `movenumber` counts from 1 at a game's first position.
+    let games = games();
+    let sources = [
+        "pin",
+        "pin from B",
+        "(pin from B) & B",
+        "pin from [RQ] through [nbr]",
+        "pin through [Nn] from [Bb]",
+        "pin to .",
+        "pin to [Kk] from [Qq]",
+        "(pin to .) & _",
+        "#(pin to . from a) + #(pin through A)",
+        "flipcolor {(pin from B) & B}",
+        "flip {pin to Q}",
+        "movenumber",
+        "movenumber + ply",
+        "movenumber == 2 and wtm",
+    ];
+    let mut cov = Coverage::default();
+    for source in sources {
+        let query = cqlj::syntax::parse(source).expect("parses");
+        for seed in 1..=16u64 {
+            let picks = picks(&games, seed * 0x9e37_79b9 + source.len() as u64);
+            check(&query, &games, &picks, &mut cov).unwrap_or_else(|e| panic!("{source}: {e}"));
+        }
+    }
+    assert!(
+        cov.matches > 1000 && cov.non_matches > 1000,
+        "{} / {}",
+        cov.matches,
+        cov.non_matches
+    );
+}
+
+#[test]
 fn jit_differential_split_kernels_agree_with_interpreter() {
     // A tiny per-function budget splits every orbit, block and top-level
     // list of more than a few nodes into part functions.

@@ -25,8 +25,10 @@
 //! - `pin [from X] [through Y] [to Z]`: a line piece p on X, the first piece
 //!   q on one of p's lines (of the other colour, on Y), and beyond q, with
 //!   nothing between, a square z of Z that is empty or holds a piece of q's
-//!   colour; defaults: X and Y all pieces, Z the two kings. The value is the
-//!   set of the pinned pieces q.
+//!   colour; defaults: X and Y all pieces, Z the two kings. The value is one
+//!   of the pin's parts ([`PinPart`]): the pinned pieces q, the pinning
+//!   pieces p, or the squares z (CQL 6.2: the part whose parameter is
+//!   written first; the pinned pieces when none is).
 
 use shakmaty::{Color, Piece, Role, Square, attacks};
 
@@ -155,14 +157,42 @@ pub fn ray_set(b: &Board, dirs: DirSet, xray: bool, args: &[u64]) -> u64 {
     out
 }
 
+/// Which squares of the pins [`pin_parts`] collects, as the code passed to
+/// [`cqlj_pin`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum PinPart {
+    /// The pinning pieces p (`from`).
+    Pinners = 0,
+    /// The pinned pieces q (`through`).
+    Pinned = 1,
+    /// The squares z pinned to (`to`): every square of Z beyond q up to and
+    /// including the next piece.
+    Targets = 2,
+}
+
+impl PinPart {
+    pub fn from_code(code: u32) -> Option<PinPart> {
+        [PinPart::Pinners, PinPart::Pinned, PinPart::Targets]
+            .get(code as usize)
+            .copied()
+    }
+}
+
 /// `pin [from X] [through Y] [to Z]` with `None` for an omitted part; see the
-/// module docs.
+/// module docs. The value is the pinned pieces.
 pub fn pin_set(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u64>) -> u64 {
+    pin_parts(b, from, through, to)[PinPart::Pinned as usize]
+}
+
+/// The pinning pieces, the pinned pieces and the squares pinned to of all
+/// pins `pin [from X] [through Y] [to Z]` (indexed by [`PinPart`]).
+pub fn pin_parts(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u64>) -> [u64; 3] {
     let occ = occupied(b);
     let from = from.unwrap_or(occ) & occ;
     let through = through.unwrap_or(occ);
     let to = to.unwrap_or(b[5]);
-    let mut out = 0;
+    let mut out = [0; 3];
     for p in squares(from) {
         let Some(pinner) = piece_at(b, p) else {
             continue;
@@ -185,11 +215,16 @@ pub fn pin_set(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u6
             // Beyond q: empty squares up to the next piece.
             let beyond = slide(q, d, occ);
             let next_piece = beyond & occ;
-            let empty_hit = beyond & !occ & to != 0;
-            let piece_hit = next_piece & to != 0
-                && piece_at(b, next_piece.trailing_zeros()).map(|x| x.color) == Some(pinned.color);
-            if empty_hit || piece_hit {
-                out |= q;
+            let mut targets = beyond & !occ & to;
+            if next_piece & to != 0
+                && piece_at(b, next_piece.trailing_zeros()).map(|x| x.color) == Some(pinned.color)
+            {
+                targets |= next_piece;
+            }
+            if targets != 0 {
+                out[PinPart::Pinners as usize] |= 1 << p;
+                out[PinPart::Pinned as usize] |= q;
+                out[PinPart::Targets as usize] |= targets;
             }
         }
     }
@@ -277,8 +312,9 @@ pub extern "C" fn cqlj_between(x: u64, y: u64) -> u64 {
     between_set(x, y)
 }
 
-/// `extern "C"` [`pin_set`]: bit 0/1/2 of `present` says whether
-/// from/through/to was given.
+/// `extern "C"` [`pin_parts`]: bit 0/1/2 of `present` says whether
+/// from/through/to was given; `part` is a [`PinPart`] code (an unknown code
+/// gives the empty set).
 ///
 /// # Safety
 /// `board` must satisfy the module's pointer contract.
@@ -288,15 +324,19 @@ pub unsafe extern "C" fn cqlj_pin(
     from: u64,
     through: u64,
     to: u64,
+    part: u32,
 ) -> u64 {
+    let Some(part) = PinPart::from_code(part) else {
+        return 0;
+    };
     let pick = |bit: u32, v: u64| (present >> bit & 1 == 1).then_some(v);
     // SAFETY: forwarded caller contract.
-    pin_set(
+    pin_parts(
         unsafe { board_at(board) },
         pick(0, from),
         pick(1, through),
         pick(2, to),
-    )
+    )[part as usize]
 }
 
 #[cfg(test)]
@@ -371,6 +411,26 @@ mod tests {
         // A white bishop there pins nothing.
         let b = board("4k3/8/8/8/1B6/2N5/8/4K3 w - - 0 1");
         assert_eq!(pin_set(&b, None, None, None), 0);
+    }
+
+    #[test]
+    fn helpers_pin_parts() {
+        // Bb5 pins nc6 against d7 (empty) and ke8; rb8 pins Bb5 against the
+        // empty b1-b4 (counted by CQL 6.2: `#(pin to .) == 6`).
+        let b = board("1r2k3/8/2n1p3/1B1P4/4P3/7p/7P/4R1K1 w - - 0 1");
+        let all = !0;
+        let [pinners, pinned, targets] = pin_parts(&b, None, None, Some(all));
+        assert_eq!(pinners, sq("b5") | sq("b8"));
+        assert_eq!(pinned, sq("c6") | sq("b5"));
+        assert_eq!(
+            targets,
+            sq("d7") | sq("e8") | sq("b1") | sq("b2") | sq("b3") | sq("b4")
+        );
+        // Default `to`: the kings only.
+        assert_eq!(
+            pin_parts(&b, None, None, None),
+            [sq("b5"), sq("c6"), sq("e8")]
+        );
     }
 
     #[test]

@@ -184,19 +184,15 @@ fn step(sq: Square, d: Direction) -> Option<Square> {
     (next != 0).then(|| Square::new(next.trailing_zeros()))
 }
 
-/// `pin from F through T to Z` (CQL 6): a pin is a line piece p (the
-/// pinning piece, in F), a piece q of the other colour (the pinned piece, in
-/// T) that p attacks along one of its lines, and a square z (the to square,
-/// in Z) further along the same line with nothing between q and z, z being
-/// empty or holding a piece of q's colour. Defaults: F = T = `[Aa]`,
-/// Z = `[Kk]`. The value is the set of pinned pieces of the matching pins.
-pub(crate) fn pinned(
-    rec: &PositionRecord,
-    from: Bitboard,
-    through: Bitboard,
-    to: Bitboard,
-) -> Bitboard {
-    let mut out = Bitboard::EMPTY;
+/// The parts of the pins `pin from F through T to Z` (CQL 6): a pin is a
+/// line piece p (the pinning piece, in F), a piece q of the other colour
+/// (the pinned piece, in T) that p attacks along one of its lines, and the
+/// squares z (in Z) further along the same line with nothing between q and
+/// z, z being empty or holding a piece of q's colour. Defaults: F = T =
+/// `[Aa]`, Z = `[Kk]`. Returns the pinning pieces, the pinned pieces and
+/// the squares z of all pins.
+pub(crate) fn pins(rec: &PositionRecord, from: Bitboard, through: Bitboard, to: Bitboard) -> Pins {
+    let mut out = Pins::default();
     for p in from {
         let Some(pinner) = piece_at(rec, p) else {
             continue;
@@ -217,27 +213,40 @@ pub(crate) fn pinned(
             if pinned_piece.color == pinner.color || !through.contains(q) {
                 continue;
             }
+            let mut targets = Bitboard::EMPTY;
             let mut z = step(q, d);
             while let Some(s) = z {
                 match piece_at(rec, s) {
                     None => {
                         if to.contains(s) {
-                            out.add(q);
-                            break;
+                            targets.add(s);
                         }
                     }
                     Some(piece) => {
                         if piece.color == pinned_piece.color && to.contains(s) {
-                            out.add(q);
+                            targets.add(s);
                         }
                         break;
                     }
                 }
                 z = step(s, d);
             }
+            if targets.any() {
+                out.pinners.add(p);
+                out.pinned.add(q);
+                out.targets |= targets;
+            }
         }
     }
     out
+}
+
+/// The parts of a set of pins (see [`pins`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pins {
+    pub pinners: Bitboard,
+    pub pinned: Bitboard,
+    pub targets: Bitboard,
 }
 
 /// The squares of all pieces of `color` and `role`.

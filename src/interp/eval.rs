@@ -7,8 +7,8 @@ use shakmaty::{Bitboard, Square};
 use super::moves::{MoveFacts, legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
-    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, SetOp, Side,
-    TagField,
+    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, PinValue,
+    SetOp, Side, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -235,7 +235,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 let (x, y) = (self.set(x, at)?, self.set(y, at)?);
                 set(board::between(x, y))
             }
-            Pin { from, through, to } => self.pin(from, through, to, at),
+            Pin {
+                from,
+                through,
+                to,
+                value,
+            } => self.pin(from, through, to, *value, at),
             PawnStructure(kind) => {
                 let rec = self.rec(at)?;
                 set(match kind {
@@ -388,14 +393,17 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             .ok_or(InterpError::UnknownVariable(v))
     }
 
-    /// `pin [from F] [through T] [to Z]`: see [`board::pinned`]; missing
-    /// parameters take CQL's defaults (`[Aa]`, `[Aa]`, `[Kk]`). The value is
-    /// the set of pinned pieces.
+    /// `pin [from F] [through T] [to Z]`: see [`board::pins`]; missing
+    /// parameters take CQL's defaults (`[Aa]`, `[Aa]`, `[Kk]`). The value
+    /// (CQL 6.2) is the part of the pins of the parameter written first:
+    /// the pinning pieces (`from`), the pinned pieces (`through`, and `pin`
+    /// alone) or the squares pinned to (`to`).
     fn pin(
         &mut self,
         from: &Option<Box<Expr>>,
         through: &Option<Box<Expr>>,
         to: &Option<Box<Expr>>,
+        value: PinValue,
         at: u32,
     ) -> R<Option<Value>> {
         let rec = self.rec(at)?;
@@ -413,7 +421,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(e) => self.set(e, at)?,
             None => kings,
         };
-        Ok(Some(Value::Set(board::pinned(rec, from, through, to))))
+        let pins = board::pins(rec, from, through, to);
+        Ok(Some(Value::Set(match value {
+            PinValue::Pinned => pins.pinned,
+            PinValue::Pinners => pins.pinners,
+            PinValue::Targets => pins.targets,
+        })))
     }
 
     /// `enpassantsquare` (CQL 6.2, a "current move" filter): the square of
@@ -615,30 +628,16 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(x.single_square().map(|s| Value::Number(f(s))))
     }
 
-    /// `movenumber`: the full-move number of the position as a FEN writes it
-    /// (1 at the standard start; it increases after each black move),
-    /// counted from the game's `[FEN]` tag when it has one.
+    /// `movenumber` (CQL 6.2): 1 at the game's first position, whatever
+    /// the full-move number of its `[FEN]` tag, and one more after each
+    /// move of black's, so a game set up with black to move reaches 2 after
+    /// its first move. Whether the game started with black to move follows
+    /// from this position's ply and side to move.
     fn move_number(&self, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
-        let (start_move, start_black) = self.fen_start();
-        let half = rec.ply as i64 + i64::from(start_black);
-        Ok(Some(Value::Number(start_move + half / 2)))
-    }
-
-    /// The full-move number and side to move of the game's first position,
-    /// from the `[FEN]` tag (defaults: move 1, white).
-    fn fen_start(&self) -> (i64, bool) {
-        let Some(fen) = self.game.tag("FEN") else {
-            return (1, false);
-        };
-        let fields: Vec<&str> = fen.split_whitespace().collect();
-        let black = fields.get(1).is_some_and(|s| *s == "b");
-        let number = fields
-            .get(5)
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|n| *n >= 1)
-            .unwrap_or(1);
-        (number, black)
+        let ply = i64::from(rec.ply);
+        let start_black = (ply % 2 == 1) == rec.white_to_move();
+        Ok(Some(Value::Number(1 + (ply + i64::from(start_black)) / 2)))
     }
 
     /// `year`: the year of the game's `Date` tag (its leading digits, as in

@@ -17,7 +17,7 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module;
 
 use super::{GameSlot, JitError, JitOptions, fused};
-use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, SetOp, Side};
+use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
 use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
@@ -1217,7 +1217,12 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
                 V::Set(self.ray(dirs, *xray, &vals))
             }
-            Node::Pin { from, through, to } => {
+            Node::Pin {
+                from,
+                through,
+                to,
+                value,
+            } => {
                 let mut present = 0;
                 let mut vals = [None; 3];
                 for (i, part) in [from, through, to].into_iter().enumerate() {
@@ -1229,12 +1234,25 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let vals = vals.map(|v| v.unwrap_or_else(|| self.u64c(0)));
                 let board = self.board();
                 let pr = self.b.ins().iconst(types::I32, present);
+                let part = match value {
+                    PinValue::Pinners => helpers::PinPart::Pinners,
+                    PinValue::Pinned => helpers::PinPart::Pinned,
+                    PinValue::Targets => helpers::PinPart::Targets,
+                };
+                let part = self.b.ins().iconst(types::I32, part as i64);
                 let p = self.ptr;
                 let f = helpers::cqlj_pin as *const () as usize;
                 V::Set(self.call(
                     f,
-                    &[p, types::I32, types::I64, types::I64, types::I64],
-                    &[board, pr, vals[0], vals[1], vals[2]],
+                    &[
+                        p,
+                        types::I32,
+                        types::I64,
+                        types::I64,
+                        types::I64,
+                        types::I32,
+                    ],
+                    &[board, pr, vals[0], vals[1], vals[2], part],
                 ))
             }
             Node::PawnStructure(which) => V::Set(self.pawn_structure(*which)),
@@ -1368,10 +1386,10 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
             }
             Node::MoveNumber => {
-                // The game's first full-move number (per-game value) plus
-                // (ply + b) / 2, where b = 1 iff the game started with black
-                // to move, i.e. iff the ply's parity disagrees with the side
-                // to move.
+                // 1 + (ply + b) / 2 (CQL 6.2 counts from 1 at the game's
+                // first position, whatever its FEN says), where b = 1 iff
+                // the game started with black to move, i.e. iff the ply's
+                // parity disagrees with the side to move.
                 let p = self.column(Column::Ply);
                 let wtm = self.flag(flags::WHITE_TO_MOVE);
                 let wtm = self.b.ins().uextend(types::I64, wtm);
@@ -1380,10 +1398,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let black_start = self.b.ins().bxor_imm_s(x, 1);
                 let adj = self.b.ins().iadd(p, black_start);
                 let half = self.b.ins().ushr_imm_u(adj, 1);
-                let start = self.game_value(GameSlot::StartMoveNumber);
                 V::Num {
                     m: self.i8c(true),
-                    v: self.b.ins().iadd(half, start),
+                    v: self.b.ins().iadd_imm_s(half, 1),
                 }
             }
             Node::GameNumber | Node::Elo(_) | Node::Year => {

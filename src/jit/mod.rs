@@ -107,9 +107,6 @@ pub enum GameSlot {
     Elo(Side),
     Year,
     GameNumber,
-    /// The full-move number of the game's first position (1 unless a
-    /// `[FEN]` tag says otherwise).
-    StartMoveNumber,
     /// 1 if the game's result is this one, else 0.
     Result(GameResult),
 }
@@ -120,7 +117,6 @@ pub const GAME_VALUE_MISSING: i64 = i64::MIN;
 /// The value of `slot` for a game with 1-based `number` and tags looked up
 /// by `tag` (exact name), by the interpreter's rules: Elo from the
 /// `WhiteElo`/`BlackElo` tag, year from the leading digits of `Date`,
-/// the start move number from the `[FEN]` tag's sixth field (default 1),
 /// results by exact `Result` tag text.
 pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<&'t str>) -> i64 {
     match slot {
@@ -139,11 +135,6 @@ pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<
             digits.parse().unwrap_or(GAME_VALUE_MISSING)
         }
         GameSlot::GameNumber => i64::try_from(number).unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::StartMoveNumber => tag("FEN")
-            .and_then(|f| f.split_whitespace().nth(5))
-            .and_then(|n| n.parse::<i64>().ok())
-            .filter(|n| *n >= 1)
-            .unwrap_or(1),
         GameSlot::Result(r) => {
             let want = match r {
                 GameResult::WhiteWins => "1-0",

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PieceSet, SetOp, Side};
+use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PieceSet, PinValue, SetOp, Side};
 use crate::runtime::bitboard::{DARK_SQUARES, LIGHT_SQUARES};
 use crate::runtime::layout::{BB_BLACK, BB_WHITE, ChunkSummary, flags};
 
@@ -96,9 +96,20 @@ fn set_bound(e: &Expr, s: &ChunkSummary) -> u64 {
         // (empty ones too).
         Node::Attacks(x, _) => set_bound(x, s) & (s.bb_union[BB_WHITE] | s.bb_union[BB_BLACK]),
         Node::AttackedBy(x, _) => set_bound(x, s),
-        Node::Pin { through, .. } => {
+        Node::Pin {
+            from,
+            through,
+            to,
+            value,
+        } => {
             let occ = s.bb_union[BB_WHITE] | s.bb_union[BB_BLACK];
-            through.as_ref().map_or(occ, |t| set_bound(t, s) & occ)
+            let bound = |x: &Option<Box<Expr>>| x.as_ref().map_or(!0, |x| set_bound(x, s));
+            match value {
+                PinValue::Pinned => bound(through) & occ,
+                PinValue::Pinners => bound(from) & occ,
+                // Pinned to empty squares too; with `to` omitted, the kings.
+                PinValue::Targets => bound(to) & to.as_ref().map_or(occ, |_| !0),
+            }
         }
         Node::PawnStructure(_) => s.bb_union[0],
         Node::Light(a) => set_bound(a, s) & LIGHT_SQUARES,

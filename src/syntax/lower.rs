@@ -326,10 +326,29 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::List(f, args) => self.list_filter(*f, args, span),
             ExprKind::Pin { from, through, to } => {
+                // CQL 6.2: the value is the part written first.
+                let first = [
+                    (from, ir::PinValue::Pinners),
+                    (through, ir::PinValue::Pinned),
+                    (to, ir::PinValue::Targets),
+                ]
+                .into_iter()
+                .filter_map(|(e, v)| e.as_ref().map(|e| (e.span.start, v)))
+                .min_by_key(|&(start, _)| start);
+                let value = first.map_or(ir::PinValue::Pinned, |(_, v)| v);
                 let from = self.opt_set(from, "`pin from`")?;
                 let through = self.opt_set(through, "`pin through`")?;
                 let to = self.opt_set(to, "`pin to`")?;
-                self.mk(Node::Pin { from, through, to }, Kind::Set, span)
+                self.mk(
+                    Node::Pin {
+                        from,
+                        through,
+                        to,
+                        value,
+                    },
+                    Kind::Set,
+                    span,
+                )
             }
             ExprKind::Move(m) => {
                 let mf = ir::MoveFilter {
@@ -401,6 +420,9 @@ impl<'a> Lowerer<'a, '_> {
                 let domain = self.set_arg(domain, what)?;
                 let id = self.declare(var, Kind::Set)?;
                 let body = self.sub(body)?;
+                // CQL 6.2: only the form without `all` is a set filter; with
+                // `all` the loop is logical (it matches or not, no value).
+                let kind = if *all { Kind::Logical } else { Kind::Set };
                 self.mk(
                     Node::SquareLoop {
                         piece: *piece,
@@ -409,7 +431,7 @@ impl<'a> Lowerer<'a, '_> {
                         domain: Box::new(domain),
                         body: Box::new(body),
                     },
-                    Kind::Set,
+                    kind,
                     span,
                 )
             }

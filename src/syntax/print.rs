@@ -8,8 +8,8 @@
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, Node, PawnSet, Query, SetOp, Side,
-    TagField, TransformFilter, Var,
+    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, Node, PawnSet, PinValue, Query,
+    SetOp, Side, TagField, TransformFilter, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -295,9 +295,25 @@ impl Printer<'_> {
                 "between ({})",
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
-            Node::Pin { from, through, to } => {
+            Node::Pin {
+                from,
+                through,
+                to,
+                value,
+            } => {
+                // The parameter that decides the value comes first.
+                let lead = match value {
+                    PinValue::Pinners => "from",
+                    PinValue::Pinned => "through",
+                    PinValue::Targets => "to",
+                };
+                let parts = [("from", from), ("through", through), ("to", to)];
                 let mut t = String::from("pin");
-                for (kw, x) in [("from", from), ("through", through), ("to", to)] {
+                for (kw, x) in parts
+                    .iter()
+                    .filter(|(kw, _)| *kw == lead)
+                    .chain(parts.iter().filter(|(kw, _)| *kw != lead))
+                {
                     if let Some(x) = x {
                         t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
