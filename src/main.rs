@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("cqlj: error: {}", error_text(&err));
-            ExitCode::from(2)
+            ExitCode::from(cli::exit_status(&err))
         }
     }
 }
