@@ -203,9 +203,9 @@ pub struct RunArgs {
     /// Only games with this result (1-0, 0-1, 1/2-1/2).
     #[arg(long)]
     pub result: Option<String>,
-    /// Wrap the query in `flip`: also match its 8 reflections and
-    /// rotations of the board (transform options wrap the whole body, the
-    /// last one given innermost).
+    /// Wrap the query in `flip`: also match it reflected and rotated (the
+    /// 8 symmetries of the board). Transform options wrap the whole body,
+    /// the last one given innermost.
     #[arg(long)]
     pub flip: bool,
     /// Wrap the query in `flipcolor`: also match it with colors swapped
