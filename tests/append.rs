@@ -179,7 +179,7 @@ fn append_cli_creates_appends_and_reports() {
     let digits = total.to_string();
     let mut shown = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             shown.push(',');
         }
         shown.push(c);

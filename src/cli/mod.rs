@@ -57,7 +57,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -112,32 +112,6 @@ enum Command {
 /// Subcommand names; any other first argument starts a query run.
 const SUBCOMMANDS: [&str; 5] = ["index", "info", "explain", "bench", "help"];
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_read_as_people_write_them() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(145_716), "145,716");
-        assert_eq!(thousands(12_345_678), "12,345,678");
-        assert_eq!(counted(1, "match", "matches"), "1 match");
-        assert_eq!(counted(0, "match", "matches"), "0 matches");
-        assert_eq!(counted(5447, "game", "games"), "5,447 games");
-    }
-
-    #[test]
-    fn usage_errors_exit_2_and_others_1() {
-        use anyhow::Context;
-        assert_eq!(exit_status(&usage!("bad option")), exit::USAGE);
-        let wrapped = Err::<(), _>(usage!("bad")).context("outer").unwrap_err();
-        assert_eq!(exit_status(&wrapped), exit::USAGE);
-        assert_eq!(exit_status(&anyhow::anyhow!("disk full")), exit::FAILED);
-    }
-}
-
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     files::install_ctrlc();
@@ -163,5 +137,31 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::main(a),
         Command::Explain(a) => explain::main(a),
         Command::Bench(a) => bench::main(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(145_716), "145,716");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+        assert_eq!(counted(1, "match", "matches"), "1 match");
+        assert_eq!(counted(0, "match", "matches"), "0 matches");
+        assert_eq!(counted(5447, "game", "games"), "5,447 games");
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_others_1() {
+        use anyhow::Context;
+        assert_eq!(exit_status(&usage!("bad option")), exit::USAGE);
+        let wrapped = Err::<(), _>(usage!("bad")).context("outer").unwrap_err();
+        assert_eq!(exit_status(&wrapped), exit::USAGE);
+        assert_eq!(exit_status(&anyhow::anyhow!("disk full")), exit::FAILED);
     }
 }

@@ -565,8 +565,10 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if input.is_none() && !quiet {
         eprintln!(
             "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
-             the bundled default database ({} endgame studies)",
-            store.n_games()
+             the bundled default database ({} endgame studies, cached in {}, {} MB)",
+            thousands(u64::from(store.n_games())),
+            store.path().display(),
+            thousands(store.file_len().div_ceil(1_000_000)),
         );
     }
     let n_games = store.n_games();
