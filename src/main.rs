@@ -10,22 +10,19 @@ mod cli;
 
 use std::process::ExitCode;
 
-/// Exit code of every error.
-const ERROR_EXIT: u8 = 2;
-
 fn main() -> ExitCode {
     set_signal_dispositions();
     // A store file shortened by another program while it is read: a clear
     // error, not a silent SIGBUS (the temporary output file is removed).
     let _ = cqlj::runtime::fault::install(
         b"cqlj: error: the store changed during the run: its file was truncated by another program; no output was written\n",
-        i32::from(ERROR_EXIT),
+        i32::from(cli::exit::FAILED),
     );
     match cli::main(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(err) => {
             eprintln!("cqlj: error: {}", error_text(&err));
-            ExitCode::from(ERROR_EXIT)
+            ExitCode::from(cli::exit_status(&err))
         }
     }
 }

@@ -175,15 +175,24 @@ fn append_cli_creates_appends_and_reports() {
     let out = cqlj(&["index", "-q", "--append", b, "-o", db]);
     let summary = String::from_utf8_lossy(&out.stdout);
     let total = Store::open(whole).expect("open").n_games();
+    // Thousands separated, as cqlj prints counts.
+    let digits = total.to_string();
+    let mut shown = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            shown.push(',');
+        }
+        shown.push(c);
+    }
     assert!(
-        summary.contains("appended") && summary.contains(&format!("now has {total} games")),
+        summary.contains("appended") && summary.contains(&format!("now has {shown} games")),
         "{summary}"
     );
     assert!(first > 0 && first < total);
     let info = cqlj(&["info", db]);
     let info = String::from_utf8_lossy(&info.stdout);
     assert!(info.contains("appends:        1"), "{info}");
-    assert!(info.contains(&format!("games:          {total}")), "{info}");
+    assert!(info.contains(&format!("games:          {shown}")), "{info}");
     // Each write's tags and texts stay in their own segment.
     assert!(info.contains("in 2 segments"), "{info}");
     assert!(info.contains("unused:"), "{info}");

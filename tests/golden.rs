@@ -68,22 +68,29 @@ fn check_golden(name: &str, got: &str) {
     assert_eq!(got, want, "output differs from {}", path.display());
 }
 
-/// The closing line: "N matches of M games in S seconds".
+/// The closing line: "N matches of M games in S seconds (R/s)", numbers
+/// with thousands separators, "1 match", "1 game".
 fn summary(stderr: &str) -> (u64, u64) {
     let line = stderr
         .lines()
         .rev()
-        .find(|l| l.contains(" matches of "))
+        .find(|l| l.contains(" match") && l.contains(" seconds"))
         .unwrap_or_else(|| panic!("no summary line in {stderr:?}"));
     let words: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(words[1..3], ["matches", "of"], "{line}");
-    assert_eq!(words[4..6], ["games", "in"], "{line}");
+    let number = |w: &str| w.replace(',', "").parse::<u64>().expect("a number");
+    let (matches, games) = (number(words[0]), number(words[3]));
+    let noun = |n: u64, one: &str, many: &str| if n == 1 { one } else { many }.to_owned();
+    assert_eq!(words[1], noun(matches, "match", "matches"), "{line}");
+    assert_eq!(words[2], "of", "{line}");
+    assert_eq!(words[4], noun(games, "game", "games"), "{line}");
+    assert_eq!(words[5], "in", "{line}");
     assert_eq!(words[7], "seconds", "{line}");
     assert!(words[6].parse::<f64>().is_ok(), "{line}");
-    (
-        words[0].parse().expect("match count"),
-        words[3].parse().expect("game count"),
-    )
+    assert!(
+        words[8].starts_with('(') && words[8].ends_with("/s)"),
+        "{line}"
+    );
+    (matches, games)
 }
 
 /// A game read back: tags, and for each comment the position it follows.
@@ -364,4 +371,42 @@ fn golden_comment_after_a_cut_variation() {
     let out = String::from_utf8(out).expect("utf-8");
     assert!(out.contains("1... e5 {CQL} 2. Nf3"), "{out}");
     assert_eq!(out.matches("{CQL}").count(), 1, "{out}");
+}
+
+/// `-limit N` stops after N matching games: the first N in input order,
+/// or with `sort` the first N in sort order; `-count` prints the number
+/// only.
+#[test]
+fn golden_limit_and_count() {
+    let want = std::fs::read_to_string(golden_dir().join("check.jsonl")).expect("golden");
+    let r = run(&["-cql", "check", "--format", "jsonl", "-limit", "2"]);
+    let first_two: String = want.lines().take(2).map(|l| format!("{l}\n")).collect();
+    assert_eq!(r.stdout, first_two);
+    assert_eq!(summary(&r.stderr).0, 2);
+    assert!(r.stderr.contains("-limit 2"), "{}", r.stderr);
+    // A limit above the number of matches changes nothing.
+    let r = run(&["-cql", "check", "--format", "jsonl", "--limit", "9"]);
+    assert_eq!(r.stdout, want);
+
+    let sorted = std::fs::read_to_string(golden_dir().join("sort.jsonl")).expect("golden");
+    let r = run(&[
+        "-cql",
+        "sort \"black pawns\" #p",
+        "--format",
+        "jsonl",
+        "--limit",
+        "3",
+    ]);
+    let first_three: String = sorted.lines().take(3).map(|l| format!("{l}\n")).collect();
+    assert_eq!(r.stdout, first_three);
+    assert_eq!(summary(&r.stderr).0, 3);
+
+    let r = run(&["-cql", "check", "-count"]);
+    assert_eq!(r.stdout, "3\n");
+    assert!(!r.stderr.contains(" seconds"), "{}", r.stderr);
+    let r = run(&["-cql", "check", "--count", "--limit", "2"]);
+    assert_eq!(r.stdout, "2\n");
+    // Kings side by side: never in a legal position.
+    let r = run(&["-cql", "Ka1 kb1", "--count"]);
+    assert_eq!(r.stdout, "0\n");
 }

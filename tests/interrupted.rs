@@ -335,10 +335,11 @@ const ONE_GAME: &str = "[Event \"one\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4#
 fn summary(stderr: &str) -> (u64, u64) {
     let line = stderr
         .lines()
-        .find(|l| l.contains(" matches of "))
+        .find(|l| l.contains(" match") && l.contains(" seconds"))
         .unwrap_or_else(|| panic!("no summary line in {stderr:?}"));
     let w: Vec<&str> = line.split_whitespace().collect();
-    (w[0].parse().expect("matches"), w[3].parse().expect("games"))
+    let number = |w: &str| w.replace(',', "").parse::<u64>().expect("a number");
+    (number(w[0]), number(w[3]))
 }
 
 fn temp_files(dir: &Path) -> Vec<String> {
@@ -744,7 +745,7 @@ fn error_exits_remove_temporary_files_and_name_the_path_once() {
     let studies = studies.to_str().expect("utf-8");
     // The store is over the limit: the import fails, its temporary goes.
     let r = run_limited(d, 64, &["index", "-q", studies, "-o", "s.cqlj"]);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert_eq!(r.stderr.matches("s.cqlj").count(), 1, "{}", r.stderr);
     assert!(!r.stderr.contains(".tmp-"), "{}", r.stderr);
     assert_eq!(temp_files(d), Vec::<String>::new());
@@ -757,7 +758,7 @@ fn error_exits_remove_temporary_files_and_name_the_path_once() {
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let r = run_limited(d, 64, &["-i", "s.cqlj", "-o", "out.pgn", "-cql", "true"]);
-    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
     assert_eq!(r.stderr.matches("out.pgn").count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("too large"), "{}", r.stderr);
     assert!(!r.stderr.contains(".tmp-"), "{}", r.stderr);
@@ -788,7 +789,7 @@ fn error_exits_remove_temporary_files_and_name_the_path_once() {
         ),
     ] {
         let r = run_in(d, Some(&cache), args);
-        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr);
         assert_eq!(r.stderr.matches(path).count(), 1, "{args:?}: {}", r.stderr);
         assert_eq!(
             r.stderr.matches("No such file").count(),
@@ -971,4 +972,160 @@ fn cql_command_line_conventions() {
         "{}",
         r.stderr
     );
+}
+
+/// Every query file in `examples/` runs on the studies and finds the
+/// games CQL 6.2 finds (counts from the CQL 6.2 oracle on studies.pgn);
+/// the first run imports the PGN and says where its cache went and its
+/// size.
+#[test]
+fn examples_run_and_find_what_cql_finds() {
+    let dir = Scratch::new("examples");
+    let d = &dir.0;
+    let cache = dir.path("cache");
+    let studies = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let studies = studies.to_str().expect("utf-8");
+    // (file, matching games of the 1,605 studies: CQL 6.2 oracle)
+    let expected = [
+        ("kings-opposition.cql", 30),
+        ("mates.cql", 107),
+        ("passed-pawn-rook.cql", 82),
+    ];
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut found: Vec<String> = std::fs::read_dir(&examples)
+        .expect("examples/")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cql"))
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        expected
+            .iter()
+            .map(|(f, _)| f.to_string())
+            .collect::<Vec<_>>(),
+        "every example has an expected count here"
+    );
+    for (i, (file, want)) in expected.iter().enumerate() {
+        let path = examples.join(file);
+        let r = run_in(
+            d,
+            Some(&cache),
+            &[
+                "-i",
+                studies,
+                "-o",
+                "out.pgn",
+                "-noprogress",
+                path.to_str().expect("utf-8"),
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{file}: {}", r.stderr);
+        assert_eq!(summary(&r.stderr), (*want, 1605), "{file}: {}", r.stderr);
+        let out = std::fs::read_to_string(dir.path("out.pgn")).expect("output");
+        assert_eq!(out.matches("[Event ").count() as u64, *want, "{file}");
+        if i == 0 {
+            let note = r
+                .stderr
+                .lines()
+                .find(|l| l.contains("imported"))
+                .unwrap_or_else(|| panic!("no import note: {}", r.stderr));
+            assert!(note.contains(cache.to_str().expect("utf-8")), "{note}");
+            assert!(note.contains(" MB"), "{note}");
+        } else {
+            assert!(!r.stderr.contains("imported"), "{}", r.stderr);
+        }
+    }
+}
+
+/// One exit status per kind of failure, the same for the query run and
+/// the subcommands: 0 done, 1 failure while running, 2 wrong command line
+/// or query (130, Ctrl-C, is tested above).
+#[test]
+fn exit_statuses_follow_one_table() {
+    let dir = Scratch::new("exit-codes");
+    let d = &dir.0;
+    let cache = dir.path("cache");
+    std::fs::write(dir.path("in.pgn"), golden_pgn()).expect("write");
+    std::fs::write(dir.path("bad.cql"), "check power\n").expect("write");
+    let r = run_in(d, Some(&cache), &["index", "-q", "in.pgn", "-o", "in.cqlj"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for (args, code) in [
+        // Done, with or without matches.
+        (&["-i", "in.cqlj", "-o", "-", "-cql", "check"][..], 0),
+        (&["-i", "in.cqlj", "-o", "-", "-cql", "mate"][..], 0),
+        (&["explain", "-cql", "check"][..], 0),
+        (&["info", "in.cqlj"][..], 0),
+        // The query does not parse: the run and explain agree.
+        (&["-i", "in.cqlj", "-o", "-", "-cql", "check power"][..], 2),
+        (&["-i", "in.cqlj", "-o", "-", "bad.cql"][..], 2),
+        (&["explain", "bad.cql"][..], 2),
+        (&["explain", "--ast", "bad.cql"][..], 2),
+        (&["explain", "--plan", "bad.cql"][..], 2),
+        // Wrong command lines.
+        (&["-i", "in.cqlj", "-bogus", "-cql", "check"][..], 2),
+        (&["-i", "in.cqlj"][..], 2),
+        (&["-i", "in.cqlj", "-limit", "0", "-cql", "check"][..], 2),
+        (&["index", "--bogus", "in.pgn", "-o", "x.cqlj"][..], 2),
+        (&["info"][..], 2),
+        (&["explain"][..], 2),
+        (&["-i", "in.pgn", "-o", "in.pgn", "-cql", "check"][..], 2),
+        // Failures while running: files that cannot be read.
+        (&["-i", "missing.cqlj", "-o", "-", "-cql", "check"][..], 1),
+        (&["-i", "missing.pgn", "-o", "-", "-cql", "check"][..], 1),
+        (&["-o", "-", "missing.cql"][..], 1),
+        (&["info", "missing.cqlj"][..], 1),
+        (&["info", "in.pgn"][..], 1),
+        (&["index", "-q", "missing.pgn", "-o", "x.cqlj"][..], 1),
+        (&["explain", "missing.cql"][..], 1),
+    ] {
+        let r = run_in(d, Some(&cache), args);
+        assert_eq!(r.code, Some(code), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// `cqlj help` is `cqlj --help`; every option, the transform options
+/// included, has a description.
+#[test]
+fn help_describes_every_option() {
+    let dir = Scratch::new("help");
+    let d = &dir.0;
+    let help = run_in(d, None, &["help"]);
+    assert_eq!(help.code, Some(0), "{}", help.stderr);
+    let dashes = run_in(d, None, &["--help"]);
+    assert_eq!(help.stdout, dashes.stdout);
+    for flag in [
+        "flip",
+        "flipcolor",
+        "reversecolor",
+        "shift",
+        "rotate90",
+        "rotate45",
+        "fliphorizontal",
+        "flipvertical",
+        "shifthorizontal",
+        "shiftvertical",
+        "count",
+        "limit",
+    ] {
+        // clap's long help: the description follows on the next line.
+        let lines: Vec<&str> = help.stdout.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| {
+                let l = l.trim();
+                l == format!("--{flag}") || l.starts_with(&format!("--{flag} "))
+            })
+            .unwrap_or_else(|| panic!("--{flag} not in {}", help.stdout));
+        let described = lines.get(at + 1).is_some_and(|l| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('-')
+        });
+        assert!(described, "--{flag} has no description: {:?}", &lines[at..]);
+    }
+    assert!(help.stdout.contains("Exit status"), "{}", help.stdout);
+    let index = run_in(d, None, &["help", "index"]);
+    assert_eq!(index.code, Some(0), "{}", index.stderr);
+    assert!(index.stdout.contains("--append"), "{}", index.stdout);
 }

@@ -345,7 +345,7 @@ fn store_data_checksums_are_read_by_verify_not_by_a_run() {
     };
     let db_arg = db.to_str().expect("utf-8 path");
     let (code, err) = run(&["verify", db_arg]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("checksum mismatch in chunk 1"), "{err}");
     let out = dir.path("out.pgn");
     let out_arg = out.to_str().expect("utf-8 path");
@@ -353,7 +353,7 @@ fn store_data_checksums_are_read_by_verify_not_by_a_run() {
     let (code, err) = run(&query);
     assert_eq!(code, Some(0), "a run reads only the index: {err}");
     let (code, err) = run(&[&query[..], &["--verify"]].concat());
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("checksum mismatch in chunk 1"), "{err}");
     bytes[CHUNKS_OFFSET as usize + CHUNK_BYTES + 999] ^= 0x01;
     put(&db, &bytes);
@@ -1054,7 +1054,7 @@ fn store_truncated_under_a_run_is_a_clear_error() {
             continue;
         }
         let stderr = String::from_utf8_lossy(&done.stderr);
-        assert_eq!(done.status.code(), Some(2), "stderr: {stderr}");
+        assert_eq!(done.status.code(), Some(1), "stderr: {stderr}");
         assert!(
             stderr.contains("the store changed during the run"),
             "stderr: {stderr}"

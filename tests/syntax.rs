@@ -493,7 +493,7 @@ fn syntax_explain_ir_inline_and_file() {
 #[test]
 fn syntax_explain_reports_errors_with_caret() {
     let (code, out, err) = cqlj(&["explain", "-cql", "check\npower 3"]);
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(err.contains("`power` needs a set of squares"), "{err}");
     assert!(err.contains("2:7"), "{err}");
     assert!(err.contains('╰') || err.contains('^'), "{err}");

@@ -211,7 +211,7 @@ fn mps(positions: u64, d: Duration) -> f64 {
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.no_suite && args.cql.is_empty() {
-        bail!("--no-suite leaves no query to run: add --cql QUERY");
+        return Err(usage!("--no-suite leaves no query to run: add --cql QUERY"));
     }
     let store = open_db(args.db.as_deref())?;
     let threads = args.threads.max(1);
@@ -228,7 +228,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         match e.as_str() {
             "jit" => jit_on = true,
             "interp" => interp_on = true,
-            other => bail!("unknown engine {other:?} (expected jit or interp)"),
+            other => {
+                return Err(usage!("unknown engine {other:?} (expected jit or interp)"));
+            }
         }
     }
     println!(

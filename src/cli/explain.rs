@@ -1,12 +1,17 @@
 //! `cqlj explain`: shows how a query is understood — its syntax tree
-//! (`--ast`), its typed IR (`--ir`, the default), and, once the later
-//! stages exist, its transform orbits (`--orbits`), scan plan (`--plan`) and
-//! generated Cranelift IR (`--clif`).
+//! (`--ast`), its typed IR (`--ir`, the default), its transform orbits
+//! (`--orbits`), its scan plan (`--plan`: which engine evaluates each
+//! top-level filter, as the query run's matcher does) and the generated
+//! Cranelift IR (`--clif`).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
+use cqlj::jit::CompiledQuery;
+use cqlj::scan::Engine;
 use cqlj::syntax;
+
+use super::exit;
 
 /// What `explain` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,9 +40,14 @@ pub struct Args {
     /// Show the transform orbits.
     #[arg(long)]
     orbits: bool,
-    /// Show the scan plan.
+    /// Show the scan plan: the engine that evaluates each top-level filter
+    /// (JIT exact, JIT pre-selection confirmed by the interpreter, or
+    /// interpreter only), chunk skipping and the columns read.
     #[arg(long)]
     plan: bool,
+    /// The engine the plan is for, as the query run's `--engine`.
+    #[arg(long, value_enum, default_value_t = Engine::Auto)]
+    engine: Engine,
     /// Show the generated Cranelift IR.
     #[arg(long)]
     clif: bool,
@@ -108,9 +118,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
         ),
         (Some(_), Some(_)) => {
-            anyhow::bail!("give either a query file or --query/-cql TEXT, not both")
+            return Err(usage!(
+                "give either a query file or --query/-cql TEXT, not both"
+            ));
         }
-        (None, None) => anyhow::bail!("no query: give a QUERY.cql file or --query/-cql TEXT"),
+        (None, None) => {
+            return Err(usage!(
+                "no query: give a QUERY.cql file or --query/-cql TEXT"
+            ));
+        }
     };
     let use_color = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for stage in args.stages() {
@@ -119,7 +135,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 Ok(f) => print!("{}", syntax::ast::dump(&f, &src)),
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
-                    return Ok(ExitCode::from(1));
+                    return Ok(ExitCode::from(exit::USAGE));
                 }
             },
             Stage::Ir => match syntax::parse(&src) {
@@ -141,14 +157,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
-                    return Ok(ExitCode::from(1));
+                    return Ok(ExitCode::from(exit::USAGE));
                 }
             },
             Stage::Orbits => match syntax::parse(&src) {
                 Ok(q) => print!("{}", cqlj::transform::explain_orbits(&q)?),
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
-                    return Ok(ExitCode::from(1));
+                    return Ok(ExitCode::from(exit::USAGE));
                 }
             },
             Stage::Plan | Stage::Clif => {
@@ -163,14 +179,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     Ok(p) => p,
                     Err(cqlj::scan::prepare::PrepareError::Diagnostics(d)) => {
                         eprint!("{d}");
-                        return Ok(ExitCode::from(1));
+                        return Ok(ExitCode::from(exit::USAGE));
                     }
                     Err(e) => return Err(e.into()),
                 };
                 let opts = cqlj::jit::JitOptions::default();
                 if stage == Stage::Plan {
-                    let cq = cqlj::jit::compile(&prepared.query, &opts)?;
-                    print!("{}", cqlj::jit::explain_plan(&prepared.query, &cq));
+                    print!("{}", plan_text(&prepared.query, args.engine)?);
                 } else {
                     print!("{}", cqlj::jit::explain_clif(&prepared.query, &opts)?);
                 }
@@ -178,4 +193,149 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The engine that evaluates a top-level filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterEngine {
+    /// The JIT kernel decides it exactly.
+    JitExact,
+    /// The kernel pre-selects positions; the interpreter evaluates the
+    /// game again and decides.
+    JitPreselect,
+    /// Only the interpreter evaluates it.
+    Interp,
+}
+
+impl FilterEngine {
+    fn label(self) -> &'static str {
+        match self {
+            FilterEngine::JitExact => "JIT exact",
+            FilterEngine::JitPreselect => "JIT pre-selection + interpreter confirmation",
+            FilterEngine::Interp => "interpreter only",
+        }
+    }
+}
+
+/// The engine of each top-level filter (by index of the query body), as
+/// `StoreMatcher` runs them: without a kernel every filter is the
+/// interpreter's; with an exact plan the kernel's bits are the matches;
+/// otherwise the kernel's filters only pre-select positions and the
+/// interpreter evaluates the whole game on them.
+pub fn filter_engines(n_filters: usize, cq: Option<&CompiledQuery>) -> Vec<FilterEngine> {
+    let Some(cq) = cq else {
+        return vec![FilterEngine::Interp; n_filters];
+    };
+    let plan = cq.plan();
+    let lowered = if plan.is_exact() {
+        FilterEngine::JitExact
+    } else {
+        FilterEngine::JitPreselect
+    };
+    (0..n_filters)
+        .map(|i| {
+            if plan.jit.contains(&i) {
+                lowered
+            } else {
+                FilterEngine::Interp
+            }
+        })
+        .collect()
+}
+
+/// `explain --plan`: the engine as the query run picks it (`auto`: the JIT
+/// when it compiles the query, else the interpreter), the engine of each
+/// top-level filter, then the kernel's details.
+fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<String> {
+    use std::fmt::Write as _;
+    let opts = cqlj::jit::JitOptions::default();
+    let (cq, why_not) = match engine {
+        Engine::Interp => (None, Some("--engine interp".to_owned())),
+        Engine::Jit => (Some(cqlj::jit::compile(query, &opts)?), None),
+        Engine::Auto => match cqlj::jit::compile(query, &opts) {
+            Ok(cq) => (Some(cq), None),
+            Err(e) => (
+                None,
+                Some(format!("the JIT cannot compile this query: {e}")),
+            ),
+        },
+    };
+    let body = query.body();
+    let engines = filter_engines(body.len(), cq.as_ref());
+    let mut s = String::new();
+    let overall = match (&cq, &why_not) {
+        (None, Some(why)) => format!("interpreter only ({why})"),
+        (None, None) => "interpreter only".to_owned(),
+        (Some(cq), _) if cq.plan().is_exact() => {
+            "JIT exact (the kernel's matches are the answer)".to_owned()
+        }
+        (Some(cq), _) if cq.plan().jit.is_empty() => "interpreter only (the kernel lowers \
+                                                       no filter, so every game goes to the interpreter)"
+            .to_owned(),
+        (Some(_), _) => "JIT pre-selection + interpreter confirmation (the interpreter \
+                         evaluates each game the kernel pre-selects)"
+            .to_owned(),
+    };
+    let _ = writeln!(s, "engine: {overall}");
+    let _ = writeln!(s, "filters ({}):", body.len());
+    let reasons: Vec<(usize, String)> = cq
+        .as_ref()
+        .map(|cq| cq.plan().interp.clone())
+        .unwrap_or_default();
+    for (i, (e, engine)) in body.iter().zip(&engines).enumerate() {
+        let text = syntax::print_expr(e, query.vars());
+        let text: String = if text.chars().count() > 60 {
+            text.chars().take(57).chain("...".chars()).collect()
+        } else {
+            text
+        };
+        let why = reasons
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map_or(String::new(), |(_, w)| format!("  ({w})"));
+        let _ = writeln!(s, "  [{i}] {:<44} {text}{why}", engine.label());
+    }
+    if let Some(cq) = &cq {
+        // The kernel's details (its own per-filter lines are the ones above).
+        for line in cqlj::jit::explain_plan(query, cq).lines() {
+            if !line.starts_with("engine:") && !line.starts_with("  [") {
+                let _ = writeln!(s, "{line}");
+            }
+        }
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engines_of(text: &str) -> Vec<FilterEngine> {
+        let input = cqlj::scan::prepare::QueryInput {
+            source: text,
+            name: "-",
+            color: false,
+            extra_filters: &[],
+            transforms: &[],
+        };
+        let q = cqlj::scan::prepare::prepare(&input)
+            .unwrap_or_else(|_| panic!("{text} prepares"))
+            .query;
+        let cq = cqlj::jit::compile(&q, &cqlj::jit::JitOptions::default()).ok();
+        filter_engines(q.body().len(), cq.as_ref())
+    }
+
+    #[test]
+    fn plan_names_the_engine_the_matcher_uses() {
+        // Plain position filters: the kernel decides.
+        assert_eq!(
+            engines_of("Ka1 check"),
+            vec![FilterEngine::JitExact, FilterEngine::JitExact]
+        );
+        // A comment is a side effect only the interpreter has: the
+        // kernel's filter pre-selects, the interpreter confirms.
+        let e = engines_of("check comment(\"x\")");
+        assert!(e.contains(&FilterEngine::Interp), "{e:?}");
+        assert!(!e.contains(&FilterEngine::JitExact), "{e:?}");
+    }
 }

@@ -11,8 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::bail;
-
 /// Set by Ctrl-C while a scan is running: the scan stops cleanly.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -24,7 +22,7 @@ static COOPERATIVE: AtomicBool = AtomicBool::new(false);
 static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Exit status of a run ended by Ctrl-C (128 + SIGINT).
-pub const INTERRUPTED: u8 = 130;
+pub const INTERRUPTED: u8 = super::exit::INTERRUPTED;
 
 /// Installs the Ctrl-C handler (once per process). During a scan
 /// ([`Cooperative`]) the first Ctrl-C only sets [`STOP`]; otherwise, and on
@@ -198,11 +196,11 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 pub fn refuse_same_file(output: &Path, inputs: &[(&Path, &str)]) -> anyhow::Result<()> {
     for (input, what) in inputs {
         if same_file(output, input) {
-            bail!(
+            return Err(usage!(
                 "the output {} is the same file as the {what} {}: choose another output",
                 output.display(),
                 input.display()
-            );
+            ));
         }
     }
     Ok(())
@@ -215,11 +213,11 @@ pub fn refuse_non_regular_input(path: &Path) -> anyhow::Result<()> {
     match fs::metadata(path) {
         Ok(m) if !m.is_file() => {
             let kind = file_kind(&m);
-            bail!(
+            Err(usage!(
                 "input {} is {kind}, not a regular file: cqlj reads games from a regular \
                  file (save the PGN to a file first)",
                 path.display()
-            )
+            ))
         }
         _ => Ok(()),
     }

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use cqlj::import::{
     ImportObserver, ImportOptions, Progress, Report, append_files_with, import_files_with,
 };
 use cqlj::runtime::store::{Store, StoreWriter};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::files;
+use super::{counted, files, thousands, usage_error};
 
 /// Arguments of `cqlj index`.
 #[derive(clap::Args, Debug)]
@@ -102,10 +102,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if let Ok(m) = std::fs::metadata(&output)
         && !m.is_file()
     {
-        bail!(
+        return Err(usage_error(anyhow::anyhow!(
             "the output {} is not a regular file: a store is written to a file",
             args.output.display()
-        );
+        )));
     }
     let total: u64 = args
         .inputs
@@ -131,17 +131,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if appending {
         let store = Store::open_unverified(&output)?;
         println!(
-            "{} games, {} positions appended, {} skipped, {:.2} s ({:.0} positions/s); \
-             the store now has {} games, {} positions, {} bytes ({} unused)",
-            summary.games,
-            summary.positions,
-            summary.skipped,
+            "{}, {} appended, {} skipped, {:.2} s ({} positions/s); \
+             the store now has {}, {}, {} ({} unused)",
+            counted(summary.games, "game", "games"),
+            counted(summary.positions, "position", "positions"),
+            thousands(summary.skipped),
             secs,
-            rate,
-            store.n_games(),
-            store.n_positions(),
-            store.file_len(),
-            store.unused_bytes(),
+            thousands(rate.round() as u64),
+            counted(u64::from(store.n_games()), "game", "games"),
+            counted(store.n_positions(), "position", "positions"),
+            counted(store.file_len(), "byte", "bytes"),
+            thousands(store.unused_bytes()),
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -152,8 +152,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         0.0
     };
     println!(
-        "{} games, {} positions, {} skipped, {:.1} bytes/position, {:.2} s ({:.0} positions/s)",
-        summary.games, summary.positions, summary.skipped, bpp, secs, rate,
+        "{}, {}, {} skipped, {} ({bpp:.1} bytes/position), {secs:.2} s ({} positions/s)",
+        counted(summary.games, "game", "games"),
+        counted(summary.positions, "position", "positions"),
+        thousands(summary.skipped),
+        counted(size, "byte", "bytes"),
+        thousands(rate.round() as u64),
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use cqlj::runtime::store::{CHUNK_BYTES, Store, StoreWriter};
 
+use super::thousands;
+
 /// Arguments of `cqlj info`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -44,30 +46,32 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     println!("store:          {}", args.store.display());
     println!("format version: {}", store.format_version());
     println!("appends:        {}", store.sequence().saturating_sub(1));
-    println!("games:          {}", store.n_games());
-    println!("positions:      {}", store.n_positions());
-    println!("chunks:         {}", store.n_chunks());
+    println!("games:          {}", thousands(u64::from(store.n_games())));
+    println!("positions:      {}", thousands(store.n_positions()));
+    println!("chunks:         {}", thousands(store.n_chunks()));
     let chunk_bytes = store.n_chunks() * CHUNK_BYTES as u64;
     let pct = |b: u64| 100.0 * b as f64 / size.max(1) as f64;
-    println!("file size:      {size} bytes");
+    println!("file size:      {} bytes", thousands(size));
     println!(
-        "  positions:    {chunk_bytes} bytes ({:.1}%)",
+        "  positions:    {} bytes ({:.1}%)",
+        thousands(chunk_bytes),
         pct(chunk_bytes)
     );
     println!(
         "  tags, texts:  {} bytes ({:.1}%) in {} segments",
-        store.data_bytes(),
+        thousands(store.data_bytes()),
         pct(store.data_bytes()),
         store.n_segments()
     );
     println!(
         "  index:        {} bytes ({:.1}%)",
-        store.index_bytes(),
+        thousands(store.index_bytes()),
         pct(store.index_bytes())
     );
     let unused = store.unused_bytes();
     println!(
-        "  unused:       {unused} bytes ({:.1}%, old indexes and chunks left by appends)",
+        "  unused:       {} bytes ({:.1}%, old indexes and chunks left by appends)",
+        thousands(unused),
         pct(unused)
     );
     println!("bytes/position: {bpp:.1}");

@@ -5,6 +5,78 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Exit statuses, the same for the query run and every subcommand
+/// (documented in README.md).
+pub mod exit {
+    /// The command did what was asked (a query run succeeds whether or not
+    /// games match).
+    pub const OK: u8 = 0;
+    /// A failure while running: a file that cannot be read or written, a
+    /// damaged store, a failed import.
+    pub const FAILED: u8 = 1;
+    /// The command line or the query is wrong: an unknown option, a query
+    /// that does not parse, an output that is one of the inputs.
+    pub const USAGE: u8 = 2;
+    /// Ctrl-C stopped the command.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// An error in what the user asked for (exit status [`exit::USAGE`]);
+/// displayed as the error it wraps.
+#[derive(Debug)]
+pub struct Usage(pub anyhow::Error);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Usage {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Marks `err` as a usage error.
+pub fn usage_error(err: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(Usage(err.into()))
+}
+
+/// The exit status for an error ending the command.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|c| c.is::<Usage>()) {
+        exit::USAGE
+    } else {
+        exit::FAILED
+    }
+}
+
+/// `n` with a comma between groups of three digits: `145,716`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `n` and the noun in its number: `1 match`, `2 matches`, `1,605 games`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// `usage!("...")`: a usage error with a formatted message.
+macro_rules! usage {
+    ($($t:tt)*) => {
+        $crate::cli::usage_error(anyhow::anyhow!($($t)*))
+    };
+}
+
 pub mod bench;
 pub mod explain;
 pub mod files;
@@ -51,6 +123,18 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if !SUBCOMMANDS.contains(&first) {
         return run::main(args);
     }
+    if first == "help" {
+        // `cqlj help` is `cqlj --help` (the query run's options);
+        // `cqlj help index` is `cqlj index --help`.
+        let mut help: Vec<OsString> = vec![args[0].clone()];
+        help.extend(args[2..].iter().cloned());
+        help.push("--help".into());
+        if help.len() == 2 {
+            return run::main(help);
+        }
+        let _ = Cli::parse_from(help);
+        return Ok(ExitCode::SUCCESS);
+    }
     let cli = Cli::parse_from(explain::normalize_args(args));
     match cli.command {
         Command::Index(a) => index::main(a),
@@ -58,5 +142,31 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Verify(a) => verify::main(a),
         Command::Explain(a) => explain::main(a),
         Command::Bench(a) => bench::main(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_people_write_them() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(145_716), "145,716");
+        assert_eq!(thousands(12_345_678), "12,345,678");
+        assert_eq!(counted(1, "match", "matches"), "1 match");
+        assert_eq!(counted(0, "match", "matches"), "0 matches");
+        assert_eq!(counted(5447, "game", "games"), "5,447 games");
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_others_1() {
+        use anyhow::Context;
+        assert_eq!(exit_status(&usage!("bad option")), exit::USAGE);
+        let wrapped = Err::<(), _>(usage!("bad")).context("outer").unwrap_err();
+        assert_eq!(exit_status(&wrapped), exit::USAGE);
+        assert_eq!(exit_status(&anyhow::anyhow!("disk full")), exit::FAILED);
     }
 }

@@ -19,7 +19,7 @@ use cqlj::runtime::store::{Store, StoreError, StoreWriter, TextReader};
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
 
-use super::files;
+use super::{counted, exit, files, thousands, usage_error};
 
 /// The transform options (`-flip` ... `-shiftvertical`), each naming the
 /// filter `cqlj::transform::option_filter` maps it to.
@@ -36,7 +36,7 @@ const TRANSFORM_OPTIONS: [&str; 10] = [
     "shiftvertical",
 ];
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 25] = [
+const CQL_LONG_OPTIONS: [&str; 27] = [
     "cql",
     "input",
     "output",
@@ -62,11 +62,13 @@ const CQL_LONG_OPTIONS: [&str; 25] = [
     "version",
     "noprogress",
     "verify",
+    "count",
+    "limit",
 ];
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
 /// is optional and numeric).
-const VALUE_OPTIONS: [(&str, usize, usize); 18] = [
+const VALUE_OPTIONS: [(&str, usize, usize); 19] = [
     ("cql", 1, 1),
     ("input", 1, 1),
     ("i", 1, 1),
@@ -85,6 +87,7 @@ const VALUE_OPTIONS: [(&str, usize, usize); 18] = [
     ("result", 1, 1),
     ("engine", 1, 1),
     ("format", 1, 1),
+    ("limit", 1, 1),
 ];
 
 /// Short flags (clap's `-h`, `-V`; CQL's `-s` for `-singlethreaded`).
@@ -131,8 +134,11 @@ pub enum Format {
     name = "cqlj",
     version,
     about = "Run a CQL query over a PGN file or a cqlj store",
-    after_help = "Subcommands: cqlj index | info | explain | bench (see `cqlj index --help`).\n\
-                  CQL's single-dash spellings (-cql, -gamenumber, -flipcolor, ...) are accepted."
+    after_help = "Subcommands: cqlj index | info | explain | bench (see `cqlj help index`).\n\
+                  CQL's single-dash spellings (-cql, -gamenumber, -flipcolor, ...) are accepted.\n\
+                  Exit status: 0 done (matches or not), 1 failure while running (a file \
+                  cannot be read or written, a damaged store), 2 wrong command line or query, \
+                  130 interrupted by Ctrl-C."
 )]
 pub struct RunArgs {
     /// The query file (.cql). Its `cql(...)` header may name input and output.
@@ -203,24 +209,45 @@ pub struct RunArgs {
     /// Only games with this result (1-0, 0-1, 1/2-1/2).
     #[arg(long)]
     pub result: Option<String>,
+    /// Wrap the query in `flip`: also match it reflected and rotated (the
+    /// 8 symmetries of the board). Transform options wrap the whole body,
+    /// the last one given innermost.
     #[arg(long)]
     pub flip: bool,
+    /// Wrap the query in `flipcolor`: also match it with colors swapped
+    /// and the board mirrored top to bottom.
     #[arg(long)]
     pub flipcolor: bool,
+    /// Wrap the query in `reversecolor`: also match it with colors swapped
+    /// (board not mirrored).
     #[arg(long)]
     pub reversecolor: bool,
+    /// Wrap the query in `shift`: also match it moved by any number of
+    /// files and ranks (as long as it stays on the board).
     #[arg(long)]
     pub shift: bool,
+    /// Wrap the query in `rotate90`: also match it rotated by 90, 180 and
+    /// 270 degrees.
     #[arg(long)]
     pub rotate90: bool,
+    /// Wrap the query in `rotate45`: also match it rotated by multiples of
+    /// 45 degrees (for directions and lines).
     #[arg(long)]
     pub rotate45: bool,
+    /// Wrap the query in `fliphorizontal`: also match it mirrored left to
+    /// right.
     #[arg(long)]
     pub fliphorizontal: bool,
+    /// Wrap the query in `flipvertical`: also match it mirrored top to
+    /// bottom (colors kept).
     #[arg(long)]
     pub flipvertical: bool,
+    /// Wrap the query in `shifthorizontal`: also match it moved by any
+    /// number of files.
     #[arg(long)]
     pub shifthorizontal: bool,
+    /// Wrap the query in `shiftvertical`: also match it moved by any number
+    /// of ranks.
     #[arg(long)]
     pub shiftvertical: bool,
     /// Evaluation engine.
@@ -232,6 +259,14 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     pub noprogress: bool,
+    /// Print only the number of matching games (on standard output); no
+    /// games are written.
+    #[arg(long)]
+    pub count: bool,
+    /// Stop after N matching games. With `sort`, the first N games in sort
+    /// order (the whole input is searched to order it).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }
 
 /// Rewrites CQL's single-dash long options (`-cql`, `-flipcolor`,
@@ -424,17 +459,19 @@ fn header_path(p: &str, query_file: Option<&Path>) -> PathBuf {
 
 /// Entry point of a query run.
 pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    check_options(&raw)?;
+    check_options(&raw).map_err(usage_error)?;
     let raw = normalize_args(raw);
     let args = RunArgs::parse_from(&raw);
     let transforms = transform_options_in_order(&raw);
     let started = Instant::now();
 
     let (source, default_out) = match (&args.cql, &args.query_file) {
-        (Some(_), Some(f)) => bail!(
-            "give either a query file ({}) or -cql, not both",
-            f.display()
-        ),
+        (Some(_), Some(f)) => {
+            return Err(usage!(
+                "give either a query file ({}) or -cql, not both",
+                f.display()
+            ));
+        }
         (Some(text), None) => (text.clone(), PathBuf::from("cqldefault-out.pgn")),
         (None, Some(f)) => {
             let text = fs::read_to_string(f)
@@ -442,9 +479,18 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
             let stem = f.file_stem().map_or("cql".into(), |s| s.to_string_lossy());
             (text, f.with_file_name(format!("{stem}-out.pgn")))
         }
-        (None, None) => bail!("no query: give a query file (QUERY.cql) or -cql 'FILTERS'"),
+        (None, None) => {
+            return Err(usage!(
+                "no query: give a query file (QUERY.cql) or -cql 'FILTERS' (see cqlj --help)"
+            ));
+        }
     };
-    let extra = option_filters(&args)?;
+    let extra = option_filters(&args).map_err(usage_error)?;
+    if args.limit == Some(0) {
+        return Err(usage!(
+            "-limit 0 would stop before the first game: give 1 or more"
+        ));
+    }
     let name = args
         .query_file
         .as_ref()
@@ -460,7 +506,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(scan::PrepareError::Diagnostics(report)) => {
             eprintln!("{report}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(exit::USAGE));
         }
         Err(e) => return Err(e.into()),
     };
@@ -498,9 +544,9 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|v| (v[0], v.get(1).copied()));
     // Checked before the input is opened (which may import it).
-    game_range(gamenumber.or(header.gamenumber), gamenumber.is_none(), 0)?;
+    game_range(gamenumber.or(header.gamenumber), gamenumber.is_none(), 0).map_err(usage_error)?;
 
-    if output.as_os_str() != "-" {
+    if output.as_os_str() != "-" && !args.count {
         let mut reads: Vec<(PathBuf, &str)> = Vec::new();
         if let Some(q) = query_file {
             reads.push((q.to_path_buf(), "query file"));
@@ -530,8 +576,10 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if input.is_none() && !quiet {
         eprintln!(
             "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
-             the bundled default database ({} endgame studies)",
-            store.n_games()
+             the bundled default database ({} endgame studies, cached in {}, {} MB)",
+            thousands(u64::from(store.n_games())),
+            store.path().display(),
+            thousands(store.file_len().div_ceil(1_000_000)),
         );
     }
     let n_games = store.n_games();
@@ -539,7 +587,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         gamenumber.or(header.gamenumber),
         gamenumber.is_none(),
         n_games,
-    )?;
+    )
+    .map_err(usage_error)?;
 
     let plan = RunPlan {
         engine: args.engine,
@@ -551,7 +600,14 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         eprintln!("cqlj: {note}");
     }
 
-    let (target, file) = files::Output::open(&output)?;
+    let (target, file) = if args.count {
+        (
+            files::Output::Stdout,
+            Box::new(io::sink()) as Box<dyn Write>,
+        )
+    } else {
+        files::Output::open(&output)?
+    };
     // One scratch for every game matched again at the end of a sorted run.
     let rematch_scratch = std::cell::RefCell::new(matcher.scratch());
     let rematch = |g: u32| -> Result<Option<GameMatch>, scan::ScanError> {
@@ -612,6 +668,9 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         held: Vec::new(),
         rematch: &rematch,
         stopped: false,
+        count_only: args.count,
+        limit: args.limit,
+        delivered: 0,
     };
     let stats = {
         // Ctrl-C from here on stops the scan (and a sorted run's final
@@ -624,7 +683,14 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if let Some(e) = sink.error.take() {
         return Err(e);
     }
-    let stopped = stats.stopped || sink.stopped;
+    // A scan the sink ended at the limit was not interrupted.
+    let limited = args.limit.is_some_and(|n| sink.delivered >= n);
+    let stopped = (stats.stopped && !limited) || sink.stopped;
+    let found = if args.count || args.limit.is_some() {
+        sink.delivered
+    } else {
+        stats.matches
+    };
     let GameWriter { out, bar, .. } = sink;
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -643,14 +709,25 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     out.flush().map_err(cannot)?;
     drop(out);
     let finished = target.finish(!stopped)?;
-    if !quiet {
+    if args.count {
+        println!("{found}");
+        if stopped {
+            eprintln!("cqlj: interrupted: the count is of the games searched before Ctrl-C");
+        }
+    } else if !quiet {
         let secs = started.elapsed().as_secs_f64();
+        let rate = stats.games as f64 / secs.max(1e-9);
         let interrupted = if stopped { " (interrupted)" } else { "" };
+        let limit = match args.limit {
+            Some(n) if limited => format!(" (stopped at -limit {})", thousands(n)),
+            _ => String::new(),
+        };
         eprintln!(
-            "{} matches of {} games in {:.2} seconds{interrupted}{}",
-            stats.matches,
-            stats.games,
+            "{} of {} in {:.2} seconds ({}/s){limit}{interrupted}{}",
+            counted(found, "match", "matches"),
+            counted(stats.games, "game", "games"),
             secs,
+            thousands(rate.round() as u64),
             shown
                 .as_ref()
                 .map_or(String::new(), |p| format!(" -> {}", p.display()))
@@ -676,7 +753,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     Ok(if stopped {
         ExitCode::from(files::INTERRUPTED)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(exit::OK)
     })
 }
 
@@ -709,7 +786,14 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
             .map(|c| files::TempGuard::new(StoreWriter::temp_path(&c)));
         let (store, built) = scan::cached_store(&path, &mut observer)?;
         if built && !quiet {
-            eprintln!("cqlj: imported {} into a cached store", path.display());
+            eprintln!(
+                "cqlj: imported {} into the cached store {} ({} MB, {} games; \
+                 reused while the PGN is unchanged; CQLJ_CACHE_DIR puts caches elsewhere)",
+                path.display(),
+                store.path().display(),
+                thousands(store.file_len().div_ceil(1_000_000)),
+                thousands(u64::from(store.n_games())),
+            );
         }
         Ok(store)
     } else {
@@ -831,6 +915,12 @@ struct GameWriter<'s, W: Write> {
     rematch: &'s dyn Fn(u32) -> Result<Option<GameMatch>, scan::ScanError>,
     /// Ctrl-C stopped the writing of a sorted run's held games.
     stopped: bool,
+    /// `-count`: games are counted, not written.
+    count_only: bool,
+    /// `-limit N`: games written (or counted) at most.
+    limit: Option<u64>,
+    /// Games written (or counted) so far.
+    delivered: u64,
 }
 
 /// A matching game waiting for the end of a sorted run.
@@ -875,6 +965,9 @@ impl<W: Write> GameWriter<'_, W> {
             let mut held = std::mem::take(&mut self.held);
             // Stable: games with equal keys stay in input order.
             held.sort_by(|a, b| compare_keys(&a.sort_keys, &b.sort_keys));
+            if let Some(n) = self.limit {
+                held.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+            }
             for h in &held {
                 if files::STOP.load(Ordering::Relaxed) {
                     self.stopped = true;
@@ -883,6 +976,7 @@ impl<W: Write> GameWriter<'_, W> {
                 let m = (self.rematch)(h.game)?.ok_or_else(|| {
                     anyhow::anyhow!("game {} matched, then did not match again", h.game + 1)
                 })?;
+                self.delivered += 1;
                 self.write(m)?;
             }
         }
@@ -913,6 +1007,14 @@ fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
 
 impl<W: Write> Sink for GameWriter<'_, W> {
     fn game(&mut self, m: GameMatch) -> std::ops::ControlFlow<()> {
+        if self.count_only {
+            self.delivered += 1;
+            return if self.limit.is_some_and(|n| self.delivered >= n) {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            };
+        }
         if self.sorting {
             self.held.push(HeldGame {
                 game: m.game,
@@ -920,7 +1022,11 @@ impl<W: Write> Sink for GameWriter<'_, W> {
             });
             return std::ops::ControlFlow::Continue(());
         }
+        self.delivered += 1;
         match self.write(m) {
+            Ok(()) if self.limit.is_some_and(|n| self.delivered >= n) => {
+                std::ops::ControlFlow::Break(())
+            }
             Ok(()) => std::ops::ControlFlow::Continue(()),
             Err(e) => {
                 self.error = Some(e);
