@@ -262,7 +262,7 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Ident(name) => self.ident(name, span),
             ExprKind::Prefix(op, arg) => self.prefix(*op, arg, span),
-            ExprKind::Infix(op, a, b) => self.infix(*op, a, b, span),
+            ExprKind::Infix(first, rest) => self.infix_chain(first, rest, span),
             ExprKind::Compare(first, rest) => self.compare(first, rest, span),
             ExprKind::Direction { dirs, range, arg } => {
                 let (min, max) = match range.as_slice() {
@@ -628,9 +628,15 @@ impl<'a> Lowerer<'a, '_> {
             .map(|s| s.to_string())
             .chain(self.var_ids.keys().cloned())
             .chain(self.functions.keys().cloned());
+        let n = name.chars().count();
+        let limit = if n <= 4 { 1 } else { 2 };
         for c in candidates {
+            // The distance is at least the difference in length: skip the
+            // quadratic computation for words that cannot be close.
+            if c.chars().count().abs_diff(n) > limit {
+                continue;
+            }
             let d = edit_distance(name, &c);
-            let limit = if name.chars().count() <= 4 { 1 } else { 2 };
             if d <= limit && c.len() >= 3 && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
                 best = Some((d, c));
             }
@@ -685,10 +691,81 @@ impl<'a> Lowerer<'a, '_> {
         self.mk(node(Box::new(a)), kind, span)
     }
 
-    fn infix(&mut self, op: Infix, a: &'a ast::Expr, b: &'a ast::Expr, span: Span) -> LResult {
-        let x = self.sub(a);
-        let y = self.sub(b);
-        let (x, y) = (x?, y?);
+    /// `a op b op c ...`. A chain of one associative operator (`or`,
+    /// `and`, `|`, `&`; parenthesised sub-chains of the same operator
+    /// included) becomes a balanced tree, so a flat chain of any length
+    /// costs only logarithmic depth; other chains nest to the left and
+    /// count one level per operator.
+    fn infix_chain(&mut self, first: &'a ast::Expr, rest: &'a [(Infix, ast::Expr)], span: Span) -> LResult {
+        let op0 = rest.first().map_or(Infix::Or, |(o, _)| *o);
+        let associative = matches!(op0, Infix::Or | Infix::And | Infix::Set(_))
+            && rest.iter().all(|(o, _)| *o == op0);
+        if associative {
+            let mut leaves = Vec::new();
+            collect_leaves(op0, first, &mut leaves);
+            for (_, e) in rest {
+                collect_leaves(op0, e, &mut leaves);
+            }
+            // The balanced tree's own depth counts like nesting.
+            let extra = leaves.len().next_power_of_two().trailing_zeros() as usize;
+            self.depth += extra;
+            let mut lowered = Vec::with_capacity(leaves.len());
+            let mut failed = false;
+            for leaf in leaves {
+                let x = match op0 {
+                    Infix::Set(sop) => {
+                        let what = if sop == ir::SetOp::Inter { "`&`" } else { "`|`" };
+                        self.set_arg(leaf, what)
+                    }
+                    _ => self.sub(leaf),
+                };
+                match x {
+                    Ok(x) => lowered.push(x),
+                    Err(Failed) => failed = true,
+                }
+                if self.fatal {
+                    break;
+                }
+            }
+            self.depth -= extra;
+            if failed || self.fatal {
+                return Err(Failed);
+            }
+            return self.balanced(op0, lowered);
+        }
+        if self.depth + rest.len() >= MAX_LOWER_DEPTH {
+            self.fatal = true;
+            return Err(self.err(
+                span,
+                format!("the query is nested too deeply (more than {MAX_LOWER_DEPTH} levels of filters: a chain of {} operators nests one level per operator)", rest.len()),
+            ));
+        }
+        let mut acc = self.sub(first);
+        let mut acc_span = first.span;
+        for (op, e) in rest {
+            let y = self.sub(e);
+            acc_span = acc_span.join(e.span);
+            acc = match (acc, y) {
+                (Ok(x), Ok(y)) => self.infix(*op, x, y, acc_span),
+                _ => Err(Failed),
+            };
+        }
+        acc
+    }
+
+    /// The balanced tree of `op` over `items` (at least one), in order.
+    fn balanced(&mut self, op: Infix, mut items: Vec<Expr>) -> LResult {
+        if items.len() <= 1 {
+            return items.pop().ok_or(Failed);
+        }
+        let right = items.split_off(items.len() / 2);
+        let x = self.balanced(op, items)?;
+        let y = self.balanced(op, right)?;
+        let span = x.span.join(y.span);
+        self.infix(op, x, y, span)
+    }
+
+    fn infix(&mut self, op: Infix, x: Expr, y: Expr, span: Span) -> LResult {
         match op {
             Infix::Or => self.mk(Node::Or(Box::new(x), Box::new(y)), Kind::Logical, span),
             Infix::And => self.mk(Node::And(Box::new(x), Box::new(y)), Kind::Logical, span),
@@ -1030,6 +1107,24 @@ impl<'a> Lowerer<'a, '_> {
 }
 
 /// The kind of a keyword leaf.
+/// The operands of a chain of `op`, looking through nested chains of the
+/// same operator (parenthesised or not): `a or (b or c)` has three.
+fn collect_leaves<'a>(op: Infix, e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
+    let mut inner = e;
+    while let ExprKind::Paren(x) = &inner.kind {
+        inner = x;
+    }
+    match &inner.kind {
+        ExprKind::Infix(first, rest) if rest.iter().all(|(o, _)| *o == op) => {
+            collect_leaves(op, first, out);
+            for (_, x) in rest {
+                collect_leaves(op, x, out);
+            }
+        }
+        _ => out.push(e),
+    }
+}
+
 fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,

@@ -409,14 +409,16 @@ impl Parser<'_, '_> {
     /// Skips to the first token on a later line than `after` (error
     /// recovery).
     fn recover(&mut self, after: usize) {
-        let (line, _) = line_col(self.src, after);
+        // The first token starting after the end of `after`'s line (a token
+        // cannot hold a newline except a string or comment, which the lexer
+        // skips whole).
+        let after = after.min(self.src.len());
+        let line_end = self.src[after..]
+            .find('\n')
+            .map_or(self.src.len(), |n| after + n);
         loop {
-            let t = self.peek().clone();
-            if t.tok == Tok::Eof {
-                return;
-            }
-            let (l, _) = line_col(self.src, t.span.start as usize);
-            if l > line {
+            let t = self.peek();
+            if t.tok == Tok::Eof || t.span.start as usize > line_end {
                 return;
             }
             self.bump();
@@ -615,7 +617,19 @@ impl Parser<'_, '_> {
                     self.bump();
                     let rhs = self.expr(lbp + 1)?;
                     let span = lhs.span.join(rhs.span);
-                    lhs = Expr::new(ExprKind::Infix(op, Box::new(lhs), Box::new(rhs)), span);
+                    // Operators of one binding power extend the chain built
+                    // in this loop (a parenthesised chain is a `Paren`).
+                    match &mut lhs.kind {
+                        ExprKind::Infix(_, rest)
+                            if rest.first().is_some_and(|(o, _)| infix_bp(*o) == lbp) =>
+                        {
+                            rest.push((op, rhs));
+                            lhs.span = span;
+                        }
+                        _ => {
+                            lhs = Expr::new(ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]), span);
+                        }
+                    }
                 }
             }
         }
@@ -1248,6 +1262,20 @@ impl Parser<'_, '_> {
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
         Ok(Expr::new(ExprKind::Move(m), self.span_from(start)))
+    }
+}
+
+/// The binding power of an infix operator.
+fn infix_bp(op: Infix) -> u8 {
+    match op {
+        Infix::Or => bp::OR,
+        Infix::And => bp::AND,
+        Infix::In => bp::IN,
+        Infix::Arith(ArithOp::Add | ArithOp::Sub) => bp::ADD,
+        Infix::Arith(_) => bp::MUL,
+        Infix::Set(SetOp::Union) => bp::UNION,
+        Infix::Set(SetOp::Inter) => bp::INTER,
+        Infix::Attacks | Infix::AttackedBy => bp::ATTACKS,
     }
 }
 
