@@ -753,14 +753,26 @@ impl<'a> Lowerer<'a, '_> {
         acc
     }
 
-    /// The balanced tree of `op` over `items` (at least one), in order.
-    fn balanced(&mut self, op: Infix, mut items: Vec<Expr>) -> LResult {
+    /// The balanced tree of the associative `op` over `items` (at least
+    /// one), in order; items that are themselves trees of `op` are
+    /// flattened first. So every such tree has one shape for its operands,
+    /// whatever wrote it (a chain, parentheses, a comparison chain, `fen`,
+    /// an inlined argument), and its printed form parses back to it.
+    fn balanced(&mut self, op: Infix, items: Vec<Expr>) -> LResult {
+        let mut flat = Vec::with_capacity(items.len());
+        for item in items {
+            flatten_ir(op, item, &mut flat);
+        }
+        self.build_balanced(op, flat)
+    }
+
+    fn build_balanced(&mut self, op: Infix, mut items: Vec<Expr>) -> LResult {
         if items.len() <= 1 {
             return items.pop().ok_or(Failed);
         }
         let right = items.split_off(items.len() / 2);
-        let x = self.balanced(op, items)?;
-        let y = self.balanced(op, right)?;
+        let x = self.build_balanced(op, items)?;
+        let y = self.build_balanced(op, right)?;
         let span = x.span.join(y.span);
         self.infix(op, x, y, span)
     }
@@ -892,20 +904,17 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         }
-        let mut acc: Option<Expr> = None;
+        let mut pairs = Vec::with_capacity(rest.len());
         for (i, (op, _)) in rest.iter().enumerate() {
             let x = operands[i].clone();
             let y = operands[i + 1].clone();
             let pair_span = x.span.join(y.span);
-            let c = self.compare_pair(*op, x, y, pair_span)?;
-            acc = Some(match acc {
-                None => c,
-                Some(prev) => {
-                    self.mk(Node::And(Box::new(prev), Box::new(c)), Kind::Logical, span)?
-                }
-            });
+            pairs.push(self.compare_pair(*op, x, y, pair_span)?);
         }
-        acc.ok_or_else(|| self.err(span, "empty comparison"))
+        if pairs.is_empty() {
+            return Err(self.err(span, "empty comparison"));
+        }
+        self.balanced(Infix::And, pairs)
     }
 
     fn list_filter(&mut self, f: ListFilter, args: &'a [ast::Expr], span: Span) -> LResult {
@@ -1038,7 +1047,7 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         }
-        let mut acc: Option<Expr> = None;
+        let mut items = Vec::with_capacity(squares.len());
         for (p, sq) in squares {
             if sq >= 64 {
                 return Err(self.err(span, "bad FEN: a rank is too long"));
@@ -1051,14 +1060,12 @@ impl<'a> Lowerer<'a, '_> {
                 Kind::Set,
                 span,
             )?;
-            acc = Some(match acc {
-                None => d,
-                Some(prev) => {
-                    self.mk(Node::And(Box::new(prev), Box::new(d)), Kind::Logical, span)?
-                }
-            });
+            items.push(d);
         }
-        acc.ok_or_else(|| self.err(span, "bad FEN: empty board"))
+        if items.is_empty() {
+            return Err(self.err(span, "bad FEN: empty board"));
+        }
+        self.balanced(Infix::And, items)
     }
 
     fn call(&mut self, name: &'a ast::Name, args: &'a [ast::Expr], span: Span) -> LResult {
@@ -1107,6 +1114,20 @@ impl<'a> Lowerer<'a, '_> {
 }
 
 /// The kind of a keyword leaf.
+/// The operands of an IR tree of the associative `op`, in order.
+fn flatten_ir(op: Infix, e: Expr, out: &mut Vec<Expr>) {
+    let (a, b) = match (op, e.node) {
+        (Infix::And, Node::And(a, b)) | (Infix::Or, Node::Or(a, b)) => (a, b),
+        (Infix::Set(o), Node::SetBinary(p, a, b)) if o == p => (a, b),
+        (_, node) => {
+            out.push(Expr { node, ..e });
+            return;
+        }
+    };
+    flatten_ir(op, *a, out);
+    flatten_ir(op, *b, out);
+}
+
 /// The operands of a chain of `op`, looking through nested chains of the
 /// same operator (parenthesised or not): `a or (b or c)` has three.
 fn collect_leaves<'a>(op: Infix, e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
