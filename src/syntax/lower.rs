@@ -37,6 +37,18 @@ struct Lowerer<'a, 'd> {
     nodes: usize,
     depth: usize,
     fatal: bool,
+    /// Variables of `square`/`piece` loops: bound only inside their loop's
+    /// body (CQL 6.2 unbinds them after the loop).
+    loop_vars: HashMap<String, LoopVar>,
+}
+
+/// A loop variable: which loop kind declared it, where, and whether the
+/// lowering is inside such a loop's body now.
+#[derive(Clone, Copy)]
+struct LoopVar {
+    piece: bool,
+    active: bool,
+    span: Span,
 }
 
 /// Marker: an error was recorded.
@@ -55,6 +67,7 @@ pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
         nodes: 0,
         depth: 0,
         fatal: false,
+        loop_vars: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -111,6 +124,12 @@ impl<'a> Lowerer<'a, '_> {
             return Err(Failed);
         }
         Ok(Expr::new(node, kind, span))
+    }
+
+    /// `LINE:COL` of a span's start.
+    fn pos_text(&self, span: Span) -> String {
+        let (l, c) = crate::syntax::diag::line_col(self.diags.source(), span.start as usize);
+        format!("{l}:{c}")
     }
 
     fn err(&mut self, span: Span, msg: impl Into<String>) -> Failed {
@@ -399,8 +418,56 @@ impl<'a> Lowerer<'a, '_> {
                     "`square ... in`"
                 };
                 let domain = self.set_arg(domain, what)?;
+                let loop_word = if *piece { "piece" } else { "square" };
+                match self.loop_vars.get(&var.name).copied() {
+                    Some(lv) if lv.active => {
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is already the variable of the enclosing loop at {}: a nested loop needs another name",
+                                var.name,
+                                self.pos_text(lv.span)
+                            ),
+                        ));
+                    }
+                    Some(lv) if lv.piece != *piece => {
+                        let other = if lv.piece { "piece" } else { "square" };
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is the variable of a `{other}` loop (at {}), so a `{loop_word}` loop needs another name",
+                                var.name,
+                                self.pos_text(lv.span)
+                            ),
+                        ));
+                    }
+                    None if self.var_ids.contains_key(&var.name) => {
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is already an assigned variable: the `{loop_word}` loop needs a fresh name",
+                                var.name
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
                 let id = self.declare(var, Kind::Set)?;
-                let body = self.sub(body)?;
+                let lv = LoopVar {
+                    piece: *piece,
+                    active: true,
+                    span: var.span,
+                };
+                self.loop_vars.insert(var.name.clone(), lv);
+                let body = self.sub(body);
+                self.loop_vars.insert(
+                    var.name.clone(),
+                    LoopVar {
+                        active: false,
+                        ..lv
+                    },
+                );
+                let body = body?;
                 self.mk(
                     Node::SquareLoop {
                         piece: *piece,
@@ -444,6 +511,16 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Paren(inner) => self.lower(inner),
             ExprKind::Assign { var, value } => {
+                if let Some(lv) = self.loop_vars.get(&var.name).copied() {
+                    return Err(self.err(
+                        var.span,
+                        format!(
+                            "cannot assign to `{}`: it is the variable of the loop at {}",
+                            var.name,
+                            self.pos_text(lv.span)
+                        ),
+                    ));
+                }
                 let v = self.sub(value)?;
                 if v.kind == Kind::Logical {
                     return Err(self.err(
@@ -611,6 +688,18 @@ impl<'a> Lowerer<'a, '_> {
             let x = x.clone();
             self.nodes += 1;
             return Ok(x);
+        }
+        if let Some(lv) = self.loop_vars.get(name).copied()
+            && !lv.active
+        {
+            let what = if lv.piece { "piece" } else { "square" };
+            return Err(self.err(
+                span,
+                format!(
+                    "`{name}` is used outside its `{what}` loop (at {}): a loop variable is unbound after the loop (CQL 6.2 stops with \"unbound {what} variable\")",
+                    self.pos_text(lv.span)
+                ),
+            ));
         }
         if let Some(&id) = self.var_ids.get(name) {
             let kind = self.vars[id.0 as usize].kind;
@@ -958,8 +1047,11 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     "`min`"
                 };
-                if args.is_empty() {
-                    return Err(self.err(span, format!("{name} needs at least one argument")));
+                if args.len() < 2 {
+                    return Err(self.err(
+                        span,
+                        format!("{name} needs at least two arguments, found {}", args.len()),
+                    ));
                 }
                 let mut out = Vec::new();
                 let mut failed = false;
@@ -980,6 +1072,13 @@ impl<'a> Lowerer<'a, '_> {
                 self.mk(node, Kind::Numeric, span)
             }
             ListFilter::Comment | ListFilter::Message => {
+                if args.is_empty() {
+                    let name = if f == ListFilter::Comment { "comment" } else { "message" };
+                    return Err(self.err(
+                        span,
+                        format!("`{name} ()` is empty: give at least one argument, e.g. `{name} (\"text\")`"),
+                    ));
+                }
                 let mut out = Vec::new();
                 let mut failed = false;
                 for a in args {

@@ -712,7 +712,13 @@ impl Parser<'_, '_> {
         loop {
             match self.peek_tok() {
                 Tok::RBrace => {
-                    self.bump();
+                    let close = self.bump().span;
+                    if items.is_empty() {
+                        return Err(self.error(
+                            open.join(close),
+                            "empty braces `{}`: a filter is expected inside",
+                        ));
+                    }
                     break;
                 }
                 Tok::Eof => return Err(self.error(open, "`{` is never closed")),
@@ -778,6 +784,18 @@ impl Parser<'_, '_> {
                 self.dash(None, start)
             }
             Tok::Ident(w) => self.keyword(w, start),
+            // `o-o` / `o-o-o` alone: the move just played castled on that
+            // side (CQL 6.2), i.e. `move previous o-o`.
+            Tok::CastleKing | Tok::CastleQueen => {
+                let king = t.tok == Tok::CastleKing;
+                let m = MoveParams {
+                    castle_kingside: king,
+                    castle_queenside: !king,
+                    previous: true,
+                    ..MoveParams::default()
+                };
+                Ok(Expr::new(ExprKind::Move(m), start))
+            }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
             other => Err(self.error(
                 start,
@@ -1151,7 +1169,14 @@ impl Parser<'_, '_> {
             if self.eat(&Tok::Comma).is_some() {
                 continue;
             }
-            params.push(self.name("a parameter name")?);
+            let p = self.name("a parameter name")?;
+            if params.iter().any(|q: &Name| q.name == p.name) {
+                return Err(self.error(
+                    p.span,
+                    format!("parameter `{}` is given twice in function `{}`", p.name, name.name),
+                ));
+            }
+            params.push(p);
         }
         let open = self.expect(&Tok::LBrace, "`{` to start the function body")?;
         // Register first, so the body may mention it (recursion is then
@@ -1210,24 +1235,44 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// `move` and its parameters, in any order, each at most once:
+    /// `from X`, `to X`, `capture X`, `promote X`, `enpassant`, one of
+    /// `o-o`/`o-o-o`/`castle` (either side), `previous` or `legal` (not
+    /// both), `count` (with `legal`), as CQL 6.2 requires.
     fn move_filter(&mut self, start: Span) -> PResult<Expr> {
         let mut m = MoveParams::default();
+        let mut castle_at: Option<Span> = None;
         loop {
             let t = self.peek().clone();
+            let castle = match &t.tok {
+                Tok::CastleKing => Some((true, false)),
+                Tok::CastleQueen => Some((false, true)),
+                Tok::Ident(w) if w == "castle" => Some((true, true)),
+                _ => None,
+            };
+            if let Some((king, queen)) = castle {
+                if let Some(first) = castle_at {
+                    return Err(self.error(
+                        t.span,
+                        format!(
+                            "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
+                            pos_text(self.src, first)
+                        ),
+                    ));
+                }
+                self.bump();
+                castle_at = Some(t.span);
+                m.castle_kingside = king;
+                m.castle_queenside = queen;
+                continue;
+            }
             let w = match &t.tok {
                 Tok::Ident(w) => w.clone(),
-                Tok::CastleKing => {
-                    self.bump();
-                    m.castle_kingside = true;
-                    continue;
-                }
-                Tok::CastleQueen => {
-                    self.bump();
-                    m.castle_queenside = true;
-                    continue;
-                }
                 _ => break,
             };
+            if w == "enpassant" && m.enpassant {
+                return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+            }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
@@ -1261,7 +1306,20 @@ impl Parser<'_, '_> {
             self.bump();
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
-        Ok(Expr::new(ExprKind::Move(m), self.span_from(start)))
+        let span = self.span_from(start);
+        if m.legal && m.previous {
+            return Err(self.error(
+                span,
+                "`move` cannot take both `legal` and `previous` (the previous move is a game move)",
+            ));
+        }
+        if m.count && !m.legal {
+            return Err(self.error(
+                span,
+                "`count` in `move` needs `legal` (`move legal count`): it counts legal moves",
+            ));
+        }
+        Ok(Expr::new(ExprKind::Move(m), span))
     }
 }
 

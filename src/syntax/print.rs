@@ -343,8 +343,9 @@ impl Printer<'_> {
                 }
                 for (on, kw) in [
                     (m.enpassant, "enpassant"),
-                    (m.castle_kingside, "o-o"),
-                    (m.castle_queenside, "o-o-o"),
+                    (m.castle_kingside && m.castle_queenside, "castle"),
+                    (m.castle_kingside && !m.castle_queenside, "o-o"),
+                    (m.castle_queenside && !m.castle_kingside, "o-o-o"),
                     (m.previous, "previous"),
                     (m.legal, "legal"),
                     (m.count, "count"),
