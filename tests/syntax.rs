@@ -378,7 +378,9 @@ fn set_expr() -> impl Strategy<Value = String> {
             (inner.clone(), inner.clone()).prop_map(|(a, b)| {
                 // A nested loop needs its own variable (CQL 6.2).
                 let mut n = 0;
-                while a.contains(&format!("square v{n} in")) || b.contains(&format!("square v{n} in")) {
+                while a.contains(&format!("square v{n} in"))
+                    || b.contains(&format!("square v{n} in"))
+                {
                     n += 1;
                 }
                 format!("square v{n} in ({a}) {b}")

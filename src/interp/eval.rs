@@ -799,9 +799,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (Operand::Set(s), Operand::Num(n)) => holds((s.count() as i64).cmp(n)),
             (Operand::Num(n), Operand::Set(s)) => holds(n.cmp(&(s.count() as i64))),
             (Operand::Num(m), Operand::Num(n)) => holds(m.cmp(n)),
-            (Operand::Str(s), Operand::Str(t)) => s
-                .iter()
-                .any(|s| t.iter().any(|t| holds(s.cmp(t)))),
+            (Operand::Str(s), Operand::Str(t)) => {
+                s.iter().any(|s| t.iter().any(|t| holds(s.cmp(t))))
+            }
             (Operand::Pos(p), Operand::Pos(q)) => holds(p.cmp(q)),
             _ => {
                 return Err(Self::dispatch_error(

@@ -174,10 +174,7 @@ impl Diagnostics {
             }
         }
         if self.dropped > 0 {
-            out.push_str(&format!(
-                "({} more diagnostics not shown)\n",
-                self.dropped
-            ));
+            out.push_str(&format!("({} more diagnostics not shown)\n", self.dropped));
         }
         out
     }

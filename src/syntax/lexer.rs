@@ -471,7 +471,9 @@ impl<'s> Lexer<'s> {
             if let Some(dup) = l.chars().find(|&d| letters.contains(d)) {
                 diags.error(
                     Span::new(i, i + c.len_utf8()),
-                    format!("piece `{dup}` is given twice in one piece designator (`{c}` repeats it)"),
+                    format!(
+                        "piece `{dup}` is given twice in one piece designator (`{c}` repeats it)"
+                    ),
                 );
             }
             letters.push_str(l);

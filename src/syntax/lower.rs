@@ -785,7 +785,12 @@ impl<'a> Lowerer<'a, '_> {
     /// included) becomes a balanced tree, so a flat chain of any length
     /// costs only logarithmic depth; other chains nest to the left and
     /// count one level per operator.
-    fn infix_chain(&mut self, first: &'a ast::Expr, rest: &'a [(Infix, ast::Expr)], span: Span) -> LResult {
+    fn infix_chain(
+        &mut self,
+        first: &'a ast::Expr,
+        rest: &'a [(Infix, ast::Expr)],
+        span: Span,
+    ) -> LResult {
         let op0 = rest.first().map_or(Infix::Or, |(o, _)| *o);
         let associative = matches!(op0, Infix::Or | Infix::And | Infix::Set(_))
             && rest.iter().all(|(o, _)| *o == op0);
@@ -803,7 +808,11 @@ impl<'a> Lowerer<'a, '_> {
             for leaf in leaves {
                 let x = match op0 {
                     Infix::Set(sop) => {
-                        let what = if sop == ir::SetOp::Inter { "`&`" } else { "`|`" };
+                        let what = if sop == ir::SetOp::Inter {
+                            "`&`"
+                        } else {
+                            "`|`"
+                        };
                         self.set_arg(leaf, what)
                     }
                     _ => self.sub(leaf),
@@ -1073,7 +1082,11 @@ impl<'a> Lowerer<'a, '_> {
             }
             ListFilter::Comment | ListFilter::Message => {
                 if args.is_empty() {
-                    let name = if f == ListFilter::Comment { "comment" } else { "message" };
+                    let name = if f == ListFilter::Comment {
+                        "comment"
+                    } else {
+                        "message"
+                    };
                     return Err(self.err(
                         span,
                         format!("`{name} ()` is empty: give at least one argument, e.g. `{name} (\"text\")`"),

@@ -1173,7 +1173,10 @@ impl Parser<'_, '_> {
             if params.iter().any(|q: &Name| q.name == p.name) {
                 return Err(self.error(
                     p.span,
-                    format!("parameter `{}` is given twice in function `{}`", p.name, name.name),
+                    format!(
+                        "parameter `{}` is given twice in function `{}`",
+                        p.name, name.name
+                    ),
                 ));
             }
             params.push(p);

@@ -210,7 +210,8 @@ impl Printer<'_> {
         // operator needs no parentheses.
         let same_assoc = matches!(
             (&assoc_op(op), &b.node),
-            (Some("and"), Node::And(..)) | (Some("or"), Node::Or(..))
+            (Some("and"), Node::And(..))
+                | (Some("or"), Node::Or(..))
                 | (Some("&"), Node::SetBinary(SetOp::Inter, ..))
                 | (Some("|"), Node::SetBinary(SetOp::Union, ..))
         );
