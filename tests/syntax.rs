@@ -383,7 +383,7 @@ fn set_expr() -> impl Strategy<Value = String> {
                 {
                     n += 1;
                 }
-                format!("square v{n} in ({a}) {b}")
+                format!("(square v{n} in ({a}) {b})")
             }),
             inner.clone().prop_map(|a| format!("shift {a}")),
             inner.clone().prop_map(|a| format!("notransform {a}")),

@@ -401,6 +401,16 @@ impl<'s> Lexer<'s> {
                 }
             };
         }
+        // `[]`: the empty set of squares.
+        if rest.starts_with("[]") {
+            return self.take(
+                2,
+                Tok::Designator {
+                    pieces: None,
+                    squares: Some(Bitboard::EMPTY),
+                },
+            );
+        }
         if starts_unicode_designator(rest) {
             return Some(self.unicode_designator(diags));
         }

@@ -476,6 +476,25 @@ impl Parser<'_, '_> {
         let mut h = ir::Header::default();
         loop {
             let t = self.bump();
+            if let Tok::Ident(w) = &t.tok
+                && matches!(
+                    w.as_str(),
+                    "input" | "output" | "matchstring" | "gamenumber"
+                )
+            {
+                let given = match w.as_str() {
+                    "input" => h.input.is_some(),
+                    "output" => h.output.is_some(),
+                    "matchstring" => h.matchstring.is_some(),
+                    _ => h.gamenumber.is_some(),
+                };
+                if given {
+                    return Err(self.error(
+                        t.span,
+                        format!("`{w}` is given twice in the `cql(...)` header"),
+                    ));
+                }
+            }
             match &t.tok {
                 Tok::RParen => break,
                 Tok::Ident(w) => match w.as_str() {
@@ -839,9 +858,15 @@ impl Parser<'_, '_> {
             let mut count = false;
             let mut restrict = false;
             loop {
-                if self.eat_ident("count").is_some() {
+                if let Some(s) = self.eat_ident("count") {
+                    if count {
+                        return Err(self.error(s, format!("`count` is given twice after `{w}`")));
+                    }
                     count = true;
                 } else if let Some(s) = self.eat_ident("restrict") {
+                    if restrict {
+                        return Err(self.error(s, format!("`restrict` is given twice after `{w}`")));
+                    }
                     if !matches!(
                         filter,
                         TransformFilter::Shift
