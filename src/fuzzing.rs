@@ -154,8 +154,68 @@ pub fn check_roundtrip(data: &[u8]) {
 /// is numeric (its value is its left side); a block has the kind of its
 /// last filter, a transform (not `count`) the kind of its target, an `if`
 /// the kind its branches share (else logical).
+/// The operands of `e`'s tree of its own associative operator, in order.
+fn assoc_leaves(e: Expr, same: &dyn Fn(&Node) -> bool, out: &mut Vec<Expr>) {
+    if !same(&e.node) {
+        out.push(e);
+        return;
+    }
+    match e.node {
+        Node::And(a, b) | Node::Or(a, b) | Node::SetBinary(_, a, b) => {
+            assoc_leaves(*a, same, out);
+            assoc_leaves(*b, same, out);
+        }
+        node => out.push(Expr { node, ..e }),
+    }
+}
+
+/// The balanced tree the parser builds for a chain of one associative
+/// operator (`mk` makes one node from two operands).
+fn assoc_balanced(mut items: Vec<Expr>, mk: &dyn Fn(Expr, Expr) -> Expr) -> Expr {
+    if items.len() == 1 {
+        return items.pop().unwrap_or_else(e_bool);
+    }
+    let right = items.split_off(items.len() / 2);
+    mk(assoc_balanced(items, mk), assoc_balanced(right, mk))
+}
+
 fn canonical(e: &mut Expr) {
     e.for_each_child_mut(canonical);
+    // `or`, `and`, `|`, `&` trees are balanced over their operands.
+    let kind = e.kind;
+    let rebuilt = match &e.node {
+        Node::And(..) | Node::Or(..) | Node::SetBinary(..) => {
+            let op = std::mem::discriminant(&e.node);
+            let set_op = match &e.node {
+                Node::SetBinary(o, ..) => Some(*o),
+                _ => None,
+            };
+            let same = move |n: &Node| {
+                std::mem::discriminant(n) == op
+                    && match n {
+                        Node::SetBinary(o, ..) => Some(*o) == set_op,
+                        _ => true,
+                    }
+            };
+            let mut leaves = Vec::new();
+            let whole = std::mem::replace(e, e_bool());
+            let is_and = matches!(whole.node, Node::And(..));
+            assoc_leaves(whole, &same, &mut leaves);
+            let mk = move |a: Expr, b: Expr| {
+                let node = match set_op {
+                    Some(o) => Node::SetBinary(o, Box::new(a), Box::new(b)),
+                    None if is_and => Node::And(Box::new(a), Box::new(b)),
+                    None => Node::Or(Box::new(a), Box::new(b)),
+                };
+                Expr::new(node, kind, Span::default())
+            };
+            Some(assoc_balanced(leaves, &mk))
+        }
+        _ => None,
+    };
+    if let Some(r) = rebuilt {
+        *e = r;
+    }
     match &mut e.node {
         Node::Block(items) => {
             if let Some(last) = items.last() {

@@ -187,3 +187,104 @@ fn limits_pathological_game_imports_and_is_searched() {
         assert_eq!(got, [(0, 2500)], "{engine:?}");
     }
 }
+
+/// Renders the diagnostics of a rejected query, timing parse + render.
+fn rejected_render(query: &str) -> (String, std::time::Duration) {
+    let t = std::time::Instant::now();
+    let err = syntax::parse(query).expect_err("rejected");
+    let out = err.render("q.cql", false);
+    (out, t.elapsed())
+}
+
+#[test]
+fn limits_diagnostics_on_a_huge_line_are_bounded() {
+    // One line over 65,535 columns (miette's columns overflowed before).
+    let long = format!("Ka1 {}", "x".repeat(70_000));
+    let (out, _) = rejected_render(&long);
+    assert!(
+        out.contains("(line 1, column 5)"),
+        "{}",
+        &out[..out.len().min(500)]
+    );
+    assert!(out.len() < 4_000, "rendering quotes {} bytes", out.len());
+    let tail = format!("{} foo", "Ka1 ".repeat(20_000));
+    let (out, _) = rejected_render(&tail);
+    assert!(out.contains("column 80002"), "{out}");
+    assert!(out.len() < 4_000, "rendering quotes {} bytes", out.len());
+}
+
+#[test]
+fn limits_unclosed_comments_are_linear() {
+    // `/*` repeated: each `/*/` closes, leaving `*` tokens that fail to
+    // parse; recovery must not rescan the line per token.
+    let (small, t_small) = rejected_render(&"/*".repeat(50_000));
+    let (big, t_big) = rejected_render(&"/*".repeat(500_000));
+    assert!(small.len() < 20_000 && big.len() < 20_000, "{}", big.len());
+    assert!(
+        t_big < t_small * 40 + std::time::Duration::from_secs(2),
+        "10x the input took {t_big:?} against {t_small:?}"
+    );
+}
+
+#[test]
+fn limits_many_errors_are_capped() {
+    let q = "[Ka1,Qb2]".repeat(4_000);
+    let err = syntax::parse(&q).expect_err("rejected");
+    assert_eq!(err.items.len(), syntax::diag::MAX_DIAGNOSTICS);
+    assert!(err.dropped() > 0);
+    let out = err.render("q.cql", false);
+    assert!(out.contains("more diagnostics not shown"));
+    assert!(out.len() < 100_000, "{} bytes of errors", out.len());
+}
+
+#[test]
+fn limits_flat_chains_are_not_nesting() {
+    // A flat `or` of 130 operands (and of 100,000) is one level deep.
+    for n in [130, 100_000] {
+        let q = (0..n)
+            .map(|i| format!("K{}{}", (b'a' + (i % 8) as u8) as char, 1 + (i / 8) % 8))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let parsed = syntax::parse(&q).expect("a flat chain parses");
+        let printed = syntax::print_query(&parsed);
+        assert_eq!(
+            syntax::parse(&printed).expect("printed form parses"),
+            parsed
+        );
+    }
+    // A long chain of a non-associative operator still nests, and is
+    // refused cleanly (no stack overflow).
+    let sub = vec!["1"; 150_000].join(" - ");
+    let err = syntax::parse(&sub).expect_err("too deep");
+    assert!(err.to_string().contains("nested too deeply"), "{err}");
+}
+
+#[test]
+fn limits_long_string_literal_costs_once_per_game() {
+    let dir = Scratch::new("literal");
+    let mut pgn = String::new();
+    for i in 0..400 {
+        pgn.push_str(&format!(
+            "[Event \"e{i}\"]\n[White \"Kasparov\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 7. Bb3 d6 8. c3 O-O 1-0\n\n"
+        ));
+    }
+    let (store, _) = import(&dir, pgn.as_bytes());
+    let long = "x".repeat(500_000);
+    let t = std::time::Instant::now();
+    let q1 = format!("player white \"{long}\"");
+    let q2 = format!("\"Kasp\" in \"{long}\"");
+    assert!(run(&store, &q1, Engine::Auto).is_empty());
+    assert!(run(&store, &q2, Engine::Auto).is_empty());
+    // 400 games x 17 positions: per-position copies and searches of the
+    // literal took about 3 s in a debug build; once per game about 0.2 s.
+    assert!(
+        t.elapsed() < std::time::Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    // The remembered value is per game and right.
+    assert_eq!(
+        run(&store, "player white \"Kasp\"", Engine::Auto).len(),
+        400
+    );
+}

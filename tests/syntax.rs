@@ -375,7 +375,16 @@ fn set_expr() -> impl Strategy<Value = String> {
             (inner.clone(), inner.clone())
                 .prop_map(|(a, b)| format!("move from ({a}) to ({b}) legal")),
             inner.clone().prop_map(|a| format!("pin through ({a})")),
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("square x in ({a}) {b}")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| {
+                // A nested loop needs its own variable (CQL 6.2).
+                let mut n = 0;
+                while a.contains(&format!("square v{n} in"))
+                    || b.contains(&format!("square v{n} in"))
+                {
+                    n += 1;
+                }
+                format!("(square v{n} in ({a}) {b})")
+            }),
             inner.clone().prop_map(|a| format!("shift {a}")),
             inner.clone().prop_map(|a| format!("notransform {a}")),
             inner.clone().prop_map(|a| format!("{{check {a}}}")),
@@ -403,7 +412,7 @@ fn num_expr() -> impl Strategy<Value = String> {
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("max (({a}) ({b}))")),
             inner.clone().prop_map(|a| format!("flipcolor {a}")),
             set_expr().prop_map(|a| format!("flipcolor count {a}")),
-            set_expr().prop_map(|a| format!("move count to ({a})")),
+            set_expr().prop_map(|a| format!("move legal count to ({a})")),
         ]
     })
 }

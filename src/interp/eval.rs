@@ -21,13 +21,23 @@ pub(crate) struct Evaluator<'a, 'g> {
     st: &'a mut State,
 }
 
+/// Whether a string filter's value depends only on the game: a literal or
+/// a tag.
+fn game_constant(e: &Expr) -> bool {
+    e.kind == Kind::String
+        && matches!(
+            e.node,
+            Node::Str(_) | Node::Tag(_) | Node::TagNamed(_) | Node::Player(_)
+        )
+}
+
 /// An operand of a comparison, read according to its kind.
-enum Operand {
+enum Operand<'x> {
     Set(Bitboard),
     Num(i64),
     /// Candidate strings (`player` without a colour stands for both
     /// players' names; everything else for exactly one string).
-    Str(Vec<String>),
+    Str(Vec<std::borrow::Cow<'x, str>>),
     Pos(u32),
 }
 
@@ -351,6 +361,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 )
             }
             Result(r) => logical(self.result_is(*r)),
+            In(x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
+            Compare(_, x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
             In(x, y) => self.in_filter(x, y, at),
             Compare(op, a, b) => self.compare(e, *op, a, b, at),
             And(a, b) => logical(self.matches(a, at)? && self.matches(b, at)?),
@@ -677,16 +689,20 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     }
 
     /// Reads a comparison operand according to its kind.
-    fn operand(&mut self, e: &Expr, at: u32) -> R<Option<Operand>> {
+    fn operand<'x>(&mut self, e: &'x Expr, at: u32) -> R<Option<Operand<'x>>> {
         Ok(match e.kind {
             Kind::Set => Some(Operand::Set(self.set(e, at)?)),
             Kind::Numeric => self.num(e, at)?.map(Operand::Num),
             Kind::String => {
                 if let Node::Player(side) = e.node {
                     let names = self.players(side);
-                    (!names.is_empty()).then_some(Operand::Str(names))
+                    (!names.is_empty())
+                        .then(|| Operand::Str(names.into_iter().map(Into::into).collect()))
+                } else if let Node::Str(s) = &e.node {
+                    // A literal is borrowed, not copied per evaluation.
+                    Some(Operand::Str(vec![s.as_str().into()]))
                 } else {
-                    self.string(e, at)?.map(|s| Operand::Str(vec![s]))
+                    self.string(e, at)?.map(|s| Operand::Str(vec![s.into()]))
                 }
             }
             Kind::Position => match self.eval(e, at)? {
@@ -703,6 +719,24 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         })
     }
 
+    /// A filter whose value depends only on the game (a comparison or `in`
+    /// of string literals and tags): evaluated at the game's first
+    /// evaluation and remembered in the game's state, so a long string
+    /// costs once per game, not once per position.
+    fn once_per_game(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        let key = e as *const Expr as usize;
+        if let Some(v) = self.st.per_game.get(&key) {
+            return Ok(v.clone());
+        }
+        let v = match &e.node {
+            Node::In(x, y) => self.in_filter(x, y, at)?,
+            Node::Compare(op, x, y) => self.compare(e, *op, x, y, at)?,
+            _ => return Err(Self::dispatch_error(e, "not a per-game filter")),
+        };
+        self.st.per_game.insert(key, v.clone());
+        Ok(v)
+    }
+
     /// `X in Y`: for sets, X is a subset of Y (the empty set is in every
     /// set); for strings, X occurs in Y as a substring (`player` alone: in
     /// either name).
@@ -712,9 +746,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         };
         let ok = match (a, b) {
             (Operand::Set(a), Operand::Set(b)) => (a & !b).is_empty(),
-            (Operand::Str(a), Operand::Str(b)) => {
-                a.iter().any(|a| b.iter().any(|b| b.contains(a.as_str())))
-            }
+            (Operand::Str(a), Operand::Str(b)) => a
+                .iter()
+                .any(|a| b.iter().any(|b| a.len() <= b.len() && b.contains(&**a))),
             _ => {
                 return Err(Self::dispatch_error(
                     x,
@@ -764,9 +798,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (Operand::Set(s), Operand::Num(n)) => holds((s.count() as i64).cmp(n)),
             (Operand::Num(n), Operand::Set(s)) => holds(n.cmp(&(s.count() as i64))),
             (Operand::Num(m), Operand::Num(n)) => holds(m.cmp(n)),
-            (Operand::Str(s), Operand::Str(t)) => s
-                .iter()
-                .any(|s| t.iter().any(|t| holds(s.as_str().cmp(t.as_str())))),
+            (Operand::Str(s), Operand::Str(t)) => {
+                s.iter().any(|s| t.iter().any(|t| holds(s.cmp(t))))
+            }
             (Operand::Pos(p), Operand::Pos(q)) => holds(p.cmp(q)),
             _ => {
                 return Err(Self::dispatch_error(

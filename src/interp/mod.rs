@@ -257,6 +257,7 @@ impl Interpreter {
             comments: Vec::new(),
             messages: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
+            per_game: HashMap::new(),
         }
     }
 
@@ -347,6 +348,9 @@ pub struct State {
     comments: Vec<(u32, String)>,
     messages: Vec<String>,
     sort_values: Vec<Option<SortValue>>,
+    /// Values of game-constant filters (string comparisons of literals and
+    /// tags), keyed by the filter's address in the query.
+    per_game: HashMap<usize, Option<Value>>,
 }
 
 impl State {

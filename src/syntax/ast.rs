@@ -106,7 +106,9 @@ pub enum ExprKind {
     /// A variable (or function parameter) reference.
     Ident(String),
     Prefix(Prefix, Box<Expr>),
-    Infix(Infix, Box<Expr>, Box<Expr>),
+    /// `a op b op c ...`: a left-associative chain of infix operators of
+    /// one binding power (kept flat, so a long chain is not a deep tree).
+    Infix(Box<Expr>, Vec<(Infix, Expr)>),
     /// `a < b <= c ...`: a chain of comparisons.
     Compare(Box<Expr>, Vec<(CmpOp, Expr)>),
     /// `dir [min [max]] X`.
@@ -232,9 +234,11 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             kids.push(a);
             format!("Prefix {op:?}")
         }
-        ExprKind::Infix(op, a, b) => {
-            kids.extend([&**a, &**b]);
-            format!("Infix {op:?}")
+        ExprKind::Infix(a, rest) => {
+            kids.push(a);
+            kids.extend(rest.iter().map(|(_, e)| e));
+            let ops: Vec<String> = rest.iter().map(|(o, _)| format!("{o:?}")).collect();
+            format!("Infix {}", ops.join(" "))
         }
         ExprKind::Compare(a, rest) => {
             kids.push(a);

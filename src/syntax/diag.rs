@@ -3,6 +3,12 @@
 //!
 //! **Invariant:** `line` and `col` are 1-based and agree with `span.start` in
 //! the source the diagnostic was made for (columns count characters).
+//!
+//! Bounded output: at most [`MAX_DIAGNOSTICS`] items are kept (the rest are
+//! counted, and the rendering says how many were left out), and a rendered
+//! diagnostic quotes at most a window of [`WINDOW_BYTES`] around its span
+//! on each side, so a hostile query (a megabyte on one line, thousands of
+//! errors) renders in time and space linear in the number of items.
 
 use std::fmt;
 
@@ -28,11 +34,21 @@ pub struct Diagnostic {
     pub col: u32,
 }
 
+/// Most diagnostics kept for one query; later ones are only counted.
+pub const MAX_DIAGNOSTICS: usize = 50;
+/// Longest message kept, in bytes (longer ones are cut with `…`).
+pub const MAX_MESSAGE_BYTES: usize = 300;
+/// Bytes of source quoted on each side of a diagnostic's span (the span
+/// itself is quoted up to this length too).
+pub const WINDOW_BYTES: usize = 60;
+
 /// Every diagnostic found in one query, with the source text they refer to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
     pub items: Vec<Diagnostic>,
     source: String,
+    /// Diagnostics left out after [`MAX_DIAGNOSTICS`].
+    dropped: usize,
 }
 
 /// 1-based (line, column) of byte offset `at` in `src`.
@@ -62,6 +78,7 @@ impl Diagnostics {
         Diagnostics {
             items: Vec::new(),
             source: source.to_owned(),
+            dropped: 0,
         }
     }
 
@@ -76,7 +93,24 @@ impl Diagnostics {
     }
 
     fn push(&mut self, span: Span, message: String, severity: Severity) {
+        if self.items.len() >= MAX_DIAGNOSTICS {
+            // Keep an error: a list full of warnings must still fail.
+            if severity == Severity::Error && !self.has_errors() {
+                self.items.pop();
+                self.dropped += 1;
+            } else {
+                self.dropped += 1;
+                return;
+            }
+        }
         let (line, col) = line_col(&self.source, span.start as usize);
+        // A message quoting a huge word (an identifier, a string) is cut.
+        let message = if message.len() > MAX_MESSAGE_BYTES {
+            let cut = floor_boundary(&message, MAX_MESSAGE_BYTES);
+            format!("{}…", &message[..cut])
+        } else {
+            message
+        };
         self.items.push(Diagnostic {
             span,
             message,
@@ -89,6 +123,17 @@ impl Diagnostics {
     /// True if at least one item is an error.
     pub fn has_errors(&self) -> bool {
         self.items.iter().any(|d| d.severity == Severity::Error)
+    }
+
+    /// Number of diagnostics left out (over [`MAX_DIAGNOSTICS`]).
+    pub fn dropped(&self) -> usize {
+        self.dropped
+    }
+
+    /// True when no more diagnostics are kept: whoever produces them may
+    /// stop.
+    pub fn is_full(&self) -> bool {
+        self.items.len() >= MAX_DIAGNOSTICS
     }
 
     /// Number of errors.
@@ -118,12 +163,18 @@ impl Diagnostics {
         for d in &self.items {
             let report = Report {
                 diag: d,
-                src: miette::NamedSource::new(name, self.source.clone()),
+                src: Window {
+                    name,
+                    text: &self.source,
+                },
             };
             if handler.render_report(&mut out, &report).is_err() {
                 out.push_str(&d.to_string());
                 out.push('\n');
             }
+        }
+        if self.dropped > 0 {
+            out.push_str(&format!("({} more diagnostics not shown)\n", self.dropped));
         }
         out
     }
@@ -155,16 +206,88 @@ impl fmt::Display for Diagnostics {
             }
             write!(f, "{d}")?;
         }
+        if self.dropped > 0 {
+            write!(f, "\n({} more diagnostics not shown)", self.dropped)?;
+        }
         Ok(())
     }
 }
 
 impl std::error::Error for Diagnostics {}
 
+/// The largest char boundary of `s` at or below `i`.
+fn floor_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary of `s` at or above `i`.
+fn ceil_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The quoted part of a span: from its start, within its line, at most
+/// [`WINDOW_BYTES`] long (so a caret never runs past what is quoted).
+fn clip_span(src: &str, span: Span) -> (usize, usize) {
+    let start = floor_boundary(src, span.start as usize);
+    let line_end = src[start..].find('\n').map_or(src.len(), |n| start + n);
+    let end = (span.end as usize).clamp(start, line_end);
+    let end = floor_boundary(src, end.min(start + WINDOW_BYTES));
+    (start, end - start)
+}
+
+/// The source as miette reads it: any span is answered with a window of
+/// its own line, [`WINDOW_BYTES`] on each side, with the true line and
+/// column, so nothing is ever laid out from a whole (maybe huge) line.
+struct Window<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+impl miette::SourceCode for Window<'_> {
+    fn read_span<'b>(
+        &'b self,
+        span: &miette::SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'b> + 'b>, miette::MietteError> {
+        let src = self.text;
+        let at = floor_boundary(src, span.offset());
+        let line_start = src[..at].rfind('\n').map_or(0, |n| n + 1);
+        let line_end = src[at..].find('\n').map_or(src.len(), |n| at + n);
+        // Without context (miette's request for the header's line:column)
+        // the window starts at the span.
+        let start = if before == 0 && after == 0 {
+            at
+        } else {
+            ceil_boundary(src, at.saturating_sub(WINDOW_BYTES).max(line_start))
+        };
+        let end = at + span.len().min(WINDOW_BYTES) + WINDOW_BYTES;
+        let end = floor_boundary(src, end.min(line_end));
+        let line = src.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        let column = src[line_start..start].chars().count();
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.to_owned(),
+            &src.as_bytes()[start..end],
+            (start, end - start).into(),
+            line,
+            column,
+            1,
+        )))
+    }
+}
+
 /// One diagnostic as miette sees it.
 struct Report<'a> {
     diag: &'a Diagnostic,
-    src: miette::NamedSource<String>,
+    src: Window<'a>,
 }
 
 impl fmt::Debug for Report<'_> {
@@ -196,8 +319,7 @@ impl miette::Diagnostic for Report<'_> {
         Some(&self.src)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
-        let start = self.diag.span.start as usize;
-        let len = (self.diag.span.end as usize).saturating_sub(start);
+        let (start, len) = clip_span(self.src.text, self.diag.span);
         Some(Box::new(std::iter::once(
             miette::LabeledSpan::new_primary_with_span(Some("here".to_owned()), (start, len)),
         )))
@@ -217,9 +339,8 @@ mod tests {
         assert_eq!((d[0].line, d[0].col), (2, 5));
         assert_eq!(d.to_string(), "error at 2:5: unknown");
         let r = d.render("q.cql", false);
-        // miette counts the column in bytes (`♔` is 3), the message in characters.
         assert!(
-            r.contains("q.cql:2:") && r.contains("(line 2, column 5)"),
+            r.contains("q.cql:2:5") && r.contains("(line 2, column 5)"),
             "{r}"
         );
     }

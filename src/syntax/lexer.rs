@@ -150,32 +150,51 @@ fn designator_squares(s: &str, at: usize) -> Option<(usize, Bitboard)> {
     square_spec(b)
 }
 
-/// One piece character, ASCII or Unicode.
+/// One ASCII piece character.
 fn piece_char(c: char) -> Option<PieceSet> {
-    let ascii = match c {
-        '♔' => 'K',
-        '♕' => 'Q',
-        '♖' => 'R',
-        '♗' => 'B',
-        '♘' => 'N',
-        '♙' => 'P',
-        '♚' => 'k',
-        '♛' => 'q',
-        '♜' => 'r',
-        '♝' => 'b',
-        '♞' => 'n',
-        '♟' => 'p',
-        '△' => 'A',
-        '▲' => 'a',
-        '□' => '_',
-        '◭' => return Some(PieceSet::WHITE.union(PieceSet::BLACK)),
-        c if "KQRBNPAkqrbnpa_".contains(c) => c,
-        _ => return None,
-    };
-    PieceSet::from_char(ascii)
+    if "KQRBNPAkqrbnpa_".contains(c) {
+        PieceSet::from_char(c)
+    } else {
+        None
+    }
 }
 
-/// Reads a piece part at byte `at`: one piece char or `[chars]`.
+/// A Unicode piece symbol of CQL 6.2: the ASCII letters it stands for
+/// (`◭` is `A` and `a`).
+fn unicode_piece(c: char) -> Option<&'static str> {
+    Some(match c {
+        '♔' => "K",
+        '♕' => "Q",
+        '♖' => "R",
+        '♗' => "B",
+        '♘' => "N",
+        '♙' => "P",
+        '♚' => "k",
+        '♛' => "q",
+        '♜' => "r",
+        '♝' => "b",
+        '♞' => "n",
+        '♟' => "p",
+        '△' => "A",
+        '▲' => "a",
+        '□' => "_",
+        '◭' => "Aa",
+        _ => return None,
+    })
+}
+
+/// Does a Unicode piece designator start at `rest` (`♖`, `[♖♗]`)?
+fn starts_unicode_designator(rest: &str) -> bool {
+    let mut cs = rest.chars();
+    match cs.next() {
+        Some('[') => cs.next().and_then(unicode_piece).is_some(),
+        Some(c) => unicode_piece(c).is_some(),
+        None => false,
+    }
+}
+
+/// Reads a piece part at byte `at`: one piece char or `[chars]` (ASCII;
+/// Unicode symbols are read by [`Lexer::unicode_designator`]).
 fn designator_pieces(s: &str, at: usize) -> Option<(usize, PieceSet)> {
     let rest = s.get(at..)?;
     let mut chars = rest.char_indices();
@@ -207,8 +226,8 @@ fn designator(s: &str, at: usize) -> Option<(usize, Option<PieceSet>, Option<Bit
     if pieces.is_some()
         && let Some((ns, sq)) = designator_squares(s, at + np)
     {
-        // A `.` after a piece part is not part of it (`A.` is not CQL).
-        if !s[at + np..].starts_with('.') && next_ok(at + np + ns) {
+        // A `.`/`▦` after a piece part is not part of it (`A.` is `A` `.`).
+        if !s[at + np..].starts_with(['.', '▦']) && next_ok(at + np + ns) {
             return Some((np + ns, pieces, Some(sq)));
         }
     }
@@ -382,6 +401,19 @@ impl<'s> Lexer<'s> {
                 }
             };
         }
+        // `[]`: the empty set of squares.
+        if rest.starts_with("[]") {
+            return self.take(
+                2,
+                Tok::Designator {
+                    pieces: None,
+                    squares: Some(Bitboard::EMPTY),
+                },
+            );
+        }
+        if starts_unicode_designator(rest) {
+            return Some(self.unicode_designator(diags));
+        }
         if let Some((n, pieces, squares)) = designator(self.src, self.pos) {
             return self.take(n, Tok::Designator { pieces, squares });
         }
@@ -429,6 +461,80 @@ impl<'s> Lexer<'s> {
             }
         };
         self.take(c.len_utf8(), single)
+    }
+
+    /// A piece designator spelled with Unicode symbols (CQL 6.2): a run of
+    /// adjacent symbols is one piece set (`♖♗♘` is `[RBN]`, `□△` is
+    /// `[_A]`), also in brackets (`[♖♗]`), each letter at most once; a
+    /// square part may follow directly (`♔♕a-h1`, `♖[a1,b2]`), and then
+    /// nothing that continues a word (`♖K`, `♖a1x` are errors; `♖ K` is two
+    /// designators). `.`/`▦` after the symbols is a separate token.
+    fn unicode_designator(&mut self, diags: &mut Diagnostics) -> Tok {
+        let src = self.src;
+        let start = self.pos;
+        let bracket = src[start..].starts_with('[');
+        let mut i = start + usize::from(bracket);
+        let mut letters = String::new();
+        let mut pieces = PieceSet::NONE;
+        while let Some(c) = src[i..].chars().next() {
+            let Some(l) = unicode_piece(c) else { break };
+            if let Some(dup) = l.chars().find(|&d| letters.contains(d)) {
+                diags.error(
+                    Span::new(i, i + c.len_utf8()),
+                    format!(
+                        "piece `{dup}` is given twice in one piece designator (`{c}` repeats it)"
+                    ),
+                );
+            }
+            letters.push_str(l);
+            for a in l.chars() {
+                if let Some(p) = PieceSet::from_char(a) {
+                    pieces = pieces.union(p);
+                }
+            }
+            i += c.len_utf8();
+        }
+        if bracket {
+            if src[i..].starts_with(']') {
+                i += 1;
+            } else {
+                let end = i + src[i..].chars().next().map_or(0, char::len_utf8);
+                diags.error(
+                    Span::new(start, end),
+                    "a bracketed Unicode piece designator holds only piece symbols and ends with `]` (e.g. `[♖♗]`)",
+                );
+                self.pos = end;
+                return Tok::Designator {
+                    pieces: Some(pieces),
+                    squares: None,
+                };
+            }
+        }
+        let mut squares = None;
+        if !src[i..].starts_with(['.', '▦'])
+            && let Some((n, sq)) = designator_squares(src, i)
+        {
+            squares = Some(sq);
+            i += n;
+        }
+        let rest = &src[i..];
+        if rest.starts_with(is_ident_char) {
+            let n = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
+            diags.error(
+                Span::new(start, i + n),
+                format!(
+                    "`{}` is not a piece designator: after Unicode piece symbols only a square part may follow directly (`♖a1`, `♖[a1,b2]`); separate `{}` with a space",
+                    &src[start..i + n],
+                    &rest[..n]
+                ),
+            );
+            i += n;
+        }
+        self.pos = i;
+        Tok::Designator {
+            pieces: Some(pieces),
+            squares,
+        }
     }
 
     fn string(&mut self, diags: &mut Diagnostics) -> Option<Tok> {

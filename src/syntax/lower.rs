@@ -37,6 +37,18 @@ struct Lowerer<'a, 'd> {
     nodes: usize,
     depth: usize,
     fatal: bool,
+    /// Variables of `square`/`piece` loops: bound only inside their loop's
+    /// body (CQL 6.2 unbinds them after the loop).
+    loop_vars: HashMap<String, LoopVar>,
+}
+
+/// A loop variable: which loop kind declared it, where, and whether the
+/// lowering is inside such a loop's body now.
+#[derive(Clone, Copy)]
+struct LoopVar {
+    piece: bool,
+    active: bool,
+    span: Span,
 }
 
 /// Marker: an error was recorded.
@@ -55,6 +67,7 @@ pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
         nodes: 0,
         depth: 0,
         fatal: false,
+        loop_vars: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -111,6 +124,12 @@ impl<'a> Lowerer<'a, '_> {
             return Err(Failed);
         }
         Ok(Expr::new(node, kind, span))
+    }
+
+    /// `LINE:COL` of a span's start.
+    fn pos_text(&self, span: Span) -> String {
+        let (l, c) = crate::syntax::diag::line_col(self.diags.source(), span.start as usize);
+        format!("{l}:{c}")
     }
 
     fn err(&mut self, span: Span, msg: impl Into<String>) -> Failed {
@@ -262,7 +281,7 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Ident(name) => self.ident(name, span),
             ExprKind::Prefix(op, arg) => self.prefix(*op, arg, span),
-            ExprKind::Infix(op, a, b) => self.infix(*op, a, b, span),
+            ExprKind::Infix(first, rest) => self.infix_chain(first, rest, span),
             ExprKind::Compare(first, rest) => self.compare(first, rest, span),
             ExprKind::Direction { dirs, range, arg } => {
                 let (min, max) = match range.as_slice() {
@@ -418,8 +437,56 @@ impl<'a> Lowerer<'a, '_> {
                     "`square ... in`"
                 };
                 let domain = self.set_arg(domain, what)?;
+                let loop_word = if *piece { "piece" } else { "square" };
+                match self.loop_vars.get(&var.name).copied() {
+                    Some(lv) if lv.active => {
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is already the variable of the enclosing loop at {}: a nested loop needs another name",
+                                var.name,
+                                self.pos_text(lv.span)
+                            ),
+                        ));
+                    }
+                    Some(lv) if lv.piece != *piece => {
+                        let other = if lv.piece { "piece" } else { "square" };
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is the variable of a `{other}` loop (at {}), so a `{loop_word}` loop needs another name",
+                                var.name,
+                                self.pos_text(lv.span)
+                            ),
+                        ));
+                    }
+                    None if self.var_ids.contains_key(&var.name) => {
+                        return Err(self.err(
+                            var.span,
+                            format!(
+                                "`{}` is already an assigned variable: the `{loop_word}` loop needs a fresh name",
+                                var.name
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
                 let id = self.declare(var, Kind::Set)?;
-                let body = self.sub(body)?;
+                let lv = LoopVar {
+                    piece: *piece,
+                    active: true,
+                    span: var.span,
+                };
+                self.loop_vars.insert(var.name.clone(), lv);
+                let body = self.sub(body);
+                self.loop_vars.insert(
+                    var.name.clone(),
+                    LoopVar {
+                        active: false,
+                        ..lv
+                    },
+                );
+                let body = body?;
                 // CQL 6.2: only the form without `all` is a set filter; with
                 // `all` the loop is logical (it matches or not, no value).
                 let kind = if *all { Kind::Logical } else { Kind::Set };
@@ -466,6 +533,16 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Paren(inner) => self.lower(inner),
             ExprKind::Assign { var, value } => {
+                if let Some(lv) = self.loop_vars.get(&var.name).copied() {
+                    return Err(self.err(
+                        var.span,
+                        format!(
+                            "cannot assign to `{}`: it is the variable of the loop at {}",
+                            var.name,
+                            self.pos_text(lv.span)
+                        ),
+                    ));
+                }
                 let v = self.sub(value)?;
                 if v.kind == Kind::Logical {
                     return Err(self.err(
@@ -634,6 +711,18 @@ impl<'a> Lowerer<'a, '_> {
             self.nodes += 1;
             return Ok(x);
         }
+        if let Some(lv) = self.loop_vars.get(name).copied()
+            && !lv.active
+        {
+            let what = if lv.piece { "piece" } else { "square" };
+            return Err(self.err(
+                span,
+                format!(
+                    "`{name}` is used outside its `{what}` loop (at {}): a loop variable is unbound after the loop (CQL 6.2 stops with \"unbound {what} variable\")",
+                    self.pos_text(lv.span)
+                ),
+            ));
+        }
         if let Some(&id) = self.var_ids.get(name) {
             let kind = self.vars[id.0 as usize].kind;
             return self.mk(Node::Var(id), kind, span);
@@ -650,9 +739,15 @@ impl<'a> Lowerer<'a, '_> {
             .map(|s| s.to_string())
             .chain(self.var_ids.keys().cloned())
             .chain(self.functions.keys().cloned());
+        let n = name.chars().count();
+        let limit = if n <= 4 { 1 } else { 2 };
         for c in candidates {
+            // The distance is at least the difference in length: skip the
+            // quadratic computation for words that cannot be close.
+            if c.chars().count().abs_diff(n) > limit {
+                continue;
+            }
             let d = edit_distance(name, &c);
-            let limit = if name.chars().count() <= 4 { 1 } else { 2 };
             if d <= limit && c.len() >= 3 && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
                 best = Some((d, c));
             }
@@ -707,10 +802,102 @@ impl<'a> Lowerer<'a, '_> {
         self.mk(node(Box::new(a)), kind, span)
     }
 
-    fn infix(&mut self, op: Infix, a: &'a ast::Expr, b: &'a ast::Expr, span: Span) -> LResult {
-        let x = self.sub(a);
-        let y = self.sub(b);
-        let (x, y) = (x?, y?);
+    /// `a op b op c ...`. A chain of one associative operator (`or`,
+    /// `and`, `|`, `&`; parenthesised sub-chains of the same operator
+    /// included) becomes a balanced tree, so a flat chain of any length
+    /// costs only logarithmic depth; other chains nest to the left and
+    /// count one level per operator.
+    fn infix_chain(
+        &mut self,
+        first: &'a ast::Expr,
+        rest: &'a [(Infix, ast::Expr)],
+        span: Span,
+    ) -> LResult {
+        let op0 = rest.first().map_or(Infix::Or, |(o, _)| *o);
+        let associative = matches!(op0, Infix::Or | Infix::And | Infix::Set(_))
+            && rest.iter().all(|(o, _)| *o == op0);
+        if associative {
+            let mut leaves = Vec::new();
+            collect_leaves(op0, first, &mut leaves);
+            for (_, e) in rest {
+                collect_leaves(op0, e, &mut leaves);
+            }
+            // The balanced tree's own depth counts like nesting.
+            let extra = leaves.len().next_power_of_two().trailing_zeros() as usize;
+            self.depth += extra;
+            let mut lowered = Vec::with_capacity(leaves.len());
+            let mut failed = false;
+            for leaf in leaves {
+                let x = match op0 {
+                    Infix::Set(sop) => {
+                        let what = if sop == ir::SetOp::Inter {
+                            "`&`"
+                        } else {
+                            "`|`"
+                        };
+                        self.set_arg(leaf, what)
+                    }
+                    _ => self.sub(leaf),
+                };
+                match x {
+                    Ok(x) => lowered.push(x),
+                    Err(Failed) => failed = true,
+                }
+                if self.fatal {
+                    break;
+                }
+            }
+            self.depth -= extra;
+            if failed || self.fatal {
+                return Err(Failed);
+            }
+            return self.balanced(op0, lowered);
+        }
+        if self.depth + rest.len() >= MAX_LOWER_DEPTH {
+            self.fatal = true;
+            return Err(self.err(
+                span,
+                format!("the query is nested too deeply (more than {MAX_LOWER_DEPTH} levels of filters: a chain of {} operators nests one level per operator)", rest.len()),
+            ));
+        }
+        let mut acc = self.sub(first);
+        let mut acc_span = first.span;
+        for (op, e) in rest {
+            let y = self.sub(e);
+            acc_span = acc_span.join(e.span);
+            acc = match (acc, y) {
+                (Ok(x), Ok(y)) => self.infix(*op, x, y, acc_span),
+                _ => Err(Failed),
+            };
+        }
+        acc
+    }
+
+    /// The balanced tree of the associative `op` over `items` (at least
+    /// one), in order; items that are themselves trees of `op` are
+    /// flattened first. So every such tree has one shape for its operands,
+    /// whatever wrote it (a chain, parentheses, a comparison chain, `fen`,
+    /// an inlined argument), and its printed form parses back to it.
+    fn balanced(&mut self, op: Infix, items: Vec<Expr>) -> LResult {
+        let mut flat = Vec::with_capacity(items.len());
+        for item in items {
+            flatten_ir(op, item, &mut flat);
+        }
+        self.build_balanced(op, flat)
+    }
+
+    fn build_balanced(&mut self, op: Infix, mut items: Vec<Expr>) -> LResult {
+        if items.len() <= 1 {
+            return items.pop().ok_or(Failed);
+        }
+        let right = items.split_off(items.len() / 2);
+        let x = self.build_balanced(op, items)?;
+        let y = self.build_balanced(op, right)?;
+        let span = x.span.join(y.span);
+        self.infix(op, x, y, span)
+    }
+
+    fn infix(&mut self, op: Infix, x: Expr, y: Expr, span: Span) -> LResult {
         match op {
             Infix::Or => self.mk(Node::Or(Box::new(x), Box::new(y)), Kind::Logical, span),
             Infix::And => self.mk(Node::And(Box::new(x), Box::new(y)), Kind::Logical, span),
@@ -837,20 +1024,17 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         }
-        let mut acc: Option<Expr> = None;
+        let mut pairs = Vec::with_capacity(rest.len());
         for (i, (op, _)) in rest.iter().enumerate() {
             let x = operands[i].clone();
             let y = operands[i + 1].clone();
             let pair_span = x.span.join(y.span);
-            let c = self.compare_pair(*op, x, y, pair_span)?;
-            acc = Some(match acc {
-                None => c,
-                Some(prev) => {
-                    self.mk(Node::And(Box::new(prev), Box::new(c)), Kind::Logical, span)?
-                }
-            });
+            pairs.push(self.compare_pair(*op, x, y, pair_span)?);
         }
-        acc.ok_or_else(|| self.err(span, "empty comparison"))
+        if pairs.is_empty() {
+            return Err(self.err(span, "empty comparison"));
+        }
+        self.balanced(Infix::And, pairs)
     }
 
     fn list_filter(&mut self, f: ListFilter, args: &'a [ast::Expr], span: Span) -> LResult {
@@ -894,8 +1078,11 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     "`min`"
                 };
-                if args.is_empty() {
-                    return Err(self.err(span, format!("{name} needs at least one argument")));
+                if args.len() < 2 {
+                    return Err(self.err(
+                        span,
+                        format!("{name} needs at least two arguments, found {}", args.len()),
+                    ));
                 }
                 let mut out = Vec::new();
                 let mut failed = false;
@@ -916,6 +1103,17 @@ impl<'a> Lowerer<'a, '_> {
                 self.mk(node, Kind::Numeric, span)
             }
             ListFilter::Comment | ListFilter::Message => {
+                if args.is_empty() {
+                    let name = if f == ListFilter::Comment {
+                        "comment"
+                    } else {
+                        "message"
+                    };
+                    return Err(self.err(
+                        span,
+                        format!("`{name} ()` is empty: give at least one argument, e.g. `{name} (\"text\")`"),
+                    ));
+                }
                 let mut out = Vec::new();
                 let mut failed = false;
                 for a in args {
@@ -983,7 +1181,7 @@ impl<'a> Lowerer<'a, '_> {
                 ));
             }
         }
-        let mut acc: Option<Expr> = None;
+        let mut items = Vec::with_capacity(squares.len());
         for (p, sq) in squares {
             if sq >= 64 {
                 return Err(self.err(span, "bad FEN: a rank is too long"));
@@ -996,14 +1194,12 @@ impl<'a> Lowerer<'a, '_> {
                 Kind::Set,
                 span,
             )?;
-            acc = Some(match acc {
-                None => d,
-                Some(prev) => {
-                    self.mk(Node::And(Box::new(prev), Box::new(d)), Kind::Logical, span)?
-                }
-            });
+            items.push(d);
         }
-        acc.ok_or_else(|| self.err(span, "bad FEN: empty board"))
+        if items.is_empty() {
+            return Err(self.err(span, "bad FEN: empty board"));
+        }
+        self.balanced(Infix::And, items)
     }
 
     fn call(&mut self, name: &'a ast::Name, args: &'a [ast::Expr], span: Span) -> LResult {
@@ -1052,6 +1248,38 @@ impl<'a> Lowerer<'a, '_> {
 }
 
 /// The kind of a keyword leaf.
+/// The operands of an IR tree of the associative `op`, in order.
+fn flatten_ir(op: Infix, e: Expr, out: &mut Vec<Expr>) {
+    let (a, b) = match (op, e.node) {
+        (Infix::And, Node::And(a, b)) | (Infix::Or, Node::Or(a, b)) => (a, b),
+        (Infix::Set(o), Node::SetBinary(p, a, b)) if o == p => (a, b),
+        (_, node) => {
+            out.push(Expr { node, ..e });
+            return;
+        }
+    };
+    flatten_ir(op, *a, out);
+    flatten_ir(op, *b, out);
+}
+
+/// The operands of a chain of `op`, looking through nested chains of the
+/// same operator (parenthesised or not): `a or (b or c)` has three.
+fn collect_leaves<'a>(op: Infix, e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {
+    let mut inner = e;
+    while let ExprKind::Paren(x) = &inner.kind {
+        inner = x;
+    }
+    match &inner.kind {
+        ExprKind::Infix(first, rest) if rest.iter().all(|(o, _)| *o == op) => {
+            collect_leaves(op, first, out);
+            for (_, x) in rest {
+                collect_leaves(op, x, out);
+            }
+        }
+        _ => out.push(e),
+    }
+}
+
 fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,

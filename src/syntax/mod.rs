@@ -56,7 +56,9 @@
 //! [`lower::MAX_LOWER_DEPTH`] (half of it, so every printed query parses
 //! again), a source larger than [`parser::MAX_SOURCE_BYTES`], more than
 //! [`lower::MAX_NODES`] IR nodes after inlining are errors, never stack
-//! overflows.
+//! overflows. Infix chains are flat in the AST, and a chain of one
+//! associative operator (`or`, `and`, `|`, `&`) lowers to a balanced tree,
+//! so `a or b or ...` of any length is not deep nesting.
 
 pub mod ast;
 pub mod diag;

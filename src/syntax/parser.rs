@@ -409,14 +409,16 @@ impl Parser<'_, '_> {
     /// Skips to the first token on a later line than `after` (error
     /// recovery).
     fn recover(&mut self, after: usize) {
-        let (line, _) = line_col(self.src, after);
+        // The first token starting after the end of `after`'s line (a token
+        // cannot hold a newline except a string or comment, which the lexer
+        // skips whole).
+        let after = after.min(self.src.len());
+        let line_end = self.src[after..]
+            .find('\n')
+            .map_or(self.src.len(), |n| after + n);
         loop {
-            let t = self.peek().clone();
-            if t.tok == Tok::Eof {
-                return;
-            }
-            let (l, _) = line_col(self.src, t.span.start as usize);
-            if l > line {
+            let t = self.peek();
+            if t.tok == Tok::Eof || t.span.start as usize > line_end {
                 return;
             }
             self.bump();
@@ -474,6 +476,25 @@ impl Parser<'_, '_> {
         let mut h = ir::Header::default();
         loop {
             let t = self.bump();
+            if let Tok::Ident(w) = &t.tok
+                && matches!(
+                    w.as_str(),
+                    "input" | "output" | "matchstring" | "gamenumber"
+                )
+            {
+                let given = match w.as_str() {
+                    "input" => h.input.is_some(),
+                    "output" => h.output.is_some(),
+                    "matchstring" => h.matchstring.is_some(),
+                    _ => h.gamenumber.is_some(),
+                };
+                if given {
+                    return Err(self.error(
+                        t.span,
+                        format!("`{w}` is given twice in the `cql(...)` header"),
+                    ));
+                }
+            }
             match &t.tok {
                 Tok::RParen => break,
                 Tok::Ident(w) => match w.as_str() {
@@ -615,7 +636,19 @@ impl Parser<'_, '_> {
                     self.bump();
                     let rhs = self.expr(lbp + 1)?;
                     let span = lhs.span.join(rhs.span);
-                    lhs = Expr::new(ExprKind::Infix(op, Box::new(lhs), Box::new(rhs)), span);
+                    // Operators of one binding power extend the chain built
+                    // in this loop (a parenthesised chain is a `Paren`).
+                    match &mut lhs.kind {
+                        ExprKind::Infix(_, rest)
+                            if rest.first().is_some_and(|(o, _)| infix_bp(*o) == lbp) =>
+                        {
+                            rest.push((op, rhs));
+                            lhs.span = span;
+                        }
+                        _ => {
+                            lhs = Expr::new(ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]), span);
+                        }
+                    }
                 }
             }
         }
@@ -698,7 +731,13 @@ impl Parser<'_, '_> {
         loop {
             match self.peek_tok() {
                 Tok::RBrace => {
-                    self.bump();
+                    let close = self.bump().span;
+                    if items.is_empty() {
+                        return Err(self.error(
+                            open.join(close),
+                            "empty braces `{}`: a filter is expected inside",
+                        ));
+                    }
                     break;
                 }
                 Tok::Eof => return Err(self.error(open, "`{` is never closed")),
@@ -764,6 +803,18 @@ impl Parser<'_, '_> {
                 self.dash(None, start)
             }
             Tok::Ident(w) => self.keyword(w, start),
+            // `o-o` / `o-o-o` alone: the move just played castled on that
+            // side (CQL 6.2), i.e. `move previous o-o`.
+            Tok::CastleKing | Tok::CastleQueen => {
+                let king = t.tok == Tok::CastleKing;
+                let m = MoveParams {
+                    castle_kingside: king,
+                    castle_queenside: !king,
+                    previous: true,
+                    ..MoveParams::default()
+                };
+                Ok(Expr::new(ExprKind::Move(m), start))
+            }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
             other => Err(self.error(
                 start,
@@ -807,9 +858,15 @@ impl Parser<'_, '_> {
             let mut count = false;
             let mut restrict = false;
             loop {
-                if self.eat_ident("count").is_some() {
+                if let Some(s) = self.eat_ident("count") {
+                    if count {
+                        return Err(self.error(s, format!("`count` is given twice after `{w}`")));
+                    }
                     count = true;
                 } else if let Some(s) = self.eat_ident("restrict") {
+                    if restrict {
+                        return Err(self.error(s, format!("`restrict` is given twice after `{w}`")));
+                    }
                     if !matches!(
                         filter,
                         TransformFilter::Shift
@@ -1137,7 +1194,17 @@ impl Parser<'_, '_> {
             if self.eat(&Tok::Comma).is_some() {
                 continue;
             }
-            params.push(self.name("a parameter name")?);
+            let p = self.name("a parameter name")?;
+            if params.iter().any(|q: &Name| q.name == p.name) {
+                return Err(self.error(
+                    p.span,
+                    format!(
+                        "parameter `{}` is given twice in function `{}`",
+                        p.name, name.name
+                    ),
+                ));
+            }
+            params.push(p);
         }
         let open = self.expect(&Tok::LBrace, "`{` to start the function body")?;
         // Register first, so the body may mention it (recursion is then
@@ -1196,24 +1263,44 @@ impl Parser<'_, '_> {
         }
     }
 
+    /// `move` and its parameters, in any order, each at most once:
+    /// `from X`, `to X`, `capture X`, `promote X`, `enpassant`, one of
+    /// `o-o`/`o-o-o`/`castle` (either side), `previous` or `legal` (not
+    /// both), `count` (with `legal`), as CQL 6.2 requires.
     fn move_filter(&mut self, start: Span) -> PResult<Expr> {
         let mut m = MoveParams::default();
+        let mut castle_at: Option<Span> = None;
         loop {
             let t = self.peek().clone();
+            let castle = match &t.tok {
+                Tok::CastleKing => Some((true, false)),
+                Tok::CastleQueen => Some((false, true)),
+                Tok::Ident(w) if w == "castle" => Some((true, true)),
+                _ => None,
+            };
+            if let Some((king, queen)) = castle {
+                if let Some(first) = castle_at {
+                    return Err(self.error(
+                        t.span,
+                        format!(
+                            "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
+                            pos_text(self.src, first)
+                        ),
+                    ));
+                }
+                self.bump();
+                castle_at = Some(t.span);
+                m.castle_kingside = king;
+                m.castle_queenside = queen;
+                continue;
+            }
             let w = match &t.tok {
                 Tok::Ident(w) => w.clone(),
-                Tok::CastleKing => {
-                    self.bump();
-                    m.castle_kingside = true;
-                    continue;
-                }
-                Tok::CastleQueen => {
-                    self.bump();
-                    m.castle_queenside = true;
-                    continue;
-                }
                 _ => break,
             };
+            if w == "enpassant" && m.enpassant {
+                return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+            }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
@@ -1247,7 +1334,34 @@ impl Parser<'_, '_> {
             self.bump();
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
-        Ok(Expr::new(ExprKind::Move(m), self.span_from(start)))
+        let span = self.span_from(start);
+        if m.legal && m.previous {
+            return Err(self.error(
+                span,
+                "`move` cannot take both `legal` and `previous` (the previous move is a game move)",
+            ));
+        }
+        if m.count && !m.legal {
+            return Err(self.error(
+                span,
+                "`count` in `move` needs `legal` (`move legal count`): it counts legal moves",
+            ));
+        }
+        Ok(Expr::new(ExprKind::Move(m), span))
+    }
+}
+
+/// The binding power of an infix operator.
+fn infix_bp(op: Infix) -> u8 {
+    match op {
+        Infix::Or => bp::OR,
+        Infix::And => bp::AND,
+        Infix::In => bp::IN,
+        Infix::Arith(ArithOp::Add | ArithOp::Sub) => bp::ADD,
+        Infix::Arith(_) => bp::MUL,
+        Infix::Set(SetOp::Union) => bp::UNION,
+        Infix::Set(SetOp::Inter) => bp::INTER,
+        Infix::Attacks | Infix::AttackedBy => bp::ATTACKS,
     }
 }
 

@@ -205,7 +205,17 @@ impl Printer<'_> {
         };
         let l = self.at(a, lmin, Some(p));
         let rd = self.doc(b);
-        let (r, ropen, po) = if rd.prec < rmin {
+        // `or`, `and`, `|`, `&` are associative, and the parser builds one
+        // balanced tree from a whole chain: a right operand of the same
+        // operator needs no parentheses.
+        let same_assoc = matches!(
+            (&assoc_op(op), &b.node),
+            (Some("and"), Node::And(..))
+                | (Some("or"), Node::Or(..))
+                | (Some("&"), Node::SetBinary(SetOp::Inter, ..))
+                | (Some("|"), Node::SetBinary(SetOp::Union, ..))
+        );
+        let (r, ropen, po) = if rd.prec < rmin && !same_assoc {
             (format!("({})", rd.text), ATOM, false)
         } else {
             (rd.text, rd.open, rd.params_open)
@@ -350,8 +360,9 @@ impl Printer<'_> {
                 }
                 for (on, kw) in [
                     (m.enpassant, "enpassant"),
-                    (m.castle_kingside, "o-o"),
-                    (m.castle_queenside, "o-o-o"),
+                    (m.castle_kingside && m.castle_queenside, "castle"),
+                    (m.castle_kingside && !m.castle_queenside, "o-o"),
+                    (m.castle_queenside && !m.castle_kingside, "o-o-o"),
                     (m.previous, "previous"),
                     (m.legal, "legal"),
                     (m.count, "count"),
@@ -632,4 +643,9 @@ pub fn print_query(q: &Query) -> String {
     out.push_str(&p.seq(&q.body, "\n"));
     out.push('\n');
     out
+}
+
+/// The associative operator spelled `op`, if it is one.
+fn assoc_op(op: &str) -> Option<&str> {
+    matches!(op, "and" | "or" | "&" | "|").then_some(op)
 }
