@@ -196,13 +196,11 @@ impl Evaluator<'_, '_> {
             && let (Some(&first), Some(&last)) = (path.first(), path.last())
         {
             let (from, to) = (self.position_text(first), self.position_text(last));
-            self.st
-                .comments
-                .push((first, format!("Start line that ends at {to}")));
-            self.st.comments.push((
+            self.auto_comment(first, format!("Start line that ends at {to}"));
+            self.auto_comment(
                 last,
                 format!("End line of length {n} that starts at {from}"),
-            ));
+            );
         }
         Ok(Some(if l.params.lastposition {
             Value::Position(path.last().copied().unwrap_or(at))

@@ -178,6 +178,15 @@ impl Evaluator<'_, '_> {
         t
     }
 
+    /// Records a comment that a game-tree filter makes by itself (`Found`,
+    /// `Start line ...`), once per position: CQL writes a text only once at
+    /// a position.
+    pub(super) fn auto_comment(&mut self, p: u32, text: String) {
+        if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
+            self.st.comments.push((p, text));
+        }
+    }
+
     /// The `positionid` of `p`.
     pub(super) fn position_id(&mut self, p: u32) -> u32 {
         self.tree().id(p)
@@ -398,7 +407,7 @@ impl Evaluator<'_, '_> {
                 return Ok(None);
             };
             if !f.quiet {
-                self.st.comments.push((p, "Found".to_owned()));
+                self.auto_comment(p, "Found".to_owned());
             }
             return Ok(Some(Value::Position(p)));
         }
@@ -412,9 +421,7 @@ impl Evaluator<'_, '_> {
         }
         if !f.quiet {
             for (i, &p) in found.iter().enumerate() {
-                self.st
-                    .comments
-                    .push((p, format!("Found {} of {n}", i + 1)));
+                self.auto_comment(p, format!("Found {} of {n}", i + 1));
             }
         }
         Ok(Some(Value::Number(n)))
@@ -488,8 +495,8 @@ impl Evaluator<'_, '_> {
         if !quiet {
             for k in 0..best.0 {
                 let (pa, pb) = (a[best.1 - best.0 + k], b[best.2 - best.0 + k]);
-                self.st.comments.push((pa, format!("x-move[{}]", k + 1)));
-                self.st.comments.push((pb, format!("y-move[{}]", k + 1)));
+                self.auto_comment(pa, format!("x-move[{}]", k + 1));
+                self.auto_comment(pb, format!("y-move[{}]", k + 1));
             }
         }
         Ok(Some(Value::Number(n)))
