@@ -2,13 +2,17 @@
 //! README) run against every engine configuration: the interpreter and the
 //! JIT kernel evaluating each position directly, and the scan over a store
 //! (one game per position) with either engine, serial, parallel and with one
-//! game per batch. Each engine is one
-//! `#[test]`; failures are collected and reported together.
+//! game per batch. A case's games (inline PGN or a file of the shared data
+//! folder) are imported with the real importer and scanned by each engine
+//! configuration. Each engine is one `#[test]`; failures are collected and
+//! reported together.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use cqlj::import::{CollectReports, import_files};
 use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::ir::ExpandedQuery;
 use cqlj::jit::{self, ChunkOutput, JitOptions, ValueKind};
@@ -41,6 +45,44 @@ struct Case {
     matches: Option<Vec<bool>>,
     #[serde(default)]
     values: Option<Vec<toml::Value>>,
+    /// Inline PGN: the case's games.
+    #[serde(default)]
+    pgn: Option<String>,
+    /// A PGN file of the shared data folder: the case's games.
+    #[serde(default)]
+    pgn_file: Option<String>,
+    /// First and last CQL game number (inclusive) of `pgn_file` searched.
+    #[serde(default)]
+    game_range: Option<[u32; 2]>,
+    /// Expected CQL game numbers (from 1) of the matching games.
+    #[serde(default)]
+    games: Option<Vec<u32>>,
+    /// Expected number of matching games.
+    #[serde(default)]
+    game_count: Option<usize>,
+    /// Expected matching positions (store order within the game, the
+    /// initial position is 0) of some matching games, by game number.
+    #[serde(default)]
+    positions_by_game: Option<BTreeMap<String, Vec<u32>>>,
+    /// Search variations too (as the `variations` header option).
+    #[serde(default)]
+    variations: bool,
+    /// Engine configurations the case is not run on, with the reason.
+    #[serde(default)]
+    exclude: Vec<Exclude>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Exclude {
+    engine: String,
+    reason: String,
+}
+
+impl Case {
+    fn has_games(&self) -> bool {
+        self.pgn.is_some() || self.pgn_file.is_some()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,6 +206,27 @@ fn expand(case: &Case) -> Result<Option<ExpandedQuery>, String> {
 /// An engine configuration: evaluates a query at each position of a case.
 type EngineFn = fn(&ExpandedQuery, &[PositionRecord]) -> Result<Vec<Expect>, String>;
 
+/// An engine configuration of the corpus: how single positions are
+/// evaluated, whether values are checked, and how games are scanned.
+struct Config {
+    name: &'static str,
+    positions: EngineFn,
+    checks_values: bool,
+    engine: Engine,
+    scan: ScanOptions,
+}
+
+/// The engine configuration names an `exclude` may use.
+const ENGINES: [&str; 7] = [
+    "interp",
+    "jit",
+    "scan-serial",
+    "scan-parallel",
+    "scan-batch1",
+    "scan-jit-serial",
+    "scan-jit-parallel",
+];
+
 fn run_interp(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>, String> {
     let interp = Interpreter::new(q).map_err(|e| e.to_string())?;
     let tags = Vec::new();
@@ -278,50 +341,194 @@ fn run_scan(
     Ok(out)
 }
 
+/// Single positions: one game per position, scanned by `engine`.
+fn positions_scan(
+    q: &ExpandedQuery,
+    r: &[PositionRecord],
+    engine: Engine,
+    threads: usize,
+    batch_games: u32,
+) -> Result<Vec<Expect>, String> {
+    run_scan(
+        q,
+        r,
+        engine,
+        ScanOptions {
+            threads,
+            batch_games,
+        },
+    )
+}
+
 fn scan_serial(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = ScanOptions {
-        threads: 1,
-        batch_games: 256,
-    };
-    run_scan(q, r, Engine::Interp, opts)
+    positions_scan(q, r, Engine::Interp, 1, 256)
 }
 
 fn scan_parallel(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = ScanOptions {
-        threads: 2,
-        batch_games: 2,
-    };
-    run_scan(q, r, Engine::Interp, opts)
+    positions_scan(q, r, Engine::Interp, 2, 2)
 }
 
 fn scan_batch1(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = ScanOptions {
-        threads: 2,
-        batch_games: 1,
-    };
-    run_scan(q, r, Engine::Interp, opts)
+    positions_scan(q, r, Engine::Interp, 2, 1)
 }
 
 fn scan_jit_serial(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = ScanOptions {
-        threads: 1,
-        batch_games: 256,
-    };
-    run_scan(q, r, Engine::Jit, opts)
+    positions_scan(q, r, Engine::Jit, 1, 256)
 }
 
 fn scan_jit_parallel(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = ScanOptions {
-        threads: 2,
-        batch_games: 1,
-    };
-    run_scan(q, r, Engine::Jit, opts)
+    positions_scan(q, r, Engine::Jit, 2, 1)
 }
 
-/// Runs every case through `engine`; panics with all failures at once.
-fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
+/// Imports `pgn` (PGN text) into a store in `dir` with the real importer.
+/// A game the importer skips would shift CQL's game numbers, so it is an
+/// error.
+fn import_inline(pgn: &str, dir: &tempdir::Dir) -> Result<Store, String> {
+    let pgn_path = dir.path().join("case.pgn");
+    std::fs::write(&pgn_path, pgn).map_err(|e| e.to_string())?;
+    let path = dir.path().join("games.cqlj");
+    let mut reports = CollectReports::default();
+    import_files(&[pgn_path], &path, &mut reports).map_err(|e| e.to_string())?;
+    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+        return Err(format!("the importer skipped a game: {r}"));
+    }
+    Store::open(&path).map_err(|e| e.to_string())
+}
+
+/// The store of a file of the shared data folder, imported once per test
+/// process (the engines' tests run in parallel threads and share it) into
+/// Cargo's per-target temp dir, where it is kept, named after the file's
+/// size, for later runs. Games the importer skips are an error, as for
+/// inline PGN.
+fn shared_store(file: &str) -> Result<Arc<Store>, String> {
+    static STORES: Mutex<BTreeMap<String, Arc<Store>>> = Mutex::new(BTreeMap::new());
+    let mut stores = STORES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = stores.get(file) {
+        return Ok(Arc::clone(s));
+    }
+    let pgn = cqlj::scan::shared_data_dir().join(file);
+    let size = std::fs::metadata(&pgn)
+        .map_err(|e| format!("{}: {e}", pgn.display()))?
+        .len();
+    let path =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("conformance-{file}-{size}.cqlj"));
+    let store = match Store::open(&path) {
+        Ok(s) => s,
+        Err(_) => {
+            let mut reports = CollectReports::default();
+            import_files(&[pgn], &path, &mut reports).map_err(|e| e.to_string())?;
+            if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+                let _ = std::fs::remove_file(&path);
+                return Err(format!("the importer skipped a game of {file}: {r}"));
+            }
+            Store::open(&path).map_err(|e| e.to_string())?
+        }
+    };
+    let store = Arc::new(store);
+    stores.insert(file.to_owned(), Arc::clone(&store));
+    Ok(store)
+}
+
+/// Checks a case's games: imports them, scans them with `cfg`'s engine
+/// and scan options, and compares the matching game numbers, their count
+/// and the listed games' matching positions.
+fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
+    if case.games.is_none() && case.game_count.is_none() && case.positions_by_game.is_none() {
+        return Err("a case with games needs `games`, `game_count` or `positions_by_game`".into());
+    }
+    let dir = tempdir::Dir::new();
+    let store = match (&case.pgn, &case.pgn_file) {
+        (Some(_), Some(_)) => return Err("`pgn` and `pgn_file` exclude each other".into()),
+        (Some(pgn), None) => Arc::new(import_inline(pgn, &dir)?),
+        (None, Some(file)) => shared_store(file)?,
+        (None, None) => return Err("no games".into()),
+    };
+    let n = store.n_games();
+    let range = match case.game_range {
+        None => 0..n,
+        Some([first, last]) if first >= 1 && first <= last && last <= n => first - 1..last,
+        Some([first, last]) => {
+            return Err(format!(
+                "game_range [{first}, {last}] is not within games 1..={n}"
+            ));
+        }
+    };
+    let plan = RunPlan {
+        engine: cfg.engine,
+        variations: case.variations || q.header().variations,
+    };
+    let matcher = StoreMatcher::new(&store, q, &plan).map_err(|e| e.to_string())?;
+    let mut sink = Collect::default();
+    scan(
+        &matcher,
+        range,
+        &cfg.scan,
+        &AtomicBool::new(false),
+        &mut sink,
+    )
+    .map_err(|e| e.to_string())?;
+    let found: BTreeMap<u32, Vec<u32>> = sink
+        .0
+        .into_iter()
+        .map(|m| (m.game + 1, m.positions.into_vec()))
+        .collect();
+    let numbers: Vec<u32> = found.keys().copied().collect();
+    if let Some(want) = &case.games {
+        let mut want = want.clone();
+        want.sort_unstable();
+        if numbers != want {
+            return Err(format!("games {numbers:?}, expected {want:?}"));
+        }
+    }
+    if let Some(want) = case.game_count
+        && numbers.len() != want
+    {
+        return Err(format!("{} matching games, expected {want}", numbers.len()));
+    }
+    for (game, want) in case.positions_by_game.iter().flatten() {
+        let g: u32 = game
+            .parse()
+            .map_err(|_| format!("positions_by_game key {game:?} is not a game number"))?;
+        let got = found.get(&g).map(Vec::as_slice).unwrap_or_default();
+        if got != want.as_slice() {
+            return Err(format!("game {g}: positions {got:?}, expected {want:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a case's single positions with `cfg`'s position engine.
+fn check_positions(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
+    let want = expected(case)?;
+    let recs: Vec<PositionRecord> = case
+        .positions
+        .iter()
+        .map(|f| record(f))
+        .collect::<Result<_, _>>()?;
+    let got = (cfg.positions)(q, &recs)?;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let ok = match (g, w) {
+            (Expect::NoMatch, Expect::NoMatch) => true,
+            (Expect::Match(_), Expect::Match(None)) => true,
+            (Expect::Match(gv), Expect::Match(wv)) => !cfg.checks_values || gv == wv,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "position {i} ({}): got {g:?}, expected {w:?}",
+                case.positions[i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs every case through `cfg`; panics with all failures at once.
+/// Exclusions are printed (stderr) when they apply.
+fn run_corpus(cfg: &Config) {
     let mut failures = BTreeMap::new();
     let mut evaluated = 0;
+    let mut games_evaluated = 0;
     for (file, case) in corpus() {
         let key = format!(
             "{} ({}{})",
@@ -331,34 +538,38 @@ fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
                 .as_ref()
                 .map_or(String::new(), |s| format!(", {s}"))
         );
+        if let Some(x) = case
+            .exclude
+            .iter()
+            .find(|x| !ENGINES.contains(&x.engine.as_str()))
+        {
+            failures.insert(
+                key,
+                format!("exclude names an unknown engine {:?}", x.engine),
+            );
+            continue;
+        }
+        if let Some(x) = case.exclude.iter().find(|x| x.engine == cfg.name) {
+            eprintln!("{}: excluded {key}: {}", cfg.name, x.reason);
+            continue;
+        }
         let outcome = (|| -> Result<(), String> {
             let Some(q) = expand(&case)? else {
                 return Ok(());
             };
-            if case.positions.is_empty() {
-                return Ok(());
+            if !case.positions.is_empty() {
+                check_positions(&case, &q, cfg)?;
+                evaluated += 1;
             }
-            let want = expected(&case)?;
-            let recs: Vec<PositionRecord> = case
-                .positions
-                .iter()
-                .map(|f| record(f))
-                .collect::<Result<_, _>>()?;
-            let got = engine(&q, &recs)?;
-            evaluated += 1;
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                let ok = match (g, w) {
-                    (Expect::NoMatch, Expect::NoMatch) => true,
-                    (Expect::Match(_), Expect::Match(None)) => true,
-                    (Expect::Match(gv), Expect::Match(wv)) => !checks_values || gv == wv,
-                    _ => false,
-                };
-                if !ok {
-                    return Err(format!(
-                        "position {i} ({}): got {g:?}, expected {w:?}",
-                        case.positions[i]
-                    ));
-                }
+            if case.has_games() {
+                check_games(&case, &q, cfg)?;
+                games_evaluated += 1;
+            } else if case.game_range.is_some()
+                || case.games.is_some()
+                || case.game_count.is_some()
+                || case.positions_by_game.is_some()
+            {
+                return Err("game expectations without `pgn` or `pgn_file`".into());
             }
             Ok(())
         })();
@@ -368,7 +579,13 @@ fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
     }
     assert!(
         evaluated >= 50,
-        "{engine_name}: only {evaluated} cases evaluated"
+        "{}: only {evaluated} position cases evaluated",
+        cfg.name
+    );
+    assert!(
+        games_evaluated >= 3,
+        "{}: only {games_evaluated} game cases evaluated",
+        cfg.name
     );
     if !failures.is_empty() {
         let list: Vec<String> = failures
@@ -376,46 +593,96 @@ fn run_corpus(engine_name: &str, engine: EngineFn, checks_values: bool) {
             .map(|(k, v)| format!("  {k}: {v}"))
             .collect();
         panic!(
-            "{engine_name}: {} conformance failures:\n{}",
+            "{}: {} conformance failures:\n{}",
+            cfg.name,
             failures.len(),
             list.join("\n")
         );
     }
 }
 
+fn scan_options(threads: usize, batch_games: u32) -> ScanOptions {
+    ScanOptions {
+        threads,
+        batch_games,
+    }
+}
+
 #[test]
 fn conformance_interp() {
-    run_corpus("interp", run_interp, true);
+    run_corpus(&Config {
+        name: "interp",
+        positions: run_interp,
+        checks_values: true,
+        engine: Engine::Interp,
+        scan: scan_options(1, 256),
+    });
 }
 
 #[test]
 fn conformance_jit() {
-    run_corpus("jit", run_jit, true);
+    run_corpus(&Config {
+        name: "jit",
+        positions: run_jit,
+        checks_values: true,
+        engine: Engine::Auto,
+        scan: scan_options(1, 256),
+    });
 }
 
 #[test]
 fn conformance_scan_jit_serial() {
-    run_corpus("scan-jit-serial", scan_jit_serial, false);
+    run_corpus(&Config {
+        name: "scan-jit-serial",
+        positions: scan_jit_serial,
+        checks_values: false,
+        engine: Engine::Jit,
+        scan: scan_options(1, 256),
+    });
 }
 
 #[test]
 fn conformance_scan_jit_parallel() {
-    run_corpus("scan-jit-parallel", scan_jit_parallel, false);
+    run_corpus(&Config {
+        name: "scan-jit-parallel",
+        positions: scan_jit_parallel,
+        checks_values: false,
+        engine: Engine::Jit,
+        scan: scan_options(2, 1),
+    });
 }
 
 #[test]
 fn conformance_scan_serial() {
-    run_corpus("scan-serial", scan_serial, false);
+    run_corpus(&Config {
+        name: "scan-serial",
+        positions: scan_serial,
+        checks_values: false,
+        engine: Engine::Interp,
+        scan: scan_options(1, 3),
+    });
 }
 
 #[test]
 fn conformance_scan_parallel() {
-    run_corpus("scan-parallel", scan_parallel, false);
+    run_corpus(&Config {
+        name: "scan-parallel",
+        positions: scan_parallel,
+        checks_values: false,
+        engine: Engine::Interp,
+        scan: scan_options(2, 2),
+    });
 }
 
 #[test]
 fn conformance_scan_batch1() {
-    run_corpus("scan-batch1", scan_batch1, false);
+    run_corpus(&Config {
+        name: "scan-batch1",
+        positions: scan_batch1,
+        checks_values: false,
+        engine: Engine::Interp,
+        scan: scan_options(2, 1),
+    });
 }
 
 /// A temporary directory removed on drop (std only).
