@@ -322,6 +322,7 @@ pub fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         fatal: false,
         functions: HashSet::new(),
         line_depth: None,
+        logical_stop: None,
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -342,6 +343,11 @@ struct Parser<'s, 'd> {
     /// at that depth a `*`, `+` or `?` ending the constituent is its
     /// quantifier, not an operator.
     line_depth: Option<usize>,
+    /// The nesting depth of a `find` body or `line` constituent being
+    /// parsed: there, as in CQL, a logical filter is not the left operand
+    /// of arithmetic or a comparison (`find all check > 3` compares the
+    /// count).
+    logical_stop: Option<usize>,
 }
 
 impl Parser<'_, '_> {
@@ -609,7 +615,7 @@ impl Parser<'_, '_> {
     /// quantifier): inside a constituent, when what follows cannot go on
     /// the expression or stands on a later line.
     fn at_quantifier(&mut self) -> bool {
-        if self.line_depth != Some(self.depth) {
+        if !self.line_depth.is_some_and(|d| self.depth >= d) {
             return false;
         }
         if !matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question) {
@@ -654,6 +660,16 @@ impl Parser<'_, '_> {
                 let span = lhs.span.join(rhs.span);
                 lhs = Expr::new(ExprKind::TreeRel(rel, vec![lhs, rhs]), span);
                 continue;
+            }
+            if self.logical_stop == Some(self.depth)
+                && is_logical_ast(&lhs)
+                && (cmp_op(&tok).is_some()
+                    || matches!(
+                        tok,
+                        Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent
+                    ))
+            {
+                break;
             }
             let (op, lbp) = match &tok {
                 Tok::Ident(w) if w == "or" => (Some(Infix::Or), bp::OR),
@@ -1178,7 +1194,10 @@ impl Parser<'_, '_> {
                     }
                 }
                 let range = self.range(&range, "find")?;
-                let body = self.expr(bp::LOWEST)?;
+                let saved = self.logical_stop.replace(self.depth + 1);
+                let body = self.expr(bp::LOWEST);
+                self.logical_stop = saved;
+                let body = body?;
                 let span = start.join(body.span);
                 Ok(Expr::new(
                     ExprKind::Find {
@@ -1405,10 +1424,12 @@ impl Parser<'_, '_> {
                     // `(F)` is the filter F, which may go on: `(x) + 1 > 2`.
                     let e = Expr::new(ExprKind::Paren(Box::new(e)), self.span_from(open));
                     let saved = self.line_depth.replace(self.depth + 1);
+                    let saved_stop = self.logical_stop.replace(self.depth + 1);
                     self.depth += 1;
                     let r = self.expr_continue(e, bp::LOWEST);
                     self.depth -= 1;
                     self.line_depth = saved;
+                    self.logical_stop = saved_stop;
                     LineAtom::Filter(r?)
                 }
                 Some(last) => {
@@ -1419,8 +1440,10 @@ impl Parser<'_, '_> {
             }
         } else {
             let saved = self.line_depth.replace(self.depth + 1);
+            let saved_stop = self.logical_stop.replace(self.depth + 1);
             let r = self.expr(bp::LOWEST);
             self.line_depth = saved;
+            self.logical_stop = saved_stop;
             LineAtom::Filter(r?)
         };
         let (min, max) = self.quantifier()?;
@@ -1672,6 +1695,34 @@ fn cmp_op(t: &Tok) -> Option<CmpOp> {
         Tok::Ne => CmpOp::Ne,
         _ => return None,
     })
+}
+
+/// Whether a parsed filter is surely logical (it has no value to compute
+/// with): keyword conditions, `not`, `and`, `or`, `in`, comparisons.
+fn is_logical_ast(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Leaf(n) => matches!(
+            n,
+            Node::Check
+                | Node::Mate
+                | Node::Stalemate
+                | Node::ToMove(_)
+                | Node::Initial
+                | Node::Terminal
+                | Node::Mainline
+                | Node::Variation
+                | Node::EnPassant
+                | Node::Castle
+                | Node::Result(_)
+                | Node::Bool(_)
+                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)
+        ),
+        ExprKind::Prefix(Prefix::Not, _) => true,
+        ExprKind::Infix(Infix::And | Infix::Or | Infix::In, ..) => true,
+        ExprKind::Compare(..) => true,
+        ExprKind::Paren(inner) => is_logical_ast(inner),
+        _ => false,
+    }
 }
 
 fn pos_rel(t: &Tok) -> Option<ir::TreeRel> {
