@@ -15,7 +15,11 @@
 //! advanced by the filters that match there and handed to each visible
 //! child (forward) or to the parent (backward), so every position of the
 //! subtree is visited at most once, whatever the repetitions; no
-//! backtracking. Each (state, position) test is evaluated once and cached.
+//! backtracking. Parameters: `primary` follows only primary children,
+//! `secondary` only the others (variations), `singlecolor` steps two
+//! plies at a time (positions with the same side to move), `nestban`
+//! drops a match that continues the match of the position it came from
+//! (its parent), `quiet` drops the comments below. Each (state, position) test is evaluated once and cached.
 //! The match kept is the longest sequence (with `firstmatch`: the first one
 //! found in PGN order). Only then does one walk back along the kept path
 //! pick the states that explain it, and the filters of those states are
@@ -24,7 +28,9 @@
 //!
 //! **Value.** The number of positions in the kept match (with
 //! `lastposition`: its last position); with a range, that number must lie
-//! in it.
+//! in it. Unless `quiet`, the match's first position gets the comment
+//! `Start line that ends at P` and its last `End line of length N that
+//! starts at P`.
 //!
 //! **Limits.** A line evaluation that would take more than
 //! [`MAX_LINE_STEPS`] state visits stops with
@@ -248,8 +254,7 @@ impl Evaluator<'_, '_> {
         {
             search.best = Some(Best { path: Vec::new() });
         }
-        let mut path = Vec::new();
-        self.line_walk(&mut search, at, &start, &mut path)?;
+        self.line_walk(&mut search, at, start)?;
         Ok(search.best.take().map(|b| (search, b.path)))
     }
 
@@ -295,57 +300,57 @@ impl Evaluator<'_, '_> {
         Ok(m)
     }
 
-    /// The depth-first walk: `live` are the states waiting at position `p`,
-    /// `path` the positions consumed before `p`.
-    fn line_walk(
-        &mut self,
-        search: &mut Search,
-        p: u32,
-        live: &[usize],
-        path: &mut Vec<u32>,
-    ) -> R<()> {
-        if search.firstmatch && search.best.as_ref().is_some_and(|b| !b.path.is_empty()) {
-            return Ok(());
-        }
-        search.steps += live.len() as u64;
-        if search.steps > MAX_LINE_STEPS {
-            return Err(InterpError::LineTooLarge {
-                span: (search.span.start, search.span.end),
-                limit: MAX_LINE_STEPS,
-            });
-        }
-        let mut next = Vec::new();
-        for &s in live {
-            if let State::Test(_, to) = search.nfa.states[s]
-                && self.line_test(search, s, p)?
+    /// The depth-first walk from `start_pos` with the states `start`
+    /// waiting there (an explicit stack: games can be 65,535 positions
+    /// deep). Children are visited primary first, so with `firstmatch` the
+    /// first match found is the first in the game's order.
+    fn line_walk(&mut self, search: &mut Search, start_pos: u32, start: Vec<usize>) -> R<()> {
+        let mut path: Vec<u32> = Vec::new();
+        let mut stack: Vec<(u32, Vec<usize>, usize)> = vec![(start_pos, start, 0)];
+        while let Some((p, live, depth)) = stack.pop() {
+            if search.firstmatch && search.best.as_ref().is_some_and(|b| !b.path.is_empty()) {
+                break;
+            }
+            search.steps += live.len() as u64;
+            if search.steps > MAX_LINE_STEPS {
+                return Err(InterpError::LineTooLarge {
+                    span: (search.span.start, search.span.end),
+                    limit: MAX_LINE_STEPS,
+                });
+            }
+            let mut next = Vec::new();
+            for &s in &live {
+                if let State::Test(_, to) = search.nfa.states[s]
+                    && self.line_test(search, s, p)?
+                {
+                    next.push(to);
+                }
+            }
+            if next.is_empty() {
+                continue;
+            }
+            let closed = search.nfa.close(next);
+            path.truncate(depth);
+            path.push(p);
+            if closed
+                .iter()
+                .any(|&s| matches!(search.nfa.states[s], State::Accept))
+                && search
+                    .best
+                    .as_ref()
+                    .is_none_or(|b| path.len() > b.path.len())
             {
-                next.push(to);
+                search.best = Some(Best { path: path.clone() });
+            }
+            if closed
+                .iter()
+                .any(|&s| matches!(search.nfa.states[s], State::Test(..)))
+            {
+                for c in self.line_steps(search, p).into_iter().rev() {
+                    stack.push((c, closed.clone(), depth + 1));
+                }
             }
         }
-        if next.is_empty() {
-            return Ok(());
-        }
-        let closed = search.nfa.close(next);
-        path.push(p);
-        if closed
-            .iter()
-            .any(|&s| matches!(search.nfa.states[s], State::Accept))
-            && search
-                .best
-                .as_ref()
-                .is_none_or(|b| path.len() > b.path.len())
-        {
-            search.best = Some(Best { path: path.clone() });
-        }
-        if closed
-            .iter()
-            .any(|&s| matches!(search.nfa.states[s], State::Test(..)))
-        {
-            for c in self.line_steps(search, p) {
-                self.line_walk(search, c, &closed, path)?;
-            }
-        }
-        path.pop();
         Ok(())
     }
 

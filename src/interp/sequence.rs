@@ -38,6 +38,9 @@ pub(super) struct TreeIndex {
     id: Vec<u32>,
     /// Store index of each `positionid`.
     by_id: Vec<u32>,
+    /// Number of positions in the subtree of each position (itself
+    /// included): its descendants have the ids `id + 1 .. id + size`.
+    size: Vec<u32>,
 }
 
 impl TreeIndex {
@@ -65,11 +68,25 @@ impl TreeIndex {
                 stack.push(c);
             }
         }
+        let mut size = vec![1u32; n];
+        for &p in by_id.iter().rev() {
+            if let Some(q) = game.parent(p) {
+                size[q as usize] += size[p as usize];
+            }
+        }
         TreeIndex {
             children,
             id,
             by_id,
+            size,
         }
+    }
+
+    /// Whether `a` is `b` or an ancestor of `b`.
+    pub(super) fn is_ancestor_or_self(&self, a: u32, b: u32) -> bool {
+        let (ia, ib) = (self.id(a), self.id(b));
+        let size = self.size.get(a as usize).copied().unwrap_or(1);
+        ia <= ib && ib < ia.saturating_add(size)
     }
 
     /// The children of `p`, primary first.
@@ -110,23 +127,6 @@ pub(super) fn ancestors_or_self(game: &GameView, p: u32) -> Vec<u32> {
         cur = q;
     }
     out
-}
-
-/// Whether `a` is `b` or one of its ancestors.
-pub(super) fn is_ancestor_or_self(game: &GameView, a: u32, b: u32) -> bool {
-    let mut cur = b;
-    loop {
-        if cur == a {
-            return true;
-        }
-        if cur < a {
-            return false;
-        }
-        match game.parent(cur) {
-            Some(q) => cur = q,
-            None => return false,
-        }
-    }
 }
 
 /// The latest common ancestor of `a` and `b` (either itself when one is an
@@ -329,20 +329,22 @@ impl Evaluator<'_, '_> {
                     return Ok(None);
                 };
                 let g = self.game;
+                let t = self.tree();
+                let anc = |a: u32, b: u32| t.is_ancestor_or_self(a, b);
                 let logical = |t: bool| Ok(t.then_some(Value::Matched));
                 let left = |t: bool| Ok(t.then_some(Value::Position(x)));
                 match rel {
-                    TreeRel::Ancestor => logical(x != y && is_ancestor_or_self(g, x, y)),
-                    TreeRel::Descendant => logical(x != y && is_ancestor_or_self(g, y, x)),
+                    TreeRel::Ancestor => logical(x != y && anc(x, y)),
+                    TreeRel::Descendant => logical(x != y && anc(y, x)),
                     TreeRel::Lca => pos(Some(lca(g, x, y))),
                     TreeRel::Distance => {
                         let l = lca(g, x, y);
                         Ok(Some(Value::Number(steps_up(g, x, l) + steps_up(g, y, l))))
                     }
-                    TreeRel::Before => left(x != y && is_ancestor_or_self(g, x, y)),
-                    TreeRel::BeforeEq => left(is_ancestor_or_self(g, x, y)),
-                    TreeRel::After => left(x != y && is_ancestor_or_self(g, y, x)),
-                    TreeRel::AfterEq => left(is_ancestor_or_self(g, y, x)),
+                    TreeRel::Before => left(x != y && anc(x, y)),
+                    TreeRel::BeforeEq => left(anc(x, y)),
+                    TreeRel::After => left(x != y && anc(y, x)),
+                    TreeRel::AfterEq => left(anc(y, x)),
                 }
             }
             Node::Find(f) => self.find(f, at),
@@ -379,18 +381,11 @@ impl Evaluator<'_, '_> {
         } else {
             let t = self.tree();
             let start = t.id(at);
-            let mut order = Vec::new();
-            let mut id = start;
-            while let Some(p) = t.by_id(id) {
-                if id != start && !is_ancestor_or_self(self.game, at, p) {
-                    break;
-                }
-                if self.visible(p) {
-                    order.push(p);
-                }
-                id += 1;
-            }
-            order
+            let end = start.saturating_add(t.size.get(at as usize).copied().unwrap_or(1));
+            (start..end)
+                .filter_map(|id| t.by_id(id))
+                .filter(|&p| self.visible(p))
+                .collect()
         };
         let counting = f.all || f.range.is_some();
         let mut found = Vec::new();
