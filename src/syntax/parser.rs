@@ -615,7 +615,7 @@ impl Parser<'_, '_> {
     /// quantifier): inside a constituent, when what follows cannot go on
     /// the expression or stands on a later line.
     fn at_quantifier(&mut self) -> bool {
-        if !self.line_depth.is_some_and(|d| self.depth >= d) {
+        if self.line_depth.is_none_or(|d| self.depth < d) {
             return false;
         }
         if !matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question) {
