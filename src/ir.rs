@@ -93,6 +93,170 @@ pub struct Var {
     pub kind: Kind,
 }
 
+/// Game-tree leaves (no arguments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TreeLeaf {
+    /// `parent` (position).
+    Parent,
+    /// `depth` (numeric): how many variations the position is nested in.
+    Depth,
+    /// `positionid` (numeric).
+    PositionId,
+    /// `virtualmainline` (logical).
+    VirtualMainline,
+    /// `initialposition` (position): the game's first position.
+    InitialPosition,
+}
+
+impl TreeLeaf {
+    /// The CQL keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            TreeLeaf::Parent => "parent",
+            TreeLeaf::Depth => "depth",
+            TreeLeaf::PositionId => "positionid",
+            TreeLeaf::VirtualMainline => "virtualmainline",
+            TreeLeaf::InitialPosition => "initialposition",
+        }
+    }
+    /// The kind of its value.
+    pub fn kind(self) -> Kind {
+        match self {
+            TreeLeaf::Parent | TreeLeaf::InitialPosition => Kind::Position,
+            TreeLeaf::Depth | TreeLeaf::PositionId => Kind::Numeric,
+            TreeLeaf::VirtualMainline => Kind::Logical,
+        }
+    }
+}
+
+/// Relations and functions of two positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TreeRel {
+    /// `ancestor(x y)`.
+    Ancestor,
+    /// `descendant(x y)`.
+    Descendant,
+    /// `lca(x y)`.
+    Lca,
+    /// `distance(x y)`.
+    Distance,
+    /// `x [<] y` / `x ≺ y`: x is a strict ancestor of y.
+    Before,
+    /// `x [<=] y` / `x ≼ y`.
+    BeforeEq,
+    /// `x [>] y` / `x ≻ y`: x is a strict descendant of y.
+    After,
+    /// `x [>=] y` / `x ≽ y`.
+    AfterEq,
+}
+
+/// `find`: a position where F matches, searched from the current position
+/// forward (its descendants) or backward (`<--`: its ancestors).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindFilter {
+    pub backward: bool,
+    /// `all`: numeric, the number of such positions.
+    pub all: bool,
+    pub quiet: bool,
+    /// The number of positions found must lie in this range.
+    pub range: Option<(i64, Option<i64>)>,
+    pub body: Box<Expr>,
+}
+
+/// `echo (s t) F`: pairs of positions of the game.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EchoFilter {
+    pub source: VarId,
+    pub target: VarId,
+    /// `in all`: every position of the game is a target.
+    pub all: bool,
+    pub quiet: bool,
+    pub body: Box<Expr>,
+}
+
+/// The parameters of a `line` filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineParams {
+    pub firstmatch: bool,
+    pub lastposition: bool,
+    pub singlecolor: bool,
+    pub nestban: bool,
+    pub primary: bool,
+    pub secondary: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    /// The number of matched positions must lie in this range.
+    pub range: Option<(i64, Option<i64>)>,
+}
+
+/// A `line` filter: a regular expression over consecutive positions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineFilter {
+    /// `<--`: from the current position back towards the first one.
+    pub backward: bool,
+    pub params: LineParams,
+    pub items: Vec<LineItem>,
+}
+
+impl LineFilter {
+    /// The number of states of the line's automaton (a Thompson NFA: one
+    /// state per unrolled constituent filter, one per optional or repeated
+    /// copy, and the accepting state).
+    pub fn automaton_states(&self) -> usize {
+        fn seq(items: &[LineItem]) -> usize {
+            items.iter().map(item).fold(0, usize::saturating_add)
+        }
+        fn item(it: &LineItem) -> usize {
+            let atom = match &it.atom {
+                LineAtom::Filter(_) => 1,
+                LineAtom::Group(g) => seq(g),
+            };
+            let min = it.min as usize;
+            let extra = match it.max {
+                None => atom.saturating_add(1),
+                Some(max) => (max.saturating_sub(it.min) as usize).saturating_mul(atom + 1),
+            };
+            atom.saturating_mul(min).saturating_add(extra)
+        }
+        seq(&self.items).saturating_add(1)
+    }
+}
+
+/// One constituent of a `line` with its repetition count `min..=max`
+/// (`max` `None`: unbounded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineItem {
+    pub atom: LineAtom,
+    pub min: u32,
+    pub max: Option<u32>,
+}
+
+/// A constituent: one filter (matching one position) or a parenthesized
+/// sequence of constituents.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LineAtom {
+    Filter(Expr),
+    Group(Vec<LineItem>),
+}
+
+fn line_filters<'a>(items: &'a [LineItem], f: &mut impl FnMut(&'a Expr)) {
+    for it in items {
+        match &it.atom {
+            LineAtom::Filter(e) => f(e),
+            LineAtom::Group(g) => line_filters(g, f),
+        }
+    }
+}
+
+fn line_filters_mut(items: &mut [LineItem], f: &mut impl FnMut(&mut Expr)) {
+    for it in items {
+        match &mut it.atom {
+            LineAtom::Filter(e) => f(e),
+            LineAtom::Group(g) => line_filters_mut(g, f),
+        }
+    }
+}
+
 /// A player colour as written in a filter (`white`, `black`); swapped by
 /// invertcolor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -408,6 +572,38 @@ pub enum Node {
     /// `notransform F`.
     NoTransform(Box<Expr>),
 
+    // ---- game-tree navigation and sequences (see [`crate::interp`]'s
+    // `sequence` module for their CQL 6.2 meaning) ------------------------
+    /// `P : F`: F evaluated at the position P (kind of F).
+    At {
+        pos: Box<Expr>,
+        body: Box<Expr>,
+    },
+    /// A game-tree leaf: `parent`, `depth`, `positionid`,
+    /// `virtualmainline`, `initialposition` (kind by [`TreeLeaf::kind`]).
+    TreeLeaf(TreeLeaf),
+    /// `child` / `child(N)` (position): the N-th child (0: the first).
+    Child(Option<Box<Expr>>),
+    /// `position N` (position): the position whose `positionid` is N.
+    PositionNumbered(Box<Expr>),
+    /// A relation or function of two positions: `ancestor(x y)`,
+    /// `descendant(x y)` (logical), `lca(x y)` (position), `distance(x y)`
+    /// (numeric), `x [<] y` etc. (position: the left side, when it holds).
+    TreeRel(TreeRel, Box<Expr>, Box<Expr>),
+    /// `find [all] [quiet] [<--] [range] F`.
+    Find(Box<FindFilter>),
+    /// `echo [quiet] (s t) [in all] F`.
+    Echo(Box<EchoFilter>),
+    /// `consecutivemoves [quiet] [range] (x y)` (numeric).
+    ConsecutiveMoves {
+        quiet: bool,
+        range: Option<(i64, Option<i64>)>,
+        source: Box<Expr>,
+        target: Box<Expr>,
+    },
+    /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.
+    Line(Box<LineFilter>),
+
     // ---- only in an [`ExpandedQuery`] -----------------------------------
     /// An expanded transform filter: its orbit, after elision, deduplication
     /// and composition (SEMANTICS.md §6). Value rules: with `count`, numeric
@@ -491,6 +687,7 @@ impl Expr {
             | EnPassant
             | Castle
             | Result(_)
+            | TreeLeaf(_)
             | Var(_) => {}
             SetBinary(_, a, b)
             | Attacks(a, b)
@@ -548,6 +745,27 @@ impl Expr {
             Sort { arg, .. } => f(arg),
             Transform { body, .. } => f(body),
             Orbit { elements, .. } => elements.iter().for_each(|e| f(&e.body)),
+            At { pos, body } => {
+                f(pos);
+                f(body)
+            }
+            Child(n) => {
+                if let Some(n) = n {
+                    f(n)
+                }
+            }
+            PositionNumbered(n) => f(n),
+            TreeRel(_, a, b) => {
+                f(a);
+                f(b)
+            }
+            Find(x) => f(&x.body),
+            Echo(x) => f(&x.body),
+            ConsecutiveMoves { source, target, .. } => {
+                f(source);
+                f(target)
+            }
+            Line(l) => line_filters(&l.items, &mut f),
         }
     }
 
@@ -600,6 +818,7 @@ impl Expr {
             | EnPassant
             | Castle
             | Result(_)
+            | TreeLeaf(_)
             | Var(_) => {}
             SetBinary(_, a, b)
             | Attacks(a, b)
@@ -657,6 +876,27 @@ impl Expr {
             Sort { arg, .. } => f(arg),
             Transform { body, .. } => f(body),
             Orbit { elements, .. } => elements.iter_mut().for_each(|e| f(&mut e.body)),
+            At { pos, body } => {
+                f(pos);
+                f(body)
+            }
+            Child(n) => {
+                if let Some(n) = n {
+                    f(n)
+                }
+            }
+            PositionNumbered(n) => f(n),
+            TreeRel(_, a, b) => {
+                f(a);
+                f(b)
+            }
+            Find(x) => f(&mut x.body),
+            Echo(x) => f(&mut x.body),
+            ConsecutiveMoves { source, target, .. } => {
+                f(source);
+                f(target)
+            }
+            Line(l) => line_filters_mut(&mut l.items, &mut f),
         }
     }
 }

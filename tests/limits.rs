@@ -269,22 +269,72 @@ fn limits_long_string_literal_costs_once_per_game() {
         ));
     }
     let (store, _) = import(&dir, pgn.as_bytes());
-    let long = "x".repeat(500_000);
-    let t = std::time::Instant::now();
-    let q1 = format!("player white \"{long}\"");
-    let q2 = format!("\"Kasp\" in \"{long}\"");
-    assert!(run(&store, &q1, Engine::Auto).is_empty());
-    assert!(run(&store, &q2, Engine::Auto).is_empty());
+    let timed = |len: usize| {
+        let long = "x".repeat(len);
+        let t = std::time::Instant::now();
+        let q1 = format!("player white \"{long}\"");
+        let q2 = format!("\"Kasp\" in \"{long}\"");
+        assert!(run(&store, &q1, Engine::Auto).is_empty());
+        assert!(run(&store, &q2, Engine::Auto).is_empty());
+        t.elapsed()
+    };
+    let small = timed(5_000);
+    let big = timed(500_000);
     // 400 games x 17 positions: per-position copies and searches of the
     // literal took about 3 s in a debug build; once per game about 0.2 s.
     assert!(
-        t.elapsed() < std::time::Duration::from_millis(1500),
-        "{:?}",
-        t.elapsed()
+        big < small * 20 + std::time::Duration::from_secs(1),
+        "a 100x longer literal took {big:?} against {small:?}"
     );
     // The remembered value is per game and right.
     assert_eq!(
         run(&store, "player white \"Kasp\"", Engine::Auto).len(),
         400
     );
+}
+
+#[test]
+fn limits_line_automaton_size_is_an_error() {
+    let err = syntax::parse("line --> check{100000,100000}").expect_err("too large");
+    let text = err.render("q", false);
+    assert!(text.contains("this line is too large"), "{text}");
+    // Nested repetitions multiply.
+    assert!(syntax::parse("line --> ((check){100}){200}").is_err());
+    assert!(syntax::parse("line --> ((check){10}){20}").is_ok());
+}
+
+#[test]
+fn limits_line_steps_are_an_error_not_a_hang() {
+    let dir = Scratch::new("linesteps");
+    // 10,000 plies: the knights shuffle out and back.
+    let mut pgn = String::from("[Event \"long\"]\n\n");
+    for i in 0..2500 {
+        pgn.push_str(&format!("{}. Nf3 Nf6 {}. Ng1 Ng8 ", 2 * i + 1, 2 * i + 2));
+    }
+    pgn.push_str("*\n\n");
+    let (store, _) = import(&dir, pgn.as_bytes());
+    // A line over the whole game, from its first position, completes (its
+    // walk is not recursive: 10,000 positions deep).
+    assert_eq!(
+        run(&store, "initial line --> true{9000,}", Engine::Interp),
+        [(0, 1)]
+    );
+    // 4,000 optional constituents keep thousands of states alive at every
+    // position of the walk: over the step limit, an error.
+    let q = syntax::parse("initial line --> (true?){4000} --> mate").expect("parses");
+    let ex = transform::expand(&q, &Limits::default()).expect("expands");
+    let plan = RunPlan {
+        engine: Engine::Interp,
+        variations: false,
+    };
+    let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
+    let err = scan(
+        &matcher,
+        0..store.n_games(),
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+        &mut Collect::default(),
+    )
+    .expect_err("over the step limit");
+    assert!(err.to_string().contains("steps"), "{err}");
 }

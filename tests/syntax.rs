@@ -274,8 +274,8 @@ fn syntax_several_errors_reported() {
 
 #[test]
 fn syntax_unsupported_keyword_message() {
-    let d = syntax::parse("check\n  echo (s t) true").expect_err("bad");
-    assert_eq!(d.items[0].message, "not supported yet: echo at 2:3");
+    let d = syntax::parse("check\n  pieceid K").expect_err("bad");
+    assert_eq!(d.items[0].message, "not supported yet: pieceid at 2:3");
 }
 
 #[test]

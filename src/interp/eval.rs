@@ -16,9 +16,9 @@ type R<T> = Result<T, InterpError>;
 /// One evaluation of the query body at one position (or several, for
 /// filters that look at a parent position), with the game's state.
 pub(crate) struct Evaluator<'a, 'g> {
-    interp: &'a Interpreter,
-    game: &'a GameView<'g>,
-    st: &'a mut State,
+    pub(super) interp: &'a Interpreter,
+    pub(super) game: &'a GameView<'g>,
+    pub(super) st: &'a mut State,
 }
 
 /// Whether a string filter's value depends only on the game: a literal or
@@ -75,7 +75,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Evaluator { interp, game, st }
     }
 
-    fn rec(&self, at: u32) -> R<&'g PositionRecord> {
+    pub(super) fn rec(&self, at: u32) -> R<&'g PositionRecord> {
         self.game
             .positions
             .get(at as usize)
@@ -118,7 +118,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     }
 
     /// Whether `e` matches at `at`.
-    fn matches(&mut self, e: &Expr, at: u32) -> R<bool> {
+    pub(super) fn matches(&mut self, e: &Expr, at: u32) -> R<bool> {
         Ok(self.eval(e, at)?.is_some())
     }
 
@@ -132,7 +132,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     }
 
     /// The value of a numeric filter, `None` when it does not match.
-    fn num(&mut self, e: &Expr, at: u32) -> R<Option<i64>> {
+    pub(super) fn num(&mut self, e: &Expr, at: u32) -> R<Option<i64>> {
         match self.eval(e, at)? {
             None => Ok(None),
             Some(Value::Number(n)) => Ok(Some(n)),
@@ -149,7 +149,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         }
     }
 
-    fn mismatch(&self, e: &Expr, expected: &'static str, got: &Option<Value>) -> InterpError {
+    pub(super) fn mismatch(
+        &self,
+        e: &Expr,
+        expected: &'static str,
+        got: &Option<Value>,
+    ) -> InterpError {
         InterpError::KindMismatch {
             span: span_of(e),
             expected,
@@ -157,7 +162,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         }
     }
 
-    fn dispatch_error(e: &Expr, what: &str) -> InterpError {
+    pub(super) fn dispatch_error(e: &Expr, what: &str) -> InterpError {
         InterpError::Unsupported {
             span: span_of(e),
             what: what.into(),
@@ -388,6 +393,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 Ok(Some(Value::Matched))
             }
             Orbit { count, elements } => self.orbit(e.kind, *count, elements, at),
+            At { .. }
+            | TreeLeaf(_)
+            | Child(_)
+            | PositionNumbered(_)
+            | TreeRel(..)
+            | Find(_)
+            | Echo(_)
+            | ConsecutiveMoves { .. }
+            | Line(_) => self.sequence(e, at),
         }
     }
 
@@ -398,7 +412,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             .ok_or(InterpError::UnknownVariable(v))
     }
 
-    fn var_slot(&mut self, v: u32) -> R<&mut Option<Value>> {
+    pub(super) fn var_slot(&mut self, v: u32) -> R<&mut Option<Value>> {
         self.st
             .vars
             .get_mut(v as usize)
@@ -645,7 +659,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// move of black's, so a game set up with black to move reaches 2 after
     /// its first move. Whether the game started with black to move follows
     /// from this position's ply and side to move.
-    fn move_number(&self, at: u32) -> R<Option<Value>> {
+    pub(super) fn move_number(&self, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
         let ply = i64::from(rec.ply);
         let start_black = (ply % 2 == 1) == rec.white_to_move();
@@ -707,7 +721,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             }
             Kind::Position => match self.eval(e, at)? {
                 None => None,
-                Some(Value::Position(p)) => Some(Operand::Pos(p)),
+                Some(Value::Position(p)) => Some(Operand::Pos(self.position_id(p))),
                 other => return Err(self.mismatch(e, "position", &other)),
             },
             Kind::Logical => {
@@ -764,7 +778,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// stands for its size; two sets are equal (`==`/`!=`) when they hold
     /// the same squares and are ordered by size; strings compare
     /// lexicographically (`player` alone compares each name); positions by
-    /// their order in the game. A comparison of two numbers has the value of
+    /// their `positionid`. A comparison of two numbers has the value of
     /// its left side (so `flipcolor (P >= 4)` is the larger count that is at
     /// least 4, SEMANTICS.md §9.26), whatever kind the parser gave it; other
     /// comparisons have no value.
@@ -929,7 +943,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
 
     /// The text of `comment`/`message` arguments: each argument's value,
     /// concatenated (strings as they are, numbers in decimal, sets as a
-    /// square designator, positions as `position N`, logical filters as
+    /// square designator, positions as CQL writes them (`move 3(wtm)`, with
+    /// `[positionid]` in a variation), logical filters as
     /// `true`); an argument that does not match contributes `<none>`.
     fn render(&mut self, args: &[Expr], at: u32) -> R<String> {
         let mut out = String::new();
@@ -944,7 +959,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 Some(Value::Set(s)) => out.push_str(&squares_text(s)),
                 Some(Value::Number(n)) => out.push_str(&n.to_string()),
                 Some(Value::Str(s)) => out.push_str(&s),
-                Some(Value::Position(p)) => out.push_str(&format!("position {p}")),
+                Some(Value::Position(p)) => out.push_str(&self.position_text(p)),
                 Some(Value::Matched) => out.push_str("true"),
             }
         }

@@ -22,7 +22,9 @@
 
 mod board;
 mod eval;
+mod line;
 mod moves;
+mod sequence;
 
 #[cfg(test)]
 mod tests;
@@ -161,6 +163,10 @@ pub enum InterpError {
     UnknownVariable(u32),
     #[error("position {index} is outside the game (it has {len} positions)")]
     PositionOutOfRange { index: u32, len: usize },
+    #[error(
+        "filter at {span:?}: this line needs more than {limit} steps of its automaton at one position; write a more specific line"
+    )]
+    LineTooLarge { span: (u32, u32), limit: u64 },
     #[error("game {game}: position {index}: {message}")]
     InvalidPosition {
         game: u64,
@@ -207,6 +213,9 @@ impl Interpreter {
                     if v.0 as usize >= nvars =>
                 {
                     bad_var = Some(v.0);
+                }
+                Node::Echo(x) if x.source.0 as usize >= nvars || x.target.0 as usize >= nvars => {
+                    bad_var = Some(x.source.0.max(x.target.0));
                 }
                 _ => {}
             });
@@ -258,6 +267,7 @@ impl Interpreter {
             messages: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
             per_game: HashMap::new(),
+            tree: sequence::TreeCache::default(),
         }
     }
 
@@ -351,6 +361,9 @@ pub struct State {
     /// Values of game-constant filters (string comparisons of literals and
     /// tags), keyed by the filter's address in the query.
     per_game: HashMap<usize, Option<Value>>,
+    /// The game tree's index (children, `positionid`s), built at the first
+    /// game-tree filter of the game.
+    tree: sequence::TreeCache,
 }
 
 impl State {

@@ -1301,3 +1301,21 @@ fn reads_tags_only_for_game_filters() {
     let nested = logical(Node::Not(bx(logical(Node::Result(GameResult::Draw)))));
     assert!(query(vec![nested], &[]).reads_tags());
 }
+
+#[test]
+fn line_automaton_size_is_the_ir_count() {
+    for text in [
+        "line --> check",
+        "line --> check{2,3} --> (not check --> check)* --> mate",
+        "line --> check? --> mate+ --> stalemate{0,}",
+        "line <-- ((check){2} <-- mate?){1,3}",
+        "line --> (check --> (mate --> check)*){2,}",
+    ] {
+        let q = crate::syntax::parse(text).expect("parses");
+        let Node::Line(l) = &q.body[0].node else {
+            panic!("{text}: not a line");
+        };
+        let nfa = super::line::Nfa::new(&l.items);
+        assert_eq!(nfa.len(), l.automaton_states(), "{text}");
+    }
+}

@@ -24,6 +24,12 @@ use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
 
 /// Why the JIT does not lower `e`, or `None` if it does.
 pub(super) fn unsupported(e: &Expr) -> Option<String> {
+    if let Node::Line(l) = &e.node {
+        return Some(format!(
+            "line: a regular expression over the game tree, run by the interpreter as an automaton of {} states",
+            l.automaton_states()
+        ));
+    }
     let own = match &e.node {
         Node::Str(_) => Some("string values"),
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some("string-valued game tags"),
@@ -35,6 +41,16 @@ pub(super) fn unsupported(e: &Expr) -> Option<String> {
         Node::SquareLoop { .. } => Some("square/piece loops"),
         Node::Move(_) => Some("move filters"),
         Node::Transform { .. } | Node::NoTransform(_) => Some("unexpanded transform"),
+        Node::At { .. }
+        | Node::TreeLeaf(_)
+        | Node::Child(_)
+        | Node::PositionNumbered(_)
+        | Node::TreeRel(..)
+        | Node::Find(_)
+        | Node::Echo(_)
+        | Node::ConsecutiveMoves { .. } => {
+            Some("game-tree navigation (other positions of the game)")
+        }
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
             Some("and/or/not with a value")
         }

@@ -177,12 +177,64 @@ pub enum ExprKind {
         name: Name,
         args: Vec<Expr>,
     },
+    /// `P : F`.
+    Colon(Box<Expr>, Box<Expr>),
+    /// `child`, `child(N)`.
+    Child(Option<Box<Expr>>),
+    /// `position N`.
+    PositionNumbered(Box<Expr>),
+    /// `ancestor(x y)` etc. and `x [<] y` etc.
+    TreeRel(ir::TreeRel, Vec<Expr>),
+    /// `find [all] [quiet] [<--] [range] F`.
+    Find {
+        backward: bool,
+        all: bool,
+        quiet: bool,
+        range: Option<(i64, Option<i64>)>,
+        body: Box<Expr>,
+    },
+    /// `echo [quiet] (s t) [in all] F`.
+    Echo {
+        source: Name,
+        target: Name,
+        all: bool,
+        quiet: bool,
+        body: Box<Expr>,
+    },
+    /// `consecutivemoves [quiet] [range] (x y)`.
+    ConsecutiveMoves {
+        quiet: bool,
+        range: Option<(i64, Option<i64>)>,
+        args: Vec<Expr>,
+    },
+    /// `line [params] --> C ...`.
+    Line {
+        backward: bool,
+        params: ir::LineParams,
+        items: Vec<LineItem>,
+    },
     /// `function name(params) { body }`.
     Function {
         name: Name,
         params: Vec<Name>,
         body: Box<Expr>,
     },
+}
+
+/// One `line` constituent as written, with its repetition `min..=max`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineItem {
+    pub atom: LineAtom,
+    pub min: u32,
+    pub max: Option<u32>,
+    pub span: Span,
+}
+
+/// A filter, or a parenthesized sequence of constituents.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LineAtom {
+    Filter(Expr),
+    Group(Vec<LineItem>),
 }
 
 impl Expr {
@@ -351,6 +403,65 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             kids.push(body);
             let p: Vec<&str> = params.iter().map(|p| p.name.as_str()).collect();
             format!("Function {}({})", name.name, p.join(" "))
+        }
+        ExprKind::Colon(p, f) => {
+            kids.extend([&**p, &**f]);
+            "Colon".to_owned()
+        }
+        ExprKind::Child(n) => {
+            kids.extend(n.iter().map(|b| &**b));
+            "Child".to_owned()
+        }
+        ExprKind::PositionNumbered(n) => {
+            kids.push(n);
+            "Position".to_owned()
+        }
+        ExprKind::TreeRel(r, args) => {
+            kids.extend(args);
+            format!("{r:?}")
+        }
+        ExprKind::Find {
+            backward,
+            all,
+            quiet,
+            range,
+            body,
+        } => {
+            kids.push(body);
+            format!("Find backward={backward} all={all} quiet={quiet} range={range:?}")
+        }
+        ExprKind::Echo {
+            source,
+            target,
+            all,
+            quiet,
+            body,
+        } => {
+            kids.push(body);
+            format!(
+                "Echo ({} {}) all={all} quiet={quiet}",
+                source.name, target.name
+            )
+        }
+        ExprKind::ConsecutiveMoves { quiet, range, args } => {
+            kids.extend(args);
+            format!("ConsecutiveMoves quiet={quiet} range={range:?}")
+        }
+        ExprKind::Line {
+            backward,
+            params,
+            items,
+        } => {
+            fn flat<'a>(items: &'a [LineItem], kids: &mut Vec<&'a Expr>) {
+                for it in items {
+                    match &it.atom {
+                        LineAtom::Filter(e) => kids.push(e),
+                        LineAtom::Group(g) => flat(g, kids),
+                    }
+                }
+            }
+            flat(items, &mut kids);
+            format!("Line backward={backward} {params:?}")
         }
     };
     out.push_str(&format!(

@@ -62,6 +62,22 @@ pub enum Tok {
     CastleKing,
     /// `o-o-o`, `O-O-O`
     CastleQueen,
+    /// `:` (the position operator `P:F`)
+    Colon,
+    /// `-->` (a `line` step forward)
+    LongArrowRight,
+    /// `<--` (a `line` step backward)
+    LongArrowLeft,
+    /// `?` (a `line` quantifier)
+    Question,
+    /// `[<]`, `≺`: strict ancestor of
+    PosBefore,
+    /// `[<=]`, `≼`
+    PosBeforeEq,
+    /// `[>]`, `≻`: strict descendant of
+    PosAfter,
+    /// `[>=]`, `≽`
+    PosAfterEq,
     Eof,
 }
 
@@ -253,7 +269,7 @@ fn unicode_keyword(c: char) -> Option<&'static str> {
         '∊' => "in",
         '∀' => "all",
         '∙' => "currentposition",
-        '⊢' => "line",
+        '⊢' => "path",
         _ => return None,
     })
 }
@@ -367,6 +383,14 @@ impl<'s> Lexer<'s> {
             }
         }
         for (text, tok) in [
+            ("-->", Tok::LongArrowRight),
+            ("<--", Tok::LongArrowLeft),
+            ("――>", Tok::LongArrowRight),
+            ("<――", Tok::LongArrowLeft),
+            ("[<=]", Tok::PosBeforeEq),
+            ("[>=]", Tok::PosAfterEq),
+            ("[<]", Tok::PosBefore),
+            ("[>]", Tok::PosAfter),
             ("[x]", Tok::CaptureX),
             ("――", Tok::DashDash),
             ("--", Tok::DashDash),
@@ -448,6 +472,12 @@ impl<'s> Lexer<'s> {
             '→' => Tok::ArrowRight,
             '←' => Tok::ArrowLeft,
             '×' => Tok::CaptureX,
+            ':' => Tok::Colon,
+            '?' => Tok::Question,
+            '≺' => Tok::PosBefore,
+            '≼' => Tok::PosBeforeEq,
+            '≻' => Tok::PosAfter,
+            '≽' => Tok::PosAfterEq,
             _ => {
                 self.pos += c.len_utf8();
                 let what = if c == '[' {

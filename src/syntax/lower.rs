@@ -632,7 +632,186 @@ impl<'a> Lowerer<'a, '_> {
                 name.span,
                 "a function definition must stand on its own, not inside another filter",
             )),
+            ExprKind::Colon(pos, body) => {
+                let p = self.sub(pos);
+                let b = self.sub(body);
+                let (p, b) = (p?, b?);
+                let p = self.want_pos(p, "the left side of `:`")?;
+                let kind = b.kind;
+                self.mk(
+                    Node::At {
+                        pos: Box::new(p),
+                        body: Box::new(b),
+                    },
+                    kind,
+                    span,
+                )
+            }
+            ExprKind::Child(n) => {
+                let n = match n {
+                    Some(n) => Some(Box::new(self.num_arg(n, "`child(N)`")?)),
+                    None => None,
+                };
+                self.mk(Node::Child(n), Kind::Position, span)
+            }
+            ExprKind::PositionNumbered(n) => {
+                let n = self.num_arg(n, "`position`")?;
+                self.mk(Node::PositionNumbered(Box::new(n)), Kind::Position, span)
+            }
+            ExprKind::TreeRel(rel, args) => {
+                let what = match rel {
+                    ir::TreeRel::Ancestor => "`ancestor`",
+                    ir::TreeRel::Descendant => "`descendant`",
+                    ir::TreeRel::Lca => "`lca`",
+                    ir::TreeRel::Distance => "`distance`",
+                    _ => "a position comparison",
+                };
+                let [a, b] = args.as_slice() else {
+                    return Err(self.err(span, format!("{what} takes two positions")));
+                };
+                let a = self.sub(a);
+                let b = self.sub(b);
+                let (a, b) = (a?, b?);
+                let a = self.want_pos(a, what)?;
+                let b = self.want_pos(b, what)?;
+                let kind = match rel {
+                    ir::TreeRel::Ancestor | ir::TreeRel::Descendant => Kind::Logical,
+                    ir::TreeRel::Distance => Kind::Numeric,
+                    // `lca`, and the relations, whose value is their left side.
+                    _ => Kind::Position,
+                };
+                self.mk(Node::TreeRel(*rel, Box::new(a), Box::new(b)), kind, span)
+            }
+            ExprKind::Find {
+                backward,
+                all,
+                quiet,
+                range,
+                body,
+            } => {
+                let body = self.sub(body)?;
+                let kind = if *all || range.is_some() {
+                    Kind::Numeric
+                } else {
+                    Kind::Position
+                };
+                self.mk(
+                    Node::Find(Box::new(ir::FindFilter {
+                        backward: *backward,
+                        all: *all,
+                        quiet: *quiet,
+                        range: *range,
+                        body: Box::new(body),
+                    })),
+                    kind,
+                    span,
+                )
+            }
+            ExprKind::Echo {
+                source,
+                target,
+                all,
+                quiet,
+                body,
+            } => {
+                let s = self.declare(source, Kind::Position)?;
+                let t = self.declare(target, Kind::Position)?;
+                let body = self.sub(body)?;
+                self.mk(
+                    Node::Echo(Box::new(ir::EchoFilter {
+                        source: s,
+                        target: t,
+                        all: *all,
+                        quiet: *quiet,
+                        body: Box::new(body),
+                    })),
+                    Kind::Logical,
+                    span,
+                )
+            }
+            ExprKind::ConsecutiveMoves { quiet, range, args } => {
+                let [a, b] = args.as_slice() else {
+                    return Err(self.err(span, "`consecutivemoves` takes two positions"));
+                };
+                let a = self.sub(a);
+                let b = self.sub(b);
+                let (a, b) = (a?, b?);
+                let a = self.want_pos(a, "`consecutivemoves`")?;
+                let b = self.want_pos(b, "`consecutivemoves`")?;
+                self.mk(
+                    Node::ConsecutiveMoves {
+                        quiet: *quiet,
+                        range: *range,
+                        source: Box::new(a),
+                        target: Box::new(b),
+                    },
+                    Kind::Numeric,
+                    span,
+                )
+            }
+            ExprKind::Line {
+                backward,
+                params,
+                items,
+            } => {
+                let items = self.line_items(items)?;
+                let states = line_states(&items);
+                if states > MAX_LINE_STATES {
+                    return Err(self.err(
+                        span,
+                        format!("this line is too large: its repetitions expand to {states} constituents (the limit is {MAX_LINE_STATES})"),
+                    ));
+                }
+                let kind = if params.lastposition {
+                    Kind::Position
+                } else {
+                    Kind::Numeric
+                };
+                self.mk(
+                    Node::Line(Box::new(ir::LineFilter {
+                        backward: *backward,
+                        params: params.clone(),
+                        items,
+                    })),
+                    kind,
+                    span,
+                )
+            }
         }
+    }
+
+    /// A position is needed.
+    fn want_pos(&mut self, e: Expr, what: &str) -> LResult {
+        if e.kind == Kind::Position {
+            return Ok(e);
+        }
+        Err(self.err(
+            e.span,
+            format!(
+                "{what} needs a position (such as `parent`, `child`, `currentposition` or a position variable), but this is {}",
+                kind_phrase(e.kind)
+            ),
+        ))
+    }
+
+    fn line_items(&mut self, items: &'a [ast::LineItem]) -> Result<Vec<ir::LineItem>, Failed> {
+        let mut out = Vec::new();
+        let mut failed = false;
+        for it in items {
+            let atom = match &it.atom {
+                ast::LineAtom::Filter(e) => self.sub(e).map(ir::LineAtom::Filter),
+                ast::LineAtom::Group(g) => self.line_items(g).map(ir::LineAtom::Group),
+            };
+            match atom {
+                Ok(atom) => out.push(ir::LineItem {
+                    atom,
+                    min: it.min,
+                    max: it.max,
+                }),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
     }
 
     fn distance(&mut self, n: i64, span: Span) -> Result<u8, Failed> {
@@ -1247,6 +1426,29 @@ impl<'a> Lowerer<'a, '_> {
     }
 }
 
+/// Most constituents a `line` may expand to once its repetition counts are
+/// unrolled (`{m,n}` repeats its constituent n times): the size of the
+/// line's automaton.
+pub const MAX_LINE_STATES: usize = 10_000;
+
+/// How many constituents `items` expand to (saturating).
+pub fn line_states(items: &[ir::LineItem]) -> usize {
+    items
+        .iter()
+        .map(|it| {
+            let one = match &it.atom {
+                ir::LineAtom::Filter(_) => 1,
+                ir::LineAtom::Group(g) => line_states(g),
+            };
+            let copies = match it.max {
+                Some(m) => m.max(1) as usize,
+                None => it.min.max(1) as usize,
+            };
+            one.saturating_mul(copies)
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
 /// The kind of a keyword leaf.
 /// The operands of an IR tree of the associative `op`, in order.
 fn flatten_ir(op: Infix, e: Expr, out: &mut Vec<Expr>) {
@@ -1293,6 +1495,7 @@ fn leaf_kind(n: &Node) -> Kind {
         | Node::Elo(_) => Kind::Numeric,
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) | Node::CurrentTransform => Kind::String,
         Node::CurrentPosition => Kind::Position,
+        Node::TreeLeaf(l) => l.kind(),
         _ => Kind::Logical,
     }
 }

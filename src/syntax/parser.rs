@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
 use crate::ir::{Node, TransformFilter};
 use crate::syntax::ast::{
-    Expr, ExprKind, File, Header, Infix, ListFilter, MoveParams, Name, Prefix,
+    Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams, Name, Prefix,
 };
 use crate::syntax::diag::{Diagnostics, line_col};
 use crate::syntax::lexer::{Lexer, Tok, Token};
@@ -37,6 +37,8 @@ pub mod bp {
     pub const INTER: u8 = 90;
     pub const ATTACKS: u8 = 100;
     pub const PREFIX: u8 = 110;
+    /// `P : F`: binds tighter than any other operator.
+    pub const COLON: u8 = 120;
     /// Operand of `abs`: just below addition's operands.
     pub const ABS_ARG: u8 = ADD;
     /// Operand of unary minus.
@@ -51,27 +53,14 @@ pub mod bp {
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
-    "line",
     "path",
-    "find",
-    "echo",
     "dictionary",
     "readfile",
     "writefile",
     "appendfile",
-    "consecutivemoves",
     "pieceid",
     "persistent",
     "atomic",
-    "lca",
-    "ancestor",
-    "descendant",
-    "distance",
-    "parent",
-    "child",
-    "position",
-    "positionid",
-    "virtualmainline",
     "sqrt",
     "int",
     "str",
@@ -94,7 +83,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "isunbound",
     "zobristkey",
     "lastgamenumber",
-    "depth",
     "modelmate",
     "idealmate",
     "puremate",
@@ -181,6 +169,21 @@ pub const KEYWORDS: &[&str] = &[
     "currenttransform",
     "notransform",
     "currentposition",
+    "parent",
+    "child",
+    "position",
+    "positionid",
+    "depth",
+    "virtualmainline",
+    "initialposition",
+    "ancestor",
+    "descendant",
+    "lca",
+    "distance",
+    "find",
+    "echo",
+    "consecutivemoves",
+    "line",
     "fen",
     "up",
     "down",
@@ -282,6 +285,11 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "false" => Node::Bool(false),
         "currenttransform" => Node::CurrentTransform,
         "currentposition" => Node::CurrentPosition,
+        "parent" => Node::TreeLeaf(ir::TreeLeaf::Parent),
+        "depth" => Node::TreeLeaf(ir::TreeLeaf::Depth),
+        "positionid" => Node::TreeLeaf(ir::TreeLeaf::PositionId),
+        "virtualmainline" => Node::TreeLeaf(ir::TreeLeaf::VirtualMainline),
+        "initialposition" => Node::TreeLeaf(ir::TreeLeaf::InitialPosition),
         _ => return None,
     })
 }
@@ -313,6 +321,8 @@ pub fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         depth: 0,
         fatal: false,
         functions: HashSet::new(),
+        line_depth: None,
+        logical_stop: None,
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -329,6 +339,15 @@ struct Parser<'s, 'd> {
     fatal: bool,
     /// Functions defined so far (a call must follow the definition).
     functions: HashSet<String>,
+    /// The nesting depth of the `line` constituent being parsed, if any:
+    /// at that depth a `*`, `+` or `?` ending the constituent is its
+    /// quantifier, not an operator.
+    line_depth: Option<usize>,
+    /// The nesting depth of a `find` body or `line` constituent being
+    /// parsed: there, as in CQL, a logical filter is not the left operand
+    /// of arithmetic or a comparison (`find all check > 3` compares the
+    /// count).
+    logical_stop: Option<usize>,
 }
 
 impl Parser<'_, '_> {
@@ -597,9 +616,82 @@ impl Parser<'_, '_> {
     }
 
     fn expr_inner(&mut self, min_bp: u8) -> PResult<Expr> {
-        let mut lhs = self.prefix()?;
+        let lhs = self.prefix()?;
+        self.expr_continue(lhs, min_bp)
+    }
+
+    /// The token after the peeked one (two-token lookahead), and whether it
+    /// starts on a later line than the peeked one ends.
+    fn peek2(&mut self) -> (Tok, bool) {
+        let first_end = self.peek().span.end as usize;
+        let mut lexer = self.lexer.clone();
+        let mut scratch = Diagnostics::new(self.src);
+        let t = lexer.next(&mut scratch);
+        let (l1, _) = line_col(self.src, first_end);
+        let (l2, _) = line_col(self.src, t.span.start as usize);
+        (t.tok, l2 > l1)
+    }
+
+    /// Whether the peeked `*`, `+` or `?` ends a `line` constituent (a
+    /// quantifier): inside a constituent, when what follows cannot go on
+    /// the expression or stands on a later line.
+    fn at_quantifier(&mut self) -> bool {
+        if self.line_depth.is_none_or(|d| self.depth < d) {
+            return false;
+        }
+        if !matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question) {
+            return false;
+        }
+        let (next, later_line) = self.peek2();
+        later_line
+            || matches!(
+                next,
+                Tok::LongArrowRight
+                    | Tok::LongArrowLeft
+                    | Tok::RParen
+                    | Tok::RBrace
+                    | Tok::Eof
+                    | Tok::LBrace
+            )
+    }
+
+    /// Goes on parsing infix operators after `lhs`.
+    fn expr_continue(&mut self, mut lhs: Expr, min_bp: u8) -> PResult<Expr> {
         loop {
+            if self.at_quantifier() {
+                break;
+            }
             let tok = self.peek_tok();
+            if tok == Tok::Colon {
+                if bp::COLON < min_bp {
+                    break;
+                }
+                self.bump();
+                let rhs = self.expr(bp::COLON)?;
+                let span = lhs.span.join(rhs.span);
+                lhs = Expr::new(ExprKind::Colon(Box::new(lhs), Box::new(rhs)), span);
+                continue;
+            }
+            if let Some(rel) = pos_rel(&tok) {
+                if bp::CMP < min_bp {
+                    break;
+                }
+                self.bump();
+                let rhs = self.expr(bp::CMP + 1)?;
+                let span = lhs.span.join(rhs.span);
+                lhs = Expr::new(ExprKind::TreeRel(rel, vec![lhs, rhs]), span);
+                continue;
+            }
+            if self.logical_stop == Some(self.depth)
+                && is_logical_ast(&lhs)
+                && (cmp_op(&tok).is_some()
+                    || matches!(
+                        tok,
+                        Tok::Plus | Tok::Minus | Tok::Star | Tok::Slash | Tok::Percent
+                    ))
+            {
+                break;
+            }
             let (op, lbp) = match &tok {
                 Tok::Ident(w) if w == "or" => (Some(Infix::Or), bp::OR),
                 Tok::Ident(w) if w == "and" => (Some(Infix::And), bp::AND),
@@ -1104,6 +1196,147 @@ impl Parser<'_, '_> {
                     ))
                 }
             },
+            "child" => {
+                if self.peek().tok == Tok::LParen
+                    && self.peek().span.start as usize == self.prev_end
+                {
+                    let (mut args, span) = self.arg_list("child")?;
+                    if args.len() != 1 {
+                        return Err(self.error(
+                            start.join(span),
+                            "`child(N)` takes one numeric argument, the index of the child",
+                        ));
+                    }
+                    let n = args.pop().map(Box::new);
+                    return Ok(Expr::new(ExprKind::Child(n), start.join(span)));
+                }
+                Ok(Expr::new(ExprKind::Child(None), start))
+            }
+            "position" => {
+                let n = self.expr(bp::COLON + 1)?;
+                let span = start.join(n.span);
+                Ok(Expr::new(ExprKind::PositionNumbered(Box::new(n)), span))
+            }
+            "ancestor" | "descendant" | "lca" | "distance" => {
+                let rel = match w.as_str() {
+                    "ancestor" => ir::TreeRel::Ancestor,
+                    "descendant" => ir::TreeRel::Descendant,
+                    "lca" => ir::TreeRel::Lca,
+                    _ => ir::TreeRel::Distance,
+                };
+                let (args, span) = self.arg_list(&w)?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        format!("`{w}` takes two position arguments, e.g. `{w}(x y)`"),
+                    ));
+                }
+                Ok(Expr::new(ExprKind::TreeRel(rel, args), start.join(span)))
+            }
+            "find" => {
+                let (mut backward, mut all, mut quiet) = (false, false, false);
+                let mut range = Vec::new();
+                loop {
+                    if self.eat_ident("all").is_some() {
+                        all = true;
+                    } else if self.eat_ident("quiet").is_some() {
+                        quiet = true;
+                    } else if self.eat(&Tok::LongArrowLeft).is_some() {
+                        backward = true;
+                    } else if let Tok::Num(n) = self.peek_tok() {
+                        let sp = self.bump().span;
+                        range.push((n as i64, sp));
+                    } else {
+                        break;
+                    }
+                }
+                let range = self.range(&range, "find")?;
+                let saved = self.logical_stop.replace(self.depth + 1);
+                let body = self.expr(bp::LOWEST);
+                self.logical_stop = saved;
+                let body = body?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Find {
+                        backward,
+                        all,
+                        quiet,
+                        range,
+                        body: Box::new(body),
+                    },
+                    span,
+                ))
+            }
+            "echo" => {
+                let (mut all, mut quiet) = (false, false);
+                let mut names = None;
+                loop {
+                    if self.eat_ident("quiet").is_some() {
+                        quiet = true;
+                    } else if self.at_ident("in") {
+                        self.bump();
+                        if self.eat_ident("all").is_none() {
+                            let sp = self.peek().span;
+                            return Err(self.error(sp, "expected `all` after `echo ... in`"));
+                        }
+                        all = true;
+                    } else if names.is_none() && self.peek().tok == Tok::LParen {
+                        self.bump();
+                        let s = self.name("the echo source variable")?;
+                        let t = self.name("the echo target variable")?;
+                        self.expect(&Tok::RParen, "`)` after the two echo variables")?;
+                        names = Some((s, t));
+                    } else {
+                        break;
+                    }
+                }
+                let Some((source, target)) = names else {
+                    let sp = self.peek().span;
+                    return Err(self.error(
+                        sp,
+                        "expected the echo variables in parentheses, e.g. `echo (s t) ...`",
+                    ));
+                };
+                let body = self.expr(bp::LOWEST)?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Echo {
+                        source,
+                        target,
+                        all,
+                        quiet,
+                        body: Box::new(body),
+                    },
+                    span,
+                ))
+            }
+            "consecutivemoves" => {
+                let mut quiet = false;
+                let mut range = Vec::new();
+                loop {
+                    if self.eat_ident("quiet").is_some() {
+                        quiet = true;
+                    } else if let Tok::Num(n) = self.peek_tok() {
+                        let sp = self.bump().span;
+                        range.push((n as i64, sp));
+                    } else {
+                        break;
+                    }
+                }
+                let range = self.range(&range, "consecutivemoves")?;
+                let (args, span) = self.arg_list("consecutivemoves")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`consecutivemoves` takes two position arguments, e.g. `consecutivemoves(x y)`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::ConsecutiveMoves { quiet, range, args },
+                    start.join(span),
+                ))
+            }
+            "line" => self.line(start),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
             _ if UNSUPPORTED.contains(&w.as_str()) => Err(self.error(
@@ -1139,6 +1372,207 @@ impl Parser<'_, '_> {
                 self.maybe_dash(e)
             }
         }
+    }
+
+    /// A range of one or two numbers (`find 2 5 F`); empty input: none.
+    fn range(&mut self, nums: &[(i64, Span)], what: &str) -> PResult<Option<(i64, Option<i64>)>> {
+        match nums {
+            [] => Ok(None),
+            [(a, _)] => Ok(Some((*a, Some(*a)))),
+            [(a, sa), (b, sb)] => {
+                if a > b {
+                    return Err(self.error(
+                        sa.join(*sb),
+                        format!("the range {a} {b} of `{what}` is empty: the first number must not exceed the second"),
+                    ));
+                }
+                Ok(Some((*a, Some(*b))))
+            }
+            [.., (_, s)] => {
+                Err(self.error(*s, format!("`{what}` takes a range of at most two numbers")))
+            }
+        }
+    }
+
+    /// `line [params] --> C --> C ...` (or with `<--`).
+    fn line(&mut self, start: Span) -> PResult<Expr> {
+        let mut params = ir::LineParams::default();
+        let mut range = Vec::new();
+        loop {
+            let t = self.peek().clone();
+            match &t.tok {
+                Tok::Ident(w) => {
+                    let flag = match w.as_str() {
+                        "firstmatch" => &mut params.firstmatch,
+                        "lastposition" => &mut params.lastposition,
+                        "singlecolor" => &mut params.singlecolor,
+                        "nestban" => &mut params.nestban,
+                        "primary" => &mut params.primary,
+                        "secondary" => &mut params.secondary,
+                        "quiet" => &mut params.quiet,
+                        "verbose" => &mut params.verbose,
+                        _ => {
+                            return Err(self.error(
+                                t.span,
+                                format!("unknown `line` parameter `{w}` (expected firstmatch, lastposition, singlecolor, nestban, primary, secondary, quiet, verbose, a range, or `-->`/`<--`)"),
+                            ));
+                        }
+                    };
+                    *flag = true;
+                    self.bump();
+                }
+                Tok::Num(n) => {
+                    range.push((*n as i64, t.span));
+                    self.bump();
+                }
+                _ => break,
+            }
+        }
+        params.range = self.range(&range, "line")?;
+        let arrow = self.peek_tok();
+        let backward = match arrow {
+            Tok::LongArrowRight => false,
+            Tok::LongArrowLeft => true,
+            other => {
+                let sp = self.peek().span;
+                return Err(self.error(
+                    sp,
+                    format!(
+                        "expected `-->` or `<--` to start the line's constituents, found {}",
+                        Self::describe(&other)
+                    ),
+                ));
+            }
+        };
+        let mut items = Vec::new();
+        while self.eat(&arrow).is_some() {
+            items.push(self.line_item(&arrow)?);
+        }
+        if matches!(self.peek_tok(), Tok::LongArrowRight | Tok::LongArrowLeft) {
+            let sp = self.peek().span;
+            return Err(self.error(sp, "a line goes one way: `-->` and `<--` cannot be mixed"));
+        }
+        Ok(Expr::new(
+            ExprKind::Line {
+                backward,
+                params,
+                items,
+            },
+            self.span_from(start),
+        ))
+    }
+
+    /// One constituent of a line and its quantifier.
+    fn line_item(&mut self, arrow: &Tok) -> PResult<LineItem> {
+        let start = self.peek().span;
+        let atom = if self.peek().tok == Tok::LParen {
+            let open = self.bump().span;
+            let mut inner = vec![self.line_item(arrow)?];
+            while self.eat(arrow).is_some() {
+                inner.push(self.line_item(arrow)?);
+            }
+            self.expect(&Tok::RParen, "`)` to close the group of line constituents")?;
+            let plain = inner.len() == 1 && inner[0].min == 1 && inner[0].max == Some(1);
+            match inner.pop() {
+                Some(LineItem {
+                    atom: LineAtom::Filter(e),
+                    ..
+                }) if plain => {
+                    // `(F)` is the filter F, which may go on: `(x) + 1 > 2`.
+                    let e = Expr::new(ExprKind::Paren(Box::new(e)), self.span_from(open));
+                    let saved = self.line_depth.replace(self.depth + 1);
+                    let saved_stop = self.logical_stop.replace(self.depth + 1);
+                    self.depth += 1;
+                    let r = self.expr_continue(e, bp::LOWEST);
+                    self.depth -= 1;
+                    self.line_depth = saved;
+                    self.logical_stop = saved_stop;
+                    LineAtom::Filter(r?)
+                }
+                Some(last) => {
+                    inner.push(last);
+                    LineAtom::Group(inner)
+                }
+                None => LineAtom::Group(inner),
+            }
+        } else {
+            let saved = self.line_depth.replace(self.depth + 1);
+            let saved_stop = self.logical_stop.replace(self.depth + 1);
+            let r = self.expr(bp::LOWEST);
+            self.line_depth = saved;
+            self.logical_stop = saved_stop;
+            LineAtom::Filter(r?)
+        };
+        let (min, max) = self.quantifier()?;
+        Ok(LineItem {
+            atom,
+            min,
+            max,
+            span: self.span_from(start),
+        })
+    }
+
+    /// `*`, `+`, `?`, `{m,n}`, `{m,}`, `{,n}`, `{n}`, `{*}`, `{+}`, or none
+    /// (exactly once).
+    fn quantifier(&mut self) -> PResult<(u32, Option<u32>)> {
+        match self.peek_tok() {
+            Tok::Star => {
+                self.bump();
+                return Ok((0, None));
+            }
+            Tok::Plus => {
+                self.bump();
+                return Ok((1, None));
+            }
+            Tok::Question => {
+                self.bump();
+                return Ok((0, Some(1)));
+            }
+            Tok::LBrace => {}
+            _ => return Ok((1, Some(1))),
+        }
+        let (next, _) = self.peek2();
+        if !matches!(next, Tok::Num(_) | Tok::Comma | Tok::Star | Tok::Plus) {
+            return Ok((1, Some(1)));
+        }
+        let open = self.bump().span;
+        let count = |p: &mut Self| -> PResult<Option<u32>> {
+            if let Tok::Num(n) = p.peek_tok() {
+                let sp = p.bump().span;
+                return u32::try_from(n)
+                    .map(Some)
+                    .map_err(|_| p.error(sp, format!("repetition count {n} is too large")));
+            }
+            Ok(None)
+        };
+        let r = if self.eat(&Tok::Star).is_some() {
+            (0, None)
+        } else if self.eat(&Tok::Plus).is_some() {
+            (1, None)
+        } else {
+            let a = count(self)?;
+            if self.eat(&Tok::Comma).is_some() {
+                let b = count(self)?;
+                (a.unwrap_or(0), b)
+            } else {
+                match a {
+                    Some(a) => (a, Some(a)),
+                    None => {
+                        return Err(self.error(open, "expected a repetition count like `{2,4}`"));
+                    }
+                }
+            }
+        };
+        self.expect(&Tok::RBrace, "`}` to close the repetition count")?;
+        if let (a, Some(b)) = r
+            && a > b
+        {
+            return Err(self.error(
+                self.span_from(open),
+                format!("the repetition {{{a},{b}}} is empty: the first count must not exceed the second"),
+            ));
+        }
+        Ok(r)
     }
 
     fn side(&mut self) -> Option<Side> {
@@ -1377,6 +1811,49 @@ fn cmp_op(t: &Tok) -> Option<CmpOp> {
     })
 }
 
+/// Whether a parsed filter is surely logical (it has no value to compute
+/// with): keyword conditions, `not`, `and`, `or`, `in`, comparisons.
+fn is_logical_ast(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Leaf(n) => matches!(
+            n,
+            Node::Check
+                | Node::Mate
+                | Node::Stalemate
+                | Node::ToMove(_)
+                | Node::Initial
+                | Node::Terminal
+                | Node::Mainline
+                | Node::Variation
+                | Node::EnPassant
+                | Node::Castle
+                | Node::Result(_)
+                | Node::Bool(_)
+                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)
+        ),
+        ExprKind::Prefix(Prefix::Not, _) => true,
+        ExprKind::Infix(_, rest) => {
+            !rest.is_empty()
+                && rest
+                    .iter()
+                    .all(|(op, _)| matches!(op, Infix::And | Infix::Or | Infix::In))
+        }
+        ExprKind::Compare(..) => true,
+        ExprKind::Paren(inner) => is_logical_ast(inner),
+        _ => false,
+    }
+}
+
+fn pos_rel(t: &Tok) -> Option<ir::TreeRel> {
+    Some(match t {
+        Tok::PosBefore => ir::TreeRel::Before,
+        Tok::PosBeforeEq => ir::TreeRel::BeforeEq,
+        Tok::PosAfter => ir::TreeRel::After,
+        Tok::PosAfterEq => ir::TreeRel::AfterEq,
+        _ => return None,
+    })
+}
+
 /// `LINE:COL` of a span's start.
 fn pos_text(src: &str, span: Span) -> String {
     let (l, c) = line_col(src, span.start as usize);
@@ -1416,6 +1893,14 @@ fn tok_text(t: &Tok) -> String {
         Tok::CastleQueen => "o-o-o".into(),
         Tok::Ident(s) | Tok::Word(s) | Tok::Str(s) => s.clone(),
         Tok::Designator { .. } => "designator".into(),
+        Tok::Colon => ":".into(),
+        Tok::LongArrowRight => "-->".into(),
+        Tok::LongArrowLeft => "<--".into(),
+        Tok::Question => "?".into(),
+        Tok::PosBefore => "[<]".into(),
+        Tok::PosBeforeEq => "[<=]".into(),
+        Tok::PosAfter => "[>]".into(),
+        Tok::PosAfterEq => "[>=]".into(),
         Tok::Eof => "end".into(),
     }
 }

@@ -8,8 +8,8 @@
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, Node, PawnSet, PinValue, Query,
-    SetOp, Side, TagField, TransformFilter, Var,
+    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem, Node, PawnSet,
+    PinValue, Query, SetOp, Side, TagField, TransformFilter, TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -123,6 +123,16 @@ fn transform_name(t: TransformFilter) -> &'static str {
         TransformFilter::ShiftHorizontal => "shifthorizontal",
         TransformFilter::ShiftVertical => "shiftvertical",
         TransformFilter::Shift => "shift",
+    }
+}
+
+/// `a ` or `a b ` for a range; empty for none.
+fn range_text(r: Option<(i64, Option<i64>)>) -> String {
+    match r {
+        None => String::new(),
+        Some((a, Some(b))) if a == b => format!("{a} "),
+        Some((a, Some(b))) => format!("{a} {b} "),
+        Some((a, None)) => format!("{a} "),
     }
 }
 
@@ -241,6 +251,32 @@ impl Printer<'_> {
             open: open.min(arg_bp),
             params_open: po,
         }
+    }
+
+    /// `--> (A) --> (B)* ...`: each constituent parenthesized.
+    fn line_items(&self, items: &[LineItem], arrow: &str) -> String {
+        let mut out = Vec::new();
+        for it in items {
+            let body = match &it.atom {
+                LineAtom::Filter(e) => format!("({})", self.doc(e).text),
+                LineAtom::Group(g) => {
+                    let inner = self.line_items(g, arrow);
+                    let inner = inner.strip_prefix(arrow).unwrap_or(&inner).trim_start();
+                    format!("({inner})")
+                }
+            };
+            let q = match (it.min, it.max) {
+                (1, Some(1)) => String::new(),
+                (0, None) => "*".to_owned(),
+                (1, None) => "+".to_owned(),
+                (0, Some(1)) => "?".to_owned(),
+                (a, None) => format!("{{{a},}}"),
+                (a, Some(b)) if a == b => format!("{{{a}}}"),
+                (a, Some(b)) => format!("{{{a},{b}}}"),
+            };
+            out.push(format!("{arrow} {body}{q}"));
+        }
+        out.join(" ")
     }
 
     /// A prefix filter whose last part is parsed at the lowest precedence.
@@ -575,6 +611,105 @@ impl Printer<'_> {
                 self.low(head, body)
             }
             Node::NoTransform(a) => self.low("notransform ".to_owned(), a),
+            Node::At { pos, body } => self.infix(pos, ":", body, bp::COLON, false),
+            Node::TreeLeaf(l) => atom(l.keyword()),
+            Node::Child(None) => atom("child"),
+            Node::Child(Some(n)) => atom(format!("child({})", self.doc(n).text)),
+            Node::PositionNumbered(n) => atom(format!(
+                "position {}",
+                self.at(n, bp::COLON + 1, Some(bp::COLON))
+            )),
+            Node::TreeRel(rel, a, b) => {
+                let func = |name: &str| {
+                    atom(format!(
+                        "{name}({})",
+                        self.seq(&[(**a).clone(), (**b).clone()], " ")
+                    ))
+                };
+                match rel {
+                    TreeRel::Ancestor => func("ancestor"),
+                    TreeRel::Descendant => func("descendant"),
+                    TreeRel::Lca => func("lca"),
+                    TreeRel::Distance => func("distance"),
+                    TreeRel::Before => self.infix(a, "[<]", b, bp::CMP, true),
+                    TreeRel::BeforeEq => self.infix(a, "[<=]", b, bp::CMP, true),
+                    TreeRel::After => self.infix(a, "[>]", b, bp::CMP, true),
+                    TreeRel::AfterEq => self.infix(a, "[>=]", b, bp::CMP, true),
+                }
+            }
+            Node::Find(f) => {
+                let mut head = String::from("find ");
+                if f.all {
+                    head.push_str("all ");
+                }
+                if f.quiet {
+                    head.push_str("quiet ");
+                }
+                if f.backward {
+                    head.push_str("<-- ");
+                }
+                head.push_str(&range_text(f.range));
+                Doc {
+                    open: bp::LOWEST,
+                    ..atom(format!("{head}({})", self.doc(&f.body).text))
+                }
+            }
+            Node::Echo(x) => {
+                let text = format!(
+                    "echo {}({} {}) {}({})",
+                    if x.quiet { "quiet " } else { "" },
+                    self.var(x.source),
+                    self.var(x.target),
+                    if x.all { "in all " } else { "" },
+                    self.doc(&x.body).text
+                );
+                Doc {
+                    open: bp::LOWEST,
+                    ..atom(text)
+                }
+            }
+            Node::ConsecutiveMoves {
+                quiet,
+                range,
+                source,
+                target,
+            } => atom(format!(
+                "consecutivemoves {}{}({})",
+                if *quiet { "quiet " } else { "" },
+                range_text(*range),
+                self.seq(&[(**source).clone(), (**target).clone()], " ")
+            )),
+            Node::Line(l) => {
+                let p = &l.params;
+                let mut t = String::from("line");
+                for (on, w) in [
+                    (p.firstmatch, "firstmatch"),
+                    (p.lastposition, "lastposition"),
+                    (p.singlecolor, "singlecolor"),
+                    (p.nestban, "nestban"),
+                    (p.primary, "primary"),
+                    (p.secondary, "secondary"),
+                    (p.quiet, "quiet"),
+                    (p.verbose, "verbose"),
+                ] {
+                    if on {
+                        t.push(' ');
+                        t.push_str(w);
+                    }
+                }
+                let r = range_text(p.range);
+                if !r.is_empty() {
+                    t.push(' ');
+                    t.push_str(r.trim_end());
+                }
+                let arrow = if l.backward { "<--" } else { "-->" };
+                t.push(' ');
+                t.push_str(&self.line_items(&l.items, arrow));
+                Doc {
+                    open: bp::LOWEST,
+                    ..atom(t)
+                }
+            }
             Node::Orbit { count, elements } => {
                 let mut t = String::from(if *count { "orbit count {" } else { "orbit {" });
                 for el in elements {

@@ -1,0 +1,507 @@
+//! Game-tree navigation and the filters that look at other positions of the
+//! game (CQL 6.2): the `:` operator, `parent`, `child`, `position`,
+//! `positionid`, `depth`, `initialposition`, `virtualmainline`, `ancestor`,
+//! `descendant`, `lca`, `distance`, the position relations `[<]` `[<=]`
+//! `[>]` `[>=]`, `find`, `echo` and `consecutivemoves` (`line` is in
+//! `line.rs`).
+//!
+//! **The game tree.** A game's positions are stored in PGN text order; a
+//! position's children are the later positions whose parent it is, the
+//! first of them the continuation of its own line (its *primary* child),
+//! the others the first positions of variations, in PGN order. A
+//! position's `positionid` is its number in the depth-first pre-order of
+//! the tree that visits the primary child first (CQL's numbering: the
+//! mainline is 0, 1, 2, ... and every position has a smaller id than its
+//! descendants); [`TreeIndex`] maps between the two orders.
+//!
+//! **Visible positions.** Without the `variations` header option, only
+//! mainline positions exist for these filters (as for the main loop): a
+//! position then has at most one child, and `find`, `echo`, `line` and
+//! `position` never reach a variation. With it, every position is visible.
+
+use std::sync::Arc;
+
+use cqlj_runtime::layout::flags;
+
+use super::eval::Evaluator;
+use super::{GameView, InterpError, Value};
+use crate::ir::{EchoFilter, Expr, FindFilter, Node, TreeLeaf, TreeRel};
+
+type R<T> = Result<T, InterpError>;
+
+/// The game tree of one game: children lists and `positionid`s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct TreeIndex {
+    /// Children of each position (store indices), primary child first.
+    children: Vec<Vec<u32>>,
+    /// `positionid` of each position (store index -> id).
+    id: Vec<u32>,
+    /// Store index of each `positionid`.
+    by_id: Vec<u32>,
+    /// Number of positions in the subtree of each position (itself
+    /// included): its descendants have the ids `id + 1 .. id + size`.
+    size: Vec<u32>,
+}
+
+impl TreeIndex {
+    /// Builds the index of `game` (O(positions)).
+    pub(super) fn new(game: &GameView) -> TreeIndex {
+        let n = game.positions.len();
+        let mut children = vec![Vec::new(); n];
+        for j in 1..n as u32 {
+            if let Some(p) = game.parent(j) {
+                children[p as usize].push(j);
+            }
+        }
+        let mut id = vec![0u32; n];
+        let mut by_id = Vec::with_capacity(n);
+        let mut stack: Vec<u32> = Vec::new();
+        // Every position without a parent starts a tree (only the first
+        // one in a consistent store).
+        for root in (0..n as u32).rev().filter(|&j| game.parent(j).is_none()) {
+            stack.push(root);
+        }
+        while let Some(p) = stack.pop() {
+            id[p as usize] = by_id.len() as u32;
+            by_id.push(p);
+            for &c in children[p as usize].iter().rev() {
+                stack.push(c);
+            }
+        }
+        let mut size = vec![1u32; n];
+        for &p in by_id.iter().rev() {
+            if let Some(q) = game.parent(p) {
+                size[q as usize] += size[p as usize];
+            }
+        }
+        TreeIndex {
+            children,
+            id,
+            by_id,
+            size,
+        }
+    }
+
+    /// Whether `a` is `b` or an ancestor of `b`.
+    pub(super) fn is_ancestor_or_self(&self, a: u32, b: u32) -> bool {
+        let (ia, ib) = (self.id(a), self.id(b));
+        let size = self.size.get(a as usize).copied().unwrap_or(1);
+        ia <= ib && ib < ia.saturating_add(size)
+    }
+
+    /// The children of `p`, primary first.
+    pub(super) fn children(&self, p: u32) -> &[u32] {
+        self.children.get(p as usize).map_or(&[], |c| c.as_slice())
+    }
+
+    /// The `positionid` of `p`.
+    pub(super) fn id(&self, p: u32) -> u32 {
+        self.id.get(p as usize).copied().unwrap_or(p)
+    }
+
+    /// The position whose `positionid` is `id`.
+    pub(super) fn by_id(&self, id: u32) -> Option<u32> {
+        self.by_id.get(id as usize).copied()
+    }
+}
+
+/// The tree index of the game being evaluated, built once per game and
+/// keyed by the game's position slice. It takes no part in comparisons of
+/// states.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TreeCache(Option<(usize, usize, Arc<TreeIndex>)>);
+
+impl PartialEq for TreeCache {
+    fn eq(&self, _: &TreeCache) -> bool {
+        true
+    }
+}
+impl Eq for TreeCache {}
+
+/// The chain from `p` up to the game's first position: `p`, its parent, ...
+pub(super) fn ancestors_or_self(game: &GameView, p: u32) -> Vec<u32> {
+    let mut out = vec![p];
+    let mut cur = p;
+    while let Some(q) = game.parent(cur) {
+        out.push(q);
+        cur = q;
+    }
+    out
+}
+
+/// The latest common ancestor of `a` and `b` (either itself when one is an
+/// ancestor of the other).
+pub(super) fn lca(game: &GameView, a: u32, b: u32) -> u32 {
+    let up = ancestors_or_self(game, a);
+    let mut cur = b;
+    loop {
+        if up.contains(&cur) {
+            return cur;
+        }
+        match game.parent(cur) {
+            Some(q) => cur = q,
+            None => return cur,
+        }
+    }
+}
+
+/// Number of moves from `a` up to its ancestor `anc`.
+fn steps_up(game: &GameView, a: u32, anc: u32) -> i64 {
+    let mut n = 0;
+    let mut cur = a;
+    while cur != anc {
+        match game.parent(cur) {
+            Some(q) => {
+                cur = q;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    n
+}
+
+impl Evaluator<'_, '_> {
+    /// The game's tree index (built at the first call for a game).
+    pub(super) fn tree(&mut self) -> Arc<TreeIndex> {
+        let key = (
+            self.game.positions.as_ptr() as usize,
+            self.game.positions.len(),
+        );
+        if let Some((ptr, len, t)) = &self.st.tree.0
+            && (*ptr, *len) == key
+        {
+            return Arc::clone(t);
+        }
+        let t = Arc::new(TreeIndex::new(self.game));
+        self.st.tree.0 = Some((key.0, key.1, Arc::clone(&t)));
+        t
+    }
+
+    /// Records a comment that a game-tree filter makes by itself (`Found`,
+    /// `Start line ...`), once per position: CQL writes a text only once at
+    /// a position.
+    pub(super) fn auto_comment(&mut self, p: u32, text: String) {
+        if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
+            self.st.comments.push((p, text));
+        }
+    }
+
+    /// The `positionid` of `p`.
+    pub(super) fn position_id(&mut self, p: u32) -> u32 {
+        self.tree().id(p)
+    }
+
+    /// Whether `p` is the primary child of its parent (or has no parent).
+    pub(super) fn is_primary(&mut self, p: u32) -> bool {
+        match self.game.parent(p) {
+            None => true,
+            Some(q) => self.tree().children(q).first() == Some(&p),
+        }
+    }
+
+    /// A position as CQL writes it in comments: `move N(wtm)` / `move
+    /// N(btm)` (the move number and side to move there), followed by
+    /// `[positionid]` when the position is not on the mainline.
+    pub(super) fn position_text(&mut self, p: u32) -> String {
+        let number = match self.move_number(p) {
+            Ok(Some(Value::Number(n))) => n,
+            _ => 0,
+        };
+        let Some(rec) = self.game.positions.get(p as usize) else {
+            return format!("position {p}");
+        };
+        let side = if rec.white_to_move() { "wtm" } else { "btm" };
+        if rec.has(flags::MAINLINE) {
+            format!("move {number}({side})")
+        } else {
+            format!("move {number}({side})[{}]", self.position_id(p))
+        }
+    }
+
+    /// Whether position `p` takes part in this run (see the module docs).
+    pub(super) fn visible(&self, p: u32) -> bool {
+        self.st.variations
+            || self
+                .game
+                .positions
+                .get(p as usize)
+                .is_some_and(|r| r.has(flags::MAINLINE))
+    }
+
+    /// The visible children of `p`, primary first.
+    pub(super) fn visible_children(&mut self, p: u32) -> Vec<u32> {
+        let t = self.tree();
+        t.children(p)
+            .iter()
+            .copied()
+            .filter(|&c| self.visible(c))
+            .collect()
+    }
+
+    /// The value of a position filter, `None` when it does not match.
+    pub(super) fn position(&mut self, e: &Expr, at: u32) -> R<Option<u32>> {
+        match self.eval(e, at)? {
+            None => Ok(None),
+            Some(Value::Position(p)) => Ok(Some(p)),
+            other => Err(self.mismatch(e, "position", &other)),
+        }
+    }
+
+    /// The dispatcher of this module's filters:
+    /// - `P : F`: F evaluated with P's position as the current position;
+    ///   no match when P does not match; the value is F's;
+    /// - `parent`: the parent position (no match at the first position);
+    ///   `child`, `child(N)`: the first (N-th, from 0) visible child;
+    ///   `initialposition`: the game's first position;
+    /// - `position N`: the visible position whose `positionid` is N;
+    ///   `positionid`: the current position's id (module docs);
+    /// - `depth`: the number of variations the position is nested in (0 on
+    ///   the mainline, 1 in a variation of the mainline, ...);
+    /// - `virtualmainline`: every white move leading to the position is a
+    ///   primary move (black's alternatives, the defences of a study, stay
+    ///   on the virtual main line; white's do not);
+    /// - `ancestor(x y)`: x is a (strict) ancestor of y; `descendant(x
+    ///   y)`: x is a strict descendant of y; `lca(x y)`: the latest
+    ///   position that is an ancestor-or-self of both; `distance(x y)`: the
+    ///   number of moves from x to y through their lca;
+    /// - `x [<] y`: x is a strict ancestor of y (`[<=]`: or equal; `[>]`,
+    ///   `[>=]`: descendant), with the value x.
+    pub(super) fn sequence(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        let pos = |p: Option<u32>| Ok(p.map(Value::Position));
+        match &e.node {
+            Node::At { pos: p, body } => {
+                let Some(target) = self.position(p, at)? else {
+                    return Ok(None);
+                };
+                self.rec(target)?;
+                self.eval(body, target)
+            }
+            Node::TreeLeaf(leaf) => match leaf {
+                TreeLeaf::Parent => pos(self.game.parent(at)),
+                TreeLeaf::InitialPosition => pos(Some(0)),
+                TreeLeaf::PositionId => Ok(Some(Value::Number(i64::from(self.position_id(at))))),
+                TreeLeaf::Depth => {
+                    let mut depth = 0;
+                    for p in ancestors_or_self(self.game, at) {
+                        if !self.is_primary(p) {
+                            depth += 1;
+                        }
+                    }
+                    Ok(Some(Value::Number(depth)))
+                }
+                TreeLeaf::VirtualMainline => {
+                    let mut virtual_main = true;
+                    for p in ancestors_or_self(self.game, at) {
+                        // The mover of the move into p is white iff black
+                        // is to move at p.
+                        let white_moved = !self.rec(p)?.white_to_move();
+                        if self.game.parent(p).is_some() && white_moved && !self.is_primary(p) {
+                            virtual_main = false;
+                        }
+                    }
+                    Ok(virtual_main.then_some(Value::Matched))
+                }
+            },
+            Node::Child(n) => {
+                let i = match n {
+                    None => 0,
+                    Some(n) => match self.num(n, at)? {
+                        Some(i) => i,
+                        None => return Ok(None),
+                    },
+                };
+                let kids = self.visible_children(at);
+                pos(usize::try_from(i).ok().and_then(|i| kids.get(i).copied()))
+            }
+            Node::PositionNumbered(n) => {
+                let Some(id) = self.num(n, at)? else {
+                    return Ok(None);
+                };
+                let t = self.tree();
+                pos(u32::try_from(id)
+                    .ok()
+                    .and_then(|id| t.by_id(id))
+                    .filter(|&p| self.visible(p)))
+            }
+            Node::TreeRel(rel, a, b) => {
+                let (Some(x), Some(y)) = (self.position(a, at)?, self.position(b, at)?) else {
+                    return Ok(None);
+                };
+                let g = self.game;
+                let t = self.tree();
+                let anc = |a: u32, b: u32| t.is_ancestor_or_self(a, b);
+                let logical = |t: bool| Ok(t.then_some(Value::Matched));
+                let left = |t: bool| Ok(t.then_some(Value::Position(x)));
+                match rel {
+                    TreeRel::Ancestor => logical(x != y && anc(x, y)),
+                    TreeRel::Descendant => logical(x != y && anc(y, x)),
+                    TreeRel::Lca => pos(Some(lca(g, x, y))),
+                    TreeRel::Distance => {
+                        let l = lca(g, x, y);
+                        Ok(Some(Value::Number(steps_up(g, x, l) + steps_up(g, y, l))))
+                    }
+                    TreeRel::Before => left(x != y && anc(x, y)),
+                    TreeRel::BeforeEq => left(anc(x, y)),
+                    TreeRel::After => left(x != y && anc(y, x)),
+                    TreeRel::AfterEq => left(anc(y, x)),
+                }
+            }
+            Node::Find(f) => self.find(f, at),
+            Node::Echo(x) => self.echo(x, at),
+            Node::ConsecutiveMoves {
+                range,
+                source,
+                target,
+                ..
+            } => {
+                let (Some(x), Some(y)) = (self.position(source, at)?, self.position(target, at)?)
+                else {
+                    return Ok(None);
+                };
+                let quiet = matches!(e.node, Node::ConsecutiveMoves { quiet: true, .. });
+                self.consecutive_moves(x, y, *range, quiet)
+            }
+            Node::Line(l) => self.line(l, e.span, at),
+            _ => Err(Self::dispatch_error(e, "not a game-tree filter")),
+        }
+    }
+
+    /// `find [all] [quiet] [<--] [range] F`: F is evaluated at the current
+    /// position and, forward, at each visible descendant in `positionid`
+    /// order (backward, `<--`: at each ancestor, nearest first). Without
+    /// `all` or a range its value is the first position where F matches
+    /// (no match if none), which gets the comment `Found`; with them, the
+    /// number n of such positions, which must lie in the range (at least 1
+    /// without one), and the i-th gets the comment `Found i of n`. `quiet`
+    /// drops these comments.
+    fn find(&mut self, f: &FindFilter, at: u32) -> R<Option<Value>> {
+        let order: Vec<u32> = if f.backward {
+            ancestors_or_self(self.game, at)
+        } else {
+            let t = self.tree();
+            let start = t.id(at);
+            let end = start.saturating_add(t.size.get(at as usize).copied().unwrap_or(1));
+            (start..end)
+                .filter_map(|id| t.by_id(id))
+                .filter(|&p| self.visible(p))
+                .collect()
+        };
+        let counting = f.all || f.range.is_some();
+        let mut found = Vec::new();
+        for p in order {
+            if self.matches(&f.body, p)? {
+                found.push(p);
+                if !counting {
+                    break;
+                }
+            }
+        }
+        if !counting {
+            let Some(&p) = found.first() else {
+                return Ok(None);
+            };
+            if !f.quiet {
+                self.auto_comment(p, "Found".to_owned());
+            }
+            return Ok(Some(Value::Position(p)));
+        }
+        let n = found.len() as i64;
+        let ok = match f.range {
+            Some(_) => in_range(f.range, n),
+            None => n > 0,
+        };
+        if !ok {
+            return Ok(None);
+        }
+        if !f.quiet {
+            for (i, &p) in found.iter().enumerate() {
+                self.auto_comment(p, format!("Found {} of {n}", i + 1));
+            }
+        }
+        Ok(Some(Value::Number(n)))
+    }
+
+    /// `echo (s t) F`: with the current position as the source `s`, F is
+    /// evaluated at every visible position `t` of the game other than the
+    /// source (with `in all`: also the source), with `t` as the current
+    /// position; matches when F matches for some target.
+    fn echo(&mut self, x: &EchoFilter, at: u32) -> R<Option<Value>> {
+        let mut any = false;
+        for t in 0..self.game.positions.len() as u32 {
+            if !self.visible(t) || (!x.all && t == at) {
+                continue;
+            }
+            *self.var_slot(x.source.0)? = Some(Value::Position(at));
+            *self.var_slot(x.target.0)? = Some(Value::Position(t));
+            if self.matches(&x.body, t)? {
+                any = true;
+            }
+        }
+        Ok(any.then_some(Value::Matched))
+    }
+
+    /// `consecutivemoves(x y)`: the length of the longest run of
+    /// consecutive moves played both on the way from the lca of x and y to
+    /// x and on the way from it to y (the same moves: same from and to
+    /// squares and promotion). It matches when that length is at least 1
+    /// and in the range, if one is given; the moves of the run get the
+    /// comments `x-move[i]` and `y-move[i]` (none with `quiet`).
+    fn consecutive_moves(
+        &mut self,
+        x: u32,
+        y: u32,
+        range: Option<(i64, Option<i64>)>,
+        quiet: bool,
+    ) -> R<Option<Value>> {
+        let g = self.game;
+        let l = lca(g, x, y);
+        let down = |p: u32| -> Vec<u32> {
+            let mut v: Vec<u32> = ancestors_or_self(g, p)
+                .into_iter()
+                .take_while(|&q| q != l)
+                .collect();
+            v.reverse();
+            v
+        };
+        let (a, b) = (down(x), down(y));
+        let mv = |p: u32| g.positions[p as usize].mv;
+        // Longest common run: dynamic programming over run lengths ending
+        // at each pair of moves.
+        let mut best = (0usize, 0usize, 0usize); // (length, end in a, end in b)
+        let mut prev = vec![0usize; b.len() + 1];
+        for i in 1..=a.len() {
+            let mut cur = vec![0usize; b.len() + 1];
+            for j in 1..=b.len() {
+                if !mv(a[i - 1]).is_none() && mv(a[i - 1]) == mv(b[j - 1]) {
+                    cur[j] = prev[j - 1] + 1;
+                    if cur[j] > best.0 {
+                        best = (cur[j], i, j);
+                    }
+                }
+            }
+            prev = cur;
+        }
+        let n = best.0 as i64;
+        let ok = n >= 1 && in_range(range, n);
+        if !ok {
+            return Ok(None);
+        }
+        if !quiet {
+            for k in 0..best.0 {
+                let (pa, pb) = (a[best.1 - best.0 + k], b[best.2 - best.0 + k]);
+                self.auto_comment(pa, format!("x-move[{}]", k + 1));
+                self.auto_comment(pb, format!("y-move[{}]", k + 1));
+            }
+        }
+        Ok(Some(Value::Number(n)))
+    }
+}
+
+/// Whether `n` lies in `range` (no range: always).
+pub(super) fn in_range(range: Option<(i64, Option<i64>)>, n: i64) -> bool {
+    match range {
+        None => true,
+        Some((lo, hi)) => n >= lo && hi.is_none_or(|hi| n <= hi),
+    }
+}
