@@ -35,16 +35,13 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
 
 /// The project's shared data folder (`book.pgn.zst`, `studies.pgn`, ...),
 /// used by `cqlj bench`, the tests and the benchmarks: `$CQLJ_SHARED_DATA`,
-/// else `../shared/data` beside the source tree, else `/work/shared/data`.
+/// else `../shared/data` beside the source tree (which may not exist; the
+/// caller's open then names the missing file).
 pub fn shared_data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
         return PathBuf::from(d);
     }
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    if beside.is_dir() {
-        return beside;
-    }
-    PathBuf::from("/work/shared/data")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data")
 }
 
 /// The directory for cached stores: `$CQLJ_CACHE_DIR`, else
