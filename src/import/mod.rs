@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, ParsedGame};
+pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, NOT_A_GAME, ParsedGame};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +45,8 @@ pub enum ImportError {
 pub struct Report {
     /// The input file, as given.
     pub file: String,
-    /// 1-based number of the game in its file.
+    /// 1-based number of the game in its file (CQL's game number); 0 for
+    /// skipped input that is not a game.
     pub game: u64,
     /// 1-based line where the game starts.
     pub line: u64,
@@ -57,6 +58,13 @@ pub struct Report {
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = if self.skipped { "skipped" } else { "warning" };
+        if self.game == 0 {
+            return write!(
+                f,
+                "{}:{}: {what} input: {}",
+                self.file, self.line, self.reason
+            );
+        }
         write!(
             f,
             "{}:{}: game {}: {what}: {}",
@@ -89,10 +97,125 @@ pub struct Progress {
     pub positions: u64,
 }
 
-/// Keeps every byte the PGN reader pulls, so a game's text can be cut out.
+/// Most bytes of one game's text (from its first byte to the end of its
+/// movetext). A longer game is skipped with a reason, so the text kept in
+/// memory for one game stays bounded (CQL 6.2 itself stops at 1 MB).
+pub const MAX_GAME_BYTES: u64 = 16 << 20;
+
+/// Byte that stands in for a `"` inside a tag value while the PGN reader
+/// parses the tag line (see [`repair_tag_quotes`]); the visitor maps it back.
+pub const TAG_QUOTE: u8 = 0x01;
+
+/// Longest line [`Tee`] holds back to repair (a longer one is passed on as
+/// it is; the PGN reader rejects such a tag line anyway).
+const MAX_REPAIR_LINE: usize = 64 << 10;
+
+/// Reads a tag value the way CQL 6.2 does: up to the *last* `"` of the
+/// line, so `[Event "reti =" Black to move #61"]` is one tag whose value
+/// holds a quote. Every unescaped `"` strictly between the first and the
+/// last quote of a line that opens with `[` is replaced by [`TAG_QUOTE`]
+/// (same length, so byte offsets stay valid). Returns the offsets (in
+/// `text`) of the replaced bytes.
+pub fn repair_tag_quotes(text: &mut [u8]) -> Vec<usize> {
+    let mut fixed = Vec::new();
+    let mut line_start = 0;
+    while line_start < text.len() {
+        let line_end =
+            memchr::memchr(b'\n', &text[line_start..]).map_or(text.len(), |p| line_start + p);
+        let line = &text[line_start..line_end];
+        if line.trim_ascii_start().first() == Some(&b'[')
+            && let Some(first) = memchr::memchr(b'"', line)
+            && let Some(last) = memchr::memrchr(b'"', line)
+            && last > first
+        {
+            let mut i = first + 1;
+            while i < last {
+                match line[i] {
+                    b'\\' => i += 2,
+                    b'"' => {
+                        fixed.push(line_start + i);
+                        i += 1;
+                    }
+                    _ => i += 1,
+                }
+            }
+        }
+        line_start = line_end + 1;
+    }
+    for &i in &fixed {
+        text[i] = TAG_QUOTE;
+    }
+    fixed
+}
+
+/// Hands the PGN reader whole lines with their tag quotes repaired
+/// ([`repair_tag_quotes`]) and keeps the original bytes it hands out, so a
+/// game's text can be cut out byte for byte.
 struct Tee<R> {
     inner: R,
     kept: Rc<RefCell<Kept>>,
+    /// Bytes read from `inner`: `pending[done..ready]` are repaired and
+    /// ready to hand out, `pending[ready..]` is an incomplete line.
+    pending: Vec<u8>,
+    done: usize,
+    ready: usize,
+    /// Stream offset of `pending[0]`.
+    pending_start: u64,
+    /// Stream offsets of repaired bytes not yet handed out (ascending).
+    fixes: std::collections::VecDeque<u64>,
+    eof: bool,
+}
+
+impl<R: Read> Tee<R> {
+    fn new(inner: R, kept: Rc<RefCell<Kept>>) -> Tee<R> {
+        Tee {
+            inner,
+            kept,
+            pending: Vec::new(),
+            done: 0,
+            ready: 0,
+            pending_start: 0,
+            fixes: Default::default(),
+            eof: false,
+        }
+    }
+
+    /// Makes `pending[done..ready]` non-empty unless the input is at its end.
+    fn fill(&mut self) -> io::Result<()> {
+        self.pending.drain(..self.done);
+        self.pending_start += self.done as u64;
+        self.ready -= self.done;
+        self.done = 0;
+        while self.ready == 0 && !self.eof {
+            let old = self.pending.len();
+            self.pending.resize(old + (64 << 10), 0);
+            let n = match self.inner.read(&mut self.pending[old..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) => {
+                    self.pending.truncate(old);
+                    return Err(e);
+                }
+            };
+            self.pending.truncate(old + n);
+            let end = if n == 0 {
+                self.eof = true;
+                self.pending.len()
+            } else if let Some(p) = memchr::memrchr(b'\n', &self.pending[old..]) {
+                old + p + 1
+            } else if self.pending.len() > MAX_REPAIR_LINE {
+                self.pending.len()
+            } else {
+                continue;
+            };
+            let base = self.pending_start;
+            for i in repair_tag_quotes(&mut self.pending[..end]) {
+                self.fixes.push_back(base + i as u64);
+            }
+            self.ready = end;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -102,6 +225,14 @@ struct Kept {
     start: u64,
     /// Stream offset just past the last byte read.
     end: u64,
+    /// Stream offset where the current game starts.
+    game_start: u64,
+    /// The current game's text grew over [`MAX_GAME_BYTES`]: its bytes
+    /// were dropped.
+    overflow: bool,
+    /// Newlines counted up to `counted_to`.
+    lines: u64,
+    counted_to: u64,
 }
 
 impl Kept {
@@ -118,14 +249,51 @@ impl Kept {
             self.start += n as u64;
         }
     }
+    fn count_lines_to(&mut self, to: u64) {
+        let s = self.slice(self.counted_to, to);
+        self.lines += memchr::memchr_iter(b'\n', s).count() as u64;
+        self.counted_to = to.max(self.counted_to);
+    }
+    /// Appends bytes handed to the reader; drops the current game's text
+    /// once it is over [`MAX_GAME_BYTES`] (its newlines still counted).
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.end += bytes.len() as u64;
+        if self.end - self.game_start.max(self.start) > MAX_GAME_BYTES
+            || (self.overflow && !self.bytes.is_empty())
+        {
+            self.overflow = true;
+            self.count_lines_to(self.end);
+            self.bytes.clear();
+            self.start = self.end;
+        }
+    }
 }
 
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        if self.done == self.ready {
+            self.fill()?;
+        }
+        let n = buf.len().min(self.ready - self.done);
+        let from = self.pending_start + self.done as u64;
+        buf[..n].copy_from_slice(&self.pending[self.done..self.done + n]);
+        self.done += n;
         let mut k = self.kept.borrow_mut();
-        k.bytes.extend_from_slice(&buf[..n]);
-        k.end += n as u64;
+        let at = k.bytes.len();
+        k.push(&buf[..n]);
+        // The kept text is the original: undo the repairs in it.
+        while let Some(&f) = self.fixes.front() {
+            if f >= from + n as u64 {
+                break;
+            }
+            self.fixes.pop_front();
+            if !k.overflow
+                && let Some(b) = k.bytes.get_mut(at + (f - from) as usize)
+            {
+                *b = b'"';
+            }
+        }
         Ok(n)
     }
 }
@@ -144,11 +312,15 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// One game read from a stream.
+/// One game read from a stream, or a stretch of text that is not a game.
 #[derive(Debug)]
 pub struct GameItem {
-    /// 1-based number of the game in its stream.
+    /// 1-based number of the game in its stream (CQL's game number); for
+    /// text that is not a game, the number of the last game before it.
     pub number: u64,
+    /// The text is not PGN (no tag, move or result; garbage or binary
+    /// data): skipped input, not a game (`game` is the reason).
+    pub not_a_game: bool,
     /// 1-based line where the game starts.
     pub line: u64,
     /// Byte range of the game in the (decompressed) stream, trailing
@@ -166,27 +338,22 @@ pub struct PgnGames<R: Read> {
     kept: Rc<RefCell<Kept>>,
     visitor: GameVisitor,
     number: u64,
-    /// Newlines counted up to `counted_to`.
-    lines: u64,
-    counted_to: u64,
     done: bool,
+    /// A game read while looking for the end of a stretch of garbage.
+    pending: Option<GameItem>,
 }
 
 impl<R: Read> PgnGames<R> {
     pub fn new(inner: R) -> PgnGames<R> {
         let kept = Rc::new(RefCell::new(Kept::default()));
-        let tee = Tee {
-            inner,
-            kept: kept.clone(),
-        };
+        let tee = Tee::new(inner, kept.clone());
         PgnGames {
             reader: pgn_reader::Reader::new(tee),
             kept,
             visitor: GameVisitor::new(),
             number: 0,
-            lines: 0,
-            counted_to: 0,
             done: false,
+            pending: None,
         }
     }
 
@@ -196,10 +363,7 @@ impl<R: Read> PgnGames<R> {
     }
 
     fn count_lines_to(&mut self, to: u64) {
-        let k = self.kept.borrow();
-        let s = k.slice(self.counted_to, to);
-        self.lines += s.iter().filter(|&&b| b == b'\n').count() as u64;
-        self.counted_to = to.max(self.counted_to);
+        self.kept.borrow_mut().count_lines_to(to);
     }
 
     fn next_game(&mut self) -> io::Result<Option<GameItem>> {
@@ -209,11 +373,20 @@ impl<R: Read> PgnGames<R> {
         }
         let start = self.offset();
         self.count_lines_to(start);
-        self.number += 1;
-        let line = self.lines + 1;
+        let line = {
+            let mut k = self.kept.borrow_mut();
+            k.game_start = start;
+            k.overflow = false;
+            k.lines + 1
+        };
         let read = self.reader.read_game(&mut self.visitor);
         let mut end = self.offset();
+        let overflow = self.kept.borrow().overflow;
         let game = match read {
+            Ok(Some(_)) if overflow => Err(format!(
+                "game text of {} bytes, more than the limit {MAX_GAME_BYTES}",
+                end - start
+            )),
             Ok(Some(Ok(mut g))) => {
                 let k = self.kept.borrow();
                 let text = k.slice(start, end);
@@ -239,10 +412,18 @@ impl<R: Read> PgnGames<R> {
             Err(e) => return Err(e),
         };
         self.count_lines_to(end.max(start));
-        let upto = self.counted_to;
-        self.kept.borrow_mut().discard(upto);
+        let mut k = self.kept.borrow_mut();
+        let upto = k.counted_to;
+        k.discard(upto);
+        k.overflow = false;
+        drop(k);
+        let not_a_game = matches!(&game, Err(r) if r == NOT_A_GAME);
+        if !not_a_game {
+            self.number += 1;
+        }
         Ok(Some(GameItem {
             number: self.number,
+            not_a_game,
             line,
             start,
             end,
@@ -251,10 +432,41 @@ impl<R: Read> PgnGames<R> {
     }
 }
 
+impl<R: Read> PgnGames<R> {
+    /// The next game, or one item for a whole stretch of text that is not
+    /// a game (consecutive pieces of garbage are reported once).
+    pub fn next_item(&mut self) -> io::Result<Option<GameItem>> {
+        let item = match self.pending.take() {
+            Some(item) => item,
+            None => match self.next_game()? {
+                Some(item) => item,
+                None => return Ok(None),
+            },
+        };
+        if !item.not_a_game {
+            return Ok(Some(item));
+        }
+        let mut item = item;
+        while let Some(next) = self.next_game()? {
+            if next.not_a_game {
+                item.end = next.end;
+            } else {
+                self.pending = Some(next);
+                break;
+            }
+        }
+        item.game = Err(format!(
+            "{} bytes of text that is not PGN (no tag, move or result)",
+            item.end.saturating_sub(item.start).max(1)
+        ));
+        Ok(Some(item))
+    }
+}
+
 impl<R: Read> Iterator for PgnGames<R> {
     type Item = io::Result<GameItem>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_game().transpose()
+        self.next_item().transpose()
     }
 }
 
@@ -372,7 +584,7 @@ impl Accept<'_> {
                 self.summary.skipped += 1;
                 self.observer.report(&Report {
                     file: name.to_owned(),
-                    game: item.number,
+                    game: if item.not_a_game { 0 } else { item.number },
                     line: item.line,
                     reason,
                     skipped: true,
@@ -453,6 +665,7 @@ fn import_into(
             source,
         };
         let mut reader = open_pgn(input, counter.clone()).map_err(io_err)?;
+        let games_before = acc.summary.games;
         progress.file = fi;
         let before = progress.total_bytes_read;
         let mut report_progress = |acc: &mut Accept<'_>| {
@@ -477,7 +690,7 @@ fn import_into(
             acc.summary.pgn_bytes += bytes;
         } else {
             let mut games = PgnGames::new(reader);
-            while let Some(item) = games.next_game().map_err(io_err)? {
+            while let Some(item) = games.next_item().map_err(io_err)? {
                 let number = item.number;
                 acc.game(item, &name, source)?;
                 if number % 512 == 0 {
@@ -487,6 +700,16 @@ fn import_into(
             acc.summary.pgn_bytes += games.offset();
         }
         report_progress(&mut acc);
+        if acc.summary.games == games_before {
+            acc.summary.warnings += 1;
+            acc.observer.report(&Report {
+                file: name.clone(),
+                game: 0,
+                line: 1,
+                reason: "the file holds no game".into(),
+                skipped: false,
+            });
+        }
     }
     acc.writer.finish()?;
     Ok(acc.summary)
@@ -504,6 +727,85 @@ impl From<ImportError> for Failure {
     }
 }
 
+/// Incremental search for game boundaries in a growing buffer that starts
+/// at a game boundary: each byte is scanned once however the buffer grows
+/// (see [`block_cut`] for the rule).
+#[derive(Clone, Debug, Default)]
+pub struct CutScanner {
+    /// Offset of the next line to scan.
+    pos: usize,
+    in_comment: bool,
+    blank_lines: usize,
+    last_was_tag: bool,
+    seen_text: bool,
+    /// The last boundary found.
+    cut: Option<usize>,
+}
+
+impl CutScanner {
+    /// Scans the complete lines of `buf` not scanned yet (and the last,
+    /// unterminated line too when `at_end`). `buf` must extend the buffer
+    /// of the earlier calls.
+    pub fn scan(&mut self, buf: &[u8], at_end: bool) {
+        while self.pos < buf.len() {
+            let line_end = match memchr::memchr(b'\n', &buf[self.pos..]) {
+                Some(p) => self.pos + p + 1,
+                None if at_end => buf.len(),
+                None => return,
+            };
+            self.line(&buf[self.pos..line_end], self.pos);
+            self.pos = line_end;
+        }
+    }
+
+    fn line(&mut self, line: &[u8], line_start: usize) {
+        if !self.in_comment {
+            let text = line.trim_ascii_start();
+            if text.is_empty() {
+                self.blank_lines += 1;
+            } else {
+                let tag = text[0] == b'[';
+                if tag
+                    && line[0] == b'['
+                    && line.get(1).is_some_and(u8::is_ascii_alphabetic)
+                    && self.blank_lines > 0
+                    && !self.last_was_tag
+                    && self.seen_text
+                {
+                    self.cut = Some(line_start);
+                }
+                self.last_was_tag = tag;
+                self.seen_text = true;
+                self.blank_lines = 0;
+            }
+            // A tag line's value may hold braces, and a `%` line is an
+            // escape: neither opens a comment.
+            if text.first() == Some(&b'[') || line.first() == Some(&b'%') {
+                return;
+            }
+        }
+        for &c in line {
+            match (self.in_comment, c) {
+                (true, b'}') => self.in_comment = false,
+                (false, b'{') => self.in_comment = true,
+                // The rest of the line is a comment.
+                (false, b';') => break,
+                _ => {}
+            }
+        }
+    }
+
+    /// The last game boundary found so far.
+    pub fn cut(&self) -> Option<usize> {
+        self.cut
+    }
+
+    /// Whether any non-blank text was scanned.
+    pub fn seen_text(&self) -> bool {
+        self.seen_text
+    }
+}
+
 /// Where to cut `buf` so that `buf[..cut]` holds whole games: at the start
 /// of the last line at or after `from` that opens a tag pair (`[` and a
 /// letter) after a blank line, where the last non-blank line before it is
@@ -515,63 +817,22 @@ impl From<ImportError> for Failure {
 /// (which may span lines and hold blank lines and `[`) or after a `;`
 /// comment is never taken for a boundary, as the PGN reader would not.
 pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
-    let mut cut = None;
-    let mut in_comment = false;
-    let mut blank_lines = 0usize;
-    let mut last_was_tag = false;
-    let mut seen_text = false;
-    let mut line_start = 0;
-    while line_start < buf.len() {
-        let line_end = buf[line_start..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(buf.len(), |p| line_start + p + 1);
-        let line = &buf[line_start..line_end];
-        if !in_comment {
-            let text = line.trim_ascii_start();
-            if text.is_empty() {
-                blank_lines += 1;
-            } else {
-                let tag = text[0] == b'[';
-                if tag
-                    && line[0] == b'['
-                    && line.get(1).is_some_and(u8::is_ascii_alphabetic)
-                    && blank_lines > 0
-                    && !last_was_tag
-                    && seen_text
-                    && line_start >= from
-                {
-                    cut = Some(line_start);
-                }
-                last_was_tag = tag;
-                seen_text = true;
-                blank_lines = 0;
-            }
-            // A tag line's value may hold braces, and a `%` line is an
-            // escape: neither opens a comment.
-            if text.first() == Some(&b'[') || line.first() == Some(&b'%') {
-                line_start = line_end;
-                continue;
-            }
-        }
-        for &c in line {
-            match (in_comment, c) {
-                (true, b'}') => in_comment = false,
-                (false, b'{') => in_comment = true,
-                // The rest of the line is a comment.
-                (false, b';') => break,
-                _ => {}
-            }
-        }
-        line_start = line_end;
-    }
-    cut
+    let mut s = CutScanner::default();
+    s.scan(buf, true);
+    s.cut().filter(|&c| c >= from)
 }
 
 /// Reads `reader` in blocks cut at game boundaries, parses the blocks of a
 /// window in parallel on `pool`, and hands each block's games to `consume`
 /// in input order, with game numbers, lines and byte offsets relative to
 /// the whole stream. Returns the stream's length.
+///
+/// Each byte is scanned for boundaries once ([`CutScanner`]), so the work
+/// is linear in the input. Memory is bounded by the window of blocks: a
+/// stretch without a boundary longer than [`MAX_GAME_BYTES`] is either
+/// blank (dropped, only counted) or holds an over-long game, and then the
+/// rest of the stream is read serially by [`PgnGames`], which skips that
+/// game with a reason (the same games as a serial import).
 fn parallel_file(
     reader: &mut impl Read,
     pool: &rayon::ThreadPool,
@@ -584,11 +845,15 @@ fn parallel_file(
     let mut carry: Vec<u8> = Vec::new();
     let (mut offset, mut lines, mut number) = (0u64, 0u64, 0u64);
     let mut eof = false;
-    while !eof {
-        // Fill a window of blocks, each ending at a game boundary.
-        let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(window);
-        while blocks.len() < window && !eof {
+    let mut serial_rest: Option<Vec<u8>> = None;
+    while !eof && serial_rest.is_none() {
+        // Fill a window of blocks, each ending at a game boundary, with the
+        // blank bytes and lines dropped before it.
+        let mut blocks: Vec<(Vec<u8>, u64, u64)> = Vec::with_capacity(window);
+        while blocks.len() < window && !eof && serial_rest.is_none() {
             let mut buf = std::mem::take(&mut carry);
+            let mut scan = CutScanner::default();
+            let (mut skipped_bytes, mut skipped_lines) = (0u64, 0u64);
             loop {
                 let old = buf.len();
                 buf.resize(old + block, 0);
@@ -598,36 +863,66 @@ fn parallel_file(
                     eof = true;
                     break;
                 }
-                // Search only the new part (a boundary's `[` is in it).
-                if let Some(cut) = block_cut(&buf, old.saturating_sub(1)) {
+                scan.scan(&buf, false);
+                if let Some(cut) = scan.cut() {
                     carry = buf.split_off(cut);
                     break;
                 }
+                if buf.len() as u64 > MAX_GAME_BYTES {
+                    if scan.seen_text() {
+                        serial_rest = Some(std::mem::take(&mut buf));
+                        break;
+                    }
+                    // Only blank lines so far: count and drop them (the
+                    // incomplete last line is kept).
+                    let keep = scan.pos;
+                    skipped_lines += memchr::memchr_iter(b'\n', &buf[..keep]).count() as u64;
+                    skipped_bytes += keep as u64;
+                    buf.drain(..keep);
+                    scan = CutScanner::default();
+                }
             }
-            blocks.push(buf);
+            blocks.push((buf, skipped_bytes, skipped_lines));
         }
         let parsed: Vec<Result<Vec<GameItem>, io::Error>> = pool.install(|| {
             blocks
                 .par_iter()
-                .map(|b| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
+                .map(|(b, _, _)| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
                 .collect()
         });
-        for (b, items) in blocks.iter().zip(parsed) {
+        for ((b, skipped_bytes, skipped_lines), items) in blocks.iter().zip(parsed) {
+            offset += skipped_bytes;
+            lines += skipped_lines;
             let mut items = items.map_err(Failure::Io)?;
-            for it in &mut items {
-                it.number += number;
-                it.line += lines;
-                it.start += offset;
-                it.end += offset;
-                if let Ok(g) = &mut it.game {
-                    g.meta.source_start += offset;
-                }
-            }
-            number += items.len() as u64;
-            lines += b.iter().filter(|&&c| c == b'\n').count() as u64;
+            shift_items(&mut items, number, lines, offset);
+            number += items.iter().filter(|i| !i.not_a_game).count() as u64;
+            lines += memchr::memchr_iter(b'\n', b).count() as u64;
             offset += b.len() as u64;
             consume(items)?;
         }
     }
+    if let Some(rest) = serial_rest {
+        let mut games = PgnGames::new(io::Cursor::new(rest).chain(reader));
+        while let Some(item) = games.next_item().map_err(Failure::Io)? {
+            let mut items = vec![item];
+            shift_items(&mut items, number, lines, offset);
+            consume(items)?;
+        }
+        offset += games.offset();
+    }
     Ok(offset)
+}
+
+/// Makes the numbers, lines and offsets of a block's games relative to
+/// the whole stream.
+fn shift_items(items: &mut [GameItem], number: u64, lines: u64, offset: u64) {
+    for it in items {
+        it.number += number;
+        it.line += lines;
+        it.start += offset;
+        it.end += offset;
+        if let Ok(g) = &mut it.game {
+            g.meta.source_start += offset;
+        }
+    }
 }
