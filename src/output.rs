@@ -59,10 +59,9 @@ pub fn write_pgn_game(
     text: &[u8],
     notes: &Annotations,
 ) -> Result<(), OutputError> {
-    // Tag lines are read as the importer reads them (a `"` inside a tag
-    // value kept, as CQL 6.2 reads it).
+    // Read as the importer reads it (the game CQL 6.2 reads).
     let mut fixed = text.to_vec();
-    crate::import::repair_tag_quotes(&mut fixed);
+    crate::import::cql_lines(&mut fixed);
     let mut reader = Reader::new(io::Cursor::new(&fixed[..]));
     let mut writer = PgnRewriter { notes };
     let game = reader

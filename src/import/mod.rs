@@ -103,53 +103,143 @@ pub struct Progress {
 pub const MAX_GAME_BYTES: u64 = 16 << 20;
 
 /// Byte that stands in for a `"` inside a tag value while the PGN reader
-/// parses the tag line (see [`repair_tag_quotes`]); the visitor maps it back.
+/// parses the tag line (see [`CqlLines`]); the visitor maps it back.
 pub const TAG_QUOTE: u8 = 0x01;
 
 /// Longest line [`Tee`] holds back to repair (a longer one is passed on as
 /// it is; the PGN reader rejects such a tag line anyway).
 const MAX_REPAIR_LINE: usize = 64 << 10;
 
-/// Reads a tag value the way CQL 6.2 does: up to the *last* `"` of the
-/// line, so `[Event "reti =" Black to move #61"]` is one tag whose value
-/// holds a quote. Every unescaped `"` strictly between the first and the
-/// last quote of a line that opens with `[` is replaced by [`TAG_QUOTE`]
-/// (same length, so byte offsets stay valid). Returns the offsets (in
-/// `text`) of the replaced bytes.
-pub fn repair_tag_quotes(text: &mut [u8]) -> Vec<usize> {
-    let mut fixed = Vec::new();
-    let mut line_start = 0;
-    while line_start < text.len() {
-        let line_end =
-            memchr::memchr(b'\n', &text[line_start..]).map_or(text.len(), |p| line_start + p);
-        let line = &text[line_start..line_end];
-        if line.trim_ascii_start().first() == Some(&b'[')
-            && let Some(first) = memchr::memchr(b'"', line)
-            && let Some(last) = memchr::memrchr(b'"', line)
-            && last > first
-        {
-            let mut i = first + 1;
-            while i < last {
-                match line[i] {
-                    b'\\' => i += 2,
-                    b'"' => {
-                        fixed.push(line_start + i);
-                        i += 1;
-                    }
-                    _ => i += 1,
-                }
-            }
-        }
-        line_start = line_end + 1;
-    }
-    for &i in &fixed {
-        text[i] = TAG_QUOTE;
-    }
-    fixed
+/// Where a line of PGN text is, for [`CqlLines`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LineState {
+    /// Before a game's tags (start of the stream, or after a result).
+    #[default]
+    Between,
+    Tags,
+    /// In a game's movetext, before its result.
+    Movetext,
 }
 
-/// Hands the PGN reader whole lines with their tag quotes repaired
-/// ([`repair_tag_quotes`]) and keeps the original bytes it hands out, so a
+/// Rewrites PGN text, line by line and without changing its length, so that
+/// the PGN reader finds the games CQL 6.2 finds:
+///
+/// - a tag value runs to the *last* `"` of its line (CQL 6.2 reads
+///   `[Event "reti =" Black to move #61"]` as one tag): every unescaped `"`
+///   strictly between the first and the last quote of a tag line becomes
+///   [`TAG_QUOTE`];
+/// - a game ends at its result token, not at a blank line: a blank line in
+///   movetext before the result (outside comments) becomes spaces.
+///
+/// The state carries over from one call to the next (a comment may span
+/// lines).
+#[derive(Clone, Debug, Default)]
+pub struct CqlLines {
+    state: LineState,
+    in_comment: bool,
+}
+
+impl CqlLines {
+    /// Rewrites the lines of `text` (which must start at a line start),
+    /// pushing the offset and original byte of each change to `fixes`.
+    pub fn fix(&mut self, text: &mut [u8], fixes: &mut Vec<(usize, u8)>) {
+        let mut line_start = 0;
+        while line_start < text.len() {
+            let line_end = memchr::memchr(b'\n', &text[line_start..])
+                .map_or(text.len(), |p| line_start + p + 1);
+            self.line(&mut text[line_start..line_end], line_start, fixes);
+            line_start = line_end;
+        }
+    }
+
+    fn line(&mut self, line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+        let trimmed = line.trim_ascii_start();
+        if !self.in_comment {
+            if trimmed.is_empty() {
+                if self.state == LineState::Movetext {
+                    for (i, b) in line.iter_mut().enumerate() {
+                        if *b == b'\n' || *b == b'\r' {
+                            fixes.push((at + i, *b));
+                            *b = b' ';
+                        }
+                    }
+                }
+                return;
+            }
+            if trimmed[0] == b'[' {
+                self.state = LineState::Tags;
+                repair_tag_line(line, at, fixes);
+                return;
+            }
+            if line[0] == b'%' {
+                return;
+            }
+            if self.state != LineState::Movetext {
+                self.state = LineState::Movetext;
+            }
+        }
+        // Movetext: follow comments, find the result token.
+        let mut i = 0;
+        while i < line.len() {
+            let c = line[i];
+            if self.in_comment {
+                if c == b'}' {
+                    self.in_comment = false;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'{' => self.in_comment = true,
+                b';' => return,
+                c if c.is_ascii_whitespace() || c == b'(' || c == b')' => {}
+                _ => {
+                    let end = line[i..]
+                        .iter()
+                        .position(|&c| {
+                            c.is_ascii_whitespace() || matches!(c, b'{' | b'(' | b')' | b';')
+                        })
+                        .map_or(line.len(), |p| i + p);
+                    if matches!(&line[i..end], b"1-0" | b"0-1" | b"1/2-1/2" | b"*") {
+                        self.state = LineState::Between;
+                    }
+                    i = end;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+}
+
+/// The tag-quote part of [`CqlLines`] for one tag line.
+fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+    let (Some(first), Some(last)) = (memchr::memchr(b'"', line), memchr::memrchr(b'"', line))
+    else {
+        return;
+    };
+    let mut i = first + 1;
+    while i < last {
+        match line[i] {
+            b'\\' => i += 2,
+            b'"' => {
+                fixes.push((at + i, b'"'));
+                line[i] = TAG_QUOTE;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// [`CqlLines`] over a whole text from a fresh state (one game's stored
+/// text, read again by the PGN writer).
+pub fn cql_lines(text: &mut [u8]) {
+    CqlLines::default().fix(text, &mut Vec::new());
+}
+
+/// Hands the PGN reader whole lines rewritten by [`CqlLines`]
+/// and keeps the original bytes it hands out, so a
 /// game's text can be cut out byte for byte.
 struct Tee<R> {
     inner: R,
@@ -161,8 +251,10 @@ struct Tee<R> {
     ready: usize,
     /// Stream offset of `pending[0]`.
     pending_start: u64,
-    /// Stream offsets of repaired bytes not yet handed out (ascending).
-    fixes: std::collections::VecDeque<u64>,
+    lines: CqlLines,
+    /// Stream offsets and original bytes of rewritten bytes not yet handed
+    /// out (ascending).
+    fixes: std::collections::VecDeque<(u64, u8)>,
     eof: bool,
 }
 
@@ -175,6 +267,7 @@ impl<R: Read> Tee<R> {
             done: 0,
             ready: 0,
             pending_start: 0,
+            lines: CqlLines::default(),
             fixes: Default::default(),
             eof: false,
         }
@@ -208,10 +301,12 @@ impl<R: Read> Tee<R> {
             } else {
                 continue;
             };
-            let base = self.pending_start;
-            for i in repair_tag_quotes(&mut self.pending[..end]) {
-                self.fixes.push_back(base + i as u64);
-            }
+            let base = self.pending_start + self.ready as u64;
+            let mut fixes = Vec::new();
+            self.lines
+                .fix(&mut self.pending[self.ready..end], &mut fixes);
+            self.fixes
+                .extend(fixes.into_iter().map(|(i, b)| (base + i as u64, b)));
             self.ready = end;
         }
         Ok(())
@@ -283,7 +378,7 @@ impl<R: Read> Read for Tee<R> {
         let at = k.bytes.len();
         k.push(&buf[..n]);
         // The kept text is the original: undo the repairs in it.
-        while let Some(&f) = self.fixes.front() {
+        while let Some(&(f, orig)) = self.fixes.front() {
             if f >= from + n as u64 {
                 break;
             }
@@ -291,7 +386,7 @@ impl<R: Read> Read for Tee<R> {
             if !k.overflow
                 && let Some(b) = k.bytes.get_mut(at + (f - from) as usize)
             {
-                *b = b'"';
+                *b = orig;
             }
         }
         Ok(n)
