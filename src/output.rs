@@ -61,9 +61,9 @@ pub fn write_pgn_game(
 ) -> Result<(), OutputError> {
     // Read as the importer reads it (the game CQL 6.2 reads).
     let mut fixed = text.to_vec();
-    crate::import::cql_lines(&mut fixed);
+    let quotes = crate::import::cql_lines(&mut fixed);
     let mut reader = Reader::new(io::Cursor::new(&fixed[..]));
-    let mut writer = PgnRewriter { notes };
+    let mut writer = PgnRewriter { notes, quotes };
     let game = reader
         .read_game(&mut writer)?
         .ok_or(OutputError::NoGame(game_number))?;
@@ -104,6 +104,8 @@ struct Rewritten {
 
 struct PgnRewriter<'a> {
     notes: &'a Annotations,
+    /// Tag quotes of the text were rewritten to `import::TAG_QUOTE`.
+    quotes: bool,
 }
 
 struct Movetext {
@@ -159,9 +161,11 @@ impl Visitor for PgnRewriter<'_> {
         value: RawTag<'_>,
     ) -> ControlFlow<Self::Output> {
         let mut value = value.as_bytes().to_vec();
-        for b in &mut value {
-            if *b == crate::import::TAG_QUOTE {
-                *b = b'"';
+        if self.quotes {
+            for b in &mut value {
+                if *b == crate::import::TAG_QUOTE {
+                    *b = b'"';
+                }
             }
         }
         tags.push((name.to_vec(), value));

@@ -31,10 +31,10 @@ pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 /// game without tags.)
 pub const MAX_TAG_BYTES: usize = 8 * 1024;
 
-/// The reason [`GameVisitor`] gives for text that holds no tag, no move and
-/// no result: not a game at all (garbage, binary data), so the importer
+/// The reason [`GameVisitor`] gives for text that holds no tag and no
+/// legal move: not a game at all (garbage, binary data), so the importer
 /// skips it as input without giving it a game number.
-pub const NOT_A_GAME: &str = "no tag, move or result: not PGN text";
+pub const NOT_A_GAME: &str = "no tag and no legal move: not PGN text";
 
 /// Most tag pairs a game may have (the store counts them in 16 bits).
 pub const MAX_TAGS: usize = 4096;
@@ -294,28 +294,34 @@ impl GameVisitor {
         } else {
             CastlingMode::Standard
         };
+        // CQL 6.2 reads these as they are (castling rights it cannot use
+        // are dropped, as the en passant square).
         let relaxed = |r: Result<Chess, shakmaty::PositionError<Chess>>| {
-            r.or_else(|e| e.ignore_invalid_castling_rights())
-                .or_else(|e| e.ignore_invalid_ep_square())
+            r.or_else(|e| e.ignore_invalid_ep_square())
                 .or_else(|e| e.ignore_too_much_material())
                 .or_else(|e| e.ignore_impossible_check())
         };
-        match relaxed(parsed.clone().into_position::<Chess>(mode)) {
-            Ok(pos) => Ok(pos),
-            Err(e)
-                if mode == CastlingMode::Standard
-                    && e.kinds()
-                        .contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) =>
-            {
+        let castling = PositionErrorKinds::INVALID_CASTLING_RIGHTS;
+        let first = relaxed(parsed.clone().into_position::<Chess>(mode));
+        let first = match first {
+            Err(e) if mode == CastlingMode::Standard && e.kinds().contains(castling) => {
                 // X-FEN / Shredder castling that is not standard: Chess960.
-                match relaxed(parsed.into_position::<Chess>(CastlingMode::Chess960)) {
+                match relaxed(
+                    parsed
+                        .clone()
+                        .into_position::<Chess>(CastlingMode::Chess960),
+                ) {
                     Ok(pos) => {
                         self.chess960 = true;
-                        Ok(pos)
+                        return Ok(pos);
                     }
-                    Err(e) => Err(format!("illegal FEN position \"{fen_text}\": {e}")),
+                    Err(_) => Err(e),
                 }
             }
+            other => other,
+        };
+        match first.or_else(|e| e.ignore_invalid_castling_rights()) {
+            Ok(pos) => Ok(pos),
             Err(e) => {
                 // CQL 6.2 reads it (side not to move in check, pawns on a
                 // back rank): keep the game and its setup, without moves.
@@ -383,19 +389,7 @@ impl Visitor for GameVisitor {
         if self.meta.tags.len() >= MAX_TAGS {
             return self.fail(format!("more than {MAX_TAGS} tags"));
         }
-        let mut value = value.decode().into_owned();
-        if value.contains(&super::TAG_QUOTE) {
-            for b in &mut value {
-                if *b == super::TAG_QUOTE {
-                    *b = b'"';
-                }
-            }
-            self.warnings.push(format!(
-                "tag {} holds an unescaped '\"': its value is read up to the last '\"' \
-                 of the line, as CQL 6.2 reads it",
-                String::from_utf8_lossy(name)
-            ));
-        }
+        let value = value.decode().into_owned();
         if value.len() > MAX_TAG_BYTES {
             return self.fail(format!(
                 "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
@@ -565,7 +559,7 @@ impl Visitor for GameVisitor {
         if positions.is_empty() {
             return Err("no game".into());
         }
-        if self.meta.tags.is_empty() && self.san_index.is_empty() && self.outcome.is_none() {
+        if self.meta.tags.is_empty() && positions.len() == 1 {
             return Err(NOT_A_GAME.into());
         }
         let mut has_child = vec![false; positions.len()];

@@ -142,13 +142,34 @@ pub struct CqlLines {
 impl CqlLines {
     /// Rewrites the lines of `text` (which must start at a line start),
     /// pushing the offset and original byte of each change to `fixes`.
-    pub fn fix(&mut self, text: &mut [u8], fixes: &mut Vec<(usize, u8)>) {
+    /// Returns how many bytes are final: blank lines of movetext at the end
+    /// of `text` are not (whether they end the game depends on the next
+    /// line), unless `at_end`; the caller passes them again with more text.
+    pub fn fix(&mut self, text: &mut [u8], at_end: bool, fixes: &mut Vec<(usize, u8)>) -> usize {
+        // Blank lines of movetext seen last: (start, end) of the run.
+        let mut run: Option<(usize, usize)> = None;
         let mut line_start = 0;
         while line_start < text.len() {
             let line_end = memchr::memchr(b'\n', &text[line_start..])
                 .map_or(text.len(), |p| line_start + p + 1);
-            self.line(&mut text[line_start..line_end], line_start, fixes);
+            let line = &text[line_start..line_end];
+            let blank = line.trim_ascii().is_empty();
+            if blank && !self.in_comment && self.state == LineState::Movetext {
+                run = Some((run.map_or(line_start, |r| r.0), line_end));
+            } else {
+                if let Some((a, b)) = run.take() {
+                    // A game ends at a blank line only before a tag line.
+                    if self.in_comment || line.trim_ascii_start().first() != Some(&b'[') {
+                        soften(&mut text[a..b], a, fixes);
+                    }
+                }
+                self.line(&mut text[line_start..line_end], line_start, fixes);
+            }
             line_start = line_end;
+        }
+        match run {
+            Some((a, _)) if !at_end => a,
+            _ => text.len(),
         }
     }
 
@@ -156,14 +177,6 @@ impl CqlLines {
         let trimmed = line.trim_ascii_start();
         if !self.in_comment {
             if trimmed.is_empty() {
-                if self.state == LineState::Movetext {
-                    for (i, b) in line.iter_mut().enumerate() {
-                        if *b == b'\n' || *b == b'\r' {
-                            fixes.push((at + i, *b));
-                            *b = b' ';
-                        }
-                    }
-                }
                 return;
             }
             if trimmed[0] == b'[' {
@@ -212,6 +225,16 @@ impl CqlLines {
     }
 }
 
+/// Turns the line breaks of blank lines into spaces.
+fn soften(lines: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+    for (i, b) in lines.iter_mut().enumerate() {
+        if *b == b'\n' || *b == b'\r' {
+            fixes.push((at + i, *b));
+            *b = b' ';
+        }
+    }
+}
+
 /// The tag-quote part of [`CqlLines`] for one tag line.
 fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     let (Some(first), Some(last)) = (memchr::memchr(b'"', line), memchr::memrchr(b'"', line))
@@ -233,9 +256,12 @@ fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
 }
 
 /// [`CqlLines`] over a whole text from a fresh state (one game's stored
-/// text, read again by the PGN writer).
-pub fn cql_lines(text: &mut [u8]) {
-    CqlLines::default().fix(text, &mut Vec::new());
+/// text, read again by the PGN writer). Returns whether a tag quote was
+/// rewritten to [`TAG_QUOTE`].
+pub fn cql_lines(text: &mut [u8]) -> bool {
+    let mut fixes = Vec::new();
+    CqlLines::default().fix(text, true, &mut fixes);
+    fixes.iter().any(|&(_, b)| b == b'"')
 }
 
 /// Hands the PGN reader whole lines rewritten by [`CqlLines`]
@@ -284,7 +310,10 @@ impl<R: Read> Tee<R> {
             self.pending.resize(old + (64 << 10), 0);
             let n = match self.inner.read(&mut self.pending[old..]) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.pending.truncate(old);
+                    continue;
+                }
                 Err(e) => {
                     self.pending.truncate(old);
                     return Err(e);
@@ -303,11 +332,24 @@ impl<R: Read> Tee<R> {
             };
             let base = self.pending_start + self.ready as u64;
             let mut fixes = Vec::new();
-            self.lines
-                .fix(&mut self.pending[self.ready..end], &mut fixes);
-            self.fixes
-                .extend(fixes.into_iter().map(|(i, b)| (base + i as u64, b)));
-            self.ready = end;
+            let mut done = self
+                .lines
+                .fix(&mut self.pending[self.ready..end], self.eof, &mut fixes);
+            if done == 0 && end - self.ready > MAX_REPAIR_LINE {
+                // A long run of blank lines: passed on as it is.
+                fixes.clear();
+                done = self
+                    .lines
+                    .fix(&mut self.pending[self.ready..end], true, &mut fixes);
+            }
+            // Fixes of lines passed again later are made again then.
+            self.fixes.extend(
+                fixes
+                    .into_iter()
+                    .filter(|&(i, _)| i < done)
+                    .map(|(i, b)| (base + i as u64, b)),
+            );
+            self.ready += done;
         }
         Ok(())
     }
@@ -328,6 +370,9 @@ struct Kept {
     /// Newlines counted up to `counted_to`.
     lines: u64,
     counted_to: u64,
+    /// Stream offsets of the tag quotes rewritten to [`TAG_QUOTE`] in the
+    /// bytes handed out (ascending; those before `start` are dropped).
+    tag_quotes: std::collections::VecDeque<u64>,
 }
 
 impl Kept {
@@ -383,6 +428,9 @@ impl<R: Read> Read for Tee<R> {
                 break;
             }
             self.fixes.pop_front();
+            if orig == b'"' {
+                k.tag_quotes.push_back(f);
+            }
             if !k.overflow
                 && let Some(b) = k.bytes.get_mut(at + (f - from) as usize)
             {
@@ -413,7 +461,7 @@ pub struct GameItem {
     /// 1-based number of the game in its stream (CQL's game number); for
     /// text that is not a game, the number of the last game before it.
     pub number: u64,
-    /// The text is not PGN (no tag, move or result; garbage or binary
+    /// The text is not PGN (no tag and no legal move; garbage or binary
     /// data): skipped input, not a game (`game` is the reason).
     pub not_a_game: bool,
     /// 1-based line where the game starts.
@@ -476,6 +524,13 @@ impl<R: Read> PgnGames<R> {
         };
         let read = self.reader.read_game(&mut self.visitor);
         let mut end = self.offset();
+        let repaired_quotes = {
+            let mut k = self.kept.borrow_mut();
+            while k.tag_quotes.front().is_some_and(|&q| q < start) {
+                k.tag_quotes.pop_front();
+            }
+            k.tag_quotes.front().is_some_and(|&q| q < end)
+        };
         let overflow = self.kept.borrow().overflow;
         let game = match read {
             Ok(Some(_)) if overflow => Err(format!(
@@ -483,6 +538,9 @@ impl<R: Read> PgnGames<R> {
                 end - start
             )),
             Ok(Some(Ok(mut g))) => {
+                if repaired_quotes {
+                    restore_tag_quotes(&mut g);
+                }
                 let k = self.kept.borrow();
                 let text = k.slice(start, end);
                 let trimmed = text.trim_ascii_end();
@@ -551,7 +609,7 @@ impl<R: Read> PgnGames<R> {
             }
         }
         item.game = Err(format!(
-            "{} bytes of text that is not PGN (no tag, move or result)",
+            "{} bytes of text that is not PGN (no tag and no legal move)",
             item.end.saturating_sub(item.start).max(1)
         ));
         Ok(Some(item))
@@ -562,6 +620,26 @@ impl<R: Read> Iterator for PgnGames<R> {
     type Item = io::Result<GameItem>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_item().transpose()
+    }
+}
+
+/// Turns the [`TAG_QUOTE`]s of a game's tag values back into `"` and
+/// warns about each such tag.
+fn restore_tag_quotes(g: &mut ParsedGame) {
+    for (name, value) in &mut g.meta.tags {
+        if !value.contains(&TAG_QUOTE) {
+            continue;
+        }
+        for b in value.iter_mut() {
+            if *b == TAG_QUOTE {
+                *b = b'"';
+            }
+        }
+        g.warnings.push(format!(
+            "tag {} holds an unescaped '\"': its value is read up to the last '\"' of the \
+             line, as CQL 6.2 reads it",
+            String::from_utf8_lossy(name)
+        ));
     }
 }
 
