@@ -381,10 +381,5 @@ fn golden_pgn_keeps_source_bytes() {
     let mut out = Vec::new();
     cqlj::output::write_pgn_game(&mut out, 1, text, &notes).expect("written");
     let want: &[u8] = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} 1... e5 {CQL} *\n\n";
-    assert_eq!(
-        out,
-        want,
-        "{}",
-        String::from_utf8_lossy(&out)
-    );
+    assert_eq!(out, want, "{}", String::from_utf8_lossy(&out));
 }

@@ -218,7 +218,10 @@ fn limits_game_text_over_the_limit_is_skipped() {
         assert!(r.skipped && r.game == 1 && r.line == 1, "{r}");
         assert!(r.reason.contains("more than the limit"), "{r}");
         let store = Store::open(&output).expect("store opens");
-        assert_eq!(store.game_tag(0, "Event").expect("tag").as_deref(), Some("valid"));
+        assert_eq!(
+            store.game_tag(0, "Event").expect("tag").as_deref(),
+            Some("valid")
+        );
     }
 }
 
@@ -239,8 +242,8 @@ fn limits_threaded_import_is_linear() {
         };
         let mut reports = CollectReports::default();
         let t = std::time::Instant::now();
-        let summary = import_files_with(&[input], &output, &opts, &mut reports)
-            .expect("import completes");
+        let summary =
+            import_files_with(&[input], &output, &opts, &mut reports).expect("import completes");
         assert_eq!(summary.games, 0);
         assert_eq!(summary.pgn_bytes, (mib << 20) as u64);
         t.elapsed().as_secs_f64()

@@ -467,9 +467,15 @@ pub mod chess {
         };
         // The importer accepts setups with more material than a game can
         // reach and checks no game can give (as CQL 6.2 reads them).
-        Chess::from_setup(setup, mode)
-            .or_else(|e| e.ignore_too_much_material())
-            .or_else(|e| e.ignore_impossible_check())
+        let err = match Chess::from_setup(setup, mode) {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        let err = match err.ignore_too_much_material() {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        err.ignore_impossible_check()
             .map_err(|e| InvalidRecord(e.to_string()))
     }
 

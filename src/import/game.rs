@@ -214,6 +214,26 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
     }
 }
 
+/// `r` with the setup oddities CQL 6.2 reads as they are (an unusable en
+/// passant square, too much material, a check no game can give) ignored.
+fn relax(
+    r: Result<Chess, shakmaty::PositionError<Chess>>,
+) -> Result<Chess, Box<shakmaty::PositionError<Chess>>> {
+    let err = match r {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    let err = match err.ignore_invalid_ep_square() {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    let err = match err.ignore_too_much_material() {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    err.ignore_impossible_check().map_err(Box::new)
+}
+
 /// Whether CQL 6.2 accepts the board of a FEN: one king a side and at most
 /// 16 pieces a side (other oddities, such as pawns on a back rank or the
 /// side not to move in check, it reads as they are).
@@ -294,33 +314,23 @@ impl GameVisitor {
         } else {
             CastlingMode::Standard
         };
-        // CQL 6.2 reads these as they are (castling rights it cannot use
-        // are dropped, as the en passant square).
-        let relaxed = |r: Result<Chess, shakmaty::PositionError<Chess>>| {
-            r.or_else(|e| e.ignore_invalid_ep_square())
-                .or_else(|e| e.ignore_too_much_material())
-                .or_else(|e| e.ignore_impossible_check())
-        };
         let castling = PositionErrorKinds::INVALID_CASTLING_RIGHTS;
-        let first = relaxed(parsed.clone().into_position::<Chess>(mode));
-        let first = match first {
-            Err(e) if mode == CastlingMode::Standard && e.kinds().contains(castling) => {
-                // X-FEN / Shredder castling that is not standard: Chess960.
-                match relaxed(
-                    parsed
-                        .clone()
-                        .into_position::<Chess>(CastlingMode::Chess960),
-                ) {
-                    Ok(pos) => {
-                        self.chess960 = true;
-                        return Ok(pos);
-                    }
-                    Err(_) => Err(e),
-                }
-            }
-            other => other,
+        let first = match relax(parsed.clone().into_position::<Chess>(mode)) {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
         };
-        match first.or_else(|e| e.ignore_invalid_castling_rights()) {
+        if mode == CastlingMode::Standard && first.kinds().contains(castling) {
+            // X-FEN / Shredder castling that is not standard: Chess960.
+            if let Ok(pos) = relax(
+                parsed
+                    .clone()
+                    .into_position::<Chess>(CastlingMode::Chess960),
+            ) {
+                self.chess960 = true;
+                return Ok(pos);
+            }
+        }
+        match (*first).ignore_invalid_castling_rights() {
             Ok(pos) => Ok(pos),
             Err(e) => {
                 // CQL 6.2 reads it (side not to move in check, pawns on a

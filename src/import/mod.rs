@@ -6,11 +6,14 @@
 //! skipped. [`import_files`] drives it over several input files into one
 //! [`StoreWriter`]; [`append_files_with`] adds games to an existing store.
 //!
-//! A game that fails to parse, has an illegal mainline move, an illegal
-//! setup, more than [`game::MAX_GAME_POSITIONS`] positions, a tag name or
-//! value over [`game::MAX_TAG_BYTES`] or more than [`game::MAX_TAGS`] tags is skipped and
-//! reported ([`Report`]); the import continues. An illegal move inside a
-//! variation cuts that variation short and is reported as a warning.
+//! Games are found as CQL 6.2 finds them ([`CqlLines`]), so game numbers
+//! are CQL's. A game with a non-chess variant, more than
+//! [`game::MAX_GAME_POSITIONS`] positions, a text over [`MAX_GAME_BYTES`],
+//! a tag name or value over [`game::MAX_TAG_BYTES`] or more than
+//! [`game::MAX_TAGS`] tags is skipped and reported ([`Report`]); the import
+//! continues. An illegal move cuts its line (mainline or variation) short,
+//! as CQL 6.2 does, with a warning. Text that is no game at all is skipped
+//! input without a game number.
 //!
 //! Replaying a game is a pure function of its bytes ([`parse_game`]); the
 //! reader only finds game boundaries, so a threaded importer can split the
