@@ -62,7 +62,11 @@ pub fn write_pgn_game(
     // Read as the importer reads it (the game CQL 6.2 reads).
     let mut fixed = text.to_vec();
     let quotes = crate::import::cql_lines(&mut fixed);
-    let mut reader = Reader::new(io::Cursor::new(&fixed[..]));
+    // A tag line the importer's reader rejected (and left out) is written
+    // as the source has it.
+    let mut reader = Reader::build(io::Cursor::new(&fixed[..]))
+        .set_supported_tag_line_length(fixed.len().clamp(255, 1 << 20))
+        .finish();
     let mut writer = PgnRewriter { notes, quotes };
     let game = reader
         .read_game(&mut writer)?

@@ -106,6 +106,9 @@ pub struct GameVisitor {
     /// The setup's record when no move can be replayed from it (a position
     /// shakmaty does not represent).
     board_only: Option<PositionRecord>,
+    /// Tags read before a tag line the reader rejected, applied first to
+    /// the rest of the same game ([`GameVisitor::resume_tags`]).
+    resume: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// The initial record of a setup that shakmaty cannot turn into a
@@ -345,6 +348,56 @@ impl GameVisitor {
         }
     }
 
+    /// Applies one tag pair (from the text or resumed).
+    fn apply_tag(
+        &mut self,
+        name: &[u8],
+        value: Vec<u8>,
+    ) -> ControlFlow<Result<ParsedGame, String>> {
+        if name.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                name.len()
+            ));
+        }
+        if self.meta.tags.len() >= MAX_TAGS {
+            return self.fail(format!("more than {MAX_TAGS} tags"));
+        }
+        if value.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                String::from_utf8_lossy(name),
+                value.len()
+            ));
+        }
+        match name {
+            b"FEN" => self.fen = Some(value.clone()),
+            b"Variant" => self.variant = Some(value.clone()),
+            b"WhiteElo" => self.meta.white_elo = parse_elo(&value),
+            b"BlackElo" => self.meta.black_elo = parse_elo(&value),
+            b"Result" => {
+                if let Some(r) = result_code(&value) {
+                    self.meta.result = r;
+                    self.outcome = Some(r);
+                }
+            }
+            _ => {}
+        }
+        self.meta.tags.push((name.to_vec(), value));
+        ControlFlow::Continue(())
+    }
+
+    /// Tags read so far in the game being read (to resume after a tag line
+    /// the reader rejected).
+    pub fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        std::mem::take(&mut self.meta.tags)
+    }
+
+    /// Tags to apply first to the next game read.
+    pub fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.resume = tags;
+    }
+
     fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
         ControlFlow::Break(Err(reason))
     }
@@ -386,42 +439,16 @@ impl Visitor for GameVisitor {
         self.warnings.clear();
         self.san_index.clear();
         self.board_only = None;
+        for (name, value) in std::mem::take(&mut self.resume) {
+            if let ControlFlow::Break(b) = self.apply_tag(&name, value) {
+                return ControlFlow::Break(b);
+            }
+        }
         ControlFlow::Continue(())
     }
 
     fn tag(&mut self, _: &mut (), name: &[u8], value: RawTag<'_>) -> ControlFlow<Self::Output> {
-        if name.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                name.len()
-            ));
-        }
-        if self.meta.tags.len() >= MAX_TAGS {
-            return self.fail(format!("more than {MAX_TAGS} tags"));
-        }
-        let value = value.decode().into_owned();
-        if value.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                String::from_utf8_lossy(name),
-                value.len()
-            ));
-        }
-        match name {
-            b"FEN" => self.fen = Some(value.clone()),
-            b"Variant" => self.variant = Some(value.clone()),
-            b"WhiteElo" => self.meta.white_elo = parse_elo(&value),
-            b"BlackElo" => self.meta.black_elo = parse_elo(&value),
-            b"Result" => {
-                if let Some(r) = result_code(&value) {
-                    self.meta.result = r;
-                    self.outcome = Some(r);
-                }
-            }
-            _ => {}
-        }
-        self.meta.tags.push((name.to_vec(), value));
-        ControlFlow::Continue(())
+        self.apply_tag(name, value.decode().into_owned())
     }
 
     fn begin_movetext(&mut self, _: ()) -> ControlFlow<Self::Output, ()> {

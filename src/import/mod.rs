@@ -487,6 +487,9 @@ pub struct PgnGames<R: Read> {
     done: bool,
     /// A game read while looking for the end of a stretch of garbage.
     pending: Option<GameItem>,
+    /// Keep the text read (the rest of a game whose tag line was rejected
+    /// is being read).
+    hold: bool,
 }
 
 impl<R: Read> PgnGames<R> {
@@ -500,6 +503,7 @@ impl<R: Read> PgnGames<R> {
             number: 0,
             done: false,
             pending: None,
+            hold: false,
         }
     }
 
@@ -570,7 +574,10 @@ impl<R: Read> PgnGames<R> {
         self.count_lines_to(end.max(start));
         let mut k = self.kept.borrow_mut();
         let upto = k.counted_to;
-        k.discard(upto);
+        // Keep a game whose tag line was rejected: its rest follows.
+        if !self.hold && !matches!(&game, Err(r) if r.ends_with("unterminated tag")) {
+            k.discard(upto);
+        }
         k.overflow = false;
         drop(k);
         let not_a_game = matches!(&game, Err(r) if r == NOT_A_GAME);
@@ -599,6 +606,49 @@ impl<R: Read> PgnGames<R> {
                 None => return Ok(None),
             },
         };
+        if matches!(&item.game, Err(r) if r.ends_with("unterminated tag")) {
+            // The reader resumes at the next line: what follows (the rest
+            // of the tags and the movetext) is the same game. CQL 6.2 reads
+            // it with the tag it cannot read left out, and so does cqlj.
+            let tags = self.visitor.take_tags();
+            self.visitor.resume_tags(tags);
+            let head_start = item.start;
+            self.hold = true;
+            let next = self.next_game();
+            self.hold = false;
+            if let Some(mut rest) = next? {
+                rest.start = head_start;
+                if let Ok(g) = &mut rest.game {
+                    let k = self.kept.borrow();
+                    g.meta.text = k.slice(head_start, rest.end).to_vec();
+                    g.meta.source_start = head_start;
+                    g.meta.source_len = rest.end - head_start;
+                }
+                if !rest.not_a_game {
+                    self.number -= 1;
+                }
+                rest.number = item.number;
+                let reason = "a tag line longer than the PGN reader takes (unterminated tag): \
+                              the tag is left out, as CQL 6.2 leaves it out";
+                match &mut rest.game {
+                    Ok(g) => {
+                        g.warnings.insert(0, reason.to_owned());
+                        rest.line = item.line;
+                        return Ok(Some(rest));
+                    }
+                    Err(_) if rest.not_a_game => {
+                        rest.not_a_game = false;
+                        rest.line = item.line;
+                        rest.game = Err(format!("{reason}; no move follows"));
+                        return Ok(Some(rest));
+                    }
+                    Err(_) => {
+                        rest.line = item.line;
+                        return Ok(Some(rest));
+                    }
+                }
+            }
+        }
         if !item.not_a_game {
             return Ok(Some(item));
         }
