@@ -59,8 +59,15 @@ pub fn write_pgn_game(
     text: &[u8],
     notes: &Annotations,
 ) -> Result<(), OutputError> {
-    let mut reader = Reader::new(io::Cursor::new(text));
-    let mut writer = PgnRewriter { notes };
+    // Read as the importer reads it (the game CQL 6.2 reads).
+    let mut fixed = text.to_vec();
+    let quotes = crate::import::cql_lines(&mut fixed);
+    // A tag line the importer's reader rejected (and left out) is written
+    // as the source has it.
+    let mut reader = Reader::build(io::Cursor::new(&fixed[..]))
+        .set_supported_tag_line_length(fixed.len().clamp(255, 1 << 20))
+        .finish();
+    let mut writer = PgnRewriter { notes, quotes };
     let game = reader
         .read_game(&mut writer)?
         .ok_or(OutputError::NoGame(game_number))?;
@@ -73,10 +80,10 @@ pub fn write_pgn_game(
     }
     out.write_all(b"\n")?;
     let mut col = 0;
-    let mut prev: &str = "";
+    let mut prev: &[u8] = b"";
     for token in &game.tokens {
         // No space inside parentheses: "(40... Kf7)".
-        let glued = prev == "(" || token == ")";
+        let glued = prev == b"(" || token == b")";
         if col > 0 && col + 1 + token.len() > LINE {
             out.write_all(b"\n")?;
             col = 0;
@@ -85,25 +92,28 @@ pub fn write_pgn_game(
             col += 1;
         }
         prev = token;
-        out.write_all(token.as_bytes())?;
+        out.write_all(token)?;
         col += token.len();
     }
     out.write_all(b"\n\n")?;
     Ok(())
 }
 
-/// A game as re-emitted: tags (raw bytes) and movetext tokens.
+/// A game as re-emitted: tags and movetext tokens, raw bytes (a comment's
+/// bytes are the source's, whatever their encoding).
 struct Rewritten {
     tags: Vec<(Vec<u8>, Vec<u8>)>,
-    tokens: Vec<String>,
+    tokens: Vec<Vec<u8>>,
 }
 
 struct PgnRewriter<'a> {
     notes: &'a Annotations,
+    /// Tag quotes of the text were rewritten to `import::TAG_QUOTE`.
+    quotes: bool,
 }
 
 struct Movetext {
-    tokens: Vec<String>,
+    tokens: Vec<Vec<u8>>,
     /// Position index of the next move (store order).
     next_index: u32,
     /// Plies played from the initial position on the current line.
@@ -124,7 +134,8 @@ impl Movetext {
     fn comment_tokens(&mut self, index: u32, notes: &Annotations) {
         if let Some(texts) = notes.comments.get(&index) {
             for t in texts {
-                self.tokens.push(format!("{{{}}}", t.replace('}', ")")));
+                self.tokens
+                    .push(format!("{{{}}}", t.replace('}', ")")).into_bytes());
             }
             self.need_number = true;
         }
@@ -153,7 +164,15 @@ impl Visitor for PgnRewriter<'_> {
         name: &[u8],
         value: RawTag<'_>,
     ) -> ControlFlow<Self::Output> {
-        tags.push((name.to_vec(), value.as_bytes().to_vec()));
+        let mut value = value.as_bytes().to_vec();
+        if self.quotes {
+            for b in &mut value {
+                if *b == crate::import::TAG_QUOTE {
+                    *b = b'"';
+                }
+            }
+        }
+        tags.push((name.to_vec(), value));
         ControlFlow::Continue(())
     }
 
@@ -192,12 +211,12 @@ impl Visitor for PgnRewriter<'_> {
         let half = mt.ply + if mt.white_first { 0 } else { 1 };
         let number = mt.first_move_number + half / 2;
         if half % 2 == 0 {
-            mt.tokens.push(format!("{number}."));
+            mt.tokens.push(format!("{number}.").into_bytes());
         } else if mt.need_number {
-            mt.tokens.push(format!("{number}..."));
+            mt.tokens.push(format!("{number}...").into_bytes());
         }
         mt.need_number = false;
-        mt.tokens.push(san_plus.to_string());
+        mt.tokens.push(san_plus.to_string().into_bytes());
         mt.ply += 1;
         let nth = mt.next_index;
         mt.next_index += 1;
@@ -209,7 +228,7 @@ impl Visitor for PgnRewriter<'_> {
     }
 
     fn nag(&mut self, (_, mt): &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
-        mt.tokens.push(format!("${}", nag.0));
+        mt.tokens.push(format!("${}", nag.0).into_bytes());
         ControlFlow::Continue(())
     }
 
@@ -219,8 +238,11 @@ impl Visitor for PgnRewriter<'_> {
         comment: RawComment<'_>,
     ) -> ControlFlow<Self::Output> {
         mt.flush(self.notes);
-        let text = String::from_utf8_lossy(comment.as_bytes());
-        mt.tokens.push(format!("{{{}}}", text.trim()));
+        let mut token = Vec::with_capacity(comment.as_bytes().len() + 2);
+        token.push(b'{');
+        token.extend_from_slice(comment.as_bytes().trim_ascii());
+        token.push(b'}');
+        mt.tokens.push(token);
         mt.need_number = true;
         ControlFlow::Continue(())
     }
@@ -229,7 +251,7 @@ impl Visitor for PgnRewriter<'_> {
         mt.flush(self.notes);
         mt.stack.push(mt.ply);
         mt.ply = mt.ply.saturating_sub(1);
-        mt.tokens.push("(".to_owned());
+        mt.tokens.push(b"(".to_vec());
         mt.need_number = true;
         ControlFlow::Continue(Skip(false))
     }
@@ -238,7 +260,7 @@ impl Visitor for PgnRewriter<'_> {
         mt.flush(self.notes);
         if let Some(ply) = mt.stack.pop() {
             mt.ply = ply;
-            mt.tokens.push(")".to_owned());
+            mt.tokens.push(b")".to_vec());
             mt.need_number = true;
         }
         ControlFlow::Continue(())
@@ -250,7 +272,7 @@ impl Visitor for PgnRewriter<'_> {
         outcome: Outcome,
     ) -> ControlFlow<Self::Output> {
         mt.flush(self.notes);
-        mt.tokens.push(outcome.to_string());
+        mt.tokens.push(outcome.to_string().into_bytes());
         ControlFlow::Continue(())
     }
 
@@ -259,12 +281,12 @@ impl Visitor for PgnRewriter<'_> {
         // Close variations the source left open, and always end with a
         // result token (the Result tag's, else `*`).
         while mt.stack.pop().is_some() {
-            mt.tokens.push(")".to_owned());
+            mt.tokens.push(b")".to_vec());
         }
         let has_result = mt
             .tokens
             .last()
-            .is_some_and(|t| matches!(t.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*"));
+            .is_some_and(|t| matches!(t.as_slice(), b"1-0" | b"0-1" | b"1/2-1/2" | b"*"));
         if !has_result {
             let result = tags
                 .iter()
@@ -272,7 +294,7 @@ impl Visitor for PgnRewriter<'_> {
                 .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
                 .filter(|r| matches!(r.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*"))
                 .unwrap_or_else(|| "*".to_owned());
-            mt.tokens.push(result);
+            mt.tokens.push(result.into_bytes());
         }
         Rewritten {
             tags,

@@ -67,10 +67,9 @@ fn architecture_stages_point_one_way() {
             "import",
             &["syntax", "transform", "interp", "jit", "scan", "output"],
         ),
-        (
-            "output",
-            &["syntax", "transform", "interp", "jit", "scan", "import"],
-        ),
+        // The PGN writer reads a game's text by the importer's rules
+        // (`import::cql_lines`), so it may use `import`.
+        ("output", &["syntax", "transform", "interp", "jit", "scan"]),
     ];
     let mut violations = Vec::new();
     for (module, forbidden) in rules {

@@ -410,3 +410,21 @@ fn golden_limit_and_count() {
     let r = run(&["-cql", "Ka1 kb1", "--count"]);
     assert_eq!(r.stdout, "0\n");
 }
+
+/// The written game keeps the source's bytes: a Latin-1 comment and tag
+/// come out byte for byte (not as U+FFFD), and a tag value holding an
+/// unescaped quote (read up to the last quote, as CQL 6.2 reads it) comes
+/// out whole, with the game's other tags and moves.
+#[test]
+fn golden_pgn_keeps_source_bytes() {
+    let text = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} e5 *\n";
+    let game = cqlj::import::parse_game(text).expect("game imports");
+    assert_eq!(game.positions.len(), 3);
+    let mut notes = cqlj::output::Annotations::default();
+    notes.add(2, "CQL");
+    notes.san_index = Some(game.san_index);
+    let mut out = Vec::new();
+    cqlj::output::write_pgn_game(&mut out, 1, text, &notes).expect("written");
+    let want: &[u8] = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} 1... e5 {CQL} *\n\n";
+    assert_eq!(out, want, "{}", String::from_utf8_lossy(&out));
+}

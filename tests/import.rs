@@ -189,14 +189,21 @@ fn import_cases_from_data_files() {
 fn import_reports_broken_games_with_reasons() {
     let (_tmp, store, _, reports) = import(&[test_data("broken.pgn")], "broken");
     let r = &reports.0;
-    assert!(r[0].skipped && r[0].game == 1 && r[0].line == 1);
-    assert!(r[0].reason.contains("illegal move Ke3"), "{}", r[0].reason);
+    // CQL 6.2 (oracle: 4 games) keeps a game up to a move it cannot read,
+    // and starts a game whose FEN it cannot read from the initial position.
+    assert!(!r[0].skipped && r[0].game == 1 && r[0].line == 1);
+    assert!(
+        r[0].reason.contains("game cut short: illegal move Ke3"),
+        "{}",
+        r[0].reason
+    );
+    assert_eq!(store.game_positions(0).expect("positions").len(), 3);
     assert!(!r[1].skipped && r[1].game == 2 && r[1].line == 5);
     assert!(r[1].reason.contains("variation cut short") && r[1].reason.contains("Ke7"));
-    assert!(r[2].skipped && r[2].game == 3);
+    assert!(!r[2].skipped && r[2].game == 3);
     assert!(r[2].reason.contains("FEN"), "{}", r[2].reason);
     assert_eq!(
-        store.game_tag(1, "Event").expect("tag").as_deref(),
+        store.game_tag(3, "Event").expect("tag").as_deref(),
         Some("good")
     );
 }
@@ -390,4 +397,155 @@ fn import_book_exact_counts() {
     assert_eq!(terminal, 145_716);
     assert_eq!(summary.positions - initial, 11_264_836, "moves");
     assert_text_round_trips(&store, 97);
+}
+
+/// Imports PGN text (written to a temp file named `name`).
+fn import_text(text: &[u8], name: &str) -> (Tmp, Store, ImportSummary, CollectReports) {
+    let pgn = std::env::temp_dir().join(format!("cqlj-import-test-{}-{name}", std::process::id()));
+    std::fs::write(&pgn, text).expect("write pgn");
+    let out = import(std::slice::from_ref(&pgn), name);
+    let _ = std::fs::remove_file(&pgn);
+    out
+}
+
+/// Setups CQL 6.2 reads, checked against the CQL 6.2 oracle (`-cql true`
+/// matches all ten games, numbered 1..10): impossible ones are imported,
+/// not skipped, so every game keeps CQL's number. A FEN CQL cannot read
+/// (no king, two kings, more than 16 pieces a side) makes CQL start the
+/// game from the initial position, and so does cqlj.
+const CQL_SETUPS: &str = "\
+[Event \"ok\"]\n[FEN \"4k3/8/8/8/8/8/8/4K3 w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"too much material\"]\n[FEN \"k7/pp6/8/8/8/8/QQQQQQQQ/QQQ1K3 w - - 0 1\"]\n\n1. Kd1 *\n\n\
+[Event \"side not to move in check\"]\n[FEN \"4k3/4R3/8/8/8/8/8/4K3 w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"seventeen pieces\"]\n[FEN \"4k3/pppppppp/pppppppp/8/8/8/8/4K3 w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"pawns on back ranks\"]\n[FEN \"P3k3/8/8/8/8/8/8/4K2p w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"missing king\"]\n[FEN \"8/8/8/8/8/8/8/4K3 w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"two kings\"]\n[FEN \"4k3/8/8/8/8/8/8/3KK3 w - - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"bad castling\"]\n[FEN \"4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"bad ep\"]\n[FEN \"4k3/8/8/8/8/8/8/4K3 w - e3 0 1\"]\n\n1. Kd2 *\n\n\
+[Event \"impossible check\"]\n[FEN \"4k3/8/8/8/1b5b/8/8/4K3 w - - 0 1\"]\n\n1. Ke2 *\n\n\
+[Event \"last\"]\n\n1. e4 *\n";
+
+#[test]
+fn import_keeps_every_setup_cql_reads() {
+    let (_tmp, store, summary, reports) = import_text(CQL_SETUPS.as_bytes(), "setups-cql.pgn");
+    assert_eq!(summary.skipped, 0, "{:#?}", reports.0);
+    assert_eq!(store.n_games(), 11);
+    for (g, event) in [(0, "ok"), (4, "pawns on back ranks"), (10, "last")] {
+        assert_eq!(
+            store.game_tag(g, "Event").expect("tag").as_deref(),
+            Some(event)
+        );
+    }
+    let first = |g: u32| store.game_positions(g).expect("positions")[0];
+    let moves = |g: u32| store.game_positions(g).expect("positions").len() - 1;
+    // Replayed from the setup as given.
+    for g in [0, 1, 7, 8, 9] {
+        assert_eq!(moves(g), 1, "game {}", g + 1);
+    }
+    assert_eq!(first(1).bb[4].count_ones(), 11, "eleven queens kept");
+    // Not replayable: the setup alone, in check where the board says so.
+    assert_eq!(moves(2), 0);
+    assert!(!first(2).has(flags::CHECK), "white to move, not in check");
+    assert_eq!(moves(4), 0);
+    assert_eq!(first(4).bb[0], (1 << 56) | (1 << 7), "pawns on a8 and h1");
+    assert!(first(9).has(flags::CHECK));
+    // A FEN CQL cannot read: the initial position, the move cut.
+    for g in [3, 5, 6] {
+        assert_eq!(first(g).bb, first(10).bb, "game {}", g + 1);
+        assert_eq!(moves(g), 0);
+    }
+    let warned = |g: u64, words: &str| {
+        reports
+            .0
+            .iter()
+            .any(|r| r.game == g && !r.skipped && r.reason.contains(words))
+    };
+    assert!(warned(4, "initial position"), "{:#?}", reports.0);
+    assert!(warned(4, "game cut short"), "{:#?}", reports.0);
+    assert!(warned(3, "not replayed"), "{:#?}", reports.0);
+}
+
+/// problems.pgn game 3977 starts `[Event "reti =" Black to move #61"]`:
+/// CQL 6.2 reads one game with all its tags (value up to the last quote).
+#[test]
+fn import_unescaped_quote_in_a_tag_keeps_one_game() {
+    let text = b"[Event \"first\"]\n\n1. e4 *\n\n\
+[Event \"reti =\" Black to move #61\"]\n[Site \"?\"]\n[Result \"*\"]\n\
+[FEN \"8/8/k1P4p/8/K7/8/8/8 w - - 0 1\"]\n[SetUp \"1\"]\n\n1. c7 Kb7 *\n\n\
+[Event \"third\"]\n\n1. d4 *\n";
+    let (_tmp, store, summary, reports) = import_text(text, "quote.pgn");
+    assert_eq!(summary.games, 3, "{:#?}", reports.0);
+    assert_eq!(
+        store.game_tag(1, "Event").expect("tag").as_deref(),
+        Some("reti =\" Black to move #61")
+    );
+    assert_eq!(
+        store.game_tag(1, "FEN").expect("tag").as_deref(),
+        Some("8/8/k1P4p/8/K7/8/8/8 w - - 0 1")
+    );
+    assert_eq!(store.game_positions(1).expect("positions").len(), 3);
+    assert_eq!(
+        store.game_tag(2, "Event").expect("tag").as_deref(),
+        Some("third")
+    );
+    assert!(
+        reports
+            .0
+            .iter()
+            .any(|r| r.game == 2 && !r.skipped && r.reason.contains("unescaped")),
+        "{:#?}",
+        reports.0
+    );
+    // The stored text is the original, byte for byte.
+    let stored = store.game_text(1).expect("text");
+    assert!(stored.starts_with(b"[Event \"reti =\" Black to move #61\"]"));
+}
+
+/// Garbage is skipped input, not games: CQL 6.2 reads no game from random
+/// bytes or NULs (it stops with an error), cqlj reports it with file:line
+/// and a reason and warns that the file holds no game.
+#[test]
+fn import_garbage_is_skipped_input_not_games() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let random: Vec<u8> = (0..20_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    for (name, bytes) in [("random.pgn.zst", random), ("nul.pgn", vec![0u8; 20_000])] {
+        let (_tmp, store, summary, reports) = import_text(&bytes, name);
+        assert_eq!(store.n_games(), 0, "{name}: {:#?}", reports.0);
+        assert_eq!(summary.games, 0);
+        assert!(
+            reports.0.iter().all(|r| r.game == 0),
+            "{name}: {:#?}",
+            reports.0
+        );
+        assert!(
+            reports.0.iter().any(|r| r.reason.contains("holds no game")),
+            "{name}: {:#?}",
+            reports.0
+        );
+        assert!(reports.0.len() < 50, "{name}: {} reports", reports.0.len());
+    }
+    // Garbage before the games costs no game number.
+    let mut text = vec![0u8; 300];
+    text.extend_from_slice(b"\n\n[Event \"a\"]\n\n1. e4 *\n\n[Event \"b\"]\n\n1. d4 *\n");
+    let (_tmp, store, _, reports) = import_text(&text, "mixed.pgn");
+    assert_eq!(store.n_games(), 2, "{:#?}", reports.0);
+    assert_eq!(
+        store.game_tag(0, "Event").expect("tag").as_deref(),
+        Some("a")
+    );
+    let r = reports
+        .0
+        .iter()
+        .find(|r| r.skipped)
+        .expect("garbage reported");
+    assert_eq!((r.game, r.line), (0, 1), "{r}");
+    assert!(r.to_string().contains("mixed.pgn:1: skipped input"), "{r}");
 }

@@ -425,8 +425,8 @@ pub mod chess {
     /// the interpreter). `fullmoves` is derived from the ply.
     ///
     /// # Errors
-    /// Returns shakmaty's error if the record does not describe a legal
-    /// position (only possible for a corrupt store).
+    /// Returns shakmaty's error if the record does not describe a position
+    /// the importer accepts (only possible for a corrupt store).
     pub fn chess_of(rec: &PositionRecord) -> Result<Chess, InvalidRecord> {
         let mut board = shakmaty::Board::empty();
         for (i, role) in Role::ALL.into_iter().enumerate() {
@@ -465,7 +465,18 @@ pub mod chess {
         } else {
             CastlingMode::Standard
         };
-        Chess::from_setup(setup, mode).map_err(|e| InvalidRecord(e.to_string()))
+        // The importer accepts setups with more material than a game can
+        // reach and checks no game can give (as CQL 6.2 reads them).
+        let err = match Chess::from_setup(setup, mode) {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        let err = match err.ignore_too_much_material() {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        err.ignore_impossible_check()
+            .map_err(|e| InvalidRecord(e.to_string()))
     }
 
     /// A record that does not describe a legal position.

@@ -31,6 +31,11 @@ pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 /// game without tags.)
 pub const MAX_TAG_BYTES: usize = 8 * 1024;
 
+/// The reason [`GameVisitor`] gives for text that holds no tag and no
+/// legal move: not a game at all (garbage, binary data), so the importer
+/// skips it as input without giving it a game number.
+pub const NOT_A_GAME: &str = "no tag and no legal move: not PGN text";
+
 /// Most tag pairs a game may have (the store counts them in 16 bits).
 pub const MAX_TAGS: usize = 4096;
 
@@ -98,6 +103,39 @@ pub struct GameVisitor {
     stack: Vec<Frame>,
     warnings: Vec<String>,
     san_index: Vec<Option<u32>>,
+    /// The setup's record when no move can be replayed from it (a position
+    /// shakmaty does not represent).
+    board_only: Option<PositionRecord>,
+    /// Tags read before a tag line the reader rejected, applied first to
+    /// the rest of the same game ([`GameVisitor::resume_tags`]).
+    resume: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The initial record of a setup that shakmaty cannot turn into a
+/// position: its board, side to move and check; no castling, en passant,
+/// mate or stalemate.
+fn setup_record(setup: &Setup) -> PositionRecord {
+    let board = &setup.board;
+    let mut rec = PositionRecord::default();
+    for (i, role) in shakmaty::Role::ALL.into_iter().enumerate() {
+        rec.bb[i] = board.by_role(role).0;
+    }
+    rec.bb[cqlj_runtime::layout::BB_WHITE] = board.by_color(Color::White).0;
+    rec.bb[cqlj_runtime::layout::BB_BLACK] = board.by_color(Color::Black).0;
+    rec.mv = PackedMove::NONE;
+    rec.ep = 64;
+    rec.halfmove = setup.halfmoves.min(u16::MAX as u32) as u16;
+    if setup.turn == Color::White {
+        rec.flags |= flags::WHITE_TO_MOVE;
+    }
+    let king = board.kings() & board.by_color(setup.turn);
+    if king
+        .into_iter()
+        .any(|k| board.attacks_to(k, !setup.turn, board.occupied()).any())
+    {
+        rec.flags |= flags::CHECK;
+    }
+    rec
 }
 
 fn parse_elo(v: &[u8]) -> u16 {
@@ -179,6 +217,37 @@ pub fn pack_move(m: Move, turn: Color) -> PackedMove {
     }
 }
 
+/// `r` with the setup oddities CQL 6.2 reads as they are (an unusable en
+/// passant square, too much material, a check no game can give) ignored.
+fn relax(
+    r: Result<Chess, shakmaty::PositionError<Chess>>,
+) -> Result<Chess, Box<shakmaty::PositionError<Chess>>> {
+    let err = match r {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    let err = match err.ignore_invalid_ep_square() {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    let err = match err.ignore_too_much_material() {
+        Ok(pos) => return Ok(pos),
+        Err(e) => e,
+    };
+    err.ignore_impossible_check().map_err(Box::new)
+}
+
+/// Whether CQL 6.2 accepts the board of a FEN: one king a side and at most
+/// 16 pieces a side (other oddities, such as pawns on a back rank or the
+/// side not to move in check, it reads as they are).
+fn cql_reads_fen(fen: &Fen) -> bool {
+    let board = &fen.as_setup().board;
+    Color::ALL.into_iter().all(|c| {
+        let us = board.by_color(c);
+        (board.kings() & us).count() == 1 && us.count() <= 16
+    })
+}
+
 /// Movetext written in UCI notation (`g1f3`, `e7e8q`) parses as a pawn move
 /// with full disambiguation; replay it as the UCI move it is, if legal.
 fn uci_fallback(san: shakmaty::san::San, pos: &Chess) -> Option<Move> {
@@ -229,32 +298,104 @@ impl GameVisitor {
             };
         };
         let fen_text = String::from_utf8_lossy(fen.trim_ascii()).into_owned();
-        let parsed = Fen::from_ascii(fen.trim_ascii())
-            .map_err(|e| format!("invalid FEN \"{fen_text}\": {e}"))?;
+        let parsed = match Fen::from_ascii(fen.trim_ascii()) {
+            Ok(f) if cql_reads_fen(&f) => f,
+            Ok(_) | Err(_) => {
+                // CQL 6.2 ignores a FEN it cannot read (bad syntax, not one
+                // king a side, more than 16 pieces a side): the game starts
+                // from the initial position (and its moves soon fail).
+                self.warnings.push(format!(
+                    "FEN \"{fen_text}\" is not a position CQL 6.2 reads: the game starts \
+                     from the initial position, as in CQL 6.2"
+                ));
+                return Ok(Chess::default());
+            }
+        };
         self.meta.flags |= game_flags::SETUP;
         let mode = if self.chess960 {
             CastlingMode::Chess960
         } else {
             CastlingMode::Standard
         };
-        match parsed.clone().into_position::<Chess>(mode) {
+        let castling = PositionErrorKinds::INVALID_CASTLING_RIGHTS;
+        let first = match relax(parsed.clone().into_position::<Chess>(mode)) {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        if mode == CastlingMode::Standard && first.kinds().contains(castling) {
+            // X-FEN / Shredder castling that is not standard: Chess960.
+            if let Ok(pos) = relax(
+                parsed
+                    .clone()
+                    .into_position::<Chess>(CastlingMode::Chess960),
+            ) {
+                self.chess960 = true;
+                return Ok(pos);
+            }
+        }
+        match (*first).ignore_invalid_castling_rights() {
             Ok(pos) => Ok(pos),
-            Err(e)
-                if mode == CastlingMode::Standard
-                    && e.kinds()
-                        .contains(PositionErrorKinds::INVALID_CASTLING_RIGHTS) =>
-            {
-                // X-FEN / Shredder castling that is not standard: Chess960.
-                match parsed.into_position::<Chess>(CastlingMode::Chess960) {
-                    Ok(pos) => {
-                        self.chess960 = true;
-                        Ok(pos)
-                    }
-                    Err(e) => Err(format!("illegal FEN position \"{fen_text}\": {e}")),
+            Err(e) => {
+                // CQL 6.2 reads it (side not to move in check, pawns on a
+                // back rank): keep the game and its setup, without moves.
+                self.warnings.push(format!(
+                    "FEN \"{fen_text}\": {e}: the setup is imported, its moves are not \
+                     replayed (no move generator for it)"
+                ));
+                self.board_only = Some(setup_record(parsed.as_setup()));
+                Ok(Chess::default())
+            }
+        }
+    }
+
+    /// Applies one tag pair (from the text or resumed).
+    fn apply_tag(
+        &mut self,
+        name: &[u8],
+        value: Vec<u8>,
+    ) -> ControlFlow<Result<ParsedGame, String>> {
+        if name.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                name.len()
+            ));
+        }
+        if self.meta.tags.len() >= MAX_TAGS {
+            return self.fail(format!("more than {MAX_TAGS} tags"));
+        }
+        if value.len() > MAX_TAG_BYTES {
+            return self.fail(format!(
+                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
+                String::from_utf8_lossy(name),
+                value.len()
+            ));
+        }
+        match name {
+            b"FEN" => self.fen = Some(value.clone()),
+            b"Variant" => self.variant = Some(value.clone()),
+            b"WhiteElo" => self.meta.white_elo = parse_elo(&value),
+            b"BlackElo" => self.meta.black_elo = parse_elo(&value),
+            b"Result" => {
+                if let Some(r) = result_code(&value) {
+                    self.meta.result = r;
+                    self.outcome = Some(r);
                 }
             }
-            Err(e) => Err(format!("illegal FEN position \"{fen_text}\": {e}")),
+            _ => {}
         }
+        self.meta.tags.push((name.to_vec(), value));
+        ControlFlow::Continue(())
+    }
+
+    /// Tags read so far in the game being read (to resume after a tag line
+    /// the reader rejected).
+    pub fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        std::mem::take(&mut self.meta.tags)
+    }
+
+    /// Tags to apply first to the next game read.
+    pub fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.resume = tags;
     }
 
     fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
@@ -264,6 +405,9 @@ impl GameVisitor {
     /// A line ends at `frame`: its last position is the only one of the line
     /// not followed by a move, so decide checkmate / stalemate there.
     fn settle_line_end(&mut self, frame: &Frame) {
+        if self.board_only.is_some() {
+            return;
+        }
         let Some(rec) = self.records.get_mut(frame.idx as usize) else {
             return;
         };
@@ -294,42 +438,17 @@ impl Visitor for GameVisitor {
         self.stack.clear();
         self.warnings.clear();
         self.san_index.clear();
+        self.board_only = None;
+        for (name, value) in std::mem::take(&mut self.resume) {
+            if let ControlFlow::Break(b) = self.apply_tag(&name, value) {
+                return ControlFlow::Break(b);
+            }
+        }
         ControlFlow::Continue(())
     }
 
     fn tag(&mut self, _: &mut (), name: &[u8], value: RawTag<'_>) -> ControlFlow<Self::Output> {
-        if name.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                name.len()
-            ));
-        }
-        if self.meta.tags.len() >= MAX_TAGS {
-            return self.fail(format!("more than {MAX_TAGS} tags"));
-        }
-        let value = value.decode().into_owned();
-        if value.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                String::from_utf8_lossy(name),
-                value.len()
-            ));
-        }
-        match name {
-            b"FEN" => self.fen = Some(value.clone()),
-            b"Variant" => self.variant = Some(value.clone()),
-            b"WhiteElo" => self.meta.white_elo = parse_elo(&value),
-            b"BlackElo" => self.meta.black_elo = parse_elo(&value),
-            b"Result" => {
-                if let Some(r) = result_code(&value) {
-                    self.meta.result = r;
-                    self.outcome = Some(r);
-                }
-            }
-            _ => {}
-        }
-        self.meta.tags.push((name.to_vec(), value));
-        ControlFlow::Continue(())
+        self.apply_tag(name, value.decode().into_owned())
     }
 
     fn begin_movetext(&mut self, _: ()) -> ControlFlow<Self::Output, ()> {
@@ -341,14 +460,17 @@ impl Visitor for GameVisitor {
             self.meta.flags |= game_flags::CHESS960;
         }
         // Mate / stalemate are settled when the line ends.
-        let mut rec = lchess::record_of_with(&pos, self.chess960, true);
+        let mut rec = match &self.board_only {
+            Some(r) => *r,
+            None => lchess::record_of_with(&pos, self.chess960, true),
+        };
         rec.flags |= flags::INITIAL | flags::MAINLINE;
         self.records.push(rec);
         self.stack.push(Frame {
             pos,
             idx: 0,
             prev: None,
-            dead: false,
+            dead: self.board_only.is_some(),
         });
         ControlFlow::Continue(())
     }
@@ -375,11 +497,13 @@ impl Visitor for GameVisitor {
                     format!("illegal move {san_plus} ({e})")
                 };
                 let at = format!("{what} at ply {}", parent_ply as u32 + 1);
-                if depth == 1 {
-                    return self.fail(at);
-                }
                 frame.dead = true;
-                self.warnings.push(format!("variation cut short: {at}"));
+                self.warnings.push(if depth == 1 {
+                    // CQL 6.2 keeps the game up to the move it cannot read.
+                    format!("game cut short: {at}")
+                } else {
+                    format!("variation cut short: {at}")
+                });
                 self.san_index.push(None);
                 return ControlFlow::Continue(());
             }
@@ -471,6 +595,9 @@ impl Visitor for GameVisitor {
         let mut positions = std::mem::take(&mut self.records);
         if positions.is_empty() {
             return Err("no game".into());
+        }
+        if self.meta.tags.is_empty() && positions.len() == 1 {
+            return Err(NOT_A_GAME.into());
         }
         let mut has_child = vec![false; positions.len()];
         for (i, p) in positions.iter().enumerate().skip(1) {

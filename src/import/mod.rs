@@ -6,11 +6,14 @@
 //! skipped. [`import_files`] drives it over several input files into one
 //! [`StoreWriter`]; [`append_files_with`] adds games to an existing store.
 //!
-//! A game that fails to parse, has an illegal mainline move, an illegal
-//! setup, more than [`game::MAX_GAME_POSITIONS`] positions, a tag name or
-//! value over [`game::MAX_TAG_BYTES`] or more than [`game::MAX_TAGS`] tags is skipped and
-//! reported ([`Report`]); the import continues. An illegal move inside a
-//! variation cuts that variation short and is reported as a warning.
+//! Games are found as CQL 6.2 finds them ([`CqlLines`]), so game numbers
+//! are CQL's. A game with a non-chess variant, more than
+//! [`game::MAX_GAME_POSITIONS`] positions, a text over [`MAX_GAME_BYTES`],
+//! a tag name or value over [`game::MAX_TAG_BYTES`] or more than
+//! [`game::MAX_TAGS`] tags is skipped and reported ([`Report`]); the import
+//! continues. An illegal move cuts its line (mainline or variation) short,
+//! as CQL 6.2 does, with a warning. Text that is no game at all is skipped
+//! input without a game number.
 //!
 //! Replaying a game is a pure function of its bytes ([`parse_game`]); the
 //! reader only finds game boundaries, so a threaded importer can split the
@@ -25,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, ParsedGame};
+pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, NOT_A_GAME, ParsedGame};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +48,8 @@ pub enum ImportError {
 pub struct Report {
     /// The input file, as given.
     pub file: String,
-    /// 1-based number of the game in its file.
+    /// 1-based number of the game in its file (CQL's game number); 0 for
+    /// skipped input that is not a game.
     pub game: u64,
     /// 1-based line where the game starts.
     pub line: u64,
@@ -57,6 +61,13 @@ pub struct Report {
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = if self.skipped { "skipped" } else { "warning" };
+        if self.game == 0 {
+            return write!(
+                f,
+                "{}:{}: {what} input: {}",
+                self.file, self.line, self.reason
+            );
+        }
         write!(
             f,
             "{}:{}: game {}: {what}: {}",
@@ -89,10 +100,262 @@ pub struct Progress {
     pub positions: u64,
 }
 
-/// Keeps every byte the PGN reader pulls, so a game's text can be cut out.
+/// Most bytes of one game's text (from its first byte to the end of its
+/// movetext). A longer game is skipped with a reason, so the text kept in
+/// memory for one game stays bounded (CQL 6.2 itself stops at 1 MB).
+pub const MAX_GAME_BYTES: u64 = 16 << 20;
+
+/// Byte that stands in for a `"` inside a tag value while the PGN reader
+/// parses the tag line (see [`CqlLines`]); the visitor maps it back.
+pub const TAG_QUOTE: u8 = 0x01;
+
+/// Longest line [`Tee`] holds back to repair (a longer one is passed on as
+/// it is; the PGN reader rejects such a tag line anyway).
+const MAX_REPAIR_LINE: usize = 64 << 10;
+
+/// Where a line of PGN text is, for [`CqlLines`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum LineState {
+    /// Before a game's tags (start of the stream, or after a result).
+    #[default]
+    Between,
+    Tags,
+    /// In a game's movetext, before its result.
+    Movetext,
+}
+
+/// Rewrites PGN text, line by line and without changing its length, so that
+/// the PGN reader finds the games CQL 6.2 finds:
+///
+/// - a tag value runs to the *last* `"` of its line (CQL 6.2 reads
+///   `[Event "reti =" Black to move #61"]` as one tag): every unescaped `"`
+///   strictly between the first and the last quote of a tag line becomes
+///   [`TAG_QUOTE`];
+/// - a game ends at its result token, not at a blank line: a blank line in
+///   movetext before the result (outside comments) becomes spaces.
+///
+/// The state carries over from one call to the next (a comment may span
+/// lines).
+#[derive(Clone, Debug, Default)]
+pub struct CqlLines {
+    state: LineState,
+    in_comment: bool,
+}
+
+impl CqlLines {
+    /// Rewrites the lines of `text` (which must start at a line start),
+    /// pushing the offset and original byte of each change to `fixes`.
+    /// Returns how many bytes are final: blank lines of movetext at the end
+    /// of `text` are not (whether they end the game depends on the next
+    /// line), unless `at_end`; the caller passes them again with more text.
+    pub fn fix(&mut self, text: &mut [u8], at_end: bool, fixes: &mut Vec<(usize, u8)>) -> usize {
+        // Blank lines of movetext seen last: (start, end) of the run.
+        let mut run: Option<(usize, usize)> = None;
+        let mut line_start = 0;
+        while line_start < text.len() {
+            let line_end = memchr::memchr(b'\n', &text[line_start..])
+                .map_or(text.len(), |p| line_start + p + 1);
+            let line = &text[line_start..line_end];
+            let blank = line.trim_ascii().is_empty();
+            if blank && !self.in_comment && self.state == LineState::Movetext {
+                run = Some((run.map_or(line_start, |r| r.0), line_end));
+            } else {
+                if let Some((a, b)) = run.take() {
+                    // A game ends at a blank line only before a tag line.
+                    if self.in_comment || line.trim_ascii_start().first() != Some(&b'[') {
+                        soften(&mut text[a..b], a, fixes);
+                    }
+                }
+                self.line(&mut text[line_start..line_end], line_start, fixes);
+            }
+            line_start = line_end;
+        }
+        match run {
+            Some((a, _)) if !at_end => a,
+            _ => text.len(),
+        }
+    }
+
+    fn line(&mut self, line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+        let trimmed = line.trim_ascii_start();
+        if !self.in_comment {
+            if trimmed.is_empty() {
+                return;
+            }
+            if trimmed[0] == b'[' {
+                self.state = LineState::Tags;
+                repair_tag_line(line, at, fixes);
+                return;
+            }
+            if line[0] == b'%' {
+                return;
+            }
+            if self.state != LineState::Movetext {
+                self.state = LineState::Movetext;
+            }
+        }
+        // Movetext: follow comments, find the result token.
+        let mut i = 0;
+        while i < line.len() {
+            let c = line[i];
+            if self.in_comment {
+                if c == b'}' {
+                    self.in_comment = false;
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                b'{' => self.in_comment = true,
+                b';' => return,
+                c if c.is_ascii_whitespace() || c == b'(' || c == b')' => {}
+                _ => {
+                    let end = line[i..]
+                        .iter()
+                        .position(|&c| {
+                            c.is_ascii_whitespace() || matches!(c, b'{' | b'(' | b')' | b';')
+                        })
+                        .map_or(line.len(), |p| i + p);
+                    if matches!(&line[i..end], b"1-0" | b"0-1" | b"1/2-1/2" | b"*") {
+                        self.state = LineState::Between;
+                    }
+                    i = end;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+    }
+}
+
+/// Turns the line breaks of blank lines into spaces.
+fn soften(lines: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+    for (i, b) in lines.iter_mut().enumerate() {
+        if *b == b'\n' || *b == b'\r' {
+            fixes.push((at + i, *b));
+            *b = b' ';
+        }
+    }
+}
+
+/// The tag-quote part of [`CqlLines`] for one tag line.
+fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
+    let (Some(first), Some(last)) = (memchr::memchr(b'"', line), memchr::memrchr(b'"', line))
+    else {
+        return;
+    };
+    let mut i = first + 1;
+    while i < last {
+        match line[i] {
+            b'\\' => i += 2,
+            b'"' => {
+                fixes.push((at + i, b'"'));
+                line[i] = TAG_QUOTE;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// [`CqlLines`] over a whole text from a fresh state (one game's stored
+/// text, read again by the PGN writer). Returns whether a tag quote was
+/// rewritten to [`TAG_QUOTE`].
+pub fn cql_lines(text: &mut [u8]) -> bool {
+    let mut fixes = Vec::new();
+    CqlLines::default().fix(text, true, &mut fixes);
+    fixes.iter().any(|&(_, b)| b == b'"')
+}
+
+/// Hands the PGN reader whole lines rewritten by [`CqlLines`]
+/// and keeps the original bytes it hands out, so a
+/// game's text can be cut out byte for byte.
 struct Tee<R> {
     inner: R,
     kept: Rc<RefCell<Kept>>,
+    /// Bytes read from `inner`: `pending[done..ready]` are repaired and
+    /// ready to hand out, `pending[ready..]` is an incomplete line.
+    pending: Vec<u8>,
+    done: usize,
+    ready: usize,
+    /// Stream offset of `pending[0]`.
+    pending_start: u64,
+    lines: CqlLines,
+    /// Stream offsets and original bytes of rewritten bytes not yet handed
+    /// out (ascending).
+    fixes: std::collections::VecDeque<(u64, u8)>,
+    eof: bool,
+}
+
+impl<R: Read> Tee<R> {
+    fn new(inner: R, kept: Rc<RefCell<Kept>>) -> Tee<R> {
+        Tee {
+            inner,
+            kept,
+            pending: Vec::new(),
+            done: 0,
+            ready: 0,
+            pending_start: 0,
+            lines: CqlLines::default(),
+            fixes: Default::default(),
+            eof: false,
+        }
+    }
+
+    /// Makes `pending[done..ready]` non-empty unless the input is at its end.
+    fn fill(&mut self) -> io::Result<()> {
+        self.pending.drain(..self.done);
+        self.pending_start += self.done as u64;
+        self.ready -= self.done;
+        self.done = 0;
+        while self.ready == 0 && !self.eof {
+            let old = self.pending.len();
+            self.pending.resize(old + (64 << 10), 0);
+            let n = match self.inner.read(&mut self.pending[old..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.pending.truncate(old);
+                    continue;
+                }
+                Err(e) => {
+                    self.pending.truncate(old);
+                    return Err(e);
+                }
+            };
+            self.pending.truncate(old + n);
+            let end = if n == 0 {
+                self.eof = true;
+                self.pending.len()
+            } else if let Some(p) = memchr::memrchr(b'\n', &self.pending[old..]) {
+                old + p + 1
+            } else if self.pending.len() > MAX_REPAIR_LINE {
+                self.pending.len()
+            } else {
+                continue;
+            };
+            let base = self.pending_start + self.ready as u64;
+            let mut fixes = Vec::new();
+            let mut done = self
+                .lines
+                .fix(&mut self.pending[self.ready..end], self.eof, &mut fixes);
+            if done == 0 && end - self.ready > MAX_REPAIR_LINE {
+                // A long run of blank lines: passed on as it is.
+                fixes.clear();
+                done = self
+                    .lines
+                    .fix(&mut self.pending[self.ready..end], true, &mut fixes);
+            }
+            // Fixes of lines passed again later are made again then.
+            self.fixes.extend(
+                fixes
+                    .into_iter()
+                    .filter(|&(i, _)| i < done)
+                    .map(|(i, b)| (base + i as u64, b)),
+            );
+            self.ready += done;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -102,6 +365,17 @@ struct Kept {
     start: u64,
     /// Stream offset just past the last byte read.
     end: u64,
+    /// Stream offset where the current game starts.
+    game_start: u64,
+    /// The current game's text grew over [`MAX_GAME_BYTES`]: its bytes
+    /// were dropped.
+    overflow: bool,
+    /// Newlines counted up to `counted_to`.
+    lines: u64,
+    counted_to: u64,
+    /// Stream offsets of the tag quotes rewritten to [`TAG_QUOTE`] in the
+    /// bytes handed out (ascending; those before `start` are dropped).
+    tag_quotes: std::collections::VecDeque<u64>,
 }
 
 impl Kept {
@@ -118,14 +392,54 @@ impl Kept {
             self.start += n as u64;
         }
     }
+    fn count_lines_to(&mut self, to: u64) {
+        let s = self.slice(self.counted_to, to);
+        self.lines += memchr::memchr_iter(b'\n', s).count() as u64;
+        self.counted_to = to.max(self.counted_to);
+    }
+    /// Appends bytes handed to the reader; drops the current game's text
+    /// once it is over [`MAX_GAME_BYTES`] (its newlines still counted).
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.end += bytes.len() as u64;
+        if self.end - self.game_start.max(self.start) > MAX_GAME_BYTES
+            || (self.overflow && !self.bytes.is_empty())
+        {
+            self.overflow = true;
+            self.count_lines_to(self.end);
+            self.bytes.clear();
+            self.start = self.end;
+        }
+    }
 }
 
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        if self.done == self.ready {
+            self.fill()?;
+        }
+        let n = buf.len().min(self.ready - self.done);
+        let from = self.pending_start + self.done as u64;
+        buf[..n].copy_from_slice(&self.pending[self.done..self.done + n]);
+        self.done += n;
         let mut k = self.kept.borrow_mut();
-        k.bytes.extend_from_slice(&buf[..n]);
-        k.end += n as u64;
+        let at = k.bytes.len();
+        k.push(&buf[..n]);
+        // The kept text is the original: undo the repairs in it.
+        while let Some(&(f, orig)) = self.fixes.front() {
+            if f >= from + n as u64 {
+                break;
+            }
+            self.fixes.pop_front();
+            if orig == b'"' {
+                k.tag_quotes.push_back(f);
+            }
+            if !k.overflow
+                && let Some(b) = k.bytes.get_mut(at + (f - from) as usize)
+            {
+                *b = orig;
+            }
+        }
         Ok(n)
     }
 }
@@ -144,11 +458,15 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// One game read from a stream.
+/// One game read from a stream, or a stretch of text that is not a game.
 #[derive(Debug)]
 pub struct GameItem {
-    /// 1-based number of the game in its stream.
+    /// 1-based number of the game in its stream (CQL's game number); for
+    /// text that is not a game, the number of the last game before it.
     pub number: u64,
+    /// The text is not PGN (no tag and no legal move; garbage or binary
+    /// data): skipped input, not a game (`game` is the reason).
+    pub not_a_game: bool,
     /// 1-based line where the game starts.
     pub line: u64,
     /// Byte range of the game in the (decompressed) stream, trailing
@@ -166,27 +484,26 @@ pub struct PgnGames<R: Read> {
     kept: Rc<RefCell<Kept>>,
     visitor: GameVisitor,
     number: u64,
-    /// Newlines counted up to `counted_to`.
-    lines: u64,
-    counted_to: u64,
     done: bool,
+    /// A game read while looking for the end of a stretch of garbage.
+    pending: Option<GameItem>,
+    /// Keep the text read (the rest of a game whose tag line was rejected
+    /// is being read).
+    hold: bool,
 }
 
 impl<R: Read> PgnGames<R> {
     pub fn new(inner: R) -> PgnGames<R> {
         let kept = Rc::new(RefCell::new(Kept::default()));
-        let tee = Tee {
-            inner,
-            kept: kept.clone(),
-        };
+        let tee = Tee::new(inner, kept.clone());
         PgnGames {
             reader: pgn_reader::Reader::new(tee),
             kept,
             visitor: GameVisitor::new(),
             number: 0,
-            lines: 0,
-            counted_to: 0,
             done: false,
+            pending: None,
+            hold: false,
         }
     }
 
@@ -196,10 +513,7 @@ impl<R: Read> PgnGames<R> {
     }
 
     fn count_lines_to(&mut self, to: u64) {
-        let k = self.kept.borrow();
-        let s = k.slice(self.counted_to, to);
-        self.lines += s.iter().filter(|&&b| b == b'\n').count() as u64;
-        self.counted_to = to.max(self.counted_to);
+        self.kept.borrow_mut().count_lines_to(to);
     }
 
     fn next_game(&mut self) -> io::Result<Option<GameItem>> {
@@ -209,12 +523,31 @@ impl<R: Read> PgnGames<R> {
         }
         let start = self.offset();
         self.count_lines_to(start);
-        self.number += 1;
-        let line = self.lines + 1;
+        let line = {
+            let mut k = self.kept.borrow_mut();
+            k.game_start = start;
+            k.overflow = false;
+            k.lines + 1
+        };
         let read = self.reader.read_game(&mut self.visitor);
         let mut end = self.offset();
+        let repaired_quotes = {
+            let mut k = self.kept.borrow_mut();
+            while k.tag_quotes.front().is_some_and(|&q| q < start) {
+                k.tag_quotes.pop_front();
+            }
+            k.tag_quotes.front().is_some_and(|&q| q < end)
+        };
+        let overflow = self.kept.borrow().overflow;
         let game = match read {
+            Ok(Some(_)) if overflow => Err(format!(
+                "game text of {} bytes, more than the limit {MAX_GAME_BYTES}",
+                end - start
+            )),
             Ok(Some(Ok(mut g))) => {
+                if repaired_quotes {
+                    restore_tag_quotes(&mut g);
+                }
                 let k = self.kept.borrow();
                 let text = k.slice(start, end);
                 let trimmed = text.trim_ascii_end();
@@ -239,10 +572,21 @@ impl<R: Read> PgnGames<R> {
             Err(e) => return Err(e),
         };
         self.count_lines_to(end.max(start));
-        let upto = self.counted_to;
-        self.kept.borrow_mut().discard(upto);
+        let mut k = self.kept.borrow_mut();
+        let upto = k.counted_to;
+        // Keep a game whose tag line was rejected: its rest follows.
+        if !self.hold && !matches!(&game, Err(r) if r.ends_with("unterminated tag")) {
+            k.discard(upto);
+        }
+        k.overflow = false;
+        drop(k);
+        let not_a_game = matches!(&game, Err(r) if r == NOT_A_GAME);
+        if !not_a_game {
+            self.number += 1;
+        }
         Ok(Some(GameItem {
             number: self.number,
+            not_a_game,
             line,
             start,
             end,
@@ -251,10 +595,104 @@ impl<R: Read> PgnGames<R> {
     }
 }
 
+impl<R: Read> PgnGames<R> {
+    /// The next game, or one item for a whole stretch of text that is not
+    /// a game (consecutive pieces of garbage are reported once).
+    pub fn next_item(&mut self) -> io::Result<Option<GameItem>> {
+        let item = match self.pending.take() {
+            Some(item) => item,
+            None => match self.next_game()? {
+                Some(item) => item,
+                None => return Ok(None),
+            },
+        };
+        if matches!(&item.game, Err(r) if r.ends_with("unterminated tag")) {
+            // The reader resumes at the next line: what follows (the rest
+            // of the tags and the movetext) is the same game. CQL 6.2 reads
+            // it with the tag it cannot read left out, and so does cqlj.
+            let tags = self.visitor.take_tags();
+            self.visitor.resume_tags(tags);
+            let head_start = item.start;
+            self.hold = true;
+            let next = self.next_game();
+            self.hold = false;
+            if let Some(mut rest) = next? {
+                rest.start = head_start;
+                if let Ok(g) = &mut rest.game {
+                    let k = self.kept.borrow();
+                    g.meta.text = k.slice(head_start, rest.end).to_vec();
+                    g.meta.source_start = head_start;
+                    g.meta.source_len = rest.end - head_start;
+                }
+                if !rest.not_a_game {
+                    self.number -= 1;
+                }
+                rest.number = item.number;
+                let reason = "a tag line longer than the PGN reader takes (unterminated tag): \
+                              the tag is left out, as CQL 6.2 leaves it out";
+                match &mut rest.game {
+                    Ok(g) => {
+                        g.warnings.insert(0, reason.to_owned());
+                        rest.line = item.line;
+                        return Ok(Some(rest));
+                    }
+                    Err(_) if rest.not_a_game => {
+                        rest.not_a_game = false;
+                        rest.line = item.line;
+                        rest.game = Err(format!("{reason}; no move follows"));
+                        return Ok(Some(rest));
+                    }
+                    Err(_) => {
+                        rest.line = item.line;
+                        return Ok(Some(rest));
+                    }
+                }
+            }
+        }
+        if !item.not_a_game {
+            return Ok(Some(item));
+        }
+        let mut item = item;
+        while let Some(next) = self.next_game()? {
+            if next.not_a_game {
+                item.end = next.end;
+            } else {
+                self.pending = Some(next);
+                break;
+            }
+        }
+        item.game = Err(format!(
+            "{} bytes of text that is not PGN (no tag and no legal move)",
+            item.end.saturating_sub(item.start).max(1)
+        ));
+        Ok(Some(item))
+    }
+}
+
 impl<R: Read> Iterator for PgnGames<R> {
     type Item = io::Result<GameItem>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_game().transpose()
+        self.next_item().transpose()
+    }
+}
+
+/// Turns the [`TAG_QUOTE`]s of a game's tag values back into `"` and
+/// warns about each such tag.
+fn restore_tag_quotes(g: &mut ParsedGame) {
+    for (name, value) in &mut g.meta.tags {
+        if !value.contains(&TAG_QUOTE) {
+            continue;
+        }
+        for b in value.iter_mut() {
+            if *b == TAG_QUOTE {
+                *b = b'"';
+            }
+        }
+        g.warnings.push(format!(
+            "tag {} holds an unescaped '\"': its value is read up to the last '\"' of the \
+             line, as CQL 6.2 reads it",
+            String::from_utf8_lossy(name)
+        ));
     }
 }
 
@@ -372,7 +810,7 @@ impl Accept<'_> {
                 self.summary.skipped += 1;
                 self.observer.report(&Report {
                     file: name.to_owned(),
-                    game: item.number,
+                    game: if item.not_a_game { 0 } else { item.number },
                     line: item.line,
                     reason,
                     skipped: true,
@@ -453,6 +891,7 @@ fn import_into(
             source,
         };
         let mut reader = open_pgn(input, counter.clone()).map_err(io_err)?;
+        let games_before = acc.summary.games;
         progress.file = fi;
         let before = progress.total_bytes_read;
         let mut report_progress = |acc: &mut Accept<'_>| {
@@ -477,7 +916,7 @@ fn import_into(
             acc.summary.pgn_bytes += bytes;
         } else {
             let mut games = PgnGames::new(reader);
-            while let Some(item) = games.next_game().map_err(io_err)? {
+            while let Some(item) = games.next_item().map_err(io_err)? {
                 let number = item.number;
                 acc.game(item, &name, source)?;
                 if number % 512 == 0 {
@@ -487,6 +926,16 @@ fn import_into(
             acc.summary.pgn_bytes += games.offset();
         }
         report_progress(&mut acc);
+        if acc.summary.games == games_before {
+            acc.summary.warnings += 1;
+            acc.observer.report(&Report {
+                file: name.clone(),
+                game: 0,
+                line: 1,
+                reason: "the file holds no game".into(),
+                skipped: false,
+            });
+        }
     }
     acc.writer.finish()?;
     Ok(acc.summary)
@@ -504,6 +953,85 @@ impl From<ImportError> for Failure {
     }
 }
 
+/// Incremental search for game boundaries in a growing buffer that starts
+/// at a game boundary: each byte is scanned once however the buffer grows
+/// (see [`block_cut`] for the rule).
+#[derive(Clone, Debug, Default)]
+pub struct CutScanner {
+    /// Offset of the next line to scan.
+    pos: usize,
+    in_comment: bool,
+    blank_lines: usize,
+    last_was_tag: bool,
+    seen_text: bool,
+    /// The last boundary found.
+    cut: Option<usize>,
+}
+
+impl CutScanner {
+    /// Scans the complete lines of `buf` not scanned yet (and the last,
+    /// unterminated line too when `at_end`). `buf` must extend the buffer
+    /// of the earlier calls.
+    pub fn scan(&mut self, buf: &[u8], at_end: bool) {
+        while self.pos < buf.len() {
+            let line_end = match memchr::memchr(b'\n', &buf[self.pos..]) {
+                Some(p) => self.pos + p + 1,
+                None if at_end => buf.len(),
+                None => return,
+            };
+            self.line(&buf[self.pos..line_end], self.pos);
+            self.pos = line_end;
+        }
+    }
+
+    fn line(&mut self, line: &[u8], line_start: usize) {
+        if !self.in_comment {
+            let text = line.trim_ascii_start();
+            if text.is_empty() {
+                self.blank_lines += 1;
+            } else {
+                let tag = text[0] == b'[';
+                if tag
+                    && line[0] == b'['
+                    && line.get(1).is_some_and(u8::is_ascii_alphabetic)
+                    && self.blank_lines > 0
+                    && !self.last_was_tag
+                    && self.seen_text
+                {
+                    self.cut = Some(line_start);
+                }
+                self.last_was_tag = tag;
+                self.seen_text = true;
+                self.blank_lines = 0;
+            }
+            // A tag line's value may hold braces, and a `%` line is an
+            // escape: neither opens a comment.
+            if text.first() == Some(&b'[') || line.first() == Some(&b'%') {
+                return;
+            }
+        }
+        for &c in line {
+            match (self.in_comment, c) {
+                (true, b'}') => self.in_comment = false,
+                (false, b'{') => self.in_comment = true,
+                // The rest of the line is a comment.
+                (false, b';') => break,
+                _ => {}
+            }
+        }
+    }
+
+    /// The last game boundary found so far.
+    pub fn cut(&self) -> Option<usize> {
+        self.cut
+    }
+
+    /// Whether any non-blank text was scanned.
+    pub fn seen_text(&self) -> bool {
+        self.seen_text
+    }
+}
+
 /// Where to cut `buf` so that `buf[..cut]` holds whole games: at the start
 /// of the last line at or after `from` that opens a tag pair (`[` and a
 /// letter) after a blank line, where the last non-blank line before it is
@@ -515,63 +1043,22 @@ impl From<ImportError> for Failure {
 /// (which may span lines and hold blank lines and `[`) or after a `;`
 /// comment is never taken for a boundary, as the PGN reader would not.
 pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
-    let mut cut = None;
-    let mut in_comment = false;
-    let mut blank_lines = 0usize;
-    let mut last_was_tag = false;
-    let mut seen_text = false;
-    let mut line_start = 0;
-    while line_start < buf.len() {
-        let line_end = buf[line_start..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(buf.len(), |p| line_start + p + 1);
-        let line = &buf[line_start..line_end];
-        if !in_comment {
-            let text = line.trim_ascii_start();
-            if text.is_empty() {
-                blank_lines += 1;
-            } else {
-                let tag = text[0] == b'[';
-                if tag
-                    && line[0] == b'['
-                    && line.get(1).is_some_and(u8::is_ascii_alphabetic)
-                    && blank_lines > 0
-                    && !last_was_tag
-                    && seen_text
-                    && line_start >= from
-                {
-                    cut = Some(line_start);
-                }
-                last_was_tag = tag;
-                seen_text = true;
-                blank_lines = 0;
-            }
-            // A tag line's value may hold braces, and a `%` line is an
-            // escape: neither opens a comment.
-            if text.first() == Some(&b'[') || line.first() == Some(&b'%') {
-                line_start = line_end;
-                continue;
-            }
-        }
-        for &c in line {
-            match (in_comment, c) {
-                (true, b'}') => in_comment = false,
-                (false, b'{') => in_comment = true,
-                // The rest of the line is a comment.
-                (false, b';') => break,
-                _ => {}
-            }
-        }
-        line_start = line_end;
-    }
-    cut
+    let mut s = CutScanner::default();
+    s.scan(buf, true);
+    s.cut().filter(|&c| c >= from)
 }
 
 /// Reads `reader` in blocks cut at game boundaries, parses the blocks of a
 /// window in parallel on `pool`, and hands each block's games to `consume`
 /// in input order, with game numbers, lines and byte offsets relative to
 /// the whole stream. Returns the stream's length.
+///
+/// Each byte is scanned for boundaries once ([`CutScanner`]), so the work
+/// is linear in the input. Memory is bounded by the window of blocks: a
+/// stretch without a boundary longer than [`MAX_GAME_BYTES`] is either
+/// blank (dropped, only counted) or holds an over-long game, and then the
+/// rest of the stream is read serially by [`PgnGames`], which skips that
+/// game with a reason (the same games as a serial import).
 fn parallel_file(
     reader: &mut impl Read,
     pool: &rayon::ThreadPool,
@@ -584,11 +1071,15 @@ fn parallel_file(
     let mut carry: Vec<u8> = Vec::new();
     let (mut offset, mut lines, mut number) = (0u64, 0u64, 0u64);
     let mut eof = false;
-    while !eof {
-        // Fill a window of blocks, each ending at a game boundary.
-        let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(window);
-        while blocks.len() < window && !eof {
+    let mut serial_rest: Option<Vec<u8>> = None;
+    while !eof && serial_rest.is_none() {
+        // Fill a window of blocks, each ending at a game boundary, with the
+        // blank bytes and lines dropped before it.
+        let mut blocks: Vec<(Vec<u8>, u64, u64)> = Vec::with_capacity(window);
+        while blocks.len() < window && !eof && serial_rest.is_none() {
             let mut buf = std::mem::take(&mut carry);
+            let mut scan = CutScanner::default();
+            let (mut skipped_bytes, mut skipped_lines) = (0u64, 0u64);
             loop {
                 let old = buf.len();
                 buf.resize(old + block, 0);
@@ -598,36 +1089,66 @@ fn parallel_file(
                     eof = true;
                     break;
                 }
-                // Search only the new part (a boundary's `[` is in it).
-                if let Some(cut) = block_cut(&buf, old.saturating_sub(1)) {
+                scan.scan(&buf, false);
+                if let Some(cut) = scan.cut() {
                     carry = buf.split_off(cut);
                     break;
                 }
+                if buf.len() as u64 > MAX_GAME_BYTES {
+                    if scan.seen_text() {
+                        serial_rest = Some(std::mem::take(&mut buf));
+                        break;
+                    }
+                    // Only blank lines so far: count and drop them (the
+                    // incomplete last line is kept).
+                    let keep = scan.pos;
+                    skipped_lines += memchr::memchr_iter(b'\n', &buf[..keep]).count() as u64;
+                    skipped_bytes += keep as u64;
+                    buf.drain(..keep);
+                    scan = CutScanner::default();
+                }
             }
-            blocks.push(buf);
+            blocks.push((buf, skipped_bytes, skipped_lines));
         }
         let parsed: Vec<Result<Vec<GameItem>, io::Error>> = pool.install(|| {
             blocks
                 .par_iter()
-                .map(|b| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
+                .map(|(b, _, _)| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
                 .collect()
         });
-        for (b, items) in blocks.iter().zip(parsed) {
+        for ((b, skipped_bytes, skipped_lines), items) in blocks.iter().zip(parsed) {
+            offset += skipped_bytes;
+            lines += skipped_lines;
             let mut items = items.map_err(Failure::Io)?;
-            for it in &mut items {
-                it.number += number;
-                it.line += lines;
-                it.start += offset;
-                it.end += offset;
-                if let Ok(g) = &mut it.game {
-                    g.meta.source_start += offset;
-                }
-            }
-            number += items.len() as u64;
-            lines += b.iter().filter(|&&c| c == b'\n').count() as u64;
+            shift_items(&mut items, number, lines, offset);
+            number += items.iter().filter(|i| !i.not_a_game).count() as u64;
+            lines += memchr::memchr_iter(b'\n', b).count() as u64;
             offset += b.len() as u64;
             consume(items)?;
         }
     }
+    if let Some(rest) = serial_rest {
+        let mut games = PgnGames::new(io::Cursor::new(rest).chain(reader));
+        while let Some(item) = games.next_item().map_err(Failure::Io)? {
+            let mut items = vec![item];
+            shift_items(&mut items, number, lines, offset);
+            consume(items)?;
+        }
+        offset += games.offset();
+    }
     Ok(offset)
+}
+
+/// Makes the numbers, lines and offsets of a block's games relative to
+/// the whole stream.
+fn shift_items(items: &mut [GameItem], number: u64, lines: u64, offset: u64) {
+    for it in items {
+        it.number += number;
+        it.line += lines;
+        it.start += offset;
+        it.end += offset;
+        if let Ok(g) = &mut it.game {
+            g.meta.source_start += offset;
+        }
+    }
 }
