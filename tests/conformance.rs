@@ -397,8 +397,10 @@ fn import_inline(pgn: &str, dir: &tempdir::Dir) -> Result<Store, String> {
 
 /// The store of a file of the shared data folder, imported once per test
 /// process (the engines' tests run in parallel threads and share it) into
-/// Cargo's per-target temp dir, where it is kept, named after the file's
-/// size, for later runs. Games the importer skips are an error, as for
+/// Cargo's per-target temp dir. It is never reused by a later run: a store
+/// imported by an older build could hold other games (the importer's
+/// reading rules change), so each process imports afresh and removes the
+/// stores of earlier runs. Games the importer skips are an error, as for
 /// inline PGN.
 fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     static STORES: Mutex<BTreeMap<String, Arc<Store>>> = Mutex::new(BTreeMap::new());
@@ -407,24 +409,24 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
         return Ok(Arc::clone(s));
     }
     let pgn = cqlj::scan::shared_data_dir().join(file);
-    let size = std::fs::metadata(&pgn)
-        .map_err(|e| format!("{}: {e}", pgn.display()))?
-        .len();
     let name = file.replace(['/', '\\'], "_");
-    let path =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("conformance-{name}-{size}.cqlj"));
-    let store = match Store::open(&path) {
-        Ok(s) => s,
-        Err(_) => {
-            let mut reports = CollectReports::default();
-            import_files(&[pgn], &path, &mut reports).map_err(|e| e.to_string())?;
-            if let Some(r) = reports.0.iter().find(|r| r.skipped) {
-                let _ = std::fs::remove_file(&path);
-                return Err(format!("the importer skipped a game of {file}: {r}"));
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = format!("conformance-{name}-");
+    if let Ok(entries) = std::fs::read_dir(tmp) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
             }
-            Store::open(&path).map_err(|e| e.to_string())?
         }
-    };
+    }
+    let path = tmp.join(format!("{prefix}{}.cqlj", std::process::id()));
+    let mut reports = CollectReports::default();
+    import_files(&[pgn], &path, &mut reports).map_err(|e| e.to_string())?;
+    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+        let _ = std::fs::remove_file(&path);
+        return Err(format!("the importer skipped a game of {file}: {r}"));
+    }
+    let store = Store::open(&path).map_err(|e| e.to_string())?;
     let store = Arc::new(store);
     stores.insert(file.to_owned(), Arc::clone(&store));
     Ok(store)
