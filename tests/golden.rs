@@ -428,3 +428,44 @@ fn golden_pgn_keeps_source_bytes() {
     let want: &[u8] = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} 1... e5 {CQL} *\n\n";
     assert_eq!(out, want, "{}", String::from_utf8_lossy(&out));
 }
+
+/// A setup CQL 6.2 reads although shakmaty cannot play it (the side not
+/// to move in check) keeps its FEN in the JSON-lines output.
+#[test]
+fn golden_jsonl_fen_of_an_impossible_setup() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("golden-impossible-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("check.pgn");
+    std::fs::write(
+        &input,
+        "[Event \"x\"]\n[SetUp \"1\"]\n[FEN \"4k3/8/8/8/8/8/8/4RK2 w - - 0 1\"]\n\n*\n",
+    )
+    .expect("write PGN");
+    let out = Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .args([
+            "-cql",
+            "Re1 and ke8",
+            "--format",
+            "jsonl",
+            "-o",
+            "-",
+            "-quiet",
+        ])
+        .arg("-i")
+        .arg(&input)
+        .env("CQLJ_CACHE_DIR", dir.join("cache"))
+        .output()
+        .expect("cqlj runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("\"fen\":\"4k3/8/8/8/8/8/8/4RK2 w - - 0 1\""),
+        "{stdout}"
+    );
+}

@@ -428,6 +428,25 @@ pub mod chess {
     /// Returns shakmaty's error if the record does not describe a position
     /// the importer accepts (only possible for a corrupt store).
     pub fn chess_of(rec: &PositionRecord) -> Result<Chess, InvalidRecord> {
+        let (setup, mode) = setup_of(rec);
+        // The importer accepts setups with more material than a game can
+        // reach and checks no game can give (as CQL 6.2 reads them).
+        let err = match Chess::from_setup(setup, mode) {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        let err = match err.ignore_too_much_material() {
+            Ok(pos) => return Ok(pos),
+            Err(e) => e,
+        };
+        err.ignore_impossible_check()
+            .map_err(|e| InvalidRecord(e.to_string()))
+    }
+
+    /// The record as a shakmaty `Setup` (not validated: it may describe a
+    /// position shakmaty cannot play, such as a setup with the side not to
+    /// move in check) and its castling mode.
+    pub fn setup_of(rec: &PositionRecord) -> (Setup, CastlingMode) {
         let mut board = shakmaty::Board::empty();
         for (i, role) in Role::ALL.into_iter().enumerate() {
             for color in [Color::White, Color::Black] {
@@ -465,18 +484,7 @@ pub mod chess {
         } else {
             CastlingMode::Standard
         };
-        // The importer accepts setups with more material than a game can
-        // reach and checks no game can give (as CQL 6.2 reads them).
-        let err = match Chess::from_setup(setup, mode) {
-            Ok(pos) => return Ok(pos),
-            Err(e) => e,
-        };
-        let err = match err.ignore_too_much_material() {
-            Ok(pos) => return Ok(pos),
-            Err(e) => e,
-        };
-        err.ignore_impossible_check()
-            .map_err(|e| InvalidRecord(e.to_string()))
+        (setup, mode)
     }
 
     /// A record that does not describe a legal position.

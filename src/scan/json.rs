@@ -5,7 +5,7 @@ use shakmaty::fen::{Fen, LossyFenError};
 use shakmaty::{Color, EnPassantMode, Position};
 
 use super::{GameMatch, SortValue};
-use crate::runtime::layout::chess::chess_of;
+use crate::runtime::layout::chess::{chess_of, setup_of};
 use crate::runtime::store::Store;
 
 /// One JSON object (one line) for a matching game: game number (1-based),
@@ -33,17 +33,18 @@ pub fn match_json(
         .iter()
         .filter_map(|i| positions.get(i as usize).map(|p| (i, p)))
         .map(|(i, p)| {
-            let fen = chess_of(p)
-                .map(|pos| {
-                    let mut setup = pos.to_setup(EnPassantMode::Legal);
-                    let half = start_half + u32::from(p.ply);
-                    setup.fullmoves =
-                        std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
-                    Fen::try_from_setup(setup)
-                        .unwrap_or_else(LossyFenError::ignore)
-                        .to_string()
-                })
-                .unwrap_or_default();
+            // A position shakmaty cannot play (a setup CQL 6.2 reads with
+            // the side not to move in check) is written from its record as
+            // it stands.
+            let mut setup = match chess_of(p) {
+                Ok(pos) => pos.to_setup(EnPassantMode::Legal),
+                Err(_) => setup_of(p).0,
+            };
+            let half = start_half + u32::from(p.ply);
+            setup.fullmoves = std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
+            let fen = Fen::try_from_setup(setup)
+                .unwrap_or_else(LossyFenError::ignore)
+                .to_string();
             json!({ "index": i, "ply": p.ply, "fen": fen })
         })
         .collect();
