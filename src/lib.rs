@@ -12,6 +12,7 @@ pub mod interp;
 pub mod ir;
 pub mod jit;
 pub mod output;
+pub mod query;
 pub mod scan;
 pub mod syntax;
 pub mod transform;

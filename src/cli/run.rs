@@ -495,16 +495,15 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .query_file
         .as_ref()
         .map_or("-cql".to_owned(), |f| f.display().to_string());
-    let plan_input = scan::QueryInput {
-        source: &source,
+    let query_options = cqlj::query::QueryOptions {
         name: &name,
         color: io::stderr().is_terminal(),
         extra_filters: &extra,
         transforms: &transforms,
     };
-    let prepared = match scan::prepare(&plan_input) {
+    let prepared = match cqlj::query::prepare(&source, &query_options) {
         Ok(p) => p,
-        Err(scan::PrepareError::Diagnostics(report)) => {
+        Err(cqlj::query::PrepareError::Diagnostics(report)) => {
             eprintln!("{report}");
             return Ok(ExitCode::from(exit::USAGE));
         }
@@ -664,7 +663,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         showmatches: args.showmatches,
         error: None,
         bar,
-        sorting: scan::has_sort(&prepared.query),
+        sorting: cqlj::query::has_sort(&prepared.query),
         held: Vec::new(),
         rematch: &rematch,
         stopped: false,
