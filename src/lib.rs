@@ -11,7 +11,7 @@ pub mod import;
 pub mod interp;
 pub mod ir;
 pub mod jit;
-pub mod output;
+pub mod printer;
 pub mod query;
 pub mod scan;
 pub mod syntax;

@@ -6,7 +6,6 @@
 
 pub mod driver;
 pub mod input;
-pub mod json;
 pub mod matcher;
 
 pub use driver::{
@@ -14,5 +13,4 @@ pub use driver::{
     Sink, SortKey, SortValue, scan,
 };
 pub use input::{cached_store, default_store, shared_data_dir};
-pub use json::match_json;
 pub use matcher::{Engine, RunPlan, StoreMatcher};
