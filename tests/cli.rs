@@ -7,6 +7,7 @@
 /// Helpers shared by the test modules (`tests/support/`).
 #[allow(dead_code)]
 mod support {
+    pub mod data;
     pub mod scratch;
 }
 

@@ -408,7 +408,7 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     if let Some(s) = stores.get(file) {
         return Ok(Arc::clone(s));
     }
-    let pgn = cqlj::scan::shared_data_dir().join(file);
+    let pgn = crate::support::data::shared_dir().join(file);
     let name = file.replace(['/', '\\'], "_");
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let prefix = format!("conformance-{name}-");

@@ -301,7 +301,7 @@ fn import_long_games() {
 
 #[test]
 fn import_edge_cases_all_files() {
-    let dir = cqlj::scan::shared_data_dir().join("edge-cases");
+    let dir = crate::support::data::shared_dir().join("edge-cases");
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("edge-cases dir")
         .map(|e| e.expect("entry").path())
@@ -352,7 +352,7 @@ fn import_edge_cases_all_files() {
 #[test]
 fn import_studies_flags_agree_with_shakmaty() {
     let (_tmp, store, summary, _) = import(
-        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        &[crate::support::data::shared_dir().join("studies.pgn")],
         "studies",
     );
     assert!(summary.games > 1000);
@@ -365,7 +365,7 @@ fn import_studies_flags_agree_with_shakmaty() {
 #[test]
 fn import_book_exact_counts() {
     let (_tmp, store, summary, reports) = import(
-        &[cqlj::scan::shared_data_dir().join("book.pgn.zst")],
+        &[crate::support::data::shared_dir().join("book.pgn.zst")],
         "book",
     );
     assert!(reports.0.is_empty(), "{:?}", reports.0.first());

@@ -130,7 +130,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Collect {
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut reader = Reader::new(file);
     let mut collect = Collect::default();
@@ -416,7 +416,7 @@ fn interp_studies_chess_facts_match_shakmaty() {
 #[test]
 fn interp_studies_importer_layout_is_the_interpreters() {
     let collected = studies();
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut imported = Vec::new();
     for item in cqlj::import::PgnGames::new(file) {
@@ -676,7 +676,7 @@ type TaggedGame = (
 
 /// The first `n` games of `book.pgn.zst`, as (tags, records).
 fn book_sample(n: usize) -> Vec<TaggedGame> {
-    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let path = crate::support::data::shared_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).expect("zstd stream");
     cqlj::import::PgnGames::new(decoder)

@@ -11,7 +11,8 @@ use cqlj::runtime::store::Store;
 use serde::Deserialize;
 
 use crate::support;
-use support::data::{Matches, position_count, run_query, store_of};
+use support::data::store_of;
+use support::query::{Matches, position_count, run_query};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

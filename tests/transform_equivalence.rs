@@ -105,7 +105,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Vec<Game> {
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut collect = Collect::default();
     Reader::new(file)
@@ -117,7 +117,7 @@ fn studies() -> Vec<Game> {
 /// The first `n` games of `book.pgn.zst` (real games, mostly openings and
 /// middlegames, unlike the studies).
 fn book_sample(n: usize) -> Vec<Game> {
-    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let path = crate::support::data::shared_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut reader = Reader::new(decoder);

@@ -103,8 +103,8 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => {
-            let pgn = cqlj::scan::shared_data_dir().join("book.pgn.zst");
-            let dir = scan::input::cache_dir();
+            let pgn = super::input::shared_data_dir().join("book.pgn.zst");
+            let dir = super::input::cache_dir();
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let store = dir.join("book.cqlj");
@@ -127,10 +127,10 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
     if name.ends_with(".pgn") || name.ends_with(".pgn.zst") {
         super::files::refuse_non_regular_input(&path)?;
         let mut observer = super::index::Observer::new(0, true);
-        let _guards = scan::input::cached_store_candidates(&path).map(|c| {
+        let _guards = super::input::cached_store_candidates(&path).map(|c| {
             super::files::TempGuard::new(cqlj::runtime::store::StoreWriter::temp_path(&c))
         });
-        let (store, _) = scan::cached_store(&path, &mut observer)?;
+        let (store, _) = super::input::cached_store(&path, &mut observer)?;
         return Ok(store);
     }
     Store::open_unverified(&path).with_context(|| format!("cannot open store {}", path.display()))

@@ -82,6 +82,7 @@ pub mod explain;
 pub mod files;
 pub mod index;
 pub mod info;
+pub mod input;
 pub mod run;
 pub mod verify;
 

@@ -17,7 +17,7 @@ use cqlj::runtime::store::{Store, StoreError, StoreWriter};
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions};
 use cqlj::scan::{Engine, RunPlan};
 
-use super::{counted, exit, files, thousands, usage_error};
+use super::{counted, exit, files, input, thousands, usage_error};
 
 /// The transform options (`-flip` ... `-shiftvertical`), each naming the
 /// filter `cqlj::transform::option_filter` maps it to.
@@ -552,12 +552,12 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
             Some(i) => {
                 reads.push((i.clone(), "input"));
                 if is_pgn(i) {
-                    for c in scan::input::cached_store_candidates(i) {
+                    for c in input::cached_store_candidates(i) {
                         reads.push((c, "cached store of the input"));
                     }
                 }
             }
-            None => reads.push((scan::input::default_store_path(), "default database")),
+            None => reads.push((input::default_store_path(), "default database")),
         }
         let reads: Vec<(&Path, &str)> = reads.iter().map(|(p, w)| (p.as_path(), *w)).collect();
         files::refuse_same_file(&output, &reads)?;
@@ -739,20 +739,21 @@ fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Resu
         Some(p) => p.to_path_buf(),
         None => {
             let _guards = [
-                files::TempGuard::new(StoreWriter::temp_path(&scan::input::default_store_path())),
-                files::TempGuard::new(scan::input::default_pgn_path()),
+                files::TempGuard::new(StoreWriter::temp_path(&input::default_store_path())),
+                files::TempGuard::new(input::default_pgn_path()),
             ];
             let mut observer = super::index::Observer::new(0, quiet || !progress);
-            return scan::default_store(&mut observer).context("cannot build the default database");
+            return input::default_store(&mut observer)
+                .context("cannot build the default database");
         }
     };
     files::refuse_non_regular_input(&path)?;
     if is_pgn(&path) {
         let size = std::fs::metadata(&path).map_or(0, |m| m.len());
         let mut observer = super::index::Observer::new(if progress { size } else { 0 }, quiet);
-        let _guards = scan::input::cached_store_candidates(&path)
+        let _guards = input::cached_store_candidates(&path)
             .map(|c| files::TempGuard::new(StoreWriter::temp_path(&c)));
-        let (store, built) = scan::cached_store(&path, &mut observer)?;
+        let (store, built) = input::cached_store(&path, &mut observer)?;
         if built && !quiet {
             eprintln!(
                 "cqlj: imported {} into the cached store {} ({} MB, {} games; \

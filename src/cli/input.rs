@@ -1,13 +1,13 @@
 //! Opening a run's input: the bundled default database, or a PGN file
 //! through a cached store next to it (rebuilt when the PGN's key changes:
 //! its canonical path, size, modification time, inode, or the hash of its
-//! first and last 64 KiB).
+//! first and last 64 KiB); and the shared data folder `cqlj bench` reads.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::import::{self, ImportObserver};
-use crate::runtime::store::Store;
+use cqlj::import::{self, ImportObserver};
+use cqlj::runtime::store::Store;
 
 /// The bundled default database (endgame studies, see `data/README.md`).
 const DEFAULT_PGN: &[u8] = include_bytes!("../../data/default.pgn.zst");
@@ -23,7 +23,7 @@ pub enum InputError {
     #[error(transparent)]
     Import(#[from] import::ImportError),
     #[error(transparent)]
-    Store(#[from] crate::runtime::store::StoreError),
+    Store(#[from] cqlj::runtime::store::StoreError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
@@ -33,10 +33,10 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
     }
 }
 
-/// The project's shared data folder (`book.pgn.zst`, `studies.pgn`, ...),
-/// used by `cqlj bench`, the tests and the benchmarks: `$CQLJ_SHARED_DATA`,
-/// else `../shared/data` beside the source tree (which may not exist; the
-/// caller's open then names the missing file).
+/// The project's shared data folder (`book.pgn.zst`, ...), whose book
+/// `cqlj bench` runs on by default: `$CQLJ_SHARED_DATA`, else
+/// `../shared/data` beside the source tree the binary was built from
+/// (which may not exist; the caller's open then names the missing file).
 pub fn shared_data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
         return PathBuf::from(d);
