@@ -83,6 +83,7 @@ pub mod files;
 pub mod index;
 pub mod info;
 pub mod input;
+pub mod options;
 pub mod run;
 pub mod verify;
 
