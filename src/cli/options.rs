@@ -507,8 +507,10 @@ pub struct Settings {
     pub output: PathBuf,
     /// The comment after each matching move (`None`: `silent`).
     pub matchstring: Option<String>,
-    /// `gamenumber A [B]`, and whether it is the header's.
+    /// `gamenumber A [B]`: the option's, else the header's.
     pub gamenumber: Option<(u64, Option<u64>)>,
+    /// The option was not given (errors then name the header's
+    /// `gamenumber`).
     pub gamenumber_from_header: bool,
 }
 

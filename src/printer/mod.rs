@@ -377,3 +377,53 @@ fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
     }
     b.len().cmp(&a.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    fn key(min: bool, value: Option<SortValue>) -> SortKey {
+        SortKey {
+            label: None,
+            min,
+            value,
+        }
+    }
+
+    #[test]
+    fn sort_keys_order_games_as_cql_does() {
+        let n = |v| Some(SortValue::Number(v));
+        // Descending by default, ascending with `min`.
+        assert_eq!(
+            compare_keys(&[key(false, n(5))], &[key(false, n(3))]),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_keys(&[key(true, n(5))], &[key(true, n(3))]),
+            Ordering::Greater
+        );
+        // A key that never matched comes last, either way.
+        assert_eq!(
+            compare_keys(&[key(false, None)], &[key(false, n(0))]),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_keys(&[key(true, n(9))], &[key(true, None)]),
+            Ordering::Less
+        );
+        // The first differing key decides; equal keys are equal.
+        let a = [
+            key(false, n(1)),
+            key(true, Some(SortValue::Text("b".into()))),
+        ];
+        let b = [
+            key(false, n(1)),
+            key(true, Some(SortValue::Text("a".into()))),
+        ];
+        assert_eq!(compare_keys(&a, &b), Ordering::Greater);
+        assert_eq!(compare_keys(&a, &a), Ordering::Equal);
+        // More keys first when the shared ones are equal.
+        assert_eq!(compare_keys(&a, &a[..1]), Ordering::Less);
+    }
+}
