@@ -56,7 +56,7 @@ struct Failed;
 type LResult = Result<Expr, Failed>;
 
 /// Lowers a parsed file. Errors go to `diags`; `None` if there were any.
-pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
+pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
     let mut l = Lowerer {
         diags,
         vars: Vec::new(),
@@ -1429,10 +1429,10 @@ impl<'a> Lowerer<'a, '_> {
 /// Most constituents a `line` may expand to once its repetition counts are
 /// unrolled (`{m,n}` repeats its constituent n times): the size of the
 /// line's automaton.
-pub const MAX_LINE_STATES: usize = 10_000;
+pub(crate) const MAX_LINE_STATES: usize = 10_000;
 
 /// How many constituents `items` expand to (saturating).
-pub fn line_states(items: &[ir::LineItem]) -> usize {
+pub(crate) fn line_states(items: &[ir::LineItem]) -> usize {
     items
         .iter()
         .map(|it| {

@@ -24,31 +24,31 @@ const MAX_ERRORS: usize = 50;
 
 /// Binding powers (higher binds tighter); see the module docs of
 /// `crate::syntax` for the table.
-pub mod bp {
-    pub const LOWEST: u8 = 0;
-    pub const OR: u8 = 10;
-    pub const AND: u8 = 20;
-    pub const NOT: u8 = 30;
-    pub const IN: u8 = 40;
-    pub const CMP: u8 = 50;
-    pub const ADD: u8 = 60;
-    pub const MUL: u8 = 70;
-    pub const UNION: u8 = 80;
-    pub const INTER: u8 = 90;
-    pub const ATTACKS: u8 = 100;
-    pub const PREFIX: u8 = 110;
+pub(crate) mod bp {
+    pub(crate) const LOWEST: u8 = 0;
+    pub(crate) const OR: u8 = 10;
+    pub(crate) const AND: u8 = 20;
+    pub(crate) const NOT: u8 = 30;
+    pub(crate) const IN: u8 = 40;
+    pub(crate) const CMP: u8 = 50;
+    pub(crate) const ADD: u8 = 60;
+    pub(crate) const MUL: u8 = 70;
+    pub(crate) const UNION: u8 = 80;
+    pub(crate) const INTER: u8 = 90;
+    pub(crate) const ATTACKS: u8 = 100;
+    pub(crate) const PREFIX: u8 = 110;
     /// `P : F`: binds tighter than any other operator.
-    pub const COLON: u8 = 120;
+    pub(crate) const COLON: u8 = 120;
     /// Operand of `abs`: just below addition's operands.
-    pub const ABS_ARG: u8 = ADD;
+    pub(crate) const ABS_ARG: u8 = ADD;
     /// Operand of unary minus.
-    pub const NEG_ARG: u8 = MUL;
+    pub(crate) const NEG_ARG: u8 = MUL;
     /// Operand of `#`, `power`, `rank`, `file`, the domain of `square`.
-    pub const SET_ARG: u8 = UNION;
+    pub(crate) const SET_ARG: u8 = UNION;
     /// Operand of `~`.
-    pub const COMPLEMENT_ARG: u8 = ATTACKS;
+    pub(crate) const COMPLEMENT_ARG: u8 = ATTACKS;
     /// Right side of an assignment.
-    pub const ASSIGN_RHS: u8 = CMP + 1;
+    pub(crate) const ASSIGN_RHS: u8 = CMP + 1;
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
@@ -93,7 +93,7 @@ pub const UNSUPPORTED: &[&str] = &[
 ];
 
 /// Words that are keywords (cannot name a variable).
-pub const KEYWORDS: &[&str] = &[
+pub(crate) const KEYWORDS: &[&str] = &[
     "and",
     "or",
     "not",
@@ -215,7 +215,7 @@ pub const KEYWORDS: &[&str] = &[
 ];
 
 /// The direction set named by a direction keyword.
-pub fn direction_keyword(w: &str) -> Option<DirSet> {
+pub(crate) fn direction_keyword(w: &str) -> Option<DirSet> {
     use ir::Direction as D;
     Some(match w {
         "up" => DirSet::single(D::Up),
@@ -238,7 +238,7 @@ pub fn direction_keyword(w: &str) -> Option<DirSet> {
 }
 
 /// The transform filter named by a keyword.
-pub fn transform_keyword(w: &str) -> Option<TransformFilter> {
+pub(crate) fn transform_keyword(w: &str) -> Option<TransformFilter> {
     use TransformFilter as T;
     Some(match w {
         "flip" | "dihedral" | "flipdihedral" => T::Flip,
@@ -296,12 +296,12 @@ fn leaf_keyword(w: &str) -> Option<Node> {
 
 /// Marker: an error was recorded in the diagnostics.
 #[derive(Debug)]
-pub struct Failed;
+pub(crate) struct Failed;
 
 type PResult<T> = Result<T, Failed>;
 
 /// Parses a whole file. Errors go to `diags`.
-pub fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
+pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
     if src.len() > MAX_SOURCE_BYTES {
         diags.error(
             Span::new(0, 0),
