@@ -1,6 +1,8 @@
 //! The evaluator: one recursive function per filter family, each documented
 //! with the CQL 6 meaning it implements.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
 use shakmaty::{Bitboard, Square};
 

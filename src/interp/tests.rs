@@ -2,8 +2,10 @@
 //! another branch): each filter family on FEN positions and small games,
 //! with the expected values worked out by hand.
 
+// The game builder shared with the integration tests, where its items are
+// public.
 #[path = "../../tests/support/game.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 mod game;
 
 use super::*;
