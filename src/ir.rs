@@ -465,9 +465,9 @@ pub enum Node {
     /// act on it; an empty set elides an orbit element.
     Squares(Bitboard),
     /// Piece designator: pieces in `pieces` standing on `squares` (set).
-    /// `K` is `Piece { K, all 64 }`; `_e4` uses [`PieceSet::EMPTY`].
+    /// `K` is `Piece { K, all 64 }`; `_e4` uses [`PieceSet::EMPTY_SQUARE`].
     Piece {
-        /// The piece types and colours (`EMPTY`: empty squares).
+        /// The piece types and colours ([`PieceSet::EMPTY_SQUARE`]: empty squares).
         pieces: PieceSet,
         /// The squares they must stand on.
         squares: Bitboard,
