@@ -3,7 +3,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
+use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
 use shakmaty::{Bitboard, Square};
 
 use super::moves::{MoveFacts, legal_moves};
@@ -355,17 +355,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Variation => logical(!self.rec(at)?.has(flags::MAINLINE)),
             EnPassant => {
                 let mv = self.rec(at)?.mv;
-                logical(!mv.is_none() && mv.kind() == PackedMove::EN_PASSANT)
+                logical(!mv.is_none() && mv.kind() == MoveKind::EnPassant)
             }
             Castle => {
                 let mv = self.rec(at)?.mv;
-                logical(
-                    !mv.is_none()
-                        && matches!(
-                            mv.kind(),
-                            PackedMove::CASTLE_KINGSIDE | PackedMove::CASTLE_QUEENSIDE
-                        ),
-                )
+                logical(!mv.is_none() && mv.kind().is_castle())
             }
             Result(r) => logical(self.result_is(*r)),
             In(x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
@@ -464,7 +458,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// first position, even when its FEN names an en passant square.
     fn en_passant_square(&self, at: u32) -> R<Bitboard> {
         let mv = self.rec(at)?.mv;
-        Ok(if !mv.is_none() && mv.kind() == PackedMove::EN_PASSANT {
+        Ok(if !mv.is_none() && mv.kind() == MoveKind::EnPassant {
             Bitboard::from_square(Square::new(mv.to() as u32))
         } else {
             Bitboard::EMPTY
