@@ -5,7 +5,10 @@
 //! `ply`, `passedpawns`, `wtm`, `result 1-0`, ...) are stored directly as the
 //! [`ir::Node`] they lower to.
 
-use crate::ir::{self, ArithOp, Bitboard, CmpOp, DirSet, PieceSet, SetOp, Span, TransformFilter};
+use crate::ir::{
+    self, ArithOp, Bitboard, CmpOp, DirSet, MoveSource, MoveValue, PieceSet, SetOp, Span,
+    SpecialMove, TransformFilter,
+};
 
 /// A parsed query file.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,12 +79,9 @@ pub struct MoveParams {
     pub to: Option<Box<Expr>>,
     pub capture: Option<Box<Expr>>,
     pub promote: Option<Box<Expr>>,
-    pub enpassant: bool,
-    pub castle_kingside: bool,
-    pub castle_queenside: bool,
-    pub previous: bool,
-    pub legal: bool,
-    pub count: bool,
+    pub special: Option<SpecialMove>,
+    pub source: MoveSource,
+    pub value: MoveValue,
 }
 
 /// A name and where it was written.
