@@ -95,8 +95,7 @@ pub struct VarId(pub u32);
 pub struct Var {
     /// The name as written in the query.
     pub name: String,
-    /// The kind of every value assigned to it (fixed at its first
-    /// assignment).
+    /// The kind of every value it holds (one kind per variable).
     pub kind: Kind,
 }
 
@@ -568,9 +567,10 @@ pub enum Node {
     Rank(Box<Expr>),
     /// `file X` (numeric 1..8, a = 1): X must be a single square.
     File(Box<Expr>),
-    /// `ply` (numeric): the number of half-moves played before the position.
+    /// `ply` (numeric): half-moves from the game's first position (0 there).
     Ply,
-    /// `movenumber` (numeric): the full-move number of the position.
+    /// `movenumber` (numeric): 1 at the game's first position (whatever its
+    /// `[FEN]` says), one more after each move of black's.
     MoveNumber,
     /// `gamenumber` (numeric): the game's number in the input, from 1.
     GameNumber,
@@ -639,7 +639,7 @@ pub enum Node {
         cond: Box<Expr>,
         /// T, evaluated when C matches.
         then: Box<Expr>,
-        /// E, evaluated when C does not (none: the `if` does not match).
+        /// E, evaluated when C does not match (none: the `if` then matches).
         otherwise: Option<Box<Expr>>,
     },
     /// `{ F G ... }`: all must match; value of the last.
