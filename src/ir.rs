@@ -418,6 +418,50 @@ pub enum TransformFilter {
     Shift,
 }
 
+/// Which moves a `move` filter examines (CQL 6.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MoveSource {
+    /// The moves the game plays from this position: the next move of the
+    /// line, plus the first moves of the variations branching here.
+    #[default]
+    Played,
+    /// `previous`: the move that led to this position.
+    Previous,
+    /// `legal`: every legal move from this position.
+    Legal,
+}
+
+/// The side a castling move is required to be on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Castle {
+    /// `o-o`
+    Kingside,
+    /// `o-o-o`
+    Queenside,
+    /// `castle`: either side.
+    Either,
+}
+
+/// A kind of move a `move` filter requires, beyond its square parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecialMove {
+    /// `enpassant`: an en passant capture.
+    EnPassant,
+    /// `o-o`, `o-o-o`, `castle`: castling on the given side.
+    Castle(Castle),
+}
+
+/// What a `move` filter yields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MoveValue {
+    /// The set of the matching moves' destination squares (set kind).
+    #[default]
+    Destinations,
+    /// `count`: the number of matching moves (numeric kind); only with
+    /// [`MoveSource::Legal`].
+    Count,
+}
+
 /// The parameters of a `move` filter. Set-valued fields are filters of kind
 /// [`Kind::Set`]; `None` means "any".
 #[derive(Clone, Debug, PartialEq)]
@@ -426,15 +470,10 @@ pub struct MoveFilter {
     pub to: Option<Box<Expr>>,
     pub capture: Option<Box<Expr>>,
     pub promote: Option<Box<Expr>>,
-    pub enpassant: bool,
-    pub castle_kingside: bool,
-    pub castle_queenside: bool,
-    /// `previous`: the move that led to this position (else: moves from it).
-    pub previous: bool,
-    /// `legal`: legal moves from this position rather than the game's moves.
-    pub legal: bool,
-    /// `count`: numeric value = number of matching moves.
-    pub count: bool,
+    /// The kind of move required (`None`: any).
+    pub special: Option<SpecialMove>,
+    pub source: MoveSource,
+    pub value: MoveValue,
 }
 
 /// One filter of the query, after name resolution and kind checking.

@@ -249,7 +249,7 @@ fn import_setups_and_chess960() {
     assert_eq!((castle.from(), castle.to(), castle.role()), (5, 6, 5));
     assert_eq!(
         castle.kind(),
-        cqlj::runtime::layout::PackedMove::CASTLE_KINGSIDE
+        cqlj::runtime::layout::MoveKind::CastleKingside
     );
     // Black's 3... O-O in the Variant-tag game: king e8 -> g8.
     let castle = store.game_positions(2).expect("positions")[8].mv;

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use crate::support::same_store;
 use crate::support::scratch;
 use cqlj::runtime::layout::{
-    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PackedMove, PositionRecord, flags,
+    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MoveKind, MoveParts, PackedMove, PositionRecord,
+    flags,
 };
 use same_store::assert_same_store;
+use shakmaty::{Color, Role, Square};
 
 use cqlj::runtime::store::{
     CHUNK_BYTES, CHUNKS_OFFSET, GameMeta, HEADER_LEN, HEADER_SLOTS, Store, StoreError, StoreWriter,
@@ -47,15 +49,19 @@ fn record(g: u64, initial: bool) -> PositionRecord {
         mv: if initial {
             PackedMove::NONE
         } else {
-            PackedMove::new(
-                (g % 64) as u8,
-                (g * 7 % 64) as u8,
-                (g % 6) as u8,
-                7,
-                7,
-                0,
-                g.is_multiple_of(2),
-            )
+            PackedMove::new(MoveParts {
+                from: Square::new((g % 64) as u32),
+                to: Square::new((g * 7 % 64) as u32),
+                role: Role::ALL[(g % 6) as usize],
+                captured: None,
+                promotion: None,
+                kind: MoveKind::Normal,
+                mover: if g.is_multiple_of(2) {
+                    Color::White
+                } else {
+                    Color::Black
+                },
+            })
         },
         parent_delta: if initial { 0 } else { 1 },
         ply: (g % 1000) as u16,

@@ -50,69 +50,132 @@ pub mod flags {
     pub const CHESS960: u8 = 1 << 7;
 }
 
-/// The move that led to a position, packed in 32 bits:
-/// bits 0..6 from square, 6..12 to square, 12..15 moving role (0 = pawn ..
-/// 5 = king; 7 = no move: initial position), 15..18 captured role (7 = none),
-/// 18..21 promotion role (7 = none), 21..23 kind ([`PackedMove::NORMAL`] etc.),
-/// bit 23 the mover was white.
+/// The bit layout of a [`PackedMove`]: each field's shift and mask (of the
+/// field's value after the shift). The accessors and the JIT's decoding both
+/// use these, so the layout is written only here.
+pub mod move_bits {
+    /// From square (0..64).
+    pub const FROM_SHIFT: u32 = 0;
+    /// To square (0..64).
+    pub const TO_SHIFT: u32 = 6;
+    /// Mask of a square field.
+    pub const SQUARE_MASK: u32 = 63;
+    /// Moving role (0 = pawn .. 5 = king; [`super::PackedMove::NO_ROLE`]:
+    /// no move).
+    pub const ROLE_SHIFT: u32 = 12;
+    /// Captured role ([`super::PackedMove::NO_ROLE`]: none).
+    pub const CAPTURED_SHIFT: u32 = 15;
+    /// Promotion role ([`super::PackedMove::NO_ROLE`]: none).
+    pub const PROMOTION_SHIFT: u32 = 18;
+    /// Mask of a role field.
+    pub const ROLE_MASK: u32 = 7;
+    /// The [`super::MoveKind`].
+    pub const KIND_SHIFT: u32 = 21;
+    /// Mask of the kind field.
+    pub const KIND_MASK: u32 = 3;
+    /// Set when the mover was white (one bit).
+    pub const WHITE_SHIFT: u32 = 23;
+}
+
+/// The kind of a packed move (2 bits; every value is a kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MoveKind {
+    Normal = 0,
+    EnPassant = 1,
+    CastleKingside = 2,
+    CastleQueenside = 3,
+}
+
+impl MoveKind {
+    /// The kind of the low two bits of `bits`.
+    pub const fn from_bits(bits: u8) -> MoveKind {
+        match bits & 3 {
+            0 => MoveKind::Normal,
+            1 => MoveKind::EnPassant,
+            2 => MoveKind::CastleKingside,
+            _ => MoveKind::CastleQueenside,
+        }
+    }
+    /// Whether the kind is a castling (either side).
+    pub const fn is_castle(self) -> bool {
+        matches!(self, MoveKind::CastleKingside | MoveKind::CastleQueenside)
+    }
+}
+
+/// The fields of a move, before packing. For castling, `from` is the king's
+/// square and `to` the king's destination square; for en passant,
+/// `captured` is the pawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveParts {
+    pub from: shakmaty::Square,
+    pub to: shakmaty::Square,
+    pub role: shakmaty::Role,
+    pub captured: Option<shakmaty::Role>,
+    pub promotion: Option<shakmaty::Role>,
+    pub kind: MoveKind,
+    pub mover: shakmaty::Color,
+}
+
+/// The move that led to a position, packed in 32 bits as [`move_bits`]
+/// lays out: from and to squares, moving, captured and promotion roles
+/// (0 = pawn .. 5 = king, [`PackedMove::NO_ROLE`] = none; a moving role of
+/// `NO_ROLE` is no move: an initial position), the [`MoveKind`], and whether
+/// the mover was white.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(transparent)]
 pub struct PackedMove(pub u32);
 
 impl PackedMove {
-    pub const NORMAL: u8 = 0;
-    pub const EN_PASSANT: u8 = 1;
-    pub const CASTLE_KINGSIDE: u8 = 2;
-    pub const CASTLE_QUEENSIDE: u8 = 3;
     /// Role code meaning "none".
     pub const NO_ROLE: u8 = 7;
     /// The "move" of an initial position.
-    pub const NONE: PackedMove = PackedMove(7 << 12 | 7 << 15 | 7 << 18);
+    pub const NONE: PackedMove = PackedMove(
+        (Self::NO_ROLE as u32) << move_bits::ROLE_SHIFT
+            | (Self::NO_ROLE as u32) << move_bits::CAPTURED_SHIFT
+            | (Self::NO_ROLE as u32) << move_bits::PROMOTION_SHIFT,
+    );
 
-    /// Packs a move. Roles are 0..=5 or [`Self::NO_ROLE`]. For castling,
-    /// `from` is the king's square and `to` the king's destination square.
-    pub fn new(
-        from: u8,
-        to: u8,
-        role: u8,
-        captured: u8,
-        promotion: u8,
-        kind: u8,
-        white: bool,
-    ) -> PackedMove {
+    /// Packs a move.
+    pub fn new(m: MoveParts) -> PackedMove {
+        use move_bits::*;
+        let role = |r: Option<shakmaty::Role>| r.map_or(Self::NO_ROLE, chess::role_index) as u32;
         PackedMove(
-            (from as u32 & 63)
-                | (to as u32 & 63) << 6
-                | (role as u32 & 7) << 12
-                | (captured as u32 & 7) << 15
-                | (promotion as u32 & 7) << 18
-                | (kind as u32 & 3) << 21
-                | (white as u32) << 23,
+            (m.from as u32 & SQUARE_MASK) << FROM_SHIFT
+                | (m.to as u32 & SQUARE_MASK) << TO_SHIFT
+                | role(Some(m.role)) << ROLE_SHIFT
+                | role(m.captured) << CAPTURED_SHIFT
+                | role(m.promotion) << PROMOTION_SHIFT
+                | (m.kind as u32 & KIND_MASK) << KIND_SHIFT
+                | ((m.mover == shakmaty::Color::White) as u32) << WHITE_SHIFT,
         )
+    }
+    fn field(self, shift: u32, mask: u32) -> u8 {
+        (self.0 >> shift & mask) as u8
     }
     pub fn is_none(self) -> bool {
         self.role() == Self::NO_ROLE
     }
     pub fn from(self) -> u8 {
-        (self.0 & 63) as u8
+        self.field(move_bits::FROM_SHIFT, move_bits::SQUARE_MASK)
     }
     pub fn to(self) -> u8 {
-        (self.0 >> 6 & 63) as u8
+        self.field(move_bits::TO_SHIFT, move_bits::SQUARE_MASK)
     }
     pub fn role(self) -> u8 {
-        (self.0 >> 12 & 7) as u8
+        self.field(move_bits::ROLE_SHIFT, move_bits::ROLE_MASK)
     }
     pub fn captured(self) -> u8 {
-        (self.0 >> 15 & 7) as u8
+        self.field(move_bits::CAPTURED_SHIFT, move_bits::ROLE_MASK)
     }
     pub fn promotion(self) -> u8 {
-        (self.0 >> 18 & 7) as u8
+        self.field(move_bits::PROMOTION_SHIFT, move_bits::ROLE_MASK)
     }
-    pub fn kind(self) -> u8 {
-        (self.0 >> 21 & 3) as u8
+    pub fn kind(self) -> MoveKind {
+        MoveKind::from_bits(self.field(move_bits::KIND_SHIFT, move_bits::KIND_MASK))
     }
     pub fn white(self) -> bool {
-        self.0 >> 23 & 1 == 1
+        self.field(move_bits::WHITE_SHIFT, 1) == 1
     }
 }
 
@@ -337,7 +400,15 @@ mod tests {
         let mut c = ChunkColumns::new_boxed();
         let p = PositionRecord {
             bb: [1, 2, 3, 4, 5, 6, 7, 8],
-            mv: PackedMove::new(12, 28, 0, 7, 7, PackedMove::NORMAL, true),
+            mv: PackedMove::new(MoveParts {
+                from: shakmaty::Square::E2,
+                to: shakmaty::Square::E4,
+                role: shakmaty::Role::Pawn,
+                captured: None,
+                promotion: None,
+                kind: MoveKind::Normal,
+                mover: shakmaty::Color::White,
+            }),
             parent_delta: 1,
             ply: 1,
             halfmove: 0,
@@ -351,6 +422,40 @@ mod tests {
         assert_eq!(p.mv.to(), 28);
         assert!(p.mv.white());
         assert!(PackedMove::NONE.is_none());
+    }
+
+    #[test]
+    fn packed_move_fields_round_trip() {
+        use shakmaty::{Color, Role, Square};
+        let m = PackedMove::new(MoveParts {
+            from: Square::H7,
+            to: Square::G8,
+            role: Role::Pawn,
+            captured: Some(Role::Knight),
+            promotion: Some(Role::Queen),
+            kind: MoveKind::Normal,
+            mover: Color::White,
+        });
+        assert_eq!((m.from(), m.to(), m.role()), (55, 62, 0));
+        assert_eq!((m.captured(), m.promotion()), (1, 4));
+        assert_eq!(m.kind(), MoveKind::Normal);
+        assert!(m.white() && !m.is_none());
+        let m = PackedMove::new(MoveParts {
+            from: Square::E8,
+            to: Square::C8,
+            role: Role::King,
+            captured: None,
+            promotion: None,
+            kind: MoveKind::CastleQueenside,
+            mover: Color::Black,
+        });
+        assert_eq!((m.from(), m.to(), m.role()), (60, 58, 5));
+        assert_eq!((m.captured(), m.promotion()), (7, 7));
+        assert_eq!(m.kind(), MoveKind::CastleQueenside);
+        assert!(!m.white());
+        // The stored encoding does not change with the field names.
+        assert_eq!(m.0, 60 | 58 << 6 | 5 << 12 | 7 << 15 | 7 << 18 | 3 << 21);
+        assert_eq!(PackedMove::NONE.0, 7 << 12 | 7 << 15 | 7 << 18);
     }
 }
 

@@ -15,11 +15,15 @@
 
 use std::ops::ControlFlow;
 
-use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
+use cqlj_runtime::layout::{
+    MoveKind, MoveParts, PackedMove, PositionRecord, chess as lchess, flags,
+};
 use cqlj_runtime::store::{GameMeta, game_flags, result};
 use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup};
+use shakmaty::{
+    CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Role, Setup,
+};
 
 /// Most positions a game may have (`parent_delta` and `ply` are u16).
 pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
@@ -160,61 +164,43 @@ fn result_code(v: &[u8]) -> Option<u8> {
 
 /// The packed form of a legal move played by `turn`.
 pub fn pack_move(m: Move, turn: Color) -> PackedMove {
-    let white = turn == Color::White;
-    let none = PackedMove::NO_ROLE;
-    match m {
+    let parts = |from, to, role, captured, promotion, kind| MoveParts {
+        from,
+        to,
+        role,
+        captured,
+        promotion,
+        kind,
+        mover: turn,
+    };
+    PackedMove::new(match m {
         Move::Normal {
             role,
             from,
             capture,
             to,
             promotion,
-        } => PackedMove::new(
-            from as u8,
-            to as u8,
-            lchess::role_index(role),
-            capture.map_or(none, lchess::role_index),
-            promotion.map_or(none, lchess::role_index),
-            PackedMove::NORMAL,
-            white,
-        ),
-        Move::EnPassant { from, to } => PackedMove::new(
-            from as u8,
-            to as u8,
-            0,
-            0,
-            none,
-            PackedMove::EN_PASSANT,
-            white,
+        } => parts(from, to, role, capture, promotion, MoveKind::Normal),
+        Move::EnPassant { from, to } => parts(
+            from,
+            to,
+            Role::Pawn,
+            Some(Role::Pawn),
+            None,
+            MoveKind::EnPassant,
         ),
         Move::Castle { king, rook } => {
             let side = shakmaty::CastlingSide::from_king_side(king < rook);
             let kind = if side.is_king_side() {
-                PackedMove::CASTLE_KINGSIDE
+                MoveKind::CastleKingside
             } else {
-                PackedMove::CASTLE_QUEENSIDE
+                MoveKind::CastleQueenside
             };
-            PackedMove::new(
-                king as u8,
-                side.king_to(turn) as u8,
-                5,
-                none,
-                none,
-                kind,
-                white,
-            )
+            parts(king, side.king_to(turn), Role::King, None, None, kind)
         }
         // Drops do not occur in chess.
-        Move::Put { role, to } => PackedMove::new(
-            to as u8,
-            to as u8,
-            lchess::role_index(role),
-            none,
-            none,
-            PackedMove::NORMAL,
-            white,
-        ),
-    }
+        Move::Put { role, to } => parts(to, to, role, None, None, MoveKind::Normal),
+    })
 }
 
 /// `r` with the setup oddities CQL 6.2 reads as they are (an unusable en

@@ -3,14 +3,14 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
+use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
 use shakmaty::{Bitboard, Square};
 
 use super::moves::{MoveFacts, legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
-    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, PinValue,
-    SetOp, Side, TagField,
+    ArithOp, Castle, CmpOp, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue, Node,
+    OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -355,17 +355,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Variation => logical(!self.rec(at)?.has(flags::MAINLINE)),
             EnPassant => {
                 let mv = self.rec(at)?.mv;
-                logical(!mv.is_none() && mv.kind() == PackedMove::EN_PASSANT)
+                logical(!mv.is_none() && mv.kind() == MoveKind::EnPassant)
             }
             Castle => {
                 let mv = self.rec(at)?.mv;
-                logical(
-                    !mv.is_none()
-                        && matches!(
-                            mv.kind(),
-                            PackedMove::CASTLE_KINGSIDE | PackedMove::CASTLE_QUEENSIDE
-                        ),
-                )
+                logical(!mv.is_none() && mv.kind().is_castle())
             }
             Result(r) => logical(self.result_is(*r)),
             In(x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
@@ -464,7 +458,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// first position, even when its FEN names an en passant square.
     fn en_passant_square(&self, at: u32) -> R<Bitboard> {
         let mv = self.rec(at)?.mv;
-        Ok(if !mv.is_none() && mv.kind() == PackedMove::EN_PASSANT {
+        Ok(if !mv.is_none() && mv.kind() == MoveKind::EnPassant {
             Bitboard::from_square(Square::new(mv.to() as u32))
         } else {
             Bitboard::EMPTY
@@ -498,12 +492,13 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// piece it captures (for en passant, the captured pawn's) in `capture`,
     /// it promotes to a piece type of the `promote` designator (colour
     /// ignored: the mover's colour fixes it), it is en passant if
-    /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` are given
-    /// (either, if both). Value: with `count`, the number of matching moves
+    /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` is given
+    /// (either, for `castle`). Value: with `count`, the number of matching moves
     /// (always matches); else the set of their destination squares.
     fn move_filter(&mut self, m: &MoveFilter, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
-        let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.previous {
+        let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.source == MoveSource::Previous
+        {
             match self.game.parent(at) {
                 Some(p) => (
                     MoveFacts::from_packed(rec.mv).into_iter().collect(),
@@ -511,7 +506,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 ),
                 None => (Vec::new(), None),
             }
-        } else if m.legal {
+        } else if m.source == MoveSource::Legal {
             (legal_moves(rec, self.game.number, at)?, Some(at))
         } else {
             let children = self.game.children(at);
@@ -529,7 +524,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (moves, Some(at))
         };
         let Some(base) = base else {
-            return Ok(if m.count {
+            return Ok(if m.value == MoveValue::Count {
                 Some(Value::Number(0))
             } else {
                 None
@@ -560,16 +555,21 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 && promote
                     .as_ref()
                     .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
-                && (!m.enpassant || mv.en_passant)
-                && (!(m.castle_kingside || m.castle_queenside)
-                    || (m.castle_kingside && mv.castle_kingside)
-                    || (m.castle_queenside && mv.castle_queenside));
+                && match m.special {
+                    None => true,
+                    Some(SpecialMove::EnPassant) => mv.en_passant,
+                    Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
+                    Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
+                    Some(SpecialMove::Castle(Castle::Either)) => {
+                        mv.castle_kingside || mv.castle_queenside
+                    }
+                };
             if ok {
                 count += 1;
                 dest.add(mv.to);
             }
         }
-        Ok(Some(if m.count {
+        Ok(Some(if m.value == MoveValue::Count {
             Value::Number(count)
         } else {
             Value::Set(dest)

@@ -4,7 +4,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 use cqlj_runtime::layout::chess::role_of;
-use cqlj_runtime::layout::{PackedMove, PositionRecord};
+use cqlj_runtime::layout::{MoveKind, PackedMove, PositionRecord};
 use shakmaty::{Color, Move, Position, Role, Square};
 
 use super::InterpError;
@@ -32,7 +32,7 @@ impl MoveFacts {
         }
         let from = Square::new(mv.from() as u32);
         let to = Square::new(mv.to() as u32);
-        let en_passant = mv.kind() == PackedMove::EN_PASSANT;
+        let en_passant = mv.kind() == MoveKind::EnPassant;
         let capture_square = if en_passant {
             // The captured pawn stands behind the destination, seen from
             // the mover.
@@ -54,8 +54,8 @@ impl MoveFacts {
             capture_square,
             promotion: role_of(mv.promotion()),
             en_passant,
-            castle_kingside: mv.kind() == PackedMove::CASTLE_KINGSIDE,
-            castle_queenside: mv.kind() == PackedMove::CASTLE_QUEENSIDE,
+            castle_kingside: mv.kind() == MoveKind::CastleKingside,
+            castle_queenside: mv.kind() == MoveKind::CastleQueenside,
         })
     }
 

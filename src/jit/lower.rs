@@ -20,7 +20,7 @@ use super::{GameSlot, JitError, JitOptions, fused};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
-use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, PackedMove, flags};
+use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, MoveKind, flags, move_bits};
 
 /// Why the JIT does not lower `e`, or `None` if it does.
 pub(super) fn unsupported(e: &Expr) -> Option<String> {
@@ -521,6 +521,13 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
     pub fn i8c(&mut self, v: bool) -> Value {
         self.b.ins().iconst(types::I8, v as i64)
+    }
+
+    /// One field of a packed move (`Column::Move`), by its
+    /// [`move_bits`] shift and mask.
+    fn move_field(&mut self, mv: Value, shift: u32, mask: u32) -> Value {
+        let v = self.b.ins().ushr_imm_u(mv, i64::from(shift));
+        self.b.ins().band_imm_s(v, i64::from(mask))
     }
 
     /// Loads the current position's value of a column (zero-extended to i64).
@@ -1173,14 +1180,12 @@ impl<'a, 'f> Lower<'a, 'f> {
                 // The square of the en passant capture that led here (the
                 // capturing pawn's destination), else empty.
                 let mv = self.column(Column::Move);
-                let kind = self.b.ins().ushr_imm_u(mv, 21);
-                let kind = self.b.ins().band_imm_s(kind, 3);
+                let kind = self.move_field(mv, move_bits::KIND_SHIFT, move_bits::KIND_MASK);
                 let ep = self
                     .b
                     .ins()
-                    .icmp_imm_s(IntCC::Equal, kind, PackedMove::EN_PASSANT as i64);
-                let to = self.b.ins().ushr_imm_u(mv, 6);
-                let to = self.b.ins().band_imm_s(to, 63);
+                    .icmp_imm_s(IntCC::Equal, kind, MoveKind::EnPassant as i64);
+                let to = self.move_field(mv, move_bits::TO_SHIFT, move_bits::SQUARE_MASK);
                 let one = self.u64c(1);
                 let bit = self.b.ins().ishl(one, to);
                 let zero = self.u64c(0);
@@ -1451,17 +1456,22 @@ impl<'a, 'f> Lower<'a, 'f> {
             },
             Node::EnPassant | Node::Castle => {
                 let mv = self.column(Column::Move);
-                let kind = self.b.ins().ushr_imm_u(mv, 21);
-                let kind = self.b.ins().band_imm_s(kind, 3);
+                let kind = self.move_field(mv, move_bits::KIND_SHIFT, move_bits::KIND_MASK);
                 V::Logical(if matches!(e.node, Node::EnPassant) {
                     self.b
                         .ins()
-                        .icmp_imm_s(IntCC::Equal, kind, PackedMove::EN_PASSANT as i64)
+                        .icmp_imm_s(IntCC::Equal, kind, MoveKind::EnPassant as i64)
                 } else {
+                    // The two castling kinds are the two highest.
+                    const _: () = assert!(
+                        (MoveKind::CastleQueenside as u8) > MoveKind::CastleKingside as u8
+                            && (MoveKind::CastleKingside as u8) > MoveKind::EnPassant as u8
+                            && (MoveKind::EnPassant as u8) > MoveKind::Normal as u8
+                    );
                     self.b.ins().icmp_imm_s(
                         IntCC::UnsignedGreaterThanOrEqual,
                         kind,
-                        PackedMove::CASTLE_KINGSIDE as i64,
+                        MoveKind::CastleKingside as i64,
                     )
                 })
             }

@@ -10,7 +10,10 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-use crate::ir::{self, ArithOp, Bitboard, CmpOp, DirSet, PieceSet, SetOp, Span, TransformFilter};
+use crate::ir::{
+    self, ArithOp, Bitboard, CmpOp, DirSet, MoveSource, MoveValue, PieceSet, SetOp, Span,
+    SpecialMove, TransformFilter,
+};
 
 /// A parsed query file.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,12 +84,9 @@ pub(crate) struct MoveParams {
     pub(crate) to: Option<Box<Expr>>,
     pub(crate) capture: Option<Box<Expr>>,
     pub(crate) promote: Option<Box<Expr>>,
-    pub(crate) enpassant: bool,
-    pub(crate) castle_kingside: bool,
-    pub(crate) castle_queenside: bool,
-    pub(crate) previous: bool,
-    pub(crate) legal: bool,
-    pub(crate) count: bool,
+    pub(crate) special: Option<SpecialMove>,
+    pub(crate) source: MoveSource,
+    pub(crate) value: MoveValue,
 }
 
 /// A name and where it was written.

@@ -375,14 +375,14 @@ impl<'a> Lowerer<'a, '_> {
                     to: self.opt_set(&m.to, "`move to`")?,
                     capture: self.opt_set(&m.capture, "`move capture`")?,
                     promote: self.opt_set(&m.promote, "`move promote`")?,
-                    enpassant: m.enpassant,
-                    castle_kingside: m.castle_kingside,
-                    castle_queenside: m.castle_queenside,
-                    previous: m.previous,
-                    legal: m.legal,
-                    count: m.count,
+                    special: m.special,
+                    source: m.source,
+                    value: m.value,
                 };
-                let kind = if m.count { Kind::Numeric } else { Kind::Set };
+                let kind = match m.value {
+                    ir::MoveValue::Count => Kind::Numeric,
+                    ir::MoveValue::Destinations => Kind::Set,
+                };
                 self.mk(Node::Move(mf), kind, span)
             }
             ExprKind::Dash {
@@ -415,12 +415,9 @@ impl<'a> Lowerer<'a, '_> {
                     to,
                     capture,
                     promote,
-                    enpassant: false,
-                    castle_kingside: false,
-                    castle_queenside: false,
-                    previous: false,
-                    legal: false,
-                    count: false,
+                    special: None,
+                    source: ir::MoveSource::Played,
+                    value: ir::MoveValue::Destinations,
                 };
                 self.mk(Node::Move(mf), Kind::Set, span)
             }

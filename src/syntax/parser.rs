@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
-use crate::ir::{Node, TransformFilter};
+use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilter};
 use crate::syntax::ast::{
     Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams, Name, Prefix,
 };
@@ -898,11 +898,14 @@ impl Parser<'_, '_> {
             // `o-o` / `o-o-o` alone: the move just played castled on that
             // side (CQL 6.2), i.e. `move previous o-o`.
             Tok::CastleKing | Tok::CastleQueen => {
-                let king = t.tok == Tok::CastleKing;
+                let side = if t.tok == Tok::CastleKing {
+                    Castle::Kingside
+                } else {
+                    Castle::Queenside
+                };
                 let m = MoveParams {
-                    castle_kingside: king,
-                    castle_queenside: !king,
-                    previous: true,
+                    special: Some(SpecialMove::Castle(side)),
+                    source: MoveSource::Previous,
                     ..MoveParams::default()
                 };
                 Ok(Expr::new(ExprKind::Move(m), start))
@@ -1698,66 +1701,74 @@ impl Parser<'_, '_> {
     }
 
     /// `move` and its parameters, in any order, each at most once:
-    /// `from X`, `to X`, `capture X`, `promote X`, `enpassant`, one of
-    /// `o-o`/`o-o-o`/`castle` (either side), `previous` or `legal` (not
+    /// `from X`, `to X`, `capture X`, `promote X`, one of `enpassant`,
+    /// `o-o`, `o-o-o`, `castle` (either side), `previous` or `legal` (not
     /// both), `count` (with `legal`), as CQL 6.2 requires.
     fn move_filter(&mut self, start: Span) -> PResult<Expr> {
         let mut m = MoveParams::default();
         let mut castle_at: Option<Span> = None;
+        let mut legal_and_previous = false;
         loop {
             let t = self.peek().clone();
-            let castle = match &t.tok {
-                Tok::CastleKing => Some((true, false)),
-                Tok::CastleQueen => Some((false, true)),
-                Tok::Ident(w) if w == "castle" => Some((true, true)),
+            let special = match &t.tok {
+                Tok::CastleKing => Some(SpecialMove::Castle(Castle::Kingside)),
+                Tok::CastleQueen => Some(SpecialMove::Castle(Castle::Queenside)),
+                Tok::Ident(w) if w == "castle" => Some(SpecialMove::Castle(Castle::Either)),
+                Tok::Ident(w) if w == "enpassant" => Some(SpecialMove::EnPassant),
                 _ => None,
             };
-            if let Some((king, queen)) = castle {
-                if let Some(first) = castle_at {
-                    return Err(self.error(
-                        t.span,
-                        format!(
-                            "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
-                            pos_text(self.src, first)
-                        ),
-                    ));
+            if let Some(special) = special {
+                match (m.special, special) {
+                    (None, _) => {}
+                    (Some(SpecialMove::EnPassant), SpecialMove::EnPassant) => {
+                        return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+                    }
+                    (Some(SpecialMove::Castle(_)), SpecialMove::Castle(_)) => {
+                        return Err(self.error(
+                            t.span,
+                            format!(
+                                "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
+                                pos_text(self.src, castle_at.unwrap_or(t.span))
+                            ),
+                        ));
+                    }
+                    (Some(_), _) => {
+                        return Err(self.error(
+                            t.span,
+                            "`move` cannot take both `enpassant` and castling (no move is both)",
+                        ));
+                    }
                 }
                 self.bump();
-                castle_at = Some(t.span);
-                m.castle_kingside = king;
-                m.castle_queenside = queen;
+                if matches!(special, SpecialMove::Castle(_)) {
+                    castle_at = Some(t.span);
+                }
+                m.special = Some(special);
                 continue;
             }
             let w = match &t.tok {
                 Tok::Ident(w) => w.clone(),
                 _ => break,
             };
-            if w == "enpassant" && m.enpassant {
-                return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+            let source = match w.as_str() {
+                "previous" => Some(MoveSource::Previous),
+                "legal" => Some(MoveSource::Legal),
+                _ => None,
+            };
+            if let Some(source) = source {
+                self.bump();
+                legal_and_previous |= m.source != MoveSource::Played && m.source != source;
+                m.source = source;
+                continue;
             }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
                 "capture" => &mut m.capture,
                 "promote" => &mut m.promote,
-                "enpassant" => {
-                    self.bump();
-                    m.enpassant = true;
-                    continue;
-                }
-                "previous" => {
-                    self.bump();
-                    m.previous = true;
-                    continue;
-                }
-                "legal" => {
-                    self.bump();
-                    m.legal = true;
-                    continue;
-                }
                 "count" => {
                     self.bump();
-                    m.count = true;
+                    m.value = MoveValue::Count;
                     continue;
                 }
                 _ => break,
@@ -1769,13 +1780,13 @@ impl Parser<'_, '_> {
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
         let span = self.span_from(start);
-        if m.legal && m.previous {
+        if legal_and_previous {
             return Err(self.error(
                 span,
                 "`move` cannot take both `legal` and `previous` (the previous move is a game move)",
             ));
         }
-        if m.count && !m.legal {
+        if m.value == MoveValue::Count && m.source != MoveSource::Legal {
             return Err(self.error(
                 span,
                 "`count` in `move` needs `legal` (`move legal count`): it counts legal moves",

@@ -4,11 +4,11 @@
 //! parent; mainline/initial/terminal flags). Independent of `crate::import`
 //! so interpreter tests do not depend on the importer.
 
-use cqlj_runtime::layout::chess::{record_of, role_index};
-use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
+use cqlj_runtime::layout::chess::record_of;
+use cqlj_runtime::layout::{MoveKind, MoveParts, PackedMove, PositionRecord, flags};
 use shakmaty::fen::Fen;
 use shakmaty::san::San;
-use shakmaty::{CastlingMode, Chess, Color, Move, Position};
+use shakmaty::{CastlingMode, Chess, Move, Position, Role};
 
 /// A game under construction.
 pub struct GameBuilder {
@@ -20,8 +20,17 @@ pub struct GameBuilder {
 /// Packs `m`, played in `pos`, as the store does.
 pub fn pack(pos: &Chess, m: &Move) -> PackedMove {
     let turn = pos.turn();
-    let white = turn == Color::White;
-    let none = PackedMove::NO_ROLE;
+    let parts = |from, to, role, captured, promotion, kind| {
+        PackedMove::new(MoveParts {
+            from,
+            to,
+            role,
+            captured,
+            promotion,
+            kind,
+            mover: turn,
+        })
+    };
     match *m {
         Move::Normal {
             role,
@@ -29,40 +38,23 @@ pub fn pack(pos: &Chess, m: &Move) -> PackedMove {
             capture,
             to,
             promotion,
-        } => PackedMove::new(
-            from as u8,
-            to as u8,
-            role_index(role),
-            capture.map_or(none, role_index),
-            promotion.map_or(none, role_index),
-            PackedMove::NORMAL,
-            white,
-        ),
-        Move::EnPassant { from, to } => PackedMove::new(
-            from as u8,
-            to as u8,
-            0,
-            0,
-            none,
-            PackedMove::EN_PASSANT,
-            white,
+        } => parts(from, to, role, capture, promotion, MoveKind::Normal),
+        Move::EnPassant { from, to } => parts(
+            from,
+            to,
+            Role::Pawn,
+            Some(Role::Pawn),
+            None,
+            MoveKind::EnPassant,
         ),
         Move::Castle { king, rook } => {
             let side = shakmaty::CastlingSide::from_king_side(king < rook);
             let kind = if side.is_king_side() {
-                PackedMove::CASTLE_KINGSIDE
+                MoveKind::CastleKingside
             } else {
-                PackedMove::CASTLE_QUEENSIDE
+                MoveKind::CastleQueenside
             };
-            PackedMove::new(
-                king as u8,
-                side.king_to(turn) as u8,
-                5,
-                none,
-                none,
-                kind,
-                white,
-            )
+            parts(king, side.king_to(turn), Role::King, None, None, kind)
         }
         Move::Put { .. } => PackedMove::NONE,
     }
