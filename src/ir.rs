@@ -14,6 +14,8 @@
 //! - Square sets are [`Bitboard`]s in shakmaty's square order (a1 = bit 0,
 //!   h8 = bit 63).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
 pub use cqlj_runtime::bitboard::{Bitboard, DirSet, Direction};
@@ -407,14 +409,23 @@ pub enum TagField {
 pub enum TransformFilter {
     /// `flip`, `dihedral`, `flipdihedral`
     Flip,
+    /// `rotate90`: the four rotations.
     Rotate90,
+    /// `fliphorizontal`: identity and reflect_h.
     FlipHorizontal,
+    /// `flipvertical`: identity and reflect_v.
     FlipVertical,
+    /// `flipcolor`: identity and invertcolor∘reflect_h.
     FlipColor,
+    /// `reversecolor`: invertcolor∘reflect_h only (no identity).
     ReverseColor,
+    /// `rotate45`: σ^k of directions, k = 0..7.
     Rotate45,
+    /// `shifthorizontal`: H(dx), dx = -7..7.
     ShiftHorizontal,
+    /// `shiftvertical`: V(dy), dy = -7..7.
     ShiftVertical,
+    /// `shift`: H(dx)∘V(dy), all 225 pairs.
     Shift,
 }
 
@@ -466,13 +477,21 @@ pub enum MoveValue {
 /// [`Kind::Set`]; `None` means "any".
 #[derive(Clone, Debug, PartialEq)]
 pub struct MoveFilter {
+    /// `from X`: the moving piece's square is in X.
     pub from: Option<Box<Expr>>,
+    /// `to X`: the destination (the king's, for castling) is in X.
     pub to: Option<Box<Expr>>,
+    /// `capture X`: the captured piece's square (for en passant, the
+    /// captured pawn's) is in X.
     pub capture: Option<Box<Expr>>,
+    /// `promote X`: the move promotes to a piece type of the designator X
+    /// (colour ignored).
     pub promote: Option<Box<Expr>>,
     /// The kind of move required (`None`: any).
     pub special: Option<SpecialMove>,
+    /// Which moves are examined.
     pub source: MoveSource,
+    /// What the filter yields.
     pub value: MoveValue,
 }
 
