@@ -600,9 +600,9 @@ pub enum Node {
         all: bool,
         /// x: a set variable holding one square in F.
         var: VarId,
-        /// S.
+        /// S: the squares looped over.
         domain: Box<Expr>,
-        /// F.
+        /// F, evaluated with x holding each square of S in turn.
         body: Box<Expr>,
     },
 
@@ -693,7 +693,7 @@ pub enum Node {
     Not(Box<Expr>),
     /// `if C then T [else E]`.
     If {
-        /// C.
+        /// C, the condition.
         cond: Box<Expr>,
         /// T, evaluated when C matches.
         then: Box<Expr>,
@@ -728,7 +728,7 @@ pub enum Node {
     Message(Vec<Expr>),
     /// A transform filter `T [count] [restrict] F`.
     Transform {
-        /// T.
+        /// Which filter T is.
         filter: TransformFilter,
         /// `count`: numeric, the number of matching orbit elements.
         count: bool,
@@ -745,9 +745,9 @@ pub enum Node {
     // `sequence` module for their CQL 6.2 meaning) ------------------------
     /// `P : F`: F evaluated at the position P (kind of F).
     At {
-        /// P (position).
+        /// P, a position filter: where F is evaluated.
         pos: Box<Expr>,
-        /// F.
+        /// F, evaluated with P's position as the current one.
         body: Box<Expr>,
     },
     /// A game-tree leaf: `parent`, `depth`, `positionid`,
@@ -771,9 +771,9 @@ pub enum Node {
         quiet: bool,
         /// The run's length must lie in this range.
         range: Option<(i64, Option<i64>)>,
-        /// x (position).
+        /// x, a position filter.
         source: Box<Expr>,
-        /// y (position).
+        /// y, a position filter.
         target: Box<Expr>,
     },
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.

@@ -77,7 +77,7 @@ pub enum TransformError {
         filters: String,
         /// The product of the chain's filter sizes.
         candidates: u128,
-        /// The limit.
+        /// The value of `Limits::max_candidates`.
         limit: u64,
     },
     /// [`Limits::max_work`] exceeded.
@@ -92,7 +92,7 @@ pub enum TransformError {
         filters: String,
         /// The estimated node count.
         needed: u128,
-        /// The limit.
+        /// The value of `Limits::max_work`.
         limit: u64,
     },
     /// [`Limits::max_orbit_elements`] exceeded.
@@ -102,7 +102,7 @@ pub enum TransformError {
         span: Span,
         /// The chain's keywords, outermost first.
         filters: String,
-        /// The limit.
+        /// The value of `Limits::max_orbit_elements`.
         limit: usize,
     },
     /// [`Limits::max_nodes`] exceeded.
@@ -113,7 +113,7 @@ pub enum TransformError {
         span: Span,
         /// The chain's keywords, outermost first.
         filters: String,
-        /// The limit.
+        /// The value of `Limits::max_nodes`.
         limit: u64,
     },
     /// The IR broke an invariant the expansion relies on (a bug, not an
