@@ -7,6 +7,28 @@
 //! `NoTransform` or `CurrentTransform` node, only [`Node::Orbit`]s, which the
 //! interpreter and the JIT evaluate element by element.
 //!
+//! # Rules of SEMANTICS.md the code relies on
+//!
+//! SEMANTICS.md (outside the repository, see README.md) is the source.
+//! Item docs restate its basic transforms and shifts (§2, §3: [`basic`]),
+//! what a transform changes (§4: [`action`]), the transform filters (§5:
+//! [`TransformFilter`]) and orbit values (§6: [`Node::Orbit`]); structural
+//! deduplication (§6.2) is the IR's `PartialEq` (see [`crate::ir`]). The
+//! other rules the expansion relies on:
+//!
+//! - Elision (§6.1): an element is dropped when any square designator
+//!   anywhere in it (under `not`, `or`, nested filters) *becomes* empty;
+//!   with `restrict`, also when a moving square leaves the board (squares
+//!   held by the full-rank/full-file rule do not leave).
+//! - Composition (§6.3): `X (Y G)` with no `count` on X is one orbit of the
+//!   composed transforms on G (Y's applied first), keeping Y's `count`;
+//!   with `count` on X, X's orbit is over whole elements of `Y G`.
+//! - `notransform F` (§6.4): F is immune to every enclosing transform;
+//!   transform filters inside F still act.
+//! - `rotate45` over a square designator other than all 64 squares,
+//!   outside `notransform` (§6, Decision): a warning
+//!   ([`ROTATE45_SQUARES`]), and the designator is left as it is.
+//!
 //! # Decisions where SEMANTICS.md is silent
 //!
 //! - Candidate order (which duplicate is kept, so which `currenttransform`
