@@ -42,6 +42,7 @@ pub struct ByteSource<'a> {
 }
 
 impl<'a> ByteSource<'a> {
+    /// A source reading `data` from its first byte.
     pub fn new(data: &'a [u8]) -> ByteSource<'a> {
         ByteSource { data, pos: 0 }
     }

@@ -14,6 +14,8 @@
 //! - Square sets are [`Bitboard`]s in shakmaty's square order (a1 = bit 0,
 //!   h8 = bit 63).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
 pub use cqlj_runtime::bitboard::{Bitboard, DirSet, Direction};
@@ -95,8 +97,7 @@ pub struct VarId(pub u32);
 pub struct Var {
     /// The name as written in the query.
     pub name: String,
-    /// The kind of every value assigned to it (fixed at its first
-    /// assignment).
+    /// The kind of every value it holds (one kind per variable).
     pub kind: Kind,
 }
 
@@ -408,14 +409,23 @@ pub enum TagField {
 pub enum TransformFilter {
     /// `flip`, `dihedral`, `flipdihedral`
     Flip,
+    /// `rotate90`: the four rotations.
     Rotate90,
+    /// `fliphorizontal`: identity and reflect_h.
     FlipHorizontal,
+    /// `flipvertical`: identity and reflect_v.
     FlipVertical,
+    /// `flipcolor`: identity and invertcolor∘reflect_h.
     FlipColor,
+    /// `reversecolor`: invertcolor∘reflect_h only (no identity).
     ReverseColor,
+    /// `rotate45`: σ^k of directions, k = 0..7.
     Rotate45,
+    /// `shifthorizontal`: H(dx), dx = -7..7.
     ShiftHorizontal,
+    /// `shiftvertical`: V(dy), dy = -7..7.
     ShiftVertical,
+    /// `shift`: H(dx)∘V(dy), all 225 pairs.
     Shift,
 }
 
@@ -467,13 +477,21 @@ pub enum MoveValue {
 /// [`Kind::Set`]; `None` means "any".
 #[derive(Clone, Debug, PartialEq)]
 pub struct MoveFilter {
+    /// `from X`: the moving piece's square is in X.
     pub from: Option<Box<Expr>>,
+    /// `to X`: the destination (the king's, for castling) is in X.
     pub to: Option<Box<Expr>>,
+    /// `capture X`: the captured piece's square (for en passant, the
+    /// captured pawn's) is in X.
     pub capture: Option<Box<Expr>>,
+    /// `promote X`: the move promotes to a piece type of the designator X
+    /// (colour ignored).
     pub promote: Option<Box<Expr>>,
     /// The kind of move required (`None`: any).
     pub special: Option<SpecialMove>,
+    /// Which moves are examined.
     pub source: MoveSource,
+    /// What the filter yields.
     pub value: MoveValue,
 }
 
@@ -582,9 +600,9 @@ pub enum Node {
         all: bool,
         /// x: a set variable holding one square in F.
         var: VarId,
-        /// S.
+        /// S: the squares looped over.
         domain: Box<Expr>,
-        /// F.
+        /// F, evaluated with x holding each square of S in turn.
         body: Box<Expr>,
     },
 
@@ -607,9 +625,10 @@ pub enum Node {
     Rank(Box<Expr>),
     /// `file X` (numeric 1..8, a = 1): X must be a single square.
     File(Box<Expr>),
-    /// `ply` (numeric): the number of half-moves played before the position.
+    /// `ply` (numeric): half-moves from the game's first position (0 there).
     Ply,
-    /// `movenumber` (numeric): the full-move number of the position.
+    /// `movenumber` (numeric): 1 at the game's first position (whatever its
+    /// `[FEN]` says), one more after each move of black's.
     MoveNumber,
     /// `gamenumber` (numeric): the game's number in the input, from 1.
     GameNumber,
@@ -674,11 +693,11 @@ pub enum Node {
     Not(Box<Expr>),
     /// `if C then T [else E]`.
     If {
-        /// C.
+        /// C, the condition.
         cond: Box<Expr>,
         /// T, evaluated when C matches.
         then: Box<Expr>,
-        /// E, evaluated when C does not (none: the `if` does not match).
+        /// E, evaluated when C does not match (none: the `if` then matches).
         otherwise: Option<Box<Expr>>,
     },
     /// `{ F G ... }`: all must match; value of the last.
@@ -709,7 +728,7 @@ pub enum Node {
     Message(Vec<Expr>),
     /// A transform filter `T [count] [restrict] F`.
     Transform {
-        /// T.
+        /// Which filter T is.
         filter: TransformFilter,
         /// `count`: numeric, the number of matching orbit elements.
         count: bool,
@@ -726,9 +745,9 @@ pub enum Node {
     // `sequence` module for their CQL 6.2 meaning) ------------------------
     /// `P : F`: F evaluated at the position P (kind of F).
     At {
-        /// P (position).
+        /// P, a position filter: where F is evaluated.
         pos: Box<Expr>,
-        /// F.
+        /// F, evaluated with P's position as the current one.
         body: Box<Expr>,
     },
     /// A game-tree leaf: `parent`, `depth`, `positionid`,
@@ -752,9 +771,9 @@ pub enum Node {
         quiet: bool,
         /// The run's length must lie in this range.
         range: Option<(i64, Option<i64>)>,
-        /// x (position).
+        /// x, a position filter.
         source: Box<Expr>,
-        /// y (position).
+        /// y, a position filter.
         target: Box<Expr>,
     },
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.

@@ -3,7 +3,8 @@
 //! **Invariant:** for every query `q` that [`crate::syntax::parse`]
 //! returns, `parse(&print_query(&q)) == Ok(q)` (structural equality, spans
 //! ignored). Parentheses are added only where the CQL precedence rules
-//! (see [`crate::syntax::parser::bp`]) would otherwise group differently.
+//! (the precedence table of [`crate::syntax`]) would otherwise group
+//! differently.
 //! Transformed trees (directions with no CQL keyword, orbits) print in a
 //! readable form that is not meant to be parsed again.
 
