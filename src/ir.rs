@@ -284,6 +284,18 @@ pub enum GameResult {
     Unknown,
 }
 
+impl GameResult {
+    /// The result as PGN writes it (`1-0`, `0-1`, `1/2-1/2`, `*`).
+    pub const fn pgn(self) -> &'static str {
+        match self {
+            GameResult::WhiteWins => "1-0",
+            GameResult::BlackWins => "0-1",
+            GameResult::Draw => "1/2-1/2",
+            GameResult::Unknown => "*",
+        }
+    }
+}
+
 /// Binary set operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SetOp {

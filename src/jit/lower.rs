@@ -1407,10 +1407,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
             }
             Node::MoveNumber => {
-                // 1 + (ply + b) / 2 (CQL 6.2 counts from 1 at the game's
-                // first position, whatever its FEN says), where b = 1 iff
-                // the game started with black to move, i.e. iff the ply's
-                // parity disagrees with the side to move.
+                // `runtime::tags::move_number`: 1 + (ply + b) / 2, where
+                // b = 1 iff the game started with black to move, i.e. iff
+                // the ply's parity disagrees with the side to move.
                 let p = self.column(Column::Ply);
                 let wtm = self.flag(flags::WHITE_TO_MOVE);
                 let wtm = self.b.ins().uextend(types::I64, wtm);

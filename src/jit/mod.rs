@@ -43,6 +43,7 @@ use cranelift_module::{Linkage, Module, default_libcall_names};
 
 use crate::ir::{ExpandedQuery, Expr, GameResult, Kind, Node, Side};
 use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, Column};
+use crate::runtime::tags;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -115,35 +116,14 @@ pub enum GameSlot {
 pub const GAME_VALUE_MISSING: i64 = i64::MIN;
 
 /// The value of `slot` for a game with 1-based `number` and tags looked up
-/// by `tag` (exact name), by the interpreter's rules: Elo from the
-/// `WhiteElo`/`BlackElo` tag, year from the leading digits of `Date`,
-/// results by exact `Result` tag text.
+/// by `tag` (exact name), by the rules of [`crate::runtime::tags`] (the
+/// interpreter's).
 pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<&'t str>) -> i64 {
     match slot {
-        GameSlot::Elo(side) => tag(match side {
-            Side::White => "WhiteElo",
-            Side::Black => "BlackElo",
-        })
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::Year => {
-            let digits: String = tag("Date")
-                .unwrap_or("")
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            digits.parse().unwrap_or(GAME_VALUE_MISSING)
-        }
+        GameSlot::Elo(side) => tags::elo(side == Side::White, tag).unwrap_or(GAME_VALUE_MISSING),
+        GameSlot::Year => tags::year(tag).unwrap_or(GAME_VALUE_MISSING),
         GameSlot::GameNumber => i64::try_from(number).unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::Result(r) => {
-            let want = match r {
-                GameResult::WhiteWins => "1-0",
-                GameResult::BlackWins => "0-1",
-                GameResult::Draw => "1/2-1/2",
-                GameResult::Unknown => "*",
-            };
-            i64::from(tag("Result").is_some_and(|t| t.trim() == want))
-        }
+        GameSlot::Result(r) => i64::from(tags::result_is(r.pgn(), tag)),
     }
 }
 
