@@ -135,7 +135,7 @@ pub struct Plan {
     pub jit: Vec<usize>,
     /// Body filters the interpreter must confirm on pre-selected positions,
     /// with the reason the JIT does not lower them.
-    pub interp: Vec<(usize, String)>,
+    pub interp: Vec<(usize, NotLowered)>,
     /// Orbits lowered in the bit-parallel form (number of shape groups each).
     pub fused_orbits: Vec<usize>,
 }
@@ -145,6 +145,45 @@ impl Plan {
     pub fn is_exact(&self) -> bool {
         self.interp.is_empty()
     }
+}
+
+/// Why the JIT does not lower a top-level filter (the first part of it
+/// that it cannot lower); `explain --plan` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotLowered {
+    #[error(
+        "line: a regular expression over the game tree, run by the interpreter as an automaton of {states} states"
+    )]
+    Line { states: usize },
+    #[error("string values")]
+    StringValues,
+    #[error("string-valued game tags")]
+    StringTags,
+    #[error("currenttransform (string)")]
+    CurrentTransform,
+    #[error("position values")]
+    PositionValues,
+    #[error("variables")]
+    Variables,
+    #[error("sort (side effect)")]
+    Sort,
+    #[error("comment/message (side effect)")]
+    CommentOrMessage,
+    #[error("square/piece loops")]
+    SquareLoop,
+    #[error("move filters")]
+    MoveFilter,
+    #[error("unexpanded transform")]
+    UnexpandedTransform,
+    #[error("game-tree navigation (other positions of the game)")]
+    TreeNavigation,
+    #[error("and/or/not with a value")]
+    ValuedLogical,
+    #[error("valued if without else")]
+    ValuedIfWithoutElse,
+    /// A value of a kind the kernel has no representation for.
+    #[error("{0} values")]
+    Values(Kind),
 }
 
 /// What the kernel writes to the value array for each matching position.
@@ -586,11 +625,7 @@ fn describe(e: &Expr) -> String {
                 if *count { " (count)" } else { "" }
             )
         }
-        n => {
-            let dbg = format!("{n:?}");
-            let head: String = dbg.chars().take_while(|c| c.is_alphanumeric()).collect();
-            head
-        }
+        n => n.name().to_owned(),
     };
     format!("{name} : {}", e.kind)
 }
