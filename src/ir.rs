@@ -22,11 +22,15 @@ pub use cqlj_runtime::piece::PieceSet;
 /// A byte range in the query source.
 #[derive(Clone, Copy, Debug, Default, Eq)]
 pub struct Span {
+    /// Offset of the first byte.
     pub start: u32,
+    /// Offset one past the last byte (`start <= end`).
     pub end: u32,
 }
 
 impl Span {
+    /// The span `start..end`; offsets are truncated to `u32` (query texts
+    /// are far shorter).
     pub fn new(start: usize, end: usize) -> Span {
         Span {
             start: start as u32,
@@ -89,7 +93,10 @@ pub struct VarId(pub u32);
 /// A declared variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Var {
+    /// The name as written in the query.
     pub name: String,
+    /// The kind of every value assigned to it (fixed at its first
+    /// assignment).
     pub kind: Kind,
 }
 
@@ -154,36 +161,52 @@ pub enum TreeRel {
 /// forward (its descendants) or backward (`<--`: its ancestors).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FindFilter {
+    /// `<--`: search the ancestors instead of the descendants.
     pub backward: bool,
     /// `all`: numeric, the number of such positions.
     pub all: bool,
+    /// `quiet`: no `Found i of n` comments.
     pub quiet: bool,
     /// The number of positions found must lie in this range.
     pub range: Option<(i64, Option<i64>)>,
+    /// F, evaluated at each candidate position.
     pub body: Box<Expr>,
 }
 
 /// `echo (s t) F`: pairs of positions of the game.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EchoFilter {
+    /// `s`: a position variable bound to the current position.
     pub source: VarId,
+    /// `t`: a position variable bound to each target in turn.
     pub target: VarId,
     /// `in all`: every position of the game is a target.
     pub all: bool,
+    /// `quiet` as written (kept so that the query prints back the same).
     pub quiet: bool,
+    /// F, evaluated at each target.
     pub body: Box<Expr>,
 }
 
 /// The parameters of a `line` filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LineParams {
+    /// Keep the first match found in PGN order, not the longest.
     pub firstmatch: bool,
+    /// The value is the match's last position (kind position), not its
+    /// length.
     pub lastposition: bool,
+    /// Step two plies at a time (positions with the same side to move).
     pub singlecolor: bool,
+    /// Drop a match that continues the match of the position it came from.
     pub nestban: bool,
+    /// Follow primary children only.
     pub primary: bool,
+    /// Follow non-primary children (variations) only.
     pub secondary: bool,
+    /// No `Start line ...`/`End line ...` comments.
     pub quiet: bool,
+    /// `verbose` as written (kept so that the query prints back the same).
     pub verbose: bool,
     /// The number of matched positions must lie in this range.
     pub range: Option<(i64, Option<i64>)>,
@@ -194,7 +217,9 @@ pub struct LineParams {
 pub struct LineFilter {
     /// `<--`: from the current position back towards the first one.
     pub backward: bool,
+    /// The parameters written after `line`.
     pub params: LineParams,
+    /// The constituents in order (from the current position outwards).
     pub items: Vec<LineItem>,
 }
 
@@ -226,8 +251,11 @@ impl LineFilter {
 /// (`max` `None`: unbounded).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LineItem {
+    /// What is repeated.
     pub atom: LineAtom,
+    /// The least number of repetitions.
     pub min: u32,
+    /// The most repetitions (`>= min`); `None`: unbounded.
     pub max: Option<u32>,
 }
 
@@ -235,7 +263,9 @@ pub struct LineItem {
 /// sequence of constituents.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LineAtom {
+    /// A filter that must match the one position it consumes.
     Filter(Expr),
+    /// `( C C ... )`: the constituents in sequence.
     Group(Vec<LineItem>),
 }
 
@@ -261,11 +291,14 @@ fn line_filters_mut(items: &mut [LineItem], f: &mut impl FnMut(&mut Expr)) {
 /// invertcolor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Side {
+    /// `white`.
     White,
+    /// `black`.
     Black,
 }
 
 impl Side {
+    /// The other side.
     pub fn flip(self) -> Side {
         match self {
             Side::White => Side::Black,
@@ -277,8 +310,11 @@ impl Side {
 /// Game result as written in `result 1-0` etc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GameResult {
+    /// `1-0`
     WhiteWins,
+    /// `0-1`
     BlackWins,
+    /// `1/2-1/2`
     Draw,
     /// `*`
     Unknown,
@@ -308,10 +344,15 @@ pub enum SetOp {
 /// Arithmetic operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArithOp {
+    /// `+`
     Add,
+    /// `-`
     Sub,
+    /// `*`
     Mul,
+    /// `/`
     Div,
+    /// `%`
     Mod,
 }
 
@@ -319,11 +360,17 @@ pub enum ArithOp {
 /// set and a number the set stands for its size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CmpOp {
+    /// `<`
     Lt,
+    /// `<=`
     Le,
+    /// `==`
     Eq,
+    /// `>=`
     Ge,
+    /// `>`
     Gt,
+    /// `!=`
     Ne,
 }
 
@@ -345,18 +392,26 @@ pub enum PinValue {
 /// Which pawn-structure set (`passedpawns` etc.).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PawnSet {
+    /// `passedpawns`
     Passed,
+    /// `doubledpawns`
     Doubled,
+    /// `isolatedpawns`
     Isolated,
+    /// `connectedpawns`
     Connected,
 }
 
 /// String-valued game tags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TagField {
+    /// `event`: the `Event` tag.
     Event,
+    /// `site`: the `Site` tag.
     Site,
+    /// `date`: the `Date` tag.
     Date,
+    /// `eco`: the `ECO` tag.
     Eco,
 }
 
@@ -376,6 +431,50 @@ pub enum TransformFilter {
     Shift,
 }
 
+/// Which moves a `move` filter examines (CQL 6.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MoveSource {
+    /// The moves the game plays from this position: the next move of the
+    /// line, plus the first moves of the variations branching here.
+    #[default]
+    Played,
+    /// `previous`: the move that led to this position.
+    Previous,
+    /// `legal`: every legal move from this position.
+    Legal,
+}
+
+/// The side a castling move is required to be on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Castle {
+    /// `o-o`
+    Kingside,
+    /// `o-o-o`
+    Queenside,
+    /// `castle`: either side.
+    Either,
+}
+
+/// A kind of move a `move` filter requires, beyond its square parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecialMove {
+    /// `enpassant`: an en passant capture.
+    EnPassant,
+    /// `o-o`, `o-o-o`, `castle`: castling on the given side.
+    Castle(Castle),
+}
+
+/// What a `move` filter yields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MoveValue {
+    /// The set of the matching moves' destination squares (set kind).
+    #[default]
+    Destinations,
+    /// `count`: the number of matching moves (numeric kind); only with
+    /// [`MoveSource::Legal`].
+    Count,
+}
+
 /// The parameters of a `move` filter. Set-valued fields are filters of kind
 /// [`Kind::Set`]; `None` means "any".
 #[derive(Clone, Debug, PartialEq)]
@@ -384,22 +483,20 @@ pub struct MoveFilter {
     pub to: Option<Box<Expr>>,
     pub capture: Option<Box<Expr>>,
     pub promote: Option<Box<Expr>>,
-    pub enpassant: bool,
-    pub castle_kingside: bool,
-    pub castle_queenside: bool,
-    /// `previous`: the move that led to this position (else: moves from it).
-    pub previous: bool,
-    /// `legal`: legal moves from this position rather than the game's moves.
-    pub legal: bool,
-    /// `count`: numeric value = number of matching moves.
-    pub count: bool,
+    /// The kind of move required (`None`: any).
+    pub special: Option<SpecialMove>,
+    pub source: MoveSource,
+    pub value: MoveValue,
 }
 
 /// One filter of the query, after name resolution and kind checking.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
+    /// What the filter is.
     pub node: Node,
+    /// What it yields; set by the parser, preserved by transforms.
     pub kind: Kind,
+    /// Where it was written; ignored by `==`.
     pub span: Span,
 }
 
@@ -419,9 +516,11 @@ pub enum Node {
     /// act on it; an empty set elides an orbit element.
     Squares(Bitboard),
     /// Piece designator: pieces in `pieces` standing on `squares` (set).
-    /// `K` is `Piece { K, all 64 }`; `_e4` uses [`PieceSet::EMPTY`].
+    /// `K` is `Piece { K, all 64 }`; `_e4` uses [`PieceSet::EMPTY_SQUARE`].
     Piece {
+        /// The piece types and colours ([`PieceSet::EMPTY_SQUARE`]: empty squares).
         pieces: PieceSet,
+        /// The squares they must stand on.
         squares: Bitboard,
     },
     /// `X & Y`, `X | Y` (set).
@@ -431,9 +530,13 @@ pub enum Node {
     /// `dir [min [max]] X` (set): squares reachable from a square of `X` in one
     /// of `dirs` at a distance in `min..=max` (defaults 1..=7), not wrapping.
     Direction {
+        /// The directions (`diagonal`, `orthogonal` ... name several).
         dirs: DirSet,
+        /// The least distance (`min <= max`).
         min: u8,
+        /// The greatest distance.
         max: u8,
+        /// The set of origin squares.
         arg: Box<Expr>,
     },
     /// `X attacks Y` / `X -> Y` (set: squares of X holding a piece that attacks
@@ -443,8 +546,13 @@ pub enum Node {
     AttackedBy(Box<Expr>, Box<Expr>),
     /// `ray [dirs] (X Y ...)` (set), `xray` when `xray` is true.
     Ray {
+        /// `xray`: the first point holds a line piece that would attack the
+        /// last but for the pieces between (`ray`: no piece between
+        /// consecutive points).
         xray: bool,
+        /// The directions a ray may take.
         dirs: DirSet,
+        /// The set of each successive point of the ray (at least two).
         args: Vec<Expr>,
     },
     /// `between (X Y)` (set).
@@ -452,15 +560,21 @@ pub enum Node {
     /// `pin [from X] [through Y] [to Z]` (set: the squares of the pins'
     /// part `value` names).
     Pin {
+        /// `from X`: the pinning pieces must stand on X (default: any).
         from: Option<Box<Expr>>,
+        /// `through Y`: the pinned pieces must stand on Y (default: any).
         through: Option<Box<Expr>>,
+        /// `to Z`: the squares pinned to must be in Z (default: kings).
         to: Option<Box<Expr>>,
+        /// Which part of the pins the value holds.
         value: PinValue,
     },
     /// `passedpawns` etc. (set).
     PawnStructure(PawnSet),
-    /// `light X` / `dark X` (set); swapped by colour-swapping transforms.
+    /// `light X` (set: the light squares of X); becomes [`Node::Dark`]
+    /// under colour-swapping transforms.
     Light(Box<Expr>),
+    /// `dark X` (set: the dark squares of X); the mirror of [`Node::Light`].
     Dark(Box<Expr>),
     /// `enpassantsquare` (set).
     EnPassantSquare,
@@ -474,10 +588,15 @@ pub enum Node {
     /// set is non-empty). With `all` (logical, no value): matches iff F
     /// matches for every such x, so also when there is none.
     SquareLoop {
+        /// `piece`: only squares of S holding a piece.
         piece: bool,
+        /// `all`: F must match for every square.
         all: bool,
+        /// x: a set variable holding one square in F.
         var: VarId,
+        /// S.
         domain: Box<Expr>,
+        /// F.
         body: Box<Expr>,
     },
 
@@ -492,15 +611,19 @@ pub enum Node {
     Neg(Box<Expr>),
     /// `abs X`.
     Abs(Box<Expr>),
-    /// `max (X Y ...)`, `min (X Y ...)`.
+    /// `max (X Y ...)` (numeric): the largest of the values.
     Max(Vec<Expr>),
+    /// `min (X Y ...)` (numeric): the smallest of the values.
     Min(Vec<Expr>),
-    /// `rank X`, `file X` (numeric 1..8): X must be a single square.
+    /// `rank X` (numeric 1..8): X must be a single square.
     Rank(Box<Expr>),
+    /// `file X` (numeric 1..8, a = 1): X must be a single square.
     File(Box<Expr>),
-    /// `ply`, `movenumber`, `gamenumber` (numeric).
+    /// `ply` (numeric): the number of half-moves played before the position.
     Ply,
+    /// `movenumber` (numeric): the full-move number of the position.
     MoveNumber,
+    /// `gamenumber` (numeric): the game's number in the input, from 1.
     GameNumber,
     /// `elo white` / `elo black` (numeric; no match when the tag is missing).
     Elo(Side),
@@ -509,6 +632,8 @@ pub enum Node {
     /// `sidetomove` (numeric: 1 white, -1 black), `white`/`black` constants
     /// as numbers are [`Node::SideConst`].
     SideToMove,
+    /// `white` (numeric 1) / `black` (numeric -1), compared with
+    /// `sidetomove`.
     SideConst(Side),
 
     // ---- string filters --------------------------------------------------
@@ -526,14 +651,21 @@ pub enum Node {
     CurrentPosition,
 
     // ---- logical filters -------------------------------------------------
+    /// `check`: the side to move is in check.
     Check,
+    /// `mate`: the side to move is checkmated.
     Mate,
+    /// `stalemate`: the side to move has no legal move and is not in check.
     Stalemate,
     /// `wtm` when Side::White, `btm` when Side::Black.
     ToMove(Side),
+    /// `initial`: the game's first position.
     Initial,
+    /// `terminal`: a position without a child (the end of a line of play).
     Terminal,
+    /// `mainline`: the position is on the game's mainline.
     Mainline,
+    /// `variation`: the position is in a variation.
     Variation,
     /// `enpassant`: the move that led here was an en-passant capture.
     EnPassant,
@@ -546,39 +678,57 @@ pub enum Node {
     /// Comparison; kind logical (CQL gives the left value when numeric, see
     /// interpreter docs).
     Compare(CmpOp, Box<Expr>, Box<Expr>),
-    /// `X and Y`, `X or Y`, `not X`.
+    /// `X and Y` (logical): Y is evaluated only when X matches.
     And(Box<Expr>, Box<Expr>),
+    /// `X or Y` (logical): Y is evaluated only when X does not match.
     Or(Box<Expr>, Box<Expr>),
+    /// `not X` (logical).
     Not(Box<Expr>),
     /// `if C then T [else E]`.
     If {
+        /// C.
         cond: Box<Expr>,
+        /// T, evaluated when C matches.
         then: Box<Expr>,
+        /// E, evaluated when C does not (none: the `if` does not match).
         otherwise: Option<Box<Expr>>,
     },
     /// `{ F G ... }`: all must match; value of the last.
     Block(Vec<Expr>),
     /// `X = Y` assignment to a variable (side effect).
     Assign {
+        /// The variable assigned.
         var: VarId,
+        /// The filter whose value is stored.
         value: Box<Expr>,
     },
     /// A variable reference.
     Var(VarId),
     /// `sort ["label"] [min] F` (side effect: records a sort key).
     Sort {
+        /// The documentation string (`sort "label" ...`).
         label: Option<String>,
+        /// `min`: keep the smallest value (default: the largest).
         min: bool,
+        /// F, whose value is the sort key.
         arg: Box<Expr>,
     },
-    /// `comment (args)` / `message (args)` (side effects; always match).
+    /// `comment (args)` (side effect: a comment at the position; always
+    /// matches).
     Comment(Vec<Expr>),
+    /// `message (args)` (side effect: a text recorded for the game, in
+    /// evaluation order; always matches).
     Message(Vec<Expr>),
     /// A transform filter `T [count] [restrict] F`.
     Transform {
+        /// T.
         filter: TransformFilter,
+        /// `count`: numeric, the number of matching orbit elements.
         count: bool,
+        /// `restrict`: drop an element whose designator loses a square off
+        /// the board (shifts).
         restrict: bool,
+        /// F, the target.
         body: Box<Expr>,
     },
     /// `notransform F`.
@@ -588,7 +738,9 @@ pub enum Node {
     // `sequence` module for their CQL 6.2 meaning) ------------------------
     /// `P : F`: F evaluated at the position P (kind of F).
     At {
+        /// P (position).
         pos: Box<Expr>,
+        /// F.
         body: Box<Expr>,
     },
     /// A game-tree leaf: `parent`, `depth`, `positionid`,
@@ -608,9 +760,13 @@ pub enum Node {
     Echo(Box<EchoFilter>),
     /// `consecutivemoves [quiet] [range] (x y)` (numeric).
     ConsecutiveMoves {
+        /// `quiet`: no `x-move[i]`/`y-move[i]` comments.
         quiet: bool,
+        /// The run's length must lie in this range.
         range: Option<(i64, Option<i64>)>,
+        /// x (position).
         source: Box<Expr>,
+        /// y (position).
         target: Box<Expr>,
     },
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.
@@ -623,7 +779,9 @@ pub enum Node {
     /// union of matching elements, numeric = max, otherwise matches iff some
     /// element matches. Every element is evaluated (side effects).
     Orbit {
+        /// `count` of the transform filter.
         count: bool,
+        /// The kept elements.
         elements: Vec<OrbitElement>,
     },
 }
@@ -726,26 +884,36 @@ pub struct OrbitElement {
 /// Options from the `cql(...)` header.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Header {
+    /// `input FILE`: the database (relative to the query file).
     pub input: Option<String>,
+    /// `output FILE`: where matching games go (relative to the query file).
     pub output: Option<String>,
     /// `variations`: also search variations (default: mainline only).
     pub variations: bool,
+    /// `matchstring "s"`: the comment at each matching position (default
+    /// `CQL`).
     pub matchstring: Option<String>,
     /// `gamenumber A [B]`.
     pub gamenumber: Option<(u64, Option<u64>)>,
+    /// `silent`: no match comments in the output games.
     pub silent: bool,
+    /// `quiet`: no warnings or summary, only errors.
     pub quiet: bool,
 }
 
 /// A whole parsed query: header, body (implicitly and-ed), variables.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
+    /// The `cql(...)` options.
     pub header: Header,
+    /// The top-level filters; a position matches iff all match.
     pub body: Vec<Expr>,
+    /// Every variable, indexed by [`VarId`].
     pub vars: Vec<Var>,
 }
 
 impl Expr {
+    /// An expression; the caller states its kind.
     pub fn new(node: Node, kind: Kind, span: Span) -> Expr {
         Expr { node, kind, span }
     }
@@ -1033,15 +1201,19 @@ impl ExpandedQuery {
     pub(crate) fn new_unchecked(query: Query) -> ExpandedQuery {
         ExpandedQuery { query }
     }
+    /// The expanded query.
     pub fn query(&self) -> &Query {
         &self.query
     }
+    /// Its `cql(...)` options.
     pub fn header(&self) -> &Header {
         &self.query.header
     }
+    /// Its top-level filters, with orbits in place of transform filters.
     pub fn body(&self) -> &[Expr] {
         &self.query.body
     }
+    /// Its variables, indexed by [`VarId`].
     pub fn vars(&self) -> &[Var] {
         &self.query.vars
     }

@@ -17,7 +17,9 @@ use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::ir::ExpandedQuery;
 use cqlj::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use cqlj::runtime::bitboard::Bitboard;
-use cqlj::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
+use cqlj::runtime::layout::{
+    CHUNK_POSITIONS, ChunkColumns, PositionRecord, chess::record_of, flags,
+};
 use cqlj::runtime::store::{GameMeta, Store, StoreWriter};
 use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
@@ -45,15 +47,24 @@ struct Case {
     matches: Option<Vec<bool>>,
     #[serde(default)]
     values: Option<Vec<toml::Value>>,
+    /// A query documented as equivalent to `query`: both must match at the
+    /// same positions (single positions and games).
+    #[serde(default)]
+    equivalent: Option<String>,
+    /// With `equivalent`: the engines that compute values must also give
+    /// the same value at every position.
+    #[serde(default)]
+    equivalent_values: bool,
+    /// `query` must match at some position of the case's games.
+    #[serde(default)]
+    nonempty: bool,
     /// Inline PGN: the case's games.
     #[serde(default)]
     pgn: Option<String>,
-    /// A PGN file of the shared data folder: the case's games.
+    /// Files of the shared data folder (each with an optional game range):
+    /// the case's games.
     #[serde(default)]
-    pgn_file: Option<String>,
-    /// First and last CQL game number (inclusive) of `pgn_file` searched.
-    #[serde(default)]
-    game_range: Option<[u32; 2]>,
+    data: Vec<DataFile>,
     /// Expected CQL game numbers (from 1) of the matching games.
     #[serde(default)]
     games: Option<Vec<u32>>,
@@ -72,6 +83,16 @@ struct Case {
     exclude: Vec<Exclude>,
 }
 
+/// A file of the shared data folder searched by a case.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataFile {
+    file: String,
+    /// First and last CQL game number (inclusive) searched; all by default.
+    #[serde(default)]
+    games: Option<[u32; 2]>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Exclude {
@@ -81,7 +102,24 @@ struct Exclude {
 
 impl Case {
     fn has_games(&self) -> bool {
-        self.pgn.is_some() || self.pgn_file.is_some()
+        self.pgn.is_some() || !self.data.is_empty()
+    }
+
+    /// Checks what serde cannot: every exclusion names a known engine and
+    /// gives a reason.
+    fn validate(&self) -> Result<(), String> {
+        for x in &self.exclude {
+            if !ENGINES.contains(&x.engine.as_str()) {
+                return Err(format!("exclude names an unknown engine {:?}", x.engine));
+            }
+            if x.reason.trim().is_empty() {
+                return Err(format!("the exclusion of {:?} gives no reason", x.engine));
+            }
+        }
+        if self.equivalent_values && self.equivalent.is_none() {
+            return Err("`equivalent_values` without `equivalent`".into());
+        }
+        Ok(())
     }
 }
 
@@ -103,6 +141,23 @@ fn corpus() -> Vec<(PathBuf, Case)> {
         let text = std::fs::read_to_string(&f).expect("readable corpus file");
         let file: File = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         cases.extend(file.case.into_iter().map(|c| (f.clone(), c)));
+    }
+    let invalid: Vec<String> = cases
+        .iter()
+        .filter_map(|(f, c)| {
+            c.validate()
+                .err()
+                .map(|e| format!("  {} ({}): {e}", c.name, f.display()))
+        })
+        .collect();
+    assert!(invalid.is_empty(), "invalid cases:\n{}", invalid.join("\n"));
+    let mut names = std::collections::BTreeSet::new();
+    for (_, c) in &cases {
+        assert!(
+            names.insert(c.name.as_str()),
+            "duplicate case name {}",
+            c.name
+        );
     }
     assert!(
         cases.len() >= 100,
@@ -174,14 +229,17 @@ fn expected(case: &Case) -> Result<Vec<Expect>, String> {
     Ok(out)
 }
 
+/// Parses and expands a query text.
+fn expand_text(text: &str) -> Result<transform::Expansion, String> {
+    syntax::parse(text)
+        .map_err(|d| d.render("query", false))
+        .and_then(|q| transform::expand(&q, &Limits::default()).map_err(|e| e.to_string()))
+}
+
 /// Parses and expands a case's query, checking orbit sizes, warnings and
 /// expected errors. `Ok(None)` when the case expects an error (and got it).
 fn expand(case: &Case) -> Result<Option<ExpandedQuery>, String> {
-    let parsed = syntax::parse(&case.query);
-    let result = parsed
-        .map_err(|d| d.render("query", false))
-        .and_then(|q| transform::expand(&q, &Limits::default()).map_err(|e| e.to_string()));
-    let ex = match (result, &case.error) {
+    let ex = match (expand_text(&case.query), &case.error) {
         (Err(msg), Some(want)) if msg.contains(want.as_str()) => return Ok(None),
         (Err(msg), Some(want)) => return Err(format!("error {msg:?} lacks {want:?}")),
         (Err(msg), None) => return Err(format!("rejected: {msg}")),
@@ -203,99 +261,188 @@ fn expand(case: &Case) -> Result<Option<ExpandedQuery>, String> {
     Ok(Some(ex.query))
 }
 
-/// An engine configuration: evaluates a query at each position of a case.
-type EngineFn = fn(&ExpandedQuery, &[PositionRecord]) -> Result<Vec<Expect>, String>;
+/// How an engine configuration evaluates positions directly (single
+/// positions, and every position of a game for `equivalent` cases).
+#[derive(Clone, Copy)]
+enum Direct {
+    /// The reference interpreter, position by position; values checked.
+    Interp,
+    /// The JIT kernel run on a chunk; values checked when `values`.
+    Jit { values: bool, unroll: bool },
+    /// No direct evaluation: single positions become one-position games
+    /// of a store, scanned like games (matches only).
+    Scan,
+}
 
-/// An engine configuration of the corpus: how single positions are
-/// evaluated, whether values are checked, and how games are scanned.
+/// An engine configuration of the corpus: how positions are evaluated
+/// directly, and how games are scanned.
 struct Config {
     name: &'static str,
-    positions: EngineFn,
-    checks_values: bool,
+    direct: Direct,
     engine: Engine,
+    jit: JitOptions,
     scan: ScanOptions,
 }
 
+impl Config {
+    fn checks_values(&self) -> bool {
+        matches!(
+            self.direct,
+            Direct::Interp | Direct::Jit { values: true, .. }
+        )
+    }
+}
+
 /// The engine configuration names an `exclude` may use.
-const ENGINES: [&str; 7] = [
+const ENGINES: [&str; 9] = [
     "interp",
     "jit",
+    "jit-nounroll",
     "scan-serial",
     "scan-parallel",
     "scan-batch1",
     "scan-jit-serial",
     "scan-jit-parallel",
+    "scan-jit-nounroll",
 ];
 
-fn run_interp(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let interp = Interpreter::new(q).map_err(|e| e.to_string())?;
-    let tags = Vec::new();
-    recs.iter()
-        .map(|rec| {
-            let positions = [*rec];
-            let view = GameView {
-                number: 1,
-                tags: &tags,
-                positions: &positions,
-            };
-            let mut state = interp.new_state(&EvalOptions::default());
-            match interp.eval_body_at(&view, 0, &mut state) {
-                Ok(Some(v)) => Ok(Expect::Match(Some(v))),
-                Ok(None) => Ok(Expect::NoMatch),
-                Err(e) => Err(e.to_string()),
-            }
-        })
-        .collect()
+/// One game as the direct engines see it.
+struct GameInput<'a> {
+    /// CQL game number (from 1).
+    number: u64,
+    tags: &'a [(String, String)],
+    positions: &'a [PositionRecord],
+    /// Each position is a one-position game of its own (single-position
+    /// cases, which the JIT runs together in one chunk).
+    separate: bool,
 }
 
-/// The JIT's kernel run directly on a chunk holding the positions. Where the
-/// plan leaves filters to the interpreter, the kernel only pre-selects: its
-/// matches must then include every real match (checked against the
-/// interpreter), and the interpreter's answer is reported.
-fn run_jit(q: &ExpandedQuery, recs: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    let opts = JitOptions {
-        values: true,
-        verify: true,
-        ..JitOptions::default()
-    };
-    let cq = jit::compile(q, &opts).map_err(|e| e.to_string())?;
-    let mut chunk = ChunkColumns::new_boxed();
-    for (i, r) in recs.iter().enumerate() {
-        chunk.set(i, r);
-    }
-    let game: Vec<i64> = cq
-        .game_slots()
-        .iter()
-        .map(|&slot| jit::game_value(slot, 1, |_| None))
-        .collect();
-    let mut out = ChunkOutput::new();
-    cq.run(&chunk, 0..recs.len(), &game, &mut out)
-        .map_err(|e| e.to_string())?;
-    let got: Vec<Expect> = (0..recs.len())
-        .map(|i| {
-            if !out.matched(i) {
-                return Expect::NoMatch;
+/// A query prepared for direct evaluation: the interpreter, and the JIT
+/// kernel when the configuration runs it.
+struct Prepared {
+    interp: Interpreter,
+    opts: EvalOptions,
+    /// The kernel, and whether it writes values.
+    jit: Option<(jit::CompiledQuery, bool)>,
+}
+
+impl Prepared {
+    fn new(q: &ExpandedQuery, direct: Direct) -> Result<Prepared, String> {
+        let jit = match direct {
+            Direct::Jit { values, unroll } => {
+                let opts = JitOptions {
+                    values,
+                    unroll,
+                    verify: true,
+                    ..JitOptions::default()
+                };
+                Some((jit::compile(q, &opts).map_err(|e| e.to_string())?, values))
             }
-            let v = out.values[i];
-            Expect::Match(match cq.value_kind() {
-                Some(ValueKind::Set) => Some(Value::Set(Bitboard(v as u64))),
-                Some(ValueKind::Numeric) => Some(Value::Number(v)),
-                None => None,
-            })
+            Direct::Interp | Direct::Scan => None,
+        };
+        Ok(Prepared {
+            interp: Interpreter::new(q).map_err(|e| e.to_string())?,
+            opts: EvalOptions {
+                variations: q.header().variations,
+            },
+            jit,
         })
-        .collect();
-    if cq.plan().is_exact() {
-        return Ok(got);
     }
-    let truth = run_interp(q, recs)?;
-    for (i, (g, t)) in got.iter().zip(&truth).enumerate() {
-        if *g == Expect::NoMatch && *t != Expect::NoMatch {
-            return Err(format!(
-                "position {i}: the JIT pre-selection missed a match"
-            ));
+
+    /// Every position of `game`, each evaluated alone (a fresh state).
+    fn eval_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
+        match &self.jit {
+            None => self.interp_game(game),
+            Some((cq, values)) => self.jit_game(cq, *values, game),
         }
     }
-    Ok(truth)
+
+    fn interp_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
+        (0..game.positions.len())
+            .map(|i| {
+                let (positions, at) = if game.separate {
+                    (std::slice::from_ref(&game.positions[i]), 0)
+                } else {
+                    (game.positions, i as u32)
+                };
+                let view = GameView {
+                    number: game.number,
+                    tags: game.tags,
+                    positions,
+                };
+                let mut state = self.interp.new_state(&self.opts);
+                match self.interp.eval_body_at(&view, at, &mut state) {
+                    Ok(Some(v)) => Ok(Expect::Match(Some(v))),
+                    Ok(None) => Ok(Expect::NoMatch),
+                    Err(e) => Err(e.to_string()),
+                }
+            })
+            .collect()
+    }
+
+    /// The kernel run directly on chunks holding `game`'s positions (a
+    /// chunk's worth at a time). Where the plan leaves filters to the
+    /// interpreter, the kernel only pre-selects: its matches must then
+    /// include every real match (checked against the interpreter), and the
+    /// interpreter's answer is reported.
+    fn jit_game(
+        &self,
+        cq: &jit::CompiledQuery,
+        values: bool,
+        game: &GameInput<'_>,
+    ) -> Result<Vec<Expect>, String> {
+        let lookup = |name: &str| {
+            game.tags
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let slots: Vec<i64> = cq
+            .game_slots()
+            .iter()
+            .map(|&slot| jit::game_value(slot, game.number, lookup))
+            .collect();
+        let mut got = Vec::with_capacity(game.positions.len());
+        let mut chunk = ChunkColumns::new_boxed();
+        for window in game.positions.chunks(CHUNK_POSITIONS) {
+            for (i, r) in window.iter().enumerate() {
+                chunk.set(i, r);
+            }
+            let mut out = ChunkOutput::new();
+            cq.run(&chunk, 0..window.len(), &slots, &mut out)
+                .map_err(|e| e.to_string())?;
+            got.extend((0..window.len()).map(|i| {
+                if !out.matched(i) {
+                    return Expect::NoMatch;
+                }
+                let v = out.values[i];
+                Expect::Match(match (values, cq.value_kind()) {
+                    (true, Some(ValueKind::Set)) => Some(Value::Set(Bitboard(v as u64))),
+                    (true, Some(ValueKind::Numeric)) => Some(Value::Number(v)),
+                    _ => None,
+                })
+            }));
+        }
+        if cq.plan().is_exact() {
+            return Ok(got);
+        }
+        let truth = self.interp_game(game)?;
+        for (i, (g, t)) in got.iter().zip(&truth).enumerate() {
+            if *g == Expect::NoMatch && *t != Expect::NoMatch {
+                return Err(format!(
+                    "game {} position {i}: the JIT pre-selection missed a match",
+                    game.number
+                ));
+            }
+        }
+        Ok(truth
+            .into_iter()
+            .map(|t| match t {
+                Expect::Match(_) if !values => Expect::Match(None),
+                t => t,
+            })
+            .collect())
+    }
 }
 
 /// Writes a store with one game per position.
@@ -312,72 +459,64 @@ fn store_of(recs: &[PositionRecord]) -> Result<(tempdir::Dir, Store), String> {
     Ok((dir, store))
 }
 
-fn run_scan(
+/// Scans games `range` of `store` with `cfg`'s engine and scan options:
+/// the matching positions by CQL game number.
+fn scan_store(
+    store: &Store,
     q: &ExpandedQuery,
-    recs: &[PositionRecord],
-    engine: Engine,
-    opts: ScanOptions,
-) -> Result<Vec<Expect>, String> {
-    let (_dir, store) = store_of(recs)?;
+    range: std::ops::Range<u32>,
+    variations: bool,
+    cfg: &Config,
+) -> Result<BTreeMap<u32, Vec<u32>>, String> {
     let plan = RunPlan {
-        engine,
-        variations: false,
+        engine: cfg.engine,
+        variations: variations || q.header().variations,
     };
-    let matcher = StoreMatcher::new(&store, q, &plan).map_err(|e| e.to_string())?;
+    let matcher =
+        StoreMatcher::with_jit_options(store, q, &plan, &cfg.jit).map_err(|e| e.to_string())?;
     let mut sink = Collect::default();
     scan(
         &matcher,
-        0..store.n_games(),
-        &opts,
+        range,
+        &cfg.scan,
         &AtomicBool::new(false),
         &mut sink,
     )
     .map_err(|e| e.to_string())?;
-    let mut out = vec![Expect::NoMatch; recs.len()];
-    for m in sink.0 {
-        // A scan reports matches only; values are the direct engines' to check.
-        out[m.game as usize] = Expect::Match(None);
-    }
-    Ok(out)
+    Ok(sink
+        .0
+        .into_iter()
+        .map(|m| (m.game + 1, m.positions.into_vec()))
+        .collect())
 }
 
-/// Single positions: one game per position, scanned by `engine`.
-fn positions_scan(
+/// Evaluates `q` at single positions as `cfg` does: directly (each
+/// position its own game; the JIT runs them all in one chunk), or as
+/// one-position games of a store, scanned (matches only).
+fn eval_positions(
     q: &ExpandedQuery,
-    r: &[PositionRecord],
-    engine: Engine,
-    threads: usize,
-    batch_games: u32,
+    recs: &[PositionRecord],
+    cfg: &Config,
 ) -> Result<Vec<Expect>, String> {
-    run_scan(
-        q,
-        r,
-        engine,
-        ScanOptions {
-            threads,
-            batch_games,
-        },
-    )
-}
-
-fn scan_serial(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    positions_scan(q, r, Engine::Interp, 1, 256)
-}
-
-fn scan_parallel(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    positions_scan(q, r, Engine::Interp, 2, 2)
-}
-
-fn scan_batch1(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    positions_scan(q, r, Engine::Interp, 2, 1)
-}
-
-fn scan_jit_serial(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    positions_scan(q, r, Engine::Jit, 1, 256)
-}
-
-fn scan_jit_parallel(q: &ExpandedQuery, r: &[PositionRecord]) -> Result<Vec<Expect>, String> {
-    positions_scan(q, r, Engine::Jit, 2, 1)
+    match cfg.direct {
+        Direct::Interp | Direct::Jit { .. } => {
+            Prepared::new(q, cfg.direct)?.eval_game(&GameInput {
+                number: 1,
+                tags: &[],
+                positions: recs,
+                separate: true,
+            })
+        }
+        Direct::Scan => {
+            let (_dir, store) = store_of(recs)?;
+            let found = scan_store(&store, q, 0..store.n_games(), false, cfg)?;
+            let mut out = vec![Expect::NoMatch; recs.len()];
+            for g in found.keys() {
+                out[*g as usize - 1] = Expect::Match(None);
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// Imports `pgn` (PGN text) into a store in `dir` with the real importer.
@@ -432,75 +571,168 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     Ok(store)
 }
 
-/// Checks a case's games: imports them, scans them with `cfg`'s engine
-/// and scan options, and compares the matching game numbers, their count
-/// and the listed games' matching positions.
-fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
-    if case.games.is_none() && case.game_count.is_none() && case.positions_by_game.is_none() {
-        return Err("a case with games needs `games`, `game_count` or `positions_by_game`".into());
-    }
-    let dir = tempdir::Dir::new();
-    let store = match (&case.pgn, &case.pgn_file) {
-        (Some(_), Some(_)) => return Err("`pgn` and `pgn_file` exclude each other".into()),
-        (Some(pgn), None) => Arc::new(import_inline(pgn, &dir)?),
-        (None, Some(file)) => shared_store(file)?,
-        (None, None) => return Err("no games".into()),
-    };
-    let n = store.n_games();
-    let range = match case.game_range {
-        None => 0..n,
-        Some([first, last]) if first >= 1 && first <= last && last <= n => first - 1..last,
-        Some([first, last]) => {
-            return Err(format!(
-                "game_range [{first}, {last}] is not within games 1..={n}"
-            ));
-        }
-    };
-    let plan = RunPlan {
-        engine: cfg.engine,
-        variations: case.variations || q.header().variations,
-    };
-    let matcher = StoreMatcher::new(&store, q, &plan).map_err(|e| e.to_string())?;
-    let mut sink = Collect::default();
-    scan(
-        &matcher,
-        range,
-        &cfg.scan,
-        &AtomicBool::new(false),
-        &mut sink,
-    )
-    .map_err(|e| e.to_string())?;
-    let found: BTreeMap<u32, Vec<u32>> = sink
-        .0
+/// The first game (CQL number) where two scans differ, for a message.
+fn first_difference(a: &BTreeMap<u32, Vec<u32>>, b: &BTreeMap<u32, Vec<u32>>) -> String {
+    let games: std::collections::BTreeSet<u32> = a.keys().chain(b.keys()).copied().collect();
+    games
         .into_iter()
-        .map(|m| (m.game + 1, m.positions.into_vec()))
-        .collect();
-    let numbers: Vec<u32> = found.keys().copied().collect();
-    if let Some(want) = &case.games {
-        let mut want = want.clone();
-        want.sort_unstable();
-        if numbers != want {
-            return Err(format!("games {numbers:?}, expected {want:?}"));
+        .find(|g| a.get(g) != b.get(g))
+        .map_or(String::new(), |g| {
+            format!("game {g}: {:?} vs {:?}", a.get(&g), b.get(&g))
+        })
+}
+
+/// The stores a case searches, each with its game range (0-based, end
+/// exclusive).
+fn case_stores(
+    case: &Case,
+    dir: &tempdir::Dir,
+) -> Result<Vec<(String, Arc<Store>, std::ops::Range<u32>)>, String> {
+    match (&case.pgn, case.data.is_empty()) {
+        (Some(_), false) => Err("`pgn` and `data` exclude each other".into()),
+        (Some(pgn), true) => {
+            let store = import_inline(pgn, dir)?;
+            let n = store.n_games();
+            Ok(vec![("pgn".into(), Arc::new(store), 0..n)])
         }
+        (None, _) => case
+            .data
+            .iter()
+            .map(|d| {
+                let store = shared_store(&d.file)?;
+                let n = store.n_games();
+                let range = match d.games {
+                    None => 0..n,
+                    Some([first, last]) if first >= 1 && first <= last && last <= n => {
+                        first - 1..last
+                    }
+                    Some([first, last]) => {
+                        return Err(format!(
+                            "{}: games [{first}, {last}] is not within games 1..={n}",
+                            d.file
+                        ));
+                    }
+                };
+                Ok((d.file.clone(), store, range))
+            })
+            .collect(),
     }
-    if let Some(want) = case.game_count
-        && numbers.len() != want
-    {
-        return Err(format!("{} matching games, expected {want}", numbers.len()));
-    }
-    for (game, want) in case.positions_by_game.iter().flatten() {
-        let g: u32 = game
-            .parse()
-            .map_err(|_| format!("positions_by_game key {game:?} is not a game number"))?;
-        let got = found.get(&g).map(Vec::as_slice).unwrap_or_default();
-        if got != want.as_slice() {
-            return Err(format!("game {g}: positions {got:?}, expected {want:?}"));
+}
+
+/// Compares `query` and `equivalent` position by position (values
+/// included) over games `range` of `store`, with `cfg`'s direct engine.
+fn check_equivalent_values(
+    store: &Store,
+    range: std::ops::Range<u32>,
+    left: &Prepared,
+    right: &Prepared,
+) -> Result<(), String> {
+    for g in range {
+        let positions = store.game_positions(g).map_err(|e| e.to_string())?;
+        let tags = store.game_tags(g).map_err(|e| e.to_string())?;
+        let game = GameInput {
+            number: u64::from(g) + 1,
+            tags: &tags,
+            positions: &positions,
+            separate: false,
+        };
+        let (l, r) = (left.eval_game(&game)?, right.eval_game(&game)?);
+        if let Some(i) = (0..l.len()).find(|&i| l[i] != r[i]) {
+            return Err(format!(
+                "game {} position {i}: {:?} vs equivalent {:?}",
+                g + 1,
+                l[i],
+                r[i]
+            ));
         }
     }
     Ok(())
 }
 
-/// Checks a case's single positions with `cfg`'s position engine.
+/// Checks a case's games: imports them (or opens the data files), scans
+/// them with `cfg`'s engine and scan options, and compares the matching
+/// game numbers, their count, the listed games' matching positions, the
+/// equivalent query's matches (and values) and `nonempty`.
+fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
+    let expects_games =
+        case.games.is_some() || case.game_count.is_some() || case.positions_by_game.is_some();
+    if !expects_games && case.equivalent.is_none() && !case.nonempty {
+        return Err(
+            "a case with games needs `games`, `game_count`, `positions_by_game`, \
+             `equivalent` or `nonempty`"
+                .into(),
+        );
+    }
+    let dir = tempdir::Dir::new();
+    let stores = case_stores(case, &dir)?;
+    if expects_games && stores.len() != 1 {
+        return Err("game expectations need exactly one source of games".into());
+    }
+    let equivalent = match &case.equivalent {
+        Some(text) => Some(
+            expand_text(text)
+                .map_err(|e| format!("equivalent: {e}"))?
+                .query,
+        ),
+        None => None,
+    };
+    let direct_values = match &equivalent {
+        Some(eq) if case.equivalent_values && cfg.checks_values() => Some((
+            Prepared::new(q, cfg.direct)?,
+            Prepared::new(eq, cfg.direct)?,
+        )),
+        _ => None,
+    };
+    let mut any_match = false;
+    for (file, store, range) in &stores {
+        let found = scan_store(store, q, range.clone(), case.variations, cfg)?;
+        any_match |= !found.is_empty();
+        if let Some(eq) = &equivalent {
+            let other = scan_store(store, eq, range.clone(), case.variations, cfg)?;
+            if found != other {
+                return Err(format!(
+                    "{file}: {} matching games, the equivalent {}; first difference {}",
+                    found.len(),
+                    other.len(),
+                    first_difference(&found, &other)
+                ));
+            }
+        }
+        if let Some((l, r)) = &direct_values {
+            check_equivalent_values(store, range.clone(), l, r)
+                .map_err(|e| format!("{file}: {e}"))?;
+        }
+        let numbers: Vec<u32> = found.keys().copied().collect();
+        if let Some(want) = &case.games {
+            let mut want = want.clone();
+            want.sort_unstable();
+            if numbers != want {
+                return Err(format!("games {numbers:?}, expected {want:?}"));
+            }
+        }
+        if let Some(want) = case.game_count
+            && numbers.len() != want
+        {
+            return Err(format!("{} matching games, expected {want}", numbers.len()));
+        }
+        for (game, want) in case.positions_by_game.iter().flatten() {
+            let g: u32 = game
+                .parse()
+                .map_err(|_| format!("positions_by_game key {game:?} is not a game number"))?;
+            let got = found.get(&g).map(Vec::as_slice).unwrap_or_default();
+            if got != want.as_slice() {
+                return Err(format!("game {g}: positions {got:?}, expected {want:?}"));
+            }
+        }
+    }
+    if case.nonempty && !any_match {
+        return Err("`nonempty`: the query matches nowhere".into());
+    }
+    Ok(())
+}
+
+/// Checks a case's single positions with `cfg`'s position engine, and
+/// the equivalent query's answers there.
 fn check_positions(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
     let want = expected(case)?;
     let recs: Vec<PositionRecord> = case
@@ -508,12 +740,12 @@ fn check_positions(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), S
         .iter()
         .map(|f| record(f))
         .collect::<Result<_, _>>()?;
-    let got = (cfg.positions)(q, &recs)?;
+    let got = eval_positions(q, &recs, cfg)?;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let ok = match (g, w) {
             (Expect::NoMatch, Expect::NoMatch) => true,
             (Expect::Match(_), Expect::Match(None)) => true,
-            (Expect::Match(gv), Expect::Match(wv)) => !cfg.checks_values || gv == wv,
+            (Expect::Match(gv), Expect::Match(wv)) => !cfg.checks_values() || gv == wv,
             _ => false,
         };
         if !ok {
@@ -521,6 +753,23 @@ fn check_positions(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), S
                 "position {i} ({}): got {g:?}, expected {w:?}",
                 case.positions[i]
             ));
+        }
+    }
+    if let Some(text) = &case.equivalent {
+        let eq = expand_text(text).map_err(|e| format!("equivalent: {e}"))?;
+        let other = eval_positions(&eq.query, &recs, cfg)?;
+        for (i, (g, o)) in got.iter().zip(&other).enumerate() {
+            let same = if case.equivalent_values {
+                g == o
+            } else {
+                (*g == Expect::NoMatch) == (*o == Expect::NoMatch)
+            };
+            if !same {
+                return Err(format!(
+                    "position {i} ({}): {g:?}, the equivalent {o:?}",
+                    case.positions[i]
+                ));
+            }
         }
     }
     Ok(())
@@ -532,7 +781,10 @@ fn run_corpus(cfg: &Config) {
     let mut failures = BTreeMap::new();
     let mut evaluated = 0;
     let mut games_evaluated = 0;
-    for (file, case) in corpus() {
+    let mut excluded = 0;
+    let cases = corpus();
+    let total = cases.len();
+    for (file, case) in cases {
         let key = format!(
             "{} ({}{})",
             case.name,
@@ -541,19 +793,9 @@ fn run_corpus(cfg: &Config) {
                 .as_ref()
                 .map_or(String::new(), |s| format!(", {s}"))
         );
-        if let Some(x) = case
-            .exclude
-            .iter()
-            .find(|x| !ENGINES.contains(&x.engine.as_str()))
-        {
-            failures.insert(
-                key,
-                format!("exclude names an unknown engine {:?}", x.engine),
-            );
-            continue;
-        }
         if let Some(x) = case.exclude.iter().find(|x| x.engine == cfg.name) {
             eprintln!("{}: excluded {key}: {}", cfg.name, x.reason);
+            excluded += 1;
             continue;
         }
         let outcome = (|| -> Result<(), String> {
@@ -567,12 +809,12 @@ fn run_corpus(cfg: &Config) {
             if case.has_games() {
                 check_games(&case, &q, cfg)?;
                 games_evaluated += 1;
-            } else if case.game_range.is_some()
-                || case.games.is_some()
+            } else if case.games.is_some()
                 || case.game_count.is_some()
                 || case.positions_by_game.is_some()
+                || case.nonempty
             {
-                return Err("game expectations without `pgn` or `pgn_file`".into());
+                return Err("game expectations without `pgn` or `data`".into());
             }
             Ok(())
         })();
@@ -580,6 +822,11 @@ fn run_corpus(cfg: &Config) {
             failures.insert(key, e);
         }
     }
+    eprintln!(
+        "{}: {total} cases, {evaluated} with positions, {games_evaluated} with games, \
+         {excluded} excluded",
+        cfg.name
+    );
     assert!(
         evaluated >= 50,
         "{}: only {evaluated} position cases evaluated",
@@ -604,88 +851,170 @@ fn run_corpus(cfg: &Config) {
     }
 }
 
-fn scan_options(threads: usize, batch_games: u32) -> ScanOptions {
-    ScanOptions {
-        threads,
-        batch_games,
+fn config(
+    name: &'static str,
+    direct: Direct,
+    engine: Engine,
+    unroll: bool,
+    threads: usize,
+    batch_games: u32,
+) -> Config {
+    Config {
+        name,
+        direct,
+        engine,
+        jit: JitOptions {
+            unroll,
+            verify: true,
+            ..JitOptions::default()
+        },
+        scan: ScanOptions {
+            threads,
+            batch_games,
+        },
     }
 }
 
+/// The JIT writing values (unrolling does not apply to such kernels).
+const JIT_VALUES: Direct = Direct::Jit {
+    values: true,
+    unroll: true,
+};
+
 #[test]
 fn conformance_interp() {
-    run_corpus(&Config {
-        name: "interp",
-        positions: run_interp,
-        checks_values: true,
-        engine: Engine::Interp,
-        scan: scan_options(1, 256),
-    });
+    run_corpus(&config(
+        "interp",
+        Direct::Interp,
+        Engine::Interp,
+        true,
+        1,
+        256,
+    ));
 }
 
 #[test]
 fn conformance_jit() {
-    run_corpus(&Config {
-        name: "jit",
-        positions: run_jit,
-        checks_values: true,
-        engine: Engine::Auto,
-        scan: scan_options(1, 256),
-    });
+    run_corpus(&config("jit", JIT_VALUES, Engine::Auto, true, 1, 256));
 }
 
 #[test]
-fn conformance_scan_jit_serial() {
-    run_corpus(&Config {
-        name: "scan-jit-serial",
-        positions: scan_jit_serial,
-        checks_values: false,
-        engine: Engine::Jit,
-        scan: scan_options(1, 256),
-    });
-}
-
-#[test]
-fn conformance_scan_jit_parallel() {
-    run_corpus(&Config {
-        name: "scan-jit-parallel",
-        positions: scan_jit_parallel,
-        checks_values: false,
-        engine: Engine::Jit,
-        scan: scan_options(2, 1),
-    });
+fn conformance_jit_nounroll() {
+    let direct = Direct::Jit {
+        values: false,
+        unroll: false,
+    };
+    run_corpus(&config("jit-nounroll", direct, Engine::Jit, false, 1, 256));
 }
 
 #[test]
 fn conformance_scan_serial() {
-    run_corpus(&Config {
-        name: "scan-serial",
-        positions: scan_serial,
-        checks_values: false,
-        engine: Engine::Interp,
-        scan: scan_options(1, 3),
-    });
+    run_corpus(&config(
+        "scan-serial",
+        Direct::Scan,
+        Engine::Interp,
+        true,
+        1,
+        3,
+    ));
 }
 
 #[test]
 fn conformance_scan_parallel() {
-    run_corpus(&Config {
-        name: "scan-parallel",
-        positions: scan_parallel,
-        checks_values: false,
-        engine: Engine::Interp,
-        scan: scan_options(2, 2),
-    });
+    run_corpus(&config(
+        "scan-parallel",
+        Direct::Scan,
+        Engine::Interp,
+        true,
+        2,
+        2,
+    ));
 }
 
 #[test]
 fn conformance_scan_batch1() {
-    run_corpus(&Config {
-        name: "scan-batch1",
-        positions: scan_batch1,
-        checks_values: false,
-        engine: Engine::Interp,
-        scan: scan_options(2, 1),
-    });
+    run_corpus(&config(
+        "scan-batch1",
+        Direct::Scan,
+        Engine::Interp,
+        true,
+        2,
+        1,
+    ));
+}
+
+#[test]
+fn conformance_scan_jit_serial() {
+    run_corpus(&config(
+        "scan-jit-serial",
+        Direct::Scan,
+        Engine::Jit,
+        true,
+        1,
+        256,
+    ));
+}
+
+#[test]
+fn conformance_scan_jit_parallel() {
+    run_corpus(&config(
+        "scan-jit-parallel",
+        Direct::Scan,
+        Engine::Jit,
+        true,
+        2,
+        1,
+    ));
+}
+
+#[test]
+fn conformance_scan_jit_nounroll() {
+    run_corpus(&config(
+        "scan-jit-nounroll",
+        Direct::Scan,
+        Engine::Jit,
+        false,
+        2,
+        3,
+    ));
+}
+
+/// Every engine configuration has its test (a name in `ENGINES` without a
+/// `conformance_*` test would let exclusions name an engine never run).
+#[test]
+fn conformance_engine_names_have_tests() {
+    let source = include_str!("conformance.rs");
+    for name in ENGINES {
+        let test = format!("fn conformance_{}()", name.replace('-', "_"));
+        assert!(source.contains(&test), "no test {test} for engine {name}");
+    }
+}
+
+/// The corpus size: cases and checked expectations (each expected match,
+/// value, game number, position list, orbit size, warning, error,
+/// equivalence and `nonempty`), printed so that a change can be compared;
+/// the corpus only grows.
+#[test]
+fn conformance_corpus_counts() {
+    let cases = corpus();
+    let expectations: usize = cases
+        .iter()
+        .map(|(_, c)| {
+            let per_position = c.positions.len()
+                * (usize::from(c.matches.is_some()) + usize::from(c.values.is_some()));
+            per_position
+                + c.orbits.as_ref().map_or(0, Vec::len)
+                + c.warnings.as_ref().map_or(0, Vec::len)
+                + usize::from(c.error.is_some())
+                + c.games.as_ref().map_or(0, Vec::len)
+                + usize::from(c.game_count.is_some())
+                + c.positions_by_game.as_ref().map_or(0, BTreeMap::len)
+                + usize::from(c.equivalent.is_some()) * c.data.len().max(1)
+                + usize::from(c.nonempty)
+        })
+        .sum();
+    eprintln!("corpus: {} cases, {expectations} expectations", cases.len());
+    assert!(cases.len() >= 288, "{} cases", cases.len());
 }
 
 /// A temporary directory removed on drop (std only).

@@ -363,11 +363,11 @@ fn golden_comment_after_a_cut_variation() {
         vec![Some(1), Some(2), Some(3), None, None, Some(4), Some(5)]
     );
     assert_eq!(game.positions.len(), 6);
-    let mut notes = cqlj::output::Annotations::default();
+    let mut notes = cqlj::printer::Annotations::default();
     notes.add(4, "CQL");
     notes.san_index = Some(game.san_index);
     let mut out = Vec::new();
-    cqlj::output::write_pgn_game(&mut out, 1, text, &notes).expect("written");
+    cqlj::printer::write_pgn_game(&mut out, 1, text, &notes).expect("written");
     let out = String::from_utf8(out).expect("utf-8");
     assert!(out.contains("1... e5 {CQL} 2. Nf3"), "{out}");
     assert_eq!(out.matches("{CQL}").count(), 1, "{out}");
@@ -420,11 +420,11 @@ fn golden_pgn_keeps_source_bytes() {
     let text = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} e5 *\n";
     let game = cqlj::import::parse_game(text).expect("game imports");
     assert_eq!(game.positions.len(), 3);
-    let mut notes = cqlj::output::Annotations::default();
+    let mut notes = cqlj::printer::Annotations::default();
     notes.add(2, "CQL");
     notes.san_index = Some(game.san_index);
     let mut out = Vec::new();
-    cqlj::output::write_pgn_game(&mut out, 1, text, &notes).expect("written");
+    cqlj::printer::write_pgn_game(&mut out, 1, text, &notes).expect("written");
     let want: &[u8] = b"[Event \"Z\xfcrich \"open\"\"]\n[Site \"M\xfcnchen\"]\n\n1. e4 {K\xf6nig \xe9chec} 1... e5 {CQL} *\n\n";
     assert_eq!(out, want, "{}", String::from_utf8_lossy(&out));
 }

@@ -173,19 +173,22 @@ fn legal_count() -> Expr {
             to: None,
             capture: None,
             promote: None,
-            enpassant: false,
-            castle_kingside: false,
-            castle_queenside: false,
-            previous: false,
-            legal: true,
-            count: true,
+            special: None,
+            source: MoveSource::Legal,
+            value: MoveValue::Count,
         }),
         Kind::Numeric,
     )
 }
 fn game_move_count() -> Expr {
     match legal_count().node {
-        Node::Move(m) => x(Node::Move(MoveFilter { legal: false, ..m }), Kind::Numeric),
+        Node::Move(m) => x(
+            Node::Move(MoveFilter {
+                source: MoveSource::Played,
+                ..m
+            }),
+            Kind::Numeric,
+        ),
         _ => unreachable!("legal_count builds a move filter"),
     }
 }

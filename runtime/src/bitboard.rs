@@ -4,19 +4,29 @@
 //! Square order is shakmaty's: a1 = 0, h1 = 7, a8 = 56, h8 = 63; a square's
 //! file is `index % 8` (x) and its rank `index / 8` (y).
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub use shakmaty::Bitboard;
 
 /// One of the eight directions, as a vector (dx, dy).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Direction {
+    /// (0, 1): towards rank 8.
     Up = 0,
+    /// (1, 1).
     Northeast = 1,
+    /// (1, 0): towards the h-file.
     Right = 2,
+    /// (1, -1).
     Southeast = 3,
+    /// (0, -1): towards rank 1.
     Down = 4,
+    /// (-1, -1).
     Southwest = 5,
+    /// (-1, 0): towards the a-file.
     Left = 6,
+    /// (-1, 1).
     Northwest = 7,
 }
 
@@ -96,26 +106,38 @@ impl Direction {
 pub struct DirSet(pub u8);
 
 impl DirSet {
+    /// No direction.
     pub const EMPTY: DirSet = DirSet(0);
+    /// The set of `d` alone.
     pub const fn single(d: Direction) -> DirSet {
         DirSet(1 << d as u8)
     }
+    /// `vertical`: up and down.
     pub const VERTICAL: DirSet = DirSet(1 << 0 | 1 << 4);
+    /// `horizontal`: right and left.
     pub const HORIZONTAL: DirSet = DirSet(1 << 2 | 1 << 6);
+    /// `maindiagonal`: northeast and southwest (parallel to a1-h8).
     pub const MAINDIAGONAL: DirSet = DirSet(1 << 1 | 1 << 5);
+    /// `offdiagonal`: southeast and northwest (parallel to a8-h1).
     pub const OFFDIAGONAL: DirSet = DirSet(1 << 3 | 1 << 7);
+    /// `orthogonal`: up, right, down, left.
     pub const ORTHOGONAL: DirSet = DirSet(0b0101_0101);
+    /// `diagonal`: the four diagonal directions.
     pub const DIAGONAL: DirSet = DirSet(0b1010_1010);
+    /// `anydirection`: all eight.
     pub const ANY: DirSet = DirSet(0xff);
 
+    /// Whether `d` is in the set.
     pub const fn contains(self, d: Direction) -> bool {
         self.0 & (1 << d as u8) != 0
     }
+    /// The directions of the set, in [`Direction::ALL`] order.
     pub fn iter(self) -> impl Iterator<Item = Direction> {
         Direction::ALL
             .into_iter()
             .filter(move |d| self.contains(*d))
     }
+    /// The directions in either set.
     pub const fn union(self, other: DirSet) -> DirSet {
         DirSet(self.0 | other.0)
     }

@@ -1,6 +1,8 @@
 //! Sets of piece types as used by CQL piece designators (`K`, `[RQ]`, `A`,
 //! `a`, `_`, `[Aa_]`).
 
+#![warn(missing_docs, unreachable_pub)]
+
 /// A set of piece types: bit `role` (0 = pawn .. 5 = king) for white, bit
 /// `6 + role` for black, and bit 12 for an empty square (`_`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
@@ -10,9 +12,13 @@ pub struct PieceSet(pub u16);
 pub const ROLE_LETTERS: [char; 6] = ['P', 'N', 'B', 'R', 'Q', 'K'];
 
 impl PieceSet {
+    /// `_`: an empty square.
     pub const EMPTY_SQUARE: PieceSet = PieceSet(1 << 12);
+    /// `A`: every white piece.
     pub const WHITE: PieceSet = PieceSet(0x3f);
+    /// `a`: every black piece.
     pub const BLACK: PieceSet = PieceSet(0x3f << 6);
+    /// The empty set (no piece type, not even `_`).
     pub const NONE: PieceSet = PieceSet(0);
 
     /// The set holding one white (`white == true`) or black piece of `role`.
@@ -20,14 +26,17 @@ impl PieceSet {
         PieceSet(1 << (role + if white { 0 } else { 6 }))
     }
 
+    /// The piece types in either set.
     pub const fn union(self, other: PieceSet) -> PieceSet {
         PieceSet(self.0 | other.0)
     }
 
+    /// Whether every piece type of `other` is in the set.
     pub const fn contains(self, other: PieceSet) -> bool {
         self.0 & other.0 == other.0
     }
 
+    /// Whether the set is [`PieceSet::NONE`].
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }

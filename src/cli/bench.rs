@@ -276,14 +276,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     .collect();
     let mut disagreements = 0;
     for source in queries {
-        let prepared = scan::prepare(&scan::QueryInput {
-            source,
+        let options = cqlj::query::QueryOptions {
             name: "--cql",
-            color: false,
-            extra_filters: &[],
-            transforms: &[],
-        })
-        .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+            ..Default::default()
+        };
+        let prepared =
+            cqlj::query::prepare(source, &options).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let plan = |engine| RunPlan {
             engine,
             variations: false,

@@ -167,16 +167,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 }
             },
             Stage::Plan | Stage::Clif => {
-                let input = cqlj::scan::prepare::QueryInput {
-                    source: &src,
+                let options = cqlj::query::QueryOptions {
                     name: &name,
                     color: use_color,
-                    extra_filters: &[],
-                    transforms: &[],
+                    ..Default::default()
                 };
-                let prepared = match cqlj::scan::prepare::prepare(&input) {
+                let prepared = match cqlj::query::prepare(&src, &options) {
                     Ok(p) => p,
-                    Err(cqlj::scan::prepare::PrepareError::Diagnostics(d)) => {
+                    Err(cqlj::query::PrepareError::Diagnostics(d)) => {
                         eprint!("{d}");
                         return Ok(ExitCode::from(exit::USAGE));
                     }
@@ -310,14 +308,11 @@ mod tests {
     use super::*;
 
     fn engines_of(text: &str) -> Vec<FilterEngine> {
-        let input = cqlj::scan::prepare::QueryInput {
-            source: text,
+        let options = cqlj::query::QueryOptions {
             name: "-",
-            color: false,
-            extra_filters: &[],
-            transforms: &[],
+            ..Default::default()
         };
-        let q = cqlj::scan::prepare::prepare(&input)
+        let q = cqlj::query::prepare(text, &options)
             .unwrap_or_else(|_| panic!("{text} prepares"))
             .query;
         let cq = cqlj::jit::compile(&q, &cqlj::jit::JitOptions::default()).ok();

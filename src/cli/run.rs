@@ -3,20 +3,18 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
-use rayon::prelude::*;
 
 use cqlj::ir::TransformFilter;
-use cqlj::output::{Annotations, write_pgn_game};
-use cqlj::runtime::store::{Store, StoreError, StoreWriter, TextReader};
-use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
+use cqlj::printer::{Form, PgnOptions, Printer, PrinterOptions};
+use cqlj::runtime::store::{Store, StoreError, StoreWriter};
+use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions};
 use cqlj::scan::{Engine, RunPlan};
 
 use super::{counted, exit, files, thousands, usage_error};
@@ -495,16 +493,15 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .query_file
         .as_ref()
         .map_or("-cql".to_owned(), |f| f.display().to_string());
-    let plan_input = scan::QueryInput {
-        source: &source,
+    let query_options = cqlj::query::QueryOptions {
         name: &name,
         color: io::stderr().is_terminal(),
         extra_filters: &extra,
         transforms: &transforms,
     };
-    let prepared = match scan::prepare(&plan_input) {
+    let prepared = match cqlj::query::prepare(&source, &query_options) {
         Ok(p) => p,
-        Err(scan::PrepareError::Diagnostics(report)) => {
+        Err(cqlj::query::PrepareError::Diagnostics(report)) => {
             eprintln!("{report}");
             return Ok(ExitCode::from(exit::USAGE));
         }
@@ -634,80 +631,51 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         threads: files::thread_count(requested, quiet),
         ..ScanOptions::default()
     };
-    // Rendering runs between scan windows, while the scan's workers wait:
-    // as many threads as the scan (a pool that cannot start means one).
-    let pool = (opts.threads > 1)
-        .then(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(opts.threads)
-                .build()
-                .ok()
-        })
-        .flatten();
-    let mut sink = GameWriter {
-        renderer: Renderer {
-            store: &store,
-            format: args.format,
-            matchstring: if args.silent || header.silent {
-                None
-            } else {
-                Some(matchstring)
-            },
-        },
-        texts: store.text_reader(),
-        pool,
-        pending: Vec::with_capacity(RENDER_BATCH),
-        out: BufWriter::new(file),
-        out_name: target
-            .shown()
-            .map_or("standard output".to_owned(), |p| p.display().to_string()),
-        showmatches: args.showmatches,
-        error: None,
-        bar,
-        sorting: scan::has_sort(&prepared.query),
-        held: Vec::new(),
-        rematch: &rematch,
-        stopped: false,
-        count_only: args.count,
-        limit: args.limit,
-        delivered: 0,
+    let shown = target.shown().map(Path::to_path_buf);
+    let form = match (args.count, args.format) {
+        (true, _) => Form::Count,
+        (false, Format::Jsonl) => Form::Jsonl,
+        (false, Format::Pgn) => Form::Pgn(PgnOptions {
+            matchstring: (!(args.silent || header.silent)).then_some(matchstring),
+        }),
     };
-    let stats = {
+    let printer_options = PrinterOptions {
+        form,
+        limit: args.limit,
+        sorted: cqlj::query::has_sort(&prepared.query),
+        // Rendering runs between scan windows, while the scan's workers
+        // wait: as many threads as the scan.
+        threads: opts.threads,
+        out_name: shown
+            .as_ref()
+            .map_or("standard output".to_owned(), |p| p.display().to_string()),
+    };
+    let mut printer = Printer::new(&store, printer_options, file, &rematch, &files::STOP);
+    if args.showmatches {
+        printer = printer.show_matches(Box::new(io::stderr()));
+    }
+    if let Some(bar) = &bar {
+        printer = printer.progress(Box::new(|n| bar.set_position(n)));
+    }
+    let (stats, printed) = {
         // Ctrl-C from here on stops the scan (and a sorted run's final
         // writing) instead of ending the process.
         let _cooperative = files::Cooperative::begin();
-        let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut sink)?;
-        sink.finish()?;
-        stats
+        let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut printer)?;
+        (stats, printer.finish()?)
     };
-    if let Some(e) = sink.error.take() {
-        return Err(e);
-    }
-    // A scan the sink ended at the limit was not interrupted.
-    let limited = args.limit.is_some_and(|n| sink.delivered >= n);
-    let stopped = (stats.stopped && !limited) || sink.stopped;
+    // A scan the printer ended at the limit was not interrupted.
+    let limited = printed.limited;
+    let stopped = (stats.stopped && !limited) || printed.stopped;
     let found = if args.count || args.limit.is_some() {
-        sink.delivered
+        printed.delivered
     } else {
         stats.matches
     };
-    let GameWriter { out, bar, .. } = sink;
+    drop(printer.into_writer()?);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let shown = target.shown().map(Path::to_path_buf);
-    let cannot = |e: io::Error| {
-        anyhow::anyhow!(
-            "cannot write {}: {e}",
-            shown
-                .as_deref()
-                .unwrap_or(Path::new("standard output"))
-                .display()
-        )
-    };
-    let mut out = out.into_inner().map_err(|e| cannot(e.into_error()))?;
-    out.flush().map_err(cannot)?;
-    drop(out);
     let finished = target.finish(!stopped)?;
     if args.count {
         println!("{found}");
@@ -810,236 +778,6 @@ fn open_store(path: &Path) -> anyhow::Result<Store> {
         StoreError::Io { .. } | StoreError::Locked { .. } => anyhow::Error::new(e),
         e => anyhow::Error::new(e).context(format!("cannot open store {}", path.display())),
     })
-}
-
-/// Matching games rendered together (in parallel on the writer's pool);
-/// output order is game order.
-const RENDER_BATCH: usize = 512;
-
-/// Games per rendering task (one text reader each, so a text block is
-/// decompressed about once per task).
-const RENDER_TASK: usize = 64;
-
-/// How a matching game is turned into output bytes: shared read-only by
-/// the rendering threads.
-struct Renderer<'s> {
-    store: &'s Store,
-    format: Format,
-    matchstring: Option<String>,
-}
-
-impl Renderer<'_> {
-    /// Appends game `m` in the output format to `buf`.
-    fn render(
-        &self,
-        texts: &mut TextReader<'_>,
-        m: &GameMatch,
-        buf: &mut Vec<u8>,
-    ) -> anyhow::Result<()> {
-        match self.format {
-            Format::Pgn => {
-                let mut notes = Annotations::default();
-                for p in &m.positions {
-                    if let Some(s) = &self.matchstring {
-                        notes.add(p, s.clone());
-                    }
-                }
-                for (p, text) in &m.comments {
-                    notes.add(*p, text.clone());
-                }
-                let text = texts.game_text(m.game)?;
-                // Move-to-position map as the importer built it (exact also
-                // for games with a variation cut at an illegal move).
-                notes.san_index = cqlj::import::parse_game(text).ok().map(|g| g.san_index);
-                write_pgn_game(buf, u64::from(m.game) + 1, text, &notes)?;
-            }
-            Format::Jsonl => {
-                let line = scan::match_json(self.store, m)?;
-                writeln!(buf, "{line}")?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Renders `games` in order, one buffer per task of [`RENDER_TASK`]
-    /// games, on `pool` when there is one.
-    fn render_all(
-        &self,
-        pool: Option<&rayon::ThreadPool>,
-        texts: &mut TextReader<'_>,
-        games: &[GameMatch],
-    ) -> Vec<anyhow::Result<Vec<u8>>> {
-        let task = |texts: &mut TextReader<'_>, part: &[GameMatch]| {
-            let mut buf = Vec::new();
-            for m in part {
-                self.render(texts, m, &mut buf)?;
-            }
-            Ok(buf)
-        };
-        match pool {
-            Some(pool) if games.len() > RENDER_TASK => pool.install(|| {
-                games
-                    .par_chunks(RENDER_TASK)
-                    .map_init(|| self.store.text_reader(), task)
-                    .collect()
-            }),
-            _ => games
-                .chunks(RENDER_TASK)
-                .map(|part| task(texts, part))
-                .collect(),
-        }
-    }
-}
-
-/// The sink writing matching games (PGN or JSON lines).
-struct GameWriter<'s, W: Write> {
-    renderer: Renderer<'s>,
-    /// Game texts for rendering on this thread, the last decompressed text
-    /// block kept (matches arrive in store order).
-    texts: TextReader<'s>,
-    /// Renders batches of games in parallel (`None`: one thread).
-    pool: Option<rayon::ThreadPool>,
-    /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
-    pending: Vec<GameMatch>,
-    out: BufWriter<W>,
-    /// The output as the user named it, for errors.
-    out_name: String,
-    showmatches: bool,
-    error: Option<anyhow::Error>,
-    bar: Option<indicatif::ProgressBar>,
-    /// With `sort`, only each matching game's number and sort keys are held;
-    /// at the end they are ordered and each game is matched again (matching
-    /// is a pure function of the game) to write it with its comments.
-    sorting: bool,
-    held: Vec<HeldGame>,
-    rematch: &'s dyn Fn(u32) -> Result<Option<GameMatch>, scan::ScanError>,
-    /// Ctrl-C stopped the writing of a sorted run's held games.
-    stopped: bool,
-    /// `-count`: games are counted, not written.
-    count_only: bool,
-    /// `-limit N`: games written (or counted) at most.
-    limit: Option<u64>,
-    /// Games written (or counted) so far.
-    delivered: u64,
-}
-
-/// A matching game waiting for the end of a sorted run.
-struct HeldGame {
-    game: u32,
-    sort_keys: Vec<SortKey>,
-}
-
-impl<W: Write> GameWriter<'_, W> {
-    /// Queues `m` for output; renders and writes the queue when full.
-    fn write(&mut self, m: GameMatch) -> anyhow::Result<()> {
-        self.pending.push(m);
-        if self.pending.len() >= RENDER_BATCH {
-            self.flush_pending()?;
-        }
-        Ok(())
-    }
-
-    /// Renders the queued games and writes them in order.
-    fn flush_pending(&mut self) -> anyhow::Result<()> {
-        let games = std::mem::take(&mut self.pending);
-        let parts = self
-            .renderer
-            .render_all(self.pool.as_ref(), &mut self.texts, &games);
-        for (part, chunk) in parts.into_iter().zip(games.chunks(RENDER_TASK)) {
-            if self.showmatches {
-                for m in chunk {
-                    eprintln!("match: game {}", u64::from(m.game) + 1);
-                }
-            }
-            self.out
-                .write_all(&part?)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.out_name))?;
-        }
-        Ok(())
-    }
-
-    /// Writes what is still queued (and, for a sorted run, every held
-    /// game in order).
-    fn finish(&mut self) -> anyhow::Result<()> {
-        if self.sorting {
-            let mut held = std::mem::take(&mut self.held);
-            // Stable: games with equal keys stay in input order.
-            held.sort_by(|a, b| compare_keys(&a.sort_keys, &b.sort_keys));
-            if let Some(n) = self.limit {
-                held.truncate(usize::try_from(n).unwrap_or(usize::MAX));
-            }
-            for h in &held {
-                if files::STOP.load(Ordering::Relaxed) {
-                    self.stopped = true;
-                    break;
-                }
-                let m = (self.rematch)(h.game)?.ok_or_else(|| {
-                    anyhow::anyhow!("game {} matched, then did not match again", h.game + 1)
-                })?;
-                self.delivered += 1;
-                self.write(m)?;
-            }
-        }
-        self.flush_pending()
-    }
-}
-
-/// Orders two games by their sort keys (descending unless `min`).
-fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
-    for (ka, kb) in a.iter().zip(b) {
-        let ord = match (&ka.value, &kb.value) {
-            // Games whose key never matched come last.
-            (None, None) => std::cmp::Ordering::Equal,
-            (None, Some(_)) => return std::cmp::Ordering::Greater,
-            (Some(_), None) => return std::cmp::Ordering::Less,
-            (Some(SortValue::Number(x)), Some(SortValue::Number(y))) => x.cmp(y),
-            (Some(SortValue::Text(x)), Some(SortValue::Text(y))) => x.cmp(y),
-            (Some(SortValue::Number(_)), Some(SortValue::Text(_))) => std::cmp::Ordering::Less,
-            (Some(SortValue::Text(_)), Some(SortValue::Number(_))) => std::cmp::Ordering::Greater,
-        };
-        let ord = if ka.min { ord } else { ord.reverse() };
-        if ord.is_ne() {
-            return ord;
-        }
-    }
-    b.len().cmp(&a.len())
-}
-
-impl<W: Write> Sink for GameWriter<'_, W> {
-    fn game(&mut self, m: GameMatch) -> std::ops::ControlFlow<()> {
-        if self.count_only {
-            self.delivered += 1;
-            return if self.limit.is_some_and(|n| self.delivered >= n) {
-                std::ops::ControlFlow::Break(())
-            } else {
-                std::ops::ControlFlow::Continue(())
-            };
-        }
-        if self.sorting {
-            self.held.push(HeldGame {
-                game: m.game,
-                sort_keys: m.sort_keys,
-            });
-            return std::ops::ControlFlow::Continue(());
-        }
-        self.delivered += 1;
-        match self.write(m) {
-            Ok(()) if self.limit.is_some_and(|n| self.delivered >= n) => {
-                std::ops::ControlFlow::Break(())
-            }
-            Ok(()) => std::ops::ControlFlow::Continue(()),
-            Err(e) => {
-                self.error = Some(e);
-                std::ops::ControlFlow::Break(())
-            }
-        }
-    }
-
-    fn progress(&mut self, games_done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(games_done);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //!
 //! Each function states the CQL 6 meaning it implements.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use cqlj_runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, PositionRecord};
 use cqlj_runtime::piece::PieceSet;
@@ -60,7 +62,7 @@ pub(crate) fn designate(rec: &PositionRecord, pieces: PieceSet, squares: Bitboar
 /// from. Sliders stop at the first occupied square (which is attacked,
 /// whatever its colour); pawns attack their two forward diagonals whether or
 /// not anything stands there; kings attack their neighbours.
-pub fn attacks_from(rec: &PositionRecord, sq: Square) -> Bitboard {
+pub(crate) fn attacks_from(rec: &PositionRecord, sq: Square) -> Bitboard {
     match piece_at(rec, sq) {
         Some(piece) => attacks::attacks(sq, piece, Bitboard(rec.occupied())),
         None => Bitboard::EMPTY,
@@ -313,7 +315,7 @@ pub(crate) fn isolated_pawns(rec: &PositionRecord) -> Bitboard {
 
 /// The material value CQL's `power` gives a piece: P 1, N 3, B 3, R 5, Q 9,
 /// K 0.
-pub fn power_of_role(role: Role) -> i64 {
+pub(crate) fn power_of_role(role: Role) -> i64 {
     match role {
         Role::Pawn => 1,
         Role::Knight | Role::Bishop => 3,

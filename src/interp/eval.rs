@@ -1,6 +1,8 @@
 //! The evaluator: one recursive function per filter family, each documented
 //! with the CQL 6 meaning it implements.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
 use cqlj_runtime::tags;
 use shakmaty::{Bitboard, Square};
@@ -8,8 +10,8 @@ use shakmaty::{Bitboard, Square};
 use super::moves::{MoveFacts, legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
-    ArithOp, CmpOp, Expr, GameResult, Kind, MoveFilter, Node, OrbitElement, PawnSet, PinValue,
-    SetOp, Side, TagField,
+    ArithOp, Castle, CmpOp, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue, Node,
+    OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -486,12 +488,13 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// piece it captures (for en passant, the captured pawn's) in `capture`,
     /// it promotes to a piece type of the `promote` designator (colour
     /// ignored: the mover's colour fixes it), it is en passant if
-    /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` are given
-    /// (either, if both). Value: with `count`, the number of matching moves
+    /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` is given
+    /// (either, for `castle`). Value: with `count`, the number of matching moves
     /// (always matches); else the set of their destination squares.
     fn move_filter(&mut self, m: &MoveFilter, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
-        let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.previous {
+        let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.source == MoveSource::Previous
+        {
             match self.game.parent(at) {
                 Some(p) => (
                     MoveFacts::from_packed(rec.mv).into_iter().collect(),
@@ -499,7 +502,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 ),
                 None => (Vec::new(), None),
             }
-        } else if m.legal {
+        } else if m.source == MoveSource::Legal {
             (legal_moves(rec, self.game.number, at)?, Some(at))
         } else {
             let children = self.game.children(at);
@@ -517,7 +520,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (moves, Some(at))
         };
         let Some(base) = base else {
-            return Ok(if m.count {
+            return Ok(if m.value == MoveValue::Count {
                 Some(Value::Number(0))
             } else {
                 None
@@ -548,16 +551,21 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 && promote
                     .as_ref()
                     .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
-                && (!m.enpassant || mv.en_passant)
-                && (!(m.castle_kingside || m.castle_queenside)
-                    || (m.castle_kingside && mv.castle_kingside)
-                    || (m.castle_queenside && mv.castle_queenside));
+                && match m.special {
+                    None => true,
+                    Some(SpecialMove::EnPassant) => mv.en_passant,
+                    Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
+                    Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
+                    Some(SpecialMove::Castle(Castle::Either)) => {
+                        mv.castle_kingside || mv.castle_queenside
+                    }
+                };
             if ok {
                 count += 1;
                 dest.add(mv.to);
             }
         }
-        Ok(Some(if m.count {
+        Ok(Some(if m.value == MoveValue::Count {
             Value::Number(count)
         } else {
             Value::Set(dest)

@@ -46,7 +46,7 @@ use crate::ir::{Expr, LineAtom, LineFilter, LineItem, Span};
 type R<T> = Result<T, InterpError>;
 
 /// Most NFA state visits one evaluation of a `line` may make.
-pub const MAX_LINE_STEPS: u64 = 4_000_000;
+pub(crate) const MAX_LINE_STEPS: u64 = 4_000_000;
 
 /// One NFA state.
 #[derive(Clone, Copy, Debug)]

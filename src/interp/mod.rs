@@ -20,6 +20,8 @@
 //! (for `#`, `~`, comparisons), so set filters are evaluated through
 //! `eval::Evaluator::set`, which reads "no match" as the empty set.
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod board;
 mod eval;
 mod line;
@@ -35,8 +37,6 @@ use crate::ir::{ExpandedQuery, Expr, Node, Span};
 use cqlj_runtime::bitboard::Bitboard;
 use cqlj_runtime::layout::PositionRecord;
 
-pub use board::{attacks_from, power_of_role};
-
 /// One game as the interpreter sees it.
 ///
 /// **Invariants:** `positions` is in store order: the initial position first;
@@ -49,6 +49,7 @@ pub struct GameView<'a> {
     pub number: u64,
     /// The PGN tags, in PGN order.
     pub tags: &'a [(String, String)],
+    /// The game tree's positions in store order (see the invariants above).
     pub positions: &'a [PositionRecord],
 }
 
@@ -115,7 +116,9 @@ pub enum Value {
 /// The value of a sort key for one game.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SortValue {
+    /// A numeric key (a set's key is its size).
     Number(i64),
+    /// A string key.
     Str(String),
 }
 
@@ -151,26 +154,57 @@ pub struct GameOutcome {
 /// query on a well-formed store never produces one.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum InterpError {
+    /// A filter's value is not of the kind its parent needs.
     #[error("filter at {span:?}: expected a {expected} value, got {got}")]
     KindMismatch {
+        /// The filter's source span (start, end).
         span: (u32, u32),
+        /// The kind needed.
         expected: &'static str,
+        /// The value found.
         got: String,
     },
+    /// A node the interpreter cannot evaluate where it stands (a transform
+    /// filter left unexpanded, a `promote` that is not a piece designator,
+    /// ...).
     #[error("filter at {span:?} is not evaluable by the interpreter: {what}")]
-    Unsupported { span: (u32, u32), what: String },
+    Unsupported {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// What the node is.
+        what: String,
+    },
+    /// A variable id beyond the query's variable table.
     #[error("variable #{0} is not declared in the query")]
     UnknownVariable(u32),
+    /// A position index beyond the game.
     #[error("position {index} is outside the game (it has {len} positions)")]
-    PositionOutOfRange { index: u32, len: usize },
+    PositionOutOfRange {
+        /// The index asked for.
+        index: u32,
+        /// The game's number of positions.
+        len: usize,
+    },
+    /// A `line` needed more than `limit` steps of its automaton at one
+    /// position.
     #[error(
         "filter at {span:?}: this line needs more than {limit} steps of its automaton at one position; write a more specific line"
     )]
-    LineTooLarge { span: (u32, u32), limit: u64 },
+    LineTooLarge {
+        /// The `line` filter's source span (start, end).
+        span: (u32, u32),
+        /// The step limit.
+        limit: u64,
+    },
+    /// A stored position that is not a legal chess position (its legal
+    /// moves were needed).
     #[error("game {game}: position {index}: {message}")]
     InvalidPosition {
+        /// The game's number.
         game: u64,
+        /// The position's index in the game.
         index: u32,
+        /// What is wrong with it.
         message: String,
     },
 }

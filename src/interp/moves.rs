@@ -1,6 +1,8 @@
 //! Moves as the `move` filter sees them: the game's moves (decoded from the
 //! store's [`PackedMove`]s) and shakmaty's legal moves, in one shape.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use cqlj_runtime::layout::chess::role_of;
 use cqlj_runtime::layout::{MoveKind, PackedMove, PositionRecord};
 use shakmaty::{Color, Move, Position, Role, Square};

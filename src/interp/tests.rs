@@ -2,8 +2,10 @@
 //! another branch): each filter family on FEN positions and small games,
 //! with the expected values worked out by hand.
 
+// The game builder shared with the integration tests, where its items are
+// public.
 #[path = "../../tests/support/game.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unreachable_pub)]
 mod game;
 
 use super::*;
@@ -69,16 +71,16 @@ fn mv() -> MoveFilter {
         to: None,
         capture: None,
         promote: None,
-        enpassant: false,
-        castle_kingside: false,
-        castle_queenside: false,
-        previous: false,
-        legal: false,
-        count: false,
+        special: None,
+        source: MoveSource::Played,
+        value: MoveValue::Destinations,
     }
 }
 fn move_filter(m: MoveFilter) -> Expr {
-    let kind = if m.count { Kind::Numeric } else { Kind::Set };
+    let kind = match m.value {
+        MoveValue::Count => Kind::Numeric,
+        MoveValue::Destinations => Kind::Set,
+    };
     x(Node::Move(m), kind)
 }
 
@@ -772,7 +774,7 @@ fn move_game_moves_and_variations() {
     assert_eq!(with_var[9], None, "terminal position has no move");
     let counted = eval_positions(
         move_filter(MoveFilter {
-            count: true,
+            value: MoveValue::Count,
             ..mv()
         }),
         &g,
@@ -789,7 +791,7 @@ fn move_game_moves_and_variations() {
     assert_eq!(v[4], set_value("f3"));
     assert_eq!(v[0], None);
     let castle = move_filter(MoveFilter {
-        castle_kingside: true,
+        special: Some(SpecialMove::Castle(Castle::Kingside)),
         ..mv()
     });
     let v = eval_positions(castle.clone(), &g, EvalOptions::default());
@@ -802,7 +804,7 @@ fn move_game_moves_and_variations() {
 fn move_previous_is_evaluated_in_the_parent() {
     let g = sample_game();
     let prev_bishop = move_filter(MoveFilter {
-        previous: true,
+        source: MoveSource::Previous,
         from: Some(bx(pd("B", ""))),
         ..mv()
     });
@@ -811,8 +813,8 @@ fn move_previous_is_evaluated_in_the_parent() {
     assert_eq!(v[6], None);
     assert_eq!(v[0], None, "no move led to the initial position");
     let prev_any = move_filter(MoveFilter {
-        previous: true,
-        count: true,
+        source: MoveSource::Previous,
+        value: MoveValue::Count,
         ..mv()
     });
     let v = eval_positions(prev_any, &g, EvalOptions::default());
@@ -826,8 +828,8 @@ fn move_legal_counts_and_special_moves() {
         value_at(
             fen,
             move_filter(MoveFilter {
-                legal: true,
-                count: true,
+                source: MoveSource::Legal,
+                value: MoveValue::Count,
                 ..m
             }),
         )
@@ -841,7 +843,7 @@ fn move_legal_counts_and_special_moves() {
         legal_count(
             kiwi,
             MoveFilter {
-                castle_kingside: true,
+                special: Some(SpecialMove::Castle(Castle::Kingside)),
                 ..mv()
             }
         ),
@@ -851,8 +853,7 @@ fn move_legal_counts_and_special_moves() {
         legal_count(
             kiwi,
             MoveFilter {
-                castle_kingside: true,
-                castle_queenside: true,
+                special: Some(SpecialMove::Castle(Castle::Either)),
                 ..mv()
             }
         ),
@@ -863,7 +864,7 @@ fn move_legal_counts_and_special_moves() {
         legal_count(
             ep,
             MoveFilter {
-                enpassant: true,
+                special: Some(SpecialMove::EnPassant),
                 ..mv()
             }
         ),
@@ -1231,7 +1232,7 @@ fn errors_are_typed_not_panics() {
     );
     // `promote` with something other than a piece designator.
     let m = move_filter(MoveFilter {
-        legal: true,
+        source: MoveSource::Legal,
         promote: Some(bx(squares("a8"))),
         ..mv()
     });

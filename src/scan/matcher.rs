@@ -96,10 +96,24 @@ impl<'s> StoreMatcher<'s> {
         query: &ExpandedQuery,
         plan: &RunPlan,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
+        StoreMatcher::with_jit_options(store, query, plan, &JitOptions::default())
+    }
+
+    /// As [`StoreMatcher::new`], compiling the JIT (when the plan runs it)
+    /// with `jit_options`.
+    ///
+    /// # Errors
+    /// The interpreter rejects the query (inconsistent IR).
+    pub fn with_jit_options(
+        store: &'s Store,
+        query: &ExpandedQuery,
+        plan: &RunPlan,
+        jit_options: &JitOptions,
+    ) -> Result<StoreMatcher<'s>, MatcherError> {
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
-            Engine::Jit => (Some(jit::compile(query, &JitOptions::default())?), None),
-            Engine::Auto => match jit::compile(query, &JitOptions::default()) {
+            Engine::Jit => (Some(jit::compile(query, jit_options)?), None),
+            Engine::Auto => match jit::compile(query, jit_options) {
                 Ok(cq) => (Some(cq), None),
                 Err(e) => (None, Some(format!("using the interpreter: {e}"))),
             },

@@ -6,15 +6,11 @@
 
 pub mod driver;
 pub mod input;
-pub mod json;
 pub mod matcher;
-pub mod prepare;
 
 pub use driver::{
     Collect, GameMatch, GameMatcher, Positions, PositionsIter, ScanError, ScanOptions, ScanStats,
     Sink, SortKey, SortValue, scan,
 };
 pub use input::{cached_store, default_store, shared_data_dir};
-pub use json::match_json;
 pub use matcher::{Engine, RunPlan, StoreMatcher};
-pub use prepare::{PrepareError, Prepared, QueryInput, has_sort, prepare};

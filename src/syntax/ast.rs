@@ -4,35 +4,43 @@
 //! Leaf filters whose meaning is fixed by their keyword alone (`check`,
 //! `ply`, `passedpawns`, `wtm`, `result 1-0`, ...) are stored directly as the
 //! [`ir::Node`] they lower to.
+//!
+//! Only [`File`] (opaque) and [`dump`] leave the crate; the tree itself is
+//! built by the parser and read by the lowering.
 
-use crate::ir::{self, ArithOp, Bitboard, CmpOp, DirSet, PieceSet, SetOp, Span, TransformFilter};
+#![warn(missing_docs, unreachable_pub)]
+
+use crate::ir::{
+    self, ArithOp, Bitboard, CmpOp, DirSet, MoveSource, MoveValue, PieceSet, SetOp, Span,
+    SpecialMove, TransformFilter,
+};
 
 /// A parsed query file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct File {
     /// The `cql(...)` header, if one was written.
-    pub header: Option<Header>,
+    pub(crate) header: Option<Header>,
     /// The body filters (implicitly and-ed), including function definitions.
-    pub body: Vec<Expr>,
+    pub(crate) body: Vec<Expr>,
 }
 
 /// The `cql(...)` header as written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Header {
-    pub options: ir::Header,
-    pub span: Span,
+pub(crate) struct Header {
+    pub(crate) options: ir::Header,
+    pub(crate) span: Span,
 }
 
 /// A filter as written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Expr {
-    pub kind: ExprKind,
-    pub span: Span,
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) span: Span,
 }
 
 /// Prefix operators with one operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Prefix {
+pub(crate) enum Prefix {
     Not,
     Complement,
     Count,
@@ -48,7 +56,7 @@ pub enum Prefix {
 
 /// Infix operators (comparisons are [`ExprKind::Compare`] chains).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Infix {
+pub(crate) enum Infix {
     Or,
     And,
     In,
@@ -60,7 +68,7 @@ pub enum Infix {
 
 /// Which list-argument filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ListFilter {
+pub(crate) enum ListFilter {
     Between,
     MakeSquare,
     Max,
@@ -71,28 +79,26 @@ pub enum ListFilter {
 
 /// The parameters of a `move` filter as written.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct MoveParams {
-    pub from: Option<Box<Expr>>,
-    pub to: Option<Box<Expr>>,
-    pub capture: Option<Box<Expr>>,
-    pub promote: Option<Box<Expr>>,
-    pub enpassant: bool,
-    pub castle_kingside: bool,
-    pub castle_queenside: bool,
-    pub previous: bool,
-    pub legal: bool,
-    pub count: bool,
+pub(crate) struct MoveParams {
+    pub(crate) from: Option<Box<Expr>>,
+    pub(crate) to: Option<Box<Expr>>,
+    pub(crate) capture: Option<Box<Expr>>,
+    pub(crate) promote: Option<Box<Expr>>,
+    pub(crate) special: Option<SpecialMove>,
+    pub(crate) source: MoveSource,
+    pub(crate) value: MoveValue,
 }
 
 /// A name and where it was written.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Name {
-    pub name: String,
-    pub span: Span,
+pub(crate) struct Name {
+    pub(crate) name: String,
+    pub(crate) span: Span,
 }
 
+/// What a filter is, as written.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ExprKind {
+pub(crate) enum ExprKind {
     Number(i64),
     Str(String),
     /// A piece designator (`pieces` set) or square designator (`pieces`
@@ -223,22 +229,22 @@ pub enum ExprKind {
 
 /// One `line` constituent as written, with its repetition `min..=max`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LineItem {
-    pub atom: LineAtom,
-    pub min: u32,
-    pub max: Option<u32>,
-    pub span: Span,
+pub(crate) struct LineItem {
+    pub(crate) atom: LineAtom,
+    pub(crate) min: u32,
+    pub(crate) max: Option<u32>,
+    pub(crate) span: Span,
 }
 
 /// A filter, or a parenthesized sequence of constituents.
 #[derive(Clone, Debug, PartialEq)]
-pub enum LineAtom {
+pub(crate) enum LineAtom {
     Filter(Expr),
     Group(Vec<LineItem>),
 }
 
 impl Expr {
-    pub fn new(kind: ExprKind, span: Span) -> Expr {
+    pub(crate) fn new(kind: ExprKind, span: Span) -> Expr {
         Expr { kind, span }
     }
 }

@@ -18,15 +18,20 @@ use crate::ir::Span;
 /// not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
+    /// The query is rejected.
     Error,
+    /// Reported; the query still runs.
     Warning,
 }
 
 /// One message about the query text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// The source bytes it is about.
     pub span: Span,
+    /// What is wrong, at most [`MAX_MESSAGE_BYTES`] bytes plus `…`.
     pub message: String,
+    /// Error or warning.
     pub severity: Severity,
     /// 1-based line of `span.start`.
     pub line: u32,
@@ -45,6 +50,9 @@ pub const WINDOW_BYTES: usize = 60;
 /// Every diagnostic found in one query, with the source text they refer to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostics {
+    /// The kept diagnostics in the order found, at most
+    /// [`MAX_DIAGNOSTICS`]; when they are all warnings, the first error
+    /// replaces the last of them, so a failing query keeps an error.
     pub items: Vec<Diagnostic>,
     source: String,
     /// Diagnostics left out after [`MAX_DIAGNOSTICS`].

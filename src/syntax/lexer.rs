@@ -7,6 +7,8 @@
 //! the parser sees only one vocabulary: e.g. `⬓` lexes as the keyword
 //! `flipcolor`, `∩` as `&`, `――` as `--`, `△` as the piece letter `A`.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use crate::ir::{Bitboard, PieceSet, Span};
 use crate::syntax::diag::Diagnostics;
 
@@ -21,32 +23,52 @@ pub enum Tok {
     Ident(String),
     /// A piece and/or square designator.
     Designator {
+        /// The pieces (`None`: a square designator).
         pieces: Option<PieceSet>,
+        /// The squares (`None`: none written, all 64).
         squares: Option<Bitboard>,
     },
     /// A raw word in the `cql(...)` header (a file name).
     Word(String),
+    /// `(`
     LParen,
+    /// `)`
     RParen,
+    /// `{`
     LBrace,
+    /// `}`
     RBrace,
+    /// `,`
     Comma,
     /// `&`, `∩`
     Amp,
     /// `|`, `∪`
     Bar,
+    /// `~`
     Tilde,
+    /// `#`
     Hash,
+    /// `+`
     Plus,
+    /// `-`
     Minus,
+    /// `*`
     Star,
+    /// `/`
     Slash,
+    /// `%`
     Percent,
+    /// `<`
     Lt,
+    /// `<=`, `≤`
     Le,
+    /// `==`
     EqEq,
+    /// `>=`, `≥`
     Ge,
+    /// `>`
     Gt,
+    /// `!=`, `≠`
     Ne,
     /// `=` (assignment, or promotion in a dash move)
     Assign,
@@ -78,13 +100,16 @@ pub enum Tok {
     PosAfter,
     /// `[>=]`, `≽`
     PosAfterEq,
+    /// The end of the text (returned again on every later call).
     Eof,
 }
 
 /// A token and its byte span.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Token {
+    /// What was read.
     pub tok: Tok,
+    /// Where: the bytes of the token's text (empty at `Eof`).
     pub span: Span,
 }
 
@@ -125,7 +150,7 @@ fn square_spec(s: &[u8]) -> Option<(usize, Bitboard)> {
 
 /// Parses a complete square designator: `a1`, `a-h2-7`, `[a1-8,b3]`, `.`.
 /// Returns `None` unless all of `s` is one designator.
-pub fn square_designator(s: &str) -> Option<Bitboard> {
+pub(crate) fn square_designator(s: &str) -> Option<Bitboard> {
     let b = s.as_bytes();
     match designator_squares(s, 0) {
         Some((n, bb)) if n == b.len() => Some(bb),
@@ -283,6 +308,7 @@ pub struct Lexer<'s> {
 }
 
 impl<'s> Lexer<'s> {
+    /// A lexer at the start of `src`.
     pub fn new(src: &'s str) -> Lexer<'s> {
         Lexer { src, pos: 0 }
     }
@@ -319,7 +345,7 @@ impl<'s> Lexer<'s> {
 
     /// A raw header word (file name): a string literal or the text up to
     /// white space or `)`.
-    pub fn raw_word(&mut self, diags: &mut Diagnostics) -> Token {
+    pub(crate) fn raw_word(&mut self, diags: &mut Diagnostics) -> Token {
         self.skip_trivia(diags);
         if self.rest().starts_with('"') {
             return self.next(diags);

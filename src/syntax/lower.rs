@@ -56,7 +56,7 @@ struct Failed;
 type LResult = Result<Expr, Failed>;
 
 /// Lowers a parsed file. Errors go to `diags`; `None` if there were any.
-pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
+pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
     let mut l = Lowerer {
         diags,
         vars: Vec::new(),
@@ -375,14 +375,14 @@ impl<'a> Lowerer<'a, '_> {
                     to: self.opt_set(&m.to, "`move to`")?,
                     capture: self.opt_set(&m.capture, "`move capture`")?,
                     promote: self.opt_set(&m.promote, "`move promote`")?,
-                    enpassant: m.enpassant,
-                    castle_kingside: m.castle_kingside,
-                    castle_queenside: m.castle_queenside,
-                    previous: m.previous,
-                    legal: m.legal,
-                    count: m.count,
+                    special: m.special,
+                    source: m.source,
+                    value: m.value,
                 };
-                let kind = if m.count { Kind::Numeric } else { Kind::Set };
+                let kind = match m.value {
+                    ir::MoveValue::Count => Kind::Numeric,
+                    ir::MoveValue::Destinations => Kind::Set,
+                };
                 self.mk(Node::Move(mf), kind, span)
             }
             ExprKind::Dash {
@@ -415,12 +415,9 @@ impl<'a> Lowerer<'a, '_> {
                     to,
                     capture,
                     promote,
-                    enpassant: false,
-                    castle_kingside: false,
-                    castle_queenside: false,
-                    previous: false,
-                    legal: false,
-                    count: false,
+                    special: None,
+                    source: ir::MoveSource::Played,
+                    value: ir::MoveValue::Destinations,
                 };
                 self.mk(Node::Move(mf), Kind::Set, span)
             }
@@ -1429,10 +1426,10 @@ impl<'a> Lowerer<'a, '_> {
 /// Most constituents a `line` may expand to once its repetition counts are
 /// unrolled (`{m,n}` repeats its constituent n times): the size of the
 /// line's automaton.
-pub const MAX_LINE_STATES: usize = 10_000;
+pub(crate) const MAX_LINE_STATES: usize = 10_000;
 
 /// How many constituents `items` expand to (saturating).
-pub fn line_states(items: &[ir::LineItem]) -> usize {
+pub(crate) fn line_states(items: &[ir::LineItem]) -> usize {
     items
         .iter()
         .map(|it| {

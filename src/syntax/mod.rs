@@ -60,6 +60,8 @@
 //! associative operator (`or`, `and`, `|`, `&`) lowers to a balanced tree,
 //! so `a or b or ...` of any length is not deep nesting.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod ast;
 pub mod diag;
 pub mod lexer;

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
-use crate::ir::{Node, TransformFilter};
+use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilter};
 use crate::syntax::ast::{
     Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams, Name, Prefix,
 };
@@ -24,31 +24,31 @@ const MAX_ERRORS: usize = 50;
 
 /// Binding powers (higher binds tighter); see the module docs of
 /// `crate::syntax` for the table.
-pub mod bp {
-    pub const LOWEST: u8 = 0;
-    pub const OR: u8 = 10;
-    pub const AND: u8 = 20;
-    pub const NOT: u8 = 30;
-    pub const IN: u8 = 40;
-    pub const CMP: u8 = 50;
-    pub const ADD: u8 = 60;
-    pub const MUL: u8 = 70;
-    pub const UNION: u8 = 80;
-    pub const INTER: u8 = 90;
-    pub const ATTACKS: u8 = 100;
-    pub const PREFIX: u8 = 110;
+pub(crate) mod bp {
+    pub(crate) const LOWEST: u8 = 0;
+    pub(crate) const OR: u8 = 10;
+    pub(crate) const AND: u8 = 20;
+    pub(crate) const NOT: u8 = 30;
+    pub(crate) const IN: u8 = 40;
+    pub(crate) const CMP: u8 = 50;
+    pub(crate) const ADD: u8 = 60;
+    pub(crate) const MUL: u8 = 70;
+    pub(crate) const UNION: u8 = 80;
+    pub(crate) const INTER: u8 = 90;
+    pub(crate) const ATTACKS: u8 = 100;
+    pub(crate) const PREFIX: u8 = 110;
     /// `P : F`: binds tighter than any other operator.
-    pub const COLON: u8 = 120;
+    pub(crate) const COLON: u8 = 120;
     /// Operand of `abs`: just below addition's operands.
-    pub const ABS_ARG: u8 = ADD;
+    pub(crate) const ABS_ARG: u8 = ADD;
     /// Operand of unary minus.
-    pub const NEG_ARG: u8 = MUL;
+    pub(crate) const NEG_ARG: u8 = MUL;
     /// Operand of `#`, `power`, `rank`, `file`, the domain of `square`.
-    pub const SET_ARG: u8 = UNION;
+    pub(crate) const SET_ARG: u8 = UNION;
     /// Operand of `~`.
-    pub const COMPLEMENT_ARG: u8 = ATTACKS;
+    pub(crate) const COMPLEMENT_ARG: u8 = ATTACKS;
     /// Right side of an assignment.
-    pub const ASSIGN_RHS: u8 = CMP + 1;
+    pub(crate) const ASSIGN_RHS: u8 = CMP + 1;
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
@@ -93,7 +93,7 @@ pub const UNSUPPORTED: &[&str] = &[
 ];
 
 /// Words that are keywords (cannot name a variable).
-pub const KEYWORDS: &[&str] = &[
+pub(crate) const KEYWORDS: &[&str] = &[
     "and",
     "or",
     "not",
@@ -215,7 +215,7 @@ pub const KEYWORDS: &[&str] = &[
 ];
 
 /// The direction set named by a direction keyword.
-pub fn direction_keyword(w: &str) -> Option<DirSet> {
+pub(crate) fn direction_keyword(w: &str) -> Option<DirSet> {
     use ir::Direction as D;
     Some(match w {
         "up" => DirSet::single(D::Up),
@@ -238,7 +238,7 @@ pub fn direction_keyword(w: &str) -> Option<DirSet> {
 }
 
 /// The transform filter named by a keyword.
-pub fn transform_keyword(w: &str) -> Option<TransformFilter> {
+pub(crate) fn transform_keyword(w: &str) -> Option<TransformFilter> {
     use TransformFilter as T;
     Some(match w {
         "flip" | "dihedral" | "flipdihedral" => T::Flip,
@@ -296,12 +296,12 @@ fn leaf_keyword(w: &str) -> Option<Node> {
 
 /// Marker: an error was recorded in the diagnostics.
 #[derive(Debug)]
-pub struct Failed;
+pub(crate) struct Failed;
 
 type PResult<T> = Result<T, Failed>;
 
 /// Parses a whole file. Errors go to `diags`.
-pub fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
+pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
     if src.len() > MAX_SOURCE_BYTES {
         diags.error(
             Span::new(0, 0),
@@ -898,11 +898,14 @@ impl Parser<'_, '_> {
             // `o-o` / `o-o-o` alone: the move just played castled on that
             // side (CQL 6.2), i.e. `move previous o-o`.
             Tok::CastleKing | Tok::CastleQueen => {
-                let king = t.tok == Tok::CastleKing;
+                let side = if t.tok == Tok::CastleKing {
+                    Castle::Kingside
+                } else {
+                    Castle::Queenside
+                };
                 let m = MoveParams {
-                    castle_kingside: king,
-                    castle_queenside: !king,
-                    previous: true,
+                    special: Some(SpecialMove::Castle(side)),
+                    source: MoveSource::Previous,
                     ..MoveParams::default()
                 };
                 Ok(Expr::new(ExprKind::Move(m), start))
@@ -1698,66 +1701,74 @@ impl Parser<'_, '_> {
     }
 
     /// `move` and its parameters, in any order, each at most once:
-    /// `from X`, `to X`, `capture X`, `promote X`, `enpassant`, one of
-    /// `o-o`/`o-o-o`/`castle` (either side), `previous` or `legal` (not
+    /// `from X`, `to X`, `capture X`, `promote X`, one of `enpassant`,
+    /// `o-o`, `o-o-o`, `castle` (either side), `previous` or `legal` (not
     /// both), `count` (with `legal`), as CQL 6.2 requires.
     fn move_filter(&mut self, start: Span) -> PResult<Expr> {
         let mut m = MoveParams::default();
         let mut castle_at: Option<Span> = None;
+        let mut legal_and_previous = false;
         loop {
             let t = self.peek().clone();
-            let castle = match &t.tok {
-                Tok::CastleKing => Some((true, false)),
-                Tok::CastleQueen => Some((false, true)),
-                Tok::Ident(w) if w == "castle" => Some((true, true)),
+            let special = match &t.tok {
+                Tok::CastleKing => Some(SpecialMove::Castle(Castle::Kingside)),
+                Tok::CastleQueen => Some(SpecialMove::Castle(Castle::Queenside)),
+                Tok::Ident(w) if w == "castle" => Some(SpecialMove::Castle(Castle::Either)),
+                Tok::Ident(w) if w == "enpassant" => Some(SpecialMove::EnPassant),
                 _ => None,
             };
-            if let Some((king, queen)) = castle {
-                if let Some(first) = castle_at {
-                    return Err(self.error(
-                        t.span,
-                        format!(
-                            "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
-                            pos_text(self.src, first)
-                        ),
-                    ));
+            if let Some(special) = special {
+                match (m.special, special) {
+                    (None, _) => {}
+                    (Some(SpecialMove::EnPassant), SpecialMove::EnPassant) => {
+                        return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+                    }
+                    (Some(SpecialMove::Castle(_)), SpecialMove::Castle(_)) => {
+                        return Err(self.error(
+                            t.span,
+                            format!(
+                                "`move` takes one castling parameter (`o-o`, `o-o-o` or `castle`); another was given at {}",
+                                pos_text(self.src, castle_at.unwrap_or(t.span))
+                            ),
+                        ));
+                    }
+                    (Some(_), _) => {
+                        return Err(self.error(
+                            t.span,
+                            "`move` cannot take both `enpassant` and castling (no move is both)",
+                        ));
+                    }
                 }
                 self.bump();
-                castle_at = Some(t.span);
-                m.castle_kingside = king;
-                m.castle_queenside = queen;
+                if matches!(special, SpecialMove::Castle(_)) {
+                    castle_at = Some(t.span);
+                }
+                m.special = Some(special);
                 continue;
             }
             let w = match &t.tok {
                 Tok::Ident(w) => w.clone(),
                 _ => break,
             };
-            if w == "enpassant" && m.enpassant {
-                return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
+            let source = match w.as_str() {
+                "previous" => Some(MoveSource::Previous),
+                "legal" => Some(MoveSource::Legal),
+                _ => None,
+            };
+            if let Some(source) = source {
+                self.bump();
+                legal_and_previous |= m.source != MoveSource::Played && m.source != source;
+                m.source = source;
+                continue;
             }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
                 "capture" => &mut m.capture,
                 "promote" => &mut m.promote,
-                "enpassant" => {
-                    self.bump();
-                    m.enpassant = true;
-                    continue;
-                }
-                "previous" => {
-                    self.bump();
-                    m.previous = true;
-                    continue;
-                }
-                "legal" => {
-                    self.bump();
-                    m.legal = true;
-                    continue;
-                }
                 "count" => {
                     self.bump();
-                    m.count = true;
+                    m.value = MoveValue::Count;
                     continue;
                 }
                 _ => break,
@@ -1769,13 +1780,13 @@ impl Parser<'_, '_> {
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
         let span = self.span_from(start);
-        if m.legal && m.previous {
+        if legal_and_previous {
             return Err(self.error(
                 span,
                 "`move` cannot take both `legal` and `previous` (the previous move is a game move)",
             ));
         }
-        if m.count && !m.legal {
+        if m.value == MoveValue::Count && m.source != MoveSource::Legal {
             return Err(self.error(
                 span,
                 "`count` in `move` needs `legal` (`move legal count`): it counts legal moves",

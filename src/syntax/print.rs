@@ -8,8 +8,9 @@
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem, Node, PawnSet,
-    PinValue, Query, SetOp, Side, TagField, TransformFilter, TreeRel, Var,
+    ArithOp, Bitboard, Castle, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem,
+    MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove, TagField,
+    TransformFilter, TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -394,19 +395,21 @@ impl Printer<'_> {
                         t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
                 }
-                for (on, kw) in [
-                    (m.enpassant, "enpassant"),
-                    (m.castle_kingside && m.castle_queenside, "castle"),
-                    (m.castle_kingside && !m.castle_queenside, "o-o"),
-                    (m.castle_queenside && !m.castle_kingside, "o-o-o"),
-                    (m.previous, "previous"),
-                    (m.legal, "legal"),
-                    (m.count, "count"),
-                ] {
-                    if on {
-                        t.push(' ');
-                        t.push_str(kw);
-                    }
+                let special = m.special.map(|s| match s {
+                    SpecialMove::EnPassant => "enpassant",
+                    SpecialMove::Castle(Castle::Either) => "castle",
+                    SpecialMove::Castle(Castle::Kingside) => "o-o",
+                    SpecialMove::Castle(Castle::Queenside) => "o-o-o",
+                });
+                let source = match m.source {
+                    MoveSource::Played => None,
+                    MoveSource::Previous => Some("previous"),
+                    MoveSource::Legal => Some("legal"),
+                };
+                let value = (m.value == MoveValue::Count).then_some("count");
+                for kw in [special, source, value].into_iter().flatten() {
+                    t.push(' ');
+                    t.push_str(kw);
                 }
                 Doc {
                     params_open: true,

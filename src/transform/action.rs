@@ -3,6 +3,8 @@
 //! directions, and `light`/`dark`. Children, nested transform filters,
 //! `notransform` and `currenttransform` are handled by the orbit builder.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use crate::ir::{Bitboard, Node};
 
 use super::basic::Transform;

@@ -9,6 +9,8 @@
 //! sequence; only adjacent dihedral steps and adjacent σ steps are merged,
 //! and identity steps dropped.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
 use cqlj_runtime::bitboard::{file_mask, rank_mask};
@@ -18,6 +20,7 @@ use crate::ir::{Bitboard, DirSet, Direction, GameResult, PieceSet, Side, Transfo
 /// An element of D4, acting on squares (x, y) with x = file, y = rank, 0..8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dihedral {
+    /// (x, y).
     Identity,
     /// About the horizontal bisector: (x, 7-y). CQL `fliphorizontal`.
     ReflectH,
@@ -138,11 +141,12 @@ impl Dihedral {
 
 /// The image of a square set under a translation, with what fell off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ShiftImage {
-    pub set: Bitboard,
+pub(crate) struct ShiftImage {
+    /// The squares after the move (held ones and those still on the board).
+    pub(crate) set: Bitboard,
     /// Some square that moved (was not held by the full-rank/full-file
     /// rule) left the board.
-    pub lost: bool,
+    pub(crate) lost: bool,
 }
 
 /// Files (as a mask) wholly contained in `bb`.
@@ -162,7 +166,7 @@ fn full_ranks(bb: u64) -> u64 {
 }
 
 /// `V(dy)`: complete files stay, every other square moves `dy` ranks up.
-pub fn shift_vertical(bb: Bitboard, dy: i8) -> ShiftImage {
+pub(crate) fn shift_vertical(bb: Bitboard, dy: i8) -> ShiftImage {
     let bb = bb.0;
     let held = full_files(bb);
     let moving = bb & !held;
@@ -179,7 +183,7 @@ pub fn shift_vertical(bb: Bitboard, dy: i8) -> ShiftImage {
 }
 
 /// `H(dx)`: complete ranks stay, every other square moves `dx` files right.
-pub fn shift_horizontal(bb: Bitboard, dx: i8) -> ShiftImage {
+pub(crate) fn shift_horizontal(bb: Bitboard, dx: i8) -> ShiftImage {
     let bb = bb.0;
     let held = full_ranks(bb);
     let moving = bb & !held;
@@ -204,13 +208,18 @@ pub fn shift_horizontal(bb: Bitboard, dx: i8) -> ShiftImage {
 /// in which a moving square left the board elides the orbit element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shift {
+    /// Files to the right (negative: to the left).
     pub dx: i8,
+    /// Ranks up (negative: down).
     pub dy: i8,
+    /// The filter was written with `restrict`.
     pub restrict: bool,
 }
 
 impl Shift {
-    pub fn apply(self, bb: Bitboard) -> ShiftImage {
+    /// The image of a square set: `V(dy)` then `H(dx)`; `lost` if either
+    /// lost a square.
+    pub(crate) fn apply(self, bb: Bitboard) -> ShiftImage {
         let v = shift_vertical(bb, self.dy);
         let h = shift_horizontal(v.set, self.dx);
         ShiftImage {
@@ -218,9 +227,11 @@ impl Shift {
             lost: v.lost || h.lost,
         }
     }
+    /// Whether it moves nothing (`dx == dy == 0`).
     pub const fn is_identity(self) -> bool {
         self.dx == 0 && self.dy == 0
     }
+    /// Whether light squares map to dark ones (`dx + dy` is odd).
     pub const fn swaps_square_colour(self) -> bool {
         (self.dx + self.dy) & 1 == 1
     }
@@ -242,14 +253,16 @@ impl Shift {
 }
 
 /// σ^k (k in 0..8): rotation of directions by k·45° counterclockwise.
-pub fn rotate45_direction(d: Direction, k: u8) -> Direction {
+pub(crate) fn rotate45_direction(d: Direction, k: u8) -> Direction {
     Direction::ALL[(d as usize + 8 - (k as usize % 8)) % 8]
 }
 
 /// One step of a [`Transform`] word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Step {
+    /// An element of D4 (never the identity in a word).
     Dihedral(Dihedral),
+    /// A translation (never by (0, 0) in a word).
     Shift(Shift),
     /// σ^k, k in 1..8.
     Rotate45(u8),
@@ -268,6 +281,7 @@ impl Step {
 /// The image of a square designator under a [`Transform`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SquareImage {
+    /// The transformed set.
     pub set: Bitboard,
     /// A restricted shift moved a square off the board.
     pub restricted_loss: bool,
@@ -285,24 +299,30 @@ pub struct Transform {
 }
 
 impl Transform {
+    /// The empty word: changes nothing.
     pub fn identity() -> Transform {
         Transform::default()
     }
+    /// Colour inversion alone (`invertcolor`).
     pub fn invertcolor() -> Transform {
         Transform {
             invert: true,
             steps: Vec::new(),
         }
     }
+    /// The word of one step (empty if the step is an identity).
     pub fn step(step: Step) -> Transform {
         Transform::identity().push(step)
     }
+    /// One dihedral step.
     pub fn dihedral(d: Dihedral) -> Transform {
         Transform::step(Step::Dihedral(d))
     }
+    /// One translation `H(dx)∘V(dy)`.
     pub fn shift(dx: i8, dy: i8, restrict: bool) -> Transform {
         Transform::step(Step::Shift(Shift { dx, dy, restrict }))
     }
+    /// σ^(k mod 8).
     pub fn rotate45(k: u8) -> Transform {
         Transform::step(Step::Rotate45(k % 8))
     }
@@ -335,12 +355,16 @@ impl Transform {
         outer.steps.iter().fold(t, |t, s| t.push(*s))
     }
 
+    /// Whether it changes nothing (no inversion, no step).
     pub fn is_identity(&self) -> bool {
         !self.invert && self.steps.is_empty()
     }
+    /// Whether it swaps white and black.
     pub fn inverts_colours(&self) -> bool {
         self.invert
     }
+    /// The steps, first applied first (no identity step, no two adjacent
+    /// dihedral or σ steps).
     pub fn steps(&self) -> &[Step] {
         &self.steps
     }
@@ -382,6 +406,8 @@ impl Transform {
         img
     }
 
+    /// The image of a direction: dihedral steps map it as a vector, σ^k
+    /// rotates it, shifts leave it.
     pub fn apply_direction(&self, d: Direction) -> Direction {
         self.steps.iter().fold(d, |d, s| match s {
             Step::Dihedral(g) => g.map_direction(d),
@@ -390,18 +416,22 @@ impl Transform {
         })
     }
 
+    /// The image of each direction of a set.
     pub fn apply_dirs(&self, dirs: DirSet) -> DirSet {
         dirs.map(|d| self.apply_direction(d))
     }
 
+    /// The pieces with colours swapped when it inverts colours.
     pub fn apply_pieces(&self, p: PieceSet) -> PieceSet {
         if self.invert { p.invert_colors() } else { p }
     }
 
+    /// The other side when it inverts colours.
     pub fn apply_side(&self, s: Side) -> Side {
         if self.invert { s.flip() } else { s }
     }
 
+    /// `1-0` and `0-1` swapped when it inverts colours; draws and `*` kept.
     pub fn apply_result(&self, r: GameResult) -> GameResult {
         match (self.invert, r) {
             (true, GameResult::WhiteWins) => GameResult::BlackWins,

@@ -27,6 +27,8 @@
 //! - Superfluous-transform warnings are given per source transform filter
 //!   when every expansion of it held only the identity.
 
+#![warn(missing_docs, unreachable_pub)]
+
 pub mod action;
 pub mod basic;
 mod explain;
@@ -64,36 +66,58 @@ impl Default for Limits {
 /// Errors of expansion: every one names the transform filter and the size.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TransformError {
+    /// [`Limits::max_candidates`] exceeded.
     #[error(
         "the orbit of `{filters}` would have {candidates} candidate transforms; the limit is {limit}"
     )]
     TooManyCandidates {
+        /// The outermost transform filter of the chain.
         span: Span,
+        /// The chain's keywords, outermost first.
         filters: String,
+        /// The product of the chain's filter sizes.
         candidates: u128,
+        /// The limit.
         limit: u64,
     },
+    /// [`Limits::max_work`] exceeded.
     #[error(
         "expanding `{filters}` would materialise up to {needed} IR nodes (candidates times target size, nested orbits multiplied); the limit is {limit}"
     )]
     TooMuchWork {
+        /// The filter being expanded (a top-level filter, or the outermost
+        /// transform filter of the chain).
         span: Span,
+        /// The chain's keywords, outermost first.
         filters: String,
+        /// The estimated node count.
         needed: u128,
+        /// The limit.
         limit: u64,
     },
+    /// [`Limits::max_orbit_elements`] exceeded.
     #[error("the orbit of `{filters}` has more than {limit} distinct elements")]
     TooManyElements {
+        /// The outermost transform filter of the chain.
         span: Span,
+        /// The chain's keywords, outermost first.
         filters: String,
+        /// The limit.
         limit: usize,
     },
+    /// [`Limits::max_nodes`] exceeded.
     #[error("the expanded query would hold more than {limit} IR nodes (at `{filters}`)")]
     TooManyNodes {
+        /// The outermost transform filter of the chain being expanded
+        /// when the limit was passed.
         span: Span,
+        /// The chain's keywords, outermost first.
         filters: String,
+        /// The limit.
         limit: u64,
     },
+    /// The IR broke an invariant the expansion relies on (a bug, not an
+    /// input error).
     #[error("internal error in transform expansion: a malformed IR tree")]
     Internal,
 }
@@ -114,7 +138,9 @@ impl TransformError {
 /// A diagnostic that does not stop the query.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Warning {
+    /// The transform filter or designator it is about.
     pub span: Span,
+    /// The text, e.g. [`SUPERFLUOUS`].
     pub message: String,
 }
 
@@ -128,13 +154,18 @@ pub enum ElisionReason {
     /// Every element of a nested orbit was elided.
     EmptyNestedOrbit,
     /// Structurally equal to the kept element with this transform name.
-    Duplicate { of: String },
+    Duplicate {
+        /// The `currenttransform` name of the kept element.
+        of: String,
+    },
 }
 
 /// A candidate transform dropped from an orbit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElidedElement {
+    /// The candidate's `currenttransform` name.
     pub transform: String,
+    /// Why it was dropped.
     pub reason: ElisionReason,
 }
 
@@ -147,6 +178,8 @@ pub struct OrbitReport {
     pub span: Span,
     /// The flattened chain of transform filters, outermost first.
     pub filters: Vec<TransformFilter>,
+    /// The chain's innermost filter has `count` (a counted filter ends its
+    /// chain).
     pub count: bool,
     /// Some filter of the chain has `restrict`.
     pub restrict: bool,
@@ -166,7 +199,9 @@ pub struct OrbitReport {
 /// The result of [`expand`].
 #[derive(Clone, Debug)]
 pub struct Expansion {
+    /// The query with every transform filter replaced by its orbit.
     pub query: ExpandedQuery,
+    /// Superfluous transforms and `rotate45` over square designators.
     pub warnings: Vec<Warning>,
     /// One report per orbit node of the expanded query, in pre-order
     /// (outermost first, then those nested in its elements, in order).

@@ -7,6 +7,8 @@
 //! under the composed context transform. Sizes are checked against
 //! [`Limits`] before an orbit is materialised.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 

@@ -4,8 +4,9 @@
 use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 
+use cqlj::query::{QueryOptions, prepare};
 use cqlj::runtime::store::Store;
-use cqlj::scan::{Collect, Engine, QueryInput, RunPlan, ScanOptions, StoreMatcher, prepare, scan};
+use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
 
 /// `(game, matching positions)` of each matching game of `games` (clipped
 /// to the store), in game order. Panics (naming the query) if it does not
@@ -19,14 +20,12 @@ pub fn scan_matches(
     threads: usize,
     batch_games: u32,
 ) -> Vec<(u32, Vec<u32>)> {
-    let prepared = prepare(&QueryInput {
-        source: query,
+    let options = QueryOptions {
         name: "test",
-        color: false,
-        extra_filters: &[],
-        transforms: &[],
-    })
-    .unwrap_or_else(|e| panic!("query {query:?} does not prepare: {e}"));
+        ..QueryOptions::default()
+    };
+    let prepared = prepare(query, &options)
+        .unwrap_or_else(|e| panic!("query {query:?} does not prepare: {e}"));
     let plan = RunPlan { engine, variations };
     let matcher = StoreMatcher::new(store, &prepared.query, &plan)
         .unwrap_or_else(|e| panic!("query {query:?}: {e}"));

@@ -1,6 +1,6 @@
-//! Sinks for a query run: the PGN writer (each matching game with its
-//! original tags, moves, comments and variations, plus a comment after each
-//! matching move, as CQL writes it) and the JSON-lines writer.
+//! The PGN form of a matching game: the game with its original tags,
+//! moves, comments and variations, plus a comment after each matching move
+//! (the match string) and the query's `comment` texts, as CQL writes it.
 //!
 //! Positions of a game are numbered in store order: 0 is the initial
 //! position, k >= 1 the position after the k-th move *in PGN text order*
@@ -14,6 +14,9 @@ use std::ops::ControlFlow;
 use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visitor};
 use shakmaty::Color;
 use shakmaty::fen::Fen;
+
+use crate::runtime::store::{StoreError, TextReader};
+use crate::scan::GameMatch;
 
 /// What to add to one game when it is written.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +46,8 @@ pub enum OutputError {
     Io(#[from] io::Error),
     #[error("the stored text of game {0} holds no game")]
     NoGame(u64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Maximum line length of written movetext (PGN export format says 80).
@@ -97,6 +102,43 @@ pub fn write_pgn_game(
     }
     out.write_all(b"\n\n")?;
     Ok(())
+}
+
+/// How matching games are written as PGN.
+#[derive(Clone, Debug, Default)]
+pub struct PgnOptions {
+    /// The comment written after each matching move (`None`: `-silent`,
+    /// only the query's own comments are written).
+    pub matchstring: Option<String>,
+}
+
+/// Writes matching game `m` read through `texts`: the match string after
+/// each matching move, the query's comments after theirs.
+///
+/// The moves are numbered as the importer numbered them
+/// (`import::parse_game`), which is exact also for a game with a variation
+/// the importer cut at an illegal move.
+///
+/// # Errors
+/// The game's text cannot be read from the store, or writing fails.
+pub fn write_match(
+    out: &mut dyn Write,
+    texts: &mut TextReader<'_>,
+    m: &GameMatch,
+    options: &PgnOptions,
+) -> Result<(), OutputError> {
+    let mut notes = Annotations::default();
+    if let Some(s) = &options.matchstring {
+        for p in &m.positions {
+            notes.add(p, s.clone());
+        }
+    }
+    for (p, text) in &m.comments {
+        notes.add(*p, text.clone());
+    }
+    let text = texts.game_text(m.game)?;
+    notes.san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+    write_pgn_game(out, u64::from(m.game) + 1, text, &notes)
 }
 
 /// A game as re-emitted: tags and movetext tokens, raw bytes (a comment's

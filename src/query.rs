@@ -1,17 +1,17 @@
-//! From query text to an [`ExpandedQuery`]: parse, add the command line's
-//! game filters, wrap the body in the command line's transforms, expand the
-//! orbits.
+//! The query step: query text and [`QueryOptions`] -> a [`Prepared`],
+//! expanded query. It parses the text, adds the command line's game
+//! filters, wraps the body in the command line's transforms and expands the
+//! orbits; the result is what the engines compile and the scan runs.
 
 use crate::ir::{ExpandedQuery, Expr, Node, TransformFilter};
 use crate::syntax;
 use crate::transform::{self, Limits};
 
-/// What a run asks for.
-#[derive(Clone, Copy, Debug)]
-pub struct QueryInput<'a> {
-    /// The query text (a `.cql` file or a `-cql` one-liner).
-    pub source: &'a str,
-    /// The name diagnostics show for it (file name, or `-cql`).
+/// How a query text is prepared (the default: no name, no colours, no
+/// extra filters, no transforms).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueryOptions<'a> {
+    /// The name diagnostics show for the text (file name, or `-cql`).
     pub name: &'a str,
     /// Render diagnostics with ANSI colours.
     pub color: bool,
@@ -24,6 +24,7 @@ pub struct QueryInput<'a> {
 /// A query ready to run.
 #[derive(Debug)]
 pub struct Prepared {
+    /// The expanded query (orbits built, options applied).
     pub query: ExpandedQuery,
     /// Warnings from parsing and expansion, rendered for a person.
     pub warnings: Vec<String>,
@@ -39,27 +40,28 @@ pub enum PrepareError {
     Transform(#[from] transform::TransformError),
 }
 
-/// Parses and expands a query.
+/// Parses and expands `source` (a `.cql` file's text or a `-cql`
+/// one-liner).
 ///
 /// # Errors
 /// Rendered diagnostics for a query with errors; a transform error (e.g. an
 /// orbit over the size limit).
-pub fn prepare(input: &QueryInput<'_>) -> Result<Prepared, PrepareError> {
-    let mut query = syntax::parse(input.source)
-        .map_err(|d| PrepareError::Diagnostics(d.render(input.name, input.color)))?;
-    for extra in input.extra_filters {
+pub fn prepare(source: &str, options: &QueryOptions<'_>) -> Result<Prepared, PrepareError> {
+    let mut query = syntax::parse(source)
+        .map_err(|d| PrepareError::Diagnostics(d.render(options.name, options.color)))?;
+    for extra in options.extra_filters {
         let q = syntax::parse(extra)
-            .map_err(|d| PrepareError::Diagnostics(d.render("command line", input.color)))?;
+            .map_err(|d| PrepareError::Diagnostics(d.render("command line", options.color)))?;
         query.body.extend(q.body);
     }
-    let query = transform::wrap_body(query, input.transforms);
+    let query = transform::wrap_body(query, options.transforms);
     let expansion = transform::expand(&query, &Limits::default())?;
     let warnings = expansion
         .warnings
         .iter()
         .map(|w| {
-            let (line, col) = syntax::line_col(input.source, w.span.start as usize);
-            format!("warning: {} ({}:{line}:{col})", w.message, input.name)
+            let (line, col) = syntax::line_col(source, w.span.start as usize);
+            format!("warning: {} ({}:{line}:{col})", w.message, options.name)
         })
         .collect();
     Ok(Prepared {

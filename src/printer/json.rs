@@ -4,9 +4,9 @@ use serde_json::json;
 use shakmaty::fen::{Fen, LossyFenError};
 use shakmaty::{Color, EnPassantMode, Position};
 
-use super::{GameMatch, SortValue};
 use crate::runtime::layout::chess::{chess_of, setup_of};
 use crate::runtime::store::Store;
+use crate::scan::{GameMatch, SortValue};
 
 /// One JSON object (one line) for a matching game: game number (1-based),
 /// each matching position with its ply and FEN, comments, messages and sort

@@ -1,0 +1,75 @@
+//! [`TextReader`]: game texts read from a store's zstd text blocks, the
+//! last decompressed block kept (output in store order decompresses each
+//! block about once).
+
+use super::error::StoreError;
+use super::reader::Store;
+
+impl Store {
+    /// A reader of game texts that keeps the last text block it
+    /// decompressed (the games of a block are read together when output
+    /// follows store order).
+    pub fn text_reader(&self) -> TextReader<'_> {
+        TextReader {
+            store: self,
+            block: None,
+            buf: Vec::new(),
+            dctx: None,
+        }
+    }
+}
+
+/// Reads game texts from a store, keeping the last decompressed text
+/// block and one zstd context (see [`Store::text_reader`]).
+///
+/// Invariant: when `block` is `Some(b)`, `buf` holds text block `b`
+/// decompressed in full.
+pub struct TextReader<'s> {
+    store: &'s Store,
+    block: Option<u64>,
+    buf: Vec<u8>,
+    dctx: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+impl TextReader<'_> {
+    /// The original text of game `i`, byte for byte as in its source file;
+    /// valid until the next call.
+    pub fn game_text(&mut self, i: u32) -> Result<&[u8], StoreError> {
+        let g = self.store.game(i)?;
+        if g.text_len == 0 {
+            return Ok(&[]);
+        }
+        let corrupt = |reason: String| StoreError::CorruptText { game: i, reason };
+        let b = u64::from(g.text_block);
+        if self.block != Some(b) {
+            self.block = None;
+            let (off, clen, dlen) = self.store.text_block_entry(b);
+            let frame = usize::try_from(off)
+                .ok()
+                .and_then(|start| Some(start..start.checked_add(clen as usize)?))
+                .and_then(|r| self.store.map.get(r))
+                .ok_or_else(|| corrupt("text block outside the file".into()))?;
+            let dctx = match &mut self.dctx {
+                Some(d) => d,
+                None => self
+                    .dctx
+                    .insert(zstd::bulk::Decompressor::new().map_err(|e| corrupt(e.to_string()))?),
+            };
+            self.buf.clear();
+            self.buf.reserve(dlen as usize);
+            let n = dctx
+                .decompress_to_buffer(frame, &mut self.buf)
+                .map_err(|e| corrupt(e.to_string()))?;
+            if n != dlen as usize {
+                return Err(corrupt(format!(
+                    "text block holds {n} bytes, its index says {dlen}"
+                )));
+            }
+            self.block = Some(b);
+        }
+        let (a, n) = (g.text_offset as usize, g.text_len as usize);
+        self.buf
+            .get(a..a + n)
+            .ok_or_else(|| corrupt("text range outside its block".into()))
+    }
+}

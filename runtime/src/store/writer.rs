@@ -1,0 +1,647 @@
+//! [`StoreWriter`]: builds a new store (temporary file, fsync, atomic
+//! rename) or appends to one in place.
+//!
+//! Invariant: no byte the current header of an existing store refers to is
+//! written; an append writes after the old `file_len`, fsyncs, and only
+//! then writes its header into the slot that is not current. A writer
+//! dropped unfinished leaves the target as it was.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::StoreError;
+use super::format::{
+    Bytes, CHUNK_BYTES, CHUNKS_OFFSET, ChunkInfo, FORMAT_VERSION, GAME_ENTRY_LEN, GameEntry,
+    HEADER_LEN, HEADER_SLOTS, Header, Segment, TEXT_BLOCK_LEN, TEXT_BLOCK_TARGET, checksum64,
+    chunk_bytes,
+};
+use super::lock::{WriterLock, retry_lock};
+use super::reader::Store;
+use super::slots::{Trailer, current_header, newer_commit, read_first, slot_bytes};
+use super::validate::Checks;
+use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
+
+/// zstd level of the text blocks.
+const TEXT_ZSTD_LEVEL: i32 = 3;
+
+/// Per-game metadata handed to [`StoreWriter::add_game`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameMeta {
+    /// `result::*` code.
+    pub result: u8,
+    /// Elo ratings (0 = none).
+    pub white_elo: u16,
+    pub black_elo: u16,
+    /// `game_flags::*`.
+    pub flags: u8,
+    /// Index into the store's source files (see [`StoreWriter::add_source`]).
+    pub source_file: u32,
+    /// Byte range of the game in the (decompressed) source file.
+    pub source_start: u64,
+    pub source_len: u64,
+    /// Tag pairs in PGN order, raw bytes (escapes resolved).
+    pub tags: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The original text of the game, byte for byte.
+    pub text: Vec<u8>,
+}
+
+/// Where a [`StoreWriter`]'s bytes go.
+enum Target {
+    /// A new store, written to `tmp_path` and renamed over the target at
+    /// finish.
+    New { tmp_path: PathBuf },
+    /// An append to the store in place: new bytes after `old_len` (the
+    /// current header's `file_len`), the new header into slot `slot`.
+    Append { old_len: u64, slot: usize },
+}
+
+/// Builds a store file. Games are added with [`StoreWriter::add_game`];
+/// [`StoreWriter::finish`] writes the indexes and the header and fsyncs.
+///
+/// A writer from [`StoreWriter::create`] writes a temporary file
+/// (`DB.cqlj.tmp-<pid>`, same directory) renamed over the target at
+/// finish, so the target is either the old file or the complete new one;
+/// dropping it unfinished removes the temporary file. A writer from
+/// [`StoreWriter::append`] extends the existing store in place (see the
+/// module docs): until its finish switches the header slot, the store
+/// opens with its old content; dropping it unfinished truncates the file
+/// back to its old length.
+pub struct StoreWriter {
+    /// Released after `Drop` (fields drop after it).
+    _lock: WriterLock,
+    /// On append, the bytes of the header slot the new header will
+    /// overwrite (for the commit record).
+    previous_slot: [u8; HEADER_LEN],
+    path: PathBuf,
+    /// The file named in errors: the store (never its temporary file).
+    write_path: PathBuf,
+    target: Target,
+    file: Option<BufWriter<File>>,
+    /// File offset of the next chunk image (where `file` is positioned).
+    next_offset: u64,
+    /// Sequence number of the header `finish` writes.
+    sequence: u64,
+    /// On append, the old partial last chunk, loaded into `chunk`; its
+    /// entry is kept as is when nothing is added to it.
+    reloaded: Option<ChunkInfo>,
+    chunk: Box<ChunkColumns>,
+    chunk_len: usize,
+    summary: ChunkSummary,
+    chunks: Vec<ChunkInfo>,
+    n_positions: u64,
+    /// The game index: the old store's entries (absolute tag offsets), then
+    /// the added games' (tag offsets relative to `tags` until `finish`).
+    games: Vec<u8>,
+    n_games: u64,
+    /// Games of the old store (entries in `games` before the added ones).
+    old_games: u64,
+    /// The added games' tag blob.
+    tags: Vec<u8>,
+    text_block: Vec<u8>,
+    /// The text-block index: the old store's entries (absolute offsets),
+    /// then the added blocks' (offsets relative to `text` until `finish`).
+    text_index: Vec<u8>,
+    /// Text blocks of the old store (entries in `text_index`).
+    old_text_blocks: usize,
+    /// The added games' compressed text blocks.
+    text: Vec<u8>,
+    /// The old store's data segments (the added one is built at `finish`).
+    segments: Vec<Segment>,
+    sources: Vec<String>,
+}
+
+/// Copies a chunk's columns (no temporary on the stack).
+fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
+    for (d, s) in dst.bb.iter_mut().zip(&src.bb) {
+        d.copy_from_slice(s);
+    }
+    dst.mv.copy_from_slice(&src.mv);
+    dst.parent_delta.copy_from_slice(&src.parent_delta);
+    dst.ply.copy_from_slice(&src.ply);
+    dst.halfmove.copy_from_slice(&src.halfmove);
+    dst.castling.copy_from_slice(&src.castling);
+    dst.ep.copy_from_slice(&src.ep);
+    dst.flags.copy_from_slice(&src.flags);
+}
+
+impl StoreWriter {
+    /// The temporary file [`Self::create`] writes for `path`:
+    /// `NAME.tmp-<pid>` in the same folder.
+    pub fn temp_path(path: &Path) -> PathBuf {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp-{}", std::process::id()));
+        path.with_file_name(name)
+    }
+
+    /// Starts writing a store that will replace `path` on [`Self::finish`].
+    /// Holds the writers' lock of `path` until finished or dropped; errors
+    /// name `path`, not the temporary file.
+    ///
+    /// # Errors
+    /// Another writer holds the lock ([`StoreError::Locked`]), a process
+    /// reads the store now at `path` ([`StoreError::InUse`]; each [`Store`]
+    /// holds a shared lock on its file), or the temporary file cannot be
+    /// created.
+    pub fn create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if path.file_name().is_none() {
+            return Err(StoreError::Io {
+                path: path.clone(),
+                source: io::Error::new(io::ErrorKind::InvalidInput, "not a file name"),
+            });
+        }
+        let lock = WriterLock::acquire(&path)?;
+        if let Ok(old) = File::open(&path) {
+            // Readers hold a shared lock on the store's file: they are
+            // waited for briefly, then the new store is refused.
+            let free = retry_lock(|| old.try_lock()).map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if !free {
+                return Err(StoreError::InUse { path });
+            }
+        }
+        let tmp_path = Self::temp_path(&path);
+        let io_err = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(&tmp_path).map_err(io_err)?);
+        file.write_all(&[0u8; CHUNKS_OFFSET as usize])
+            .map_err(io_err)?;
+        Ok(StoreWriter {
+            write_path: path.clone(),
+            _lock: lock,
+            previous_slot: [0; HEADER_LEN],
+            path,
+            target: Target::New { tmp_path },
+            file: Some(file),
+            next_offset: CHUNKS_OFFSET,
+            sequence: 1,
+            reloaded: None,
+            chunk: ChunkColumns::new_boxed(),
+            chunk_len: 0,
+            summary: ChunkSummary::EMPTY,
+            chunks: Vec::new(),
+            n_positions: 0,
+            games: Vec::new(),
+            n_games: 0,
+            old_games: 0,
+            tags: Vec::new(),
+            text_block: Vec::new(),
+            text_index: Vec::new(),
+            old_text_blocks: 0,
+            text: Vec::new(),
+            segments: Vec::new(),
+            sources: Vec::new(),
+        })
+    }
+
+    /// Starts appending to the existing store at `path`: games added are
+    /// numbered after its games, sources after its sources. The writers'
+    /// lock of the store is held until the writer is finished or dropped.
+    /// Bytes after the current header's `file_len` (left by an interrupted
+    /// append) are truncated first.
+    ///
+    /// # Errors
+    /// The store cannot be opened or fails validation (the checksums of the
+    /// chunks and data segments are not verified, except the partial last
+    /// chunk's, which is copied: only the index is read), or
+    /// another process holds the lock ([`StoreError::Locked`]).
+    pub fn append(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let io_err = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let lock = WriterLock::acquire(&path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io_err)?;
+        // Refuses a store whose newest header is damaged (never truncates
+        // what a newer header may refer to).
+        let store = Store::from_file(&file, &path, Checks::IndexOnly)?;
+        let h = store.header;
+        let mut chunks: Vec<ChunkInfo> = (0..h.n_chunks).map(|i| store.chunk_entry(i)).collect();
+        let mut chunk = ChunkColumns::new_boxed();
+        let mut chunk_len = 0;
+        let mut summary = ChunkSummary::EMPTY;
+        let mut reloaded = None;
+        if let Some(last) = chunks.last().copied()
+            && (last.len as usize) < CHUNK_POSITIONS
+        {
+            let i = h.n_chunks - 1;
+            copy_chunk(&mut chunk, store.chunk(i));
+            if checksum64(chunk_bytes(&chunk)) != last.checksum {
+                return Err(StoreError::BadChunkChecksum { chunk: i });
+            }
+            chunks.pop();
+            chunk_len = last.len as usize;
+            summary = last.summary;
+            reloaded = Some(last);
+        }
+        // Validated at open: every section lies inside the map. The old
+        // tags and texts stay where they are; only the index is copied.
+        let section =
+            |offset: u64, len: u64| store.map[offset as usize..(offset + len) as usize].to_vec();
+        let games = section(h.game_index_offset, h.n_games * GAME_ENTRY_LEN as u64);
+        let text_index = section(h.text_index_offset, h.n_text_blocks * TEXT_BLOCK_LEN as u64);
+        let segments = store.segments.clone();
+        let sources = store.parse_sources()?;
+        let slot = 1 - store.slot;
+        let previous_slot = slot_bytes(&store.map[..CHUNKS_OFFSET as usize], slot);
+        drop(store);
+        let old_len = h.file_len;
+        let next_offset = old_len.next_multiple_of(CHUNKS_OFFSET);
+        file.set_len(old_len).map_err(io_err)?;
+        let mut writer = BufWriter::with_capacity(1 << 20, file);
+        writer.seek(SeekFrom::Start(next_offset)).map_err(io_err)?;
+        Ok(StoreWriter {
+            _lock: lock,
+            previous_slot,
+            write_path: path.clone(),
+            path,
+            target: Target::Append { old_len, slot },
+            file: Some(writer),
+            next_offset,
+            sequence: h.sequence + 1,
+            reloaded,
+            chunk,
+            chunk_len,
+            summary,
+            chunks,
+            n_positions: h.n_positions,
+            games,
+            n_games: h.n_games,
+            old_games: h.n_games,
+            tags: Vec::new(),
+            text_block: Vec::new(),
+            text_index,
+            old_text_blocks: h.n_text_blocks as usize,
+            text: Vec::new(),
+            segments,
+            sources,
+        })
+    }
+
+    /// Restores a damaged newest header slot from the commit record its
+    /// append wrote after its index (the case [`StoreError::DamagedHeader`]
+    /// reports): writes the recorded header into its slot and fsyncs.
+    /// Returns the restored header's sequence number, or `None` when the
+    /// store needs no repair.
+    ///
+    /// # Errors
+    /// The lock is held by another writer, or the store cannot be repaired
+    /// this way (no valid slot, [`StoreError::DamagedHeaderTail`], ...).
+    pub fn repair_header(path: impl AsRef<Path>) -> Result<Option<u64>, StoreError> {
+        let path = path.as_ref();
+        let _lock = WriterLock::acquire(path)?;
+        let io_err = |source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io_err)?;
+        let (first, size) = read_first(&file, path)?;
+        let (header, slot) = current_header(&first)?;
+        if size < header.file_len {
+            return Err(StoreError::Truncated {
+                len: size,
+                needed: header.file_len,
+            });
+        }
+        let Some(t) = newer_commit(&file, path, &first, &header, slot, size)? else {
+            return Ok(None);
+        };
+        file.seek(SeekFrom::Start(HEADER_SLOTS[t.slot]))
+            .and_then(|_| file.write_all(&t.new))
+            .and_then(|()| file.sync_all())
+            .map_err(io_err)?;
+        Ok(Some(t.header.sequence))
+    }
+
+    /// [`Self::append`] when `path` exists, else [`Self::create`].
+    pub fn append_or_create(path: impl AsRef<Path>) -> Result<StoreWriter, StoreError> {
+        let path = path.as_ref();
+        if path.exists() {
+            StoreWriter::append(path)
+        } else {
+            StoreWriter::create(path)
+        }
+    }
+
+    /// True for a writer from [`Self::append`].
+    pub fn is_append(&self) -> bool {
+        matches!(self.target, Target::Append { .. })
+    }
+
+    fn io_err(&self, source: io::Error) -> StoreError {
+        StoreError::Io {
+            path: self.write_path.clone(),
+            source,
+        }
+    }
+
+    /// Registers a source file; returns its index for [`GameMeta::source_file`].
+    pub fn add_source(&mut self, name: &str) -> u32 {
+        self.sources.push(name.to_string());
+        (self.sources.len() - 1) as u32
+    }
+
+    /// Games added so far.
+    pub fn n_games(&self) -> u64 {
+        self.n_games
+    }
+
+    /// Positions added so far.
+    pub fn n_positions(&self) -> u64 {
+        self.n_positions
+    }
+
+    /// Appends a game: its positions in PGN text order (initial position
+    /// first, `parent_delta` set) and its metadata. Returns the game's index.
+    pub fn add_game(
+        &mut self,
+        meta: &GameMeta,
+        positions: &[PositionRecord],
+    ) -> Result<u32, StoreError> {
+        let limit = |what: &str| StoreError::Limit { what: what.into() };
+        if positions.is_empty() {
+            return Err(limit("a game needs at least its initial position"));
+        }
+        let index = u32::try_from(self.n_games).map_err(|_| limit("more than 2^32 games"))?;
+        let n_positions =
+            u32::try_from(positions.len()).map_err(|_| limit("game with 2^32 positions"))?;
+        let n_tags = u16::try_from(meta.tags.len()).map_err(|_| limit("more than 65535 tags"))?;
+        let text_len = u32::try_from(meta.text.len()).map_err(|_| limit("game text over 4 GB"))?;
+        // Tags.
+        let tags_offset = self.tags.len() as u64;
+        for (name, value) in &meta.tags {
+            let nl = u16::try_from(name.len()).map_err(|_| limit("tag name over 64 KB"))?;
+            let vl = u32::try_from(value.len()).map_err(|_| limit("tag value over 4 GB"))?;
+            self.tags.extend_from_slice(&nl.to_le_bytes());
+            self.tags.extend_from_slice(name);
+            self.tags.extend_from_slice(&vl.to_le_bytes());
+            self.tags.extend_from_slice(value);
+        }
+        let tags_len = u32::try_from(self.tags.len() as u64 - tags_offset)
+            .map_err(|_| limit("tags of one game over 4 GB"))?;
+        // Text: whole games per block.
+        if !self.text_block.is_empty()
+            && self.text_block.len() + meta.text.len() > TEXT_BLOCK_TARGET
+        {
+            self.flush_text_block()?;
+        }
+        let text_block = (self.text_index.len() / TEXT_BLOCK_LEN) as u32;
+        let text_offset = self.text_block.len() as u32;
+        self.text_block.extend_from_slice(&meta.text);
+        let entry = GameEntry {
+            first_position: self.n_positions,
+            n_positions,
+            result: meta.result,
+            white_elo: meta.white_elo,
+            black_elo: meta.black_elo,
+            flags: meta.flags,
+            source_file: meta.source_file,
+            source_start: meta.source_start,
+            source_len: meta.source_len,
+            tags_offset,
+            tags_len,
+            n_tags,
+            text_block,
+            text_offset,
+            text_len,
+        };
+        self.games.extend_from_slice(&entry.encode());
+        self.n_games += 1;
+        for p in positions {
+            self.chunk.set(self.chunk_len, p);
+            self.summary.add(p);
+            self.chunk_len += 1;
+            self.n_positions += 1;
+            if self.chunk_len == CHUNK_POSITIONS {
+                self.flush_chunk()?;
+            }
+        }
+        Ok(index)
+    }
+
+    fn flush_text_block(&mut self) -> Result<(), StoreError> {
+        let compressed =
+            zstd::bulk::compress(&self.text_block, TEXT_ZSTD_LEVEL).map_err(|e| self.io_err(e))?;
+        let offset = self.text.len() as u64;
+        self.text_index.extend_from_slice(&offset.to_le_bytes());
+        self.text_index
+            .extend_from_slice(&(compressed.len() as u32).to_le_bytes());
+        self.text_index
+            .extend_from_slice(&(self.text_block.len() as u32).to_le_bytes());
+        self.text.extend_from_slice(&compressed);
+        self.text_block.clear();
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> Result<(), StoreError> {
+        if self.chunk_len == 0 {
+            return Ok(());
+        }
+        let checksum = checksum64(chunk_bytes(&self.chunk));
+        let info = ChunkInfo {
+            summary: self.summary,
+            first_position: self.chunks.len() as u64 * CHUNK_POSITIONS as u64,
+            len: self.chunk_len as u32,
+            checksum,
+            offset: self.next_offset,
+        };
+        let file = self.file.as_mut().ok_or_else(|| StoreError::Io {
+            path: self.write_path.clone(),
+            source: io::Error::other("writer already finished"),
+        })?;
+        if let Err(e) = file.write_all(chunk_bytes(&self.chunk)) {
+            return Err(self.io_err(e));
+        }
+        self.chunks.push(info);
+        self.next_offset += CHUNK_BYTES as u64;
+        self.reloaded = None;
+        // Reset only the used slots (unused slots are zero already).
+        let zero = PositionRecord::default();
+        for i in 0..self.chunk_len {
+            self.chunk.set(i, &zero);
+        }
+        self.chunk_len = 0;
+        self.summary = ChunkSummary::EMPTY;
+        Ok(())
+    }
+
+    /// Writes the indexes and the header and fsyncs. A new store's
+    /// temporary file is then renamed over the target; an append writes the
+    /// index after the new chunks, fsyncs, writes the new header into the
+    /// slot that is not current, and fsyncs again.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        if let Some(info) = self.reloaded.take()
+            && self.chunk_len == info.len as usize
+        {
+            // Nothing was added to the old partial chunk: keep it in place.
+            self.chunks.push(info);
+            self.chunk_len = 0;
+        }
+        self.flush_chunk()?;
+        if !self.text_block.is_empty() {
+            self.flush_text_block()?;
+        }
+        let n_chunks = self.chunks.len() as u64;
+        // The added games' data segment (tags, then text blocks), right
+        // after the chunks; the added entries now get absolute offsets.
+        let segment_offset = self.next_offset;
+        let text_start = segment_offset + self.tags.len() as u64;
+        let mut segment = std::mem::take(&mut self.tags);
+        segment.extend_from_slice(&std::mem::take(&mut self.text));
+        let first = self.old_games as usize * GAME_ENTRY_LEN;
+        for entry in self.games[first..].chunks_exact_mut(GAME_ENTRY_LEN) {
+            let relative = Bytes(entry).u64(24);
+            entry[24..32].copy_from_slice(&(segment_offset + relative).to_le_bytes());
+        }
+        let first = self.old_text_blocks * TEXT_BLOCK_LEN;
+        for entry in self.text_index[first..].chunks_exact_mut(TEXT_BLOCK_LEN) {
+            let relative = Bytes(entry).u64(0);
+            entry[0..8].copy_from_slice(&(text_start + relative).to_le_bytes());
+        }
+        if !segment.is_empty() {
+            self.segments.push(Segment {
+                offset: segment_offset,
+                len: segment.len() as u64,
+                checksum: checksum64(&segment),
+            });
+        }
+        let meta_offset = segment_offset + segment.len() as u64;
+        let mut meta = Vec::new();
+        for c in &self.chunks {
+            meta.extend_from_slice(&c.encode());
+        }
+        let game_index_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.games);
+        let text_index_offset = meta_offset + meta.len() as u64;
+        meta.extend_from_slice(&self.text_index);
+        let segments_offset = meta_offset + meta.len() as u64;
+        for seg in &self.segments {
+            meta.extend_from_slice(&seg.encode());
+        }
+        let sources_offset = meta_offset + meta.len() as u64;
+        for s in &self.sources {
+            meta.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            meta.extend_from_slice(s.as_bytes());
+        }
+        let sources_len = meta_offset + meta.len() as u64 - sources_offset;
+        let header = Header {
+            version: FORMAT_VERSION,
+            sequence: self.sequence,
+            n_games: self.n_games,
+            n_positions: self.n_positions,
+            n_chunks,
+            n_sources: self.sources.len() as u64,
+            n_text_blocks: (self.text_index.len() / TEXT_BLOCK_LEN) as u64,
+            n_segments: self.segments.len() as u64,
+            meta_offset,
+            game_index_offset,
+            text_index_offset,
+            segments_offset,
+            sources_offset,
+            sources_len,
+            file_len: meta_offset + meta.len() as u64,
+            meta_checksum: checksum64(&meta),
+        };
+        let Some(writer) = self.file.take() else {
+            return Err(self.io_err(io::Error::other("writer already finished")));
+        };
+        let encoded = header.encode();
+        // An append's commit record follows its index (after `file_len`).
+        let trailer = match self.target {
+            Target::Append { slot, .. } => Trailer::encode(slot, &encoded, &self.previous_slot),
+            Target::New { .. } => Vec::new(),
+        };
+        // Everything but the header, made durable.
+        let data = (|| -> io::Result<File> {
+            let mut writer = writer;
+            writer.write_all(&segment)?;
+            writer.write_all(&meta)?;
+            writer.write_all(&trailer)?;
+            let file = writer.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok(file)
+        })();
+        match self.target {
+            Target::New { ref tmp_path } => {
+                let result = data.and_then(|mut file| {
+                    file.seek(SeekFrom::Start(HEADER_SLOTS[0]))?;
+                    file.write_all(&encoded)?;
+                    file.sync_all()
+                });
+                if let Err(e) = result {
+                    let _ = std::fs::remove_file(tmp_path);
+                    return Err(self.io_err(e));
+                }
+                std::fs::rename(tmp_path, &self.path).map_err(|source| StoreError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                // Best effort: make the rename durable.
+                if let Some(dir) = self.path.parent()
+                    && let Ok(d) = File::open(if dir.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        dir
+                    })
+                {
+                    let _ = d.sync_all();
+                }
+            }
+            Target::Append { old_len, slot } => {
+                let mut file = match data {
+                    Ok(file) => file,
+                    Err(e) => {
+                        // The header was not touched: drop the new bytes
+                        // (best effort; they are ignored anyway).
+                        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&self.path) {
+                            let _ = f.set_len(old_len);
+                        }
+                        return Err(self.io_err(e));
+                    }
+                };
+                // The switch: one slot, checksummed; a torn write leaves
+                // the other slot current.
+                let result = (|| -> io::Result<()> {
+                    file.seek(SeekFrom::Start(HEADER_SLOTS[slot]))?;
+                    file.write_all(&encoded)?;
+                    file.sync_all()
+                })();
+                result.map_err(|e| self.io_err(e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        let Some(writer) = self.file.take() else {
+            return;
+        };
+        // Unfinished: buffered bytes are discarded, not written.
+        let (file, _) = writer.into_parts();
+        match self.target {
+            Target::New { ref tmp_path } => {
+                drop(file);
+                let _ = std::fs::remove_file(tmp_path);
+            }
+            Target::Append { old_len, .. } => {
+                let _ = file.set_len(old_len);
+            }
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The printer: the sink a query run's matching games go to, and the forms
+//! they are written in ([`pgn`], [`json`] lines), or only counted.
+//!
+//! A [`Printer`] receives the scan's games in game order, renders them in
+//! batches (in parallel on a pool, between scan windows) and writes them in
+//! that order, so the output is the same for any thread count. With `sort`
+//! it holds only each game's number and sort keys, and writes the games in
+//! sort order at the end, matching each one again for its comments.
+
+pub mod json;
+pub mod pgn;
+
+use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+
+use crate::runtime::store::{Store, StoreError, TextReader};
+use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
+
+pub use json::match_json;
+pub use pgn::{Annotations, OutputError, PgnOptions, write_match, write_pgn_game};
+
+/// Matching games rendered together (in parallel on the printer's pool);
+/// output order is game order.
+pub const RENDER_BATCH: usize = 512;
+
+/// Games per rendering task (one text reader each, so a text block is
+/// decompressed about once per task).
+const RENDER_TASK: usize = 64;
+
+/// What is done with each matching game.
+#[derive(Clone, Debug)]
+pub enum Form {
+    /// Written as PGN (see [`pgn`]).
+    Pgn(PgnOptions),
+    /// Written as one JSON object per line (see [`json`]).
+    Jsonl,
+    /// Only counted (`-count`); nothing is written.
+    Count,
+}
+
+/// How a [`Printer`] delivers the run's games.
+#[derive(Clone, Debug)]
+pub struct PrinterOptions {
+    /// The form of each game.
+    pub form: Form,
+    /// Games delivered (written or counted) at most (`-limit N`); with
+    /// `sort`, the first N in sort order.
+    pub limit: Option<u64>,
+    /// The query sorts (`sort`): games are written in sort order at the end.
+    pub sorted: bool,
+    /// Rendering threads (1: the calling thread only).
+    pub threads: usize,
+    /// The output as the user named it, for errors.
+    pub out_name: String,
+}
+
+/// Errors of the printer.
+#[derive(Debug, thiserror::Error)]
+pub enum PrintError {
+    /// The output cannot be written.
+    #[error("cannot write {name}: {source}")]
+    Write {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Pgn(#[from] OutputError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// A game of a sorted run did not match when matched again (matching
+    /// is a pure function of the game, so this is a bug).
+    #[error("game {0} matched, then did not match again")]
+    Rematch(u64),
+}
+
+/// Matches one game again (`game` 0-based): the game's match, or `None`.
+pub type Rematch<'s> = dyn Fn(u32) -> Result<Option<GameMatch>, ScanError> + 's;
+
+/// What a finished printer delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Printed {
+    /// Games written (or counted).
+    pub delivered: u64,
+    /// The limit ended the delivery (so a scan that stopped early was not
+    /// interrupted).
+    pub limited: bool,
+    /// The stop flag ended the writing of a sorted run's held games.
+    pub stopped: bool,
+}
+
+/// The sink writing (or counting) matching games.
+pub struct Printer<'s, W: Write> {
+    store: &'s Store,
+    options: PrinterOptions,
+    /// Game texts for rendering on this thread, the last decompressed text
+    /// block kept (matches arrive in store order).
+    texts: TextReader<'s>,
+    /// Renders batches of games in parallel (`None`: one thread).
+    pool: Option<rayon::ThreadPool>,
+    /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
+    pending: Vec<GameMatch>,
+    out: BufWriter<W>,
+    /// Receives `match: game N` for each game written (`-showmatches`).
+    show_matches: Option<Box<dyn Write + 's>>,
+    /// Told the number of games searched so far.
+    progress: Option<Box<dyn FnMut(u64) + 's>>,
+    /// The first error of [`Sink::game`], returned by [`Printer::finish`].
+    error: Option<PrintError>,
+    /// With `sort`: each matching game's number and sort keys.
+    held: Vec<HeldGame>,
+    rematch: &'s Rematch<'s>,
+    /// Ends the writing of a sorted run's held games when set.
+    stop: &'s AtomicBool,
+    stopped: bool,
+    /// Games written (or counted) so far.
+    delivered: u64,
+}
+
+/// A matching game waiting for the end of a sorted run.
+struct HeldGame {
+    game: u32,
+    sort_keys: Vec<SortKey>,
+}
+
+impl<'s, W: Write> Printer<'s, W> {
+    /// A printer of `store`'s matching games to `out`. `rematch` matches a
+    /// game again for a sorted run; `stop` ends a sorted run's writing.
+    pub fn new(
+        store: &'s Store,
+        options: PrinterOptions,
+        out: W,
+        rematch: &'s Rematch<'s>,
+        stop: &'s AtomicBool,
+    ) -> Self {
+        // A pool that cannot start means one thread.
+        let pool = (options.threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(options.threads)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        Printer {
+            store,
+            options,
+            texts: store.text_reader(),
+            pool,
+            pending: Vec::with_capacity(RENDER_BATCH),
+            out: BufWriter::new(out),
+            show_matches: None,
+            progress: None,
+            error: None,
+            held: Vec::new(),
+            rematch,
+            stop,
+            stopped: false,
+            delivered: 0,
+        }
+    }
+
+    /// Writes `match: game N` to `to` for each game as it is written.
+    #[must_use]
+    pub fn show_matches(mut self, to: Box<dyn Write + 's>) -> Self {
+        self.show_matches = Some(to);
+        self
+    }
+
+    /// Calls `f` with the number of games searched as the scan advances.
+    #[must_use]
+    pub fn progress(mut self, f: Box<dyn FnMut(u64) + 's>) -> Self {
+        self.progress = Some(f);
+        self
+    }
+
+    /// Writes what is still queued (and, for a sorted run, every held
+    /// game in sort order); returns what was delivered.
+    ///
+    /// # Errors
+    /// The first error met while writing during the scan, or one now.
+    pub fn finish(&mut self) -> Result<Printed, PrintError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.options.sorted && !matches!(self.options.form, Form::Count) {
+            let mut held = std::mem::take(&mut self.held);
+            // Stable: games with equal keys stay in input order.
+            held.sort_by(|a, b| compare_keys(&a.sort_keys, &b.sort_keys));
+            if let Some(n) = self.options.limit {
+                held.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            for h in &held {
+                if self.stop.load(Ordering::Relaxed) {
+                    self.stopped = true;
+                    break;
+                }
+                let m =
+                    (self.rematch)(h.game)?.ok_or(PrintError::Rematch(u64::from(h.game) + 1))?;
+                self.delivered += 1;
+                self.write(m)?;
+            }
+        }
+        self.flush_pending()?;
+        Ok(Printed {
+            delivered: self.delivered,
+            limited: self.options.limit.is_some_and(|n| self.delivered >= n),
+            stopped: self.stopped,
+        })
+    }
+
+    /// The output writer, flushed.
+    ///
+    /// # Errors
+    /// The buffered output cannot be written.
+    pub fn into_writer(self) -> Result<W, PrintError> {
+        let name = self.options.out_name;
+        let cannot = |source| PrintError::Write {
+            name: name.clone(),
+            source,
+        };
+        let mut out = self.out.into_inner().map_err(|e| cannot(e.into_error()))?;
+        out.flush().map_err(cannot)?;
+        Ok(out)
+    }
+
+    /// Queues `m` for output; renders and writes the queue when full.
+    fn write(&mut self, m: GameMatch) -> Result<(), PrintError> {
+        self.pending.push(m);
+        if self.pending.len() >= RENDER_BATCH {
+            self.flush_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Renders the queued games and writes them in order.
+    fn flush_pending(&mut self) -> Result<(), PrintError> {
+        let games = std::mem::take(&mut self.pending);
+        let renderer = Renderer {
+            store: self.store,
+            form: &self.options.form,
+        };
+        let parts = renderer.render_all(self.pool.as_ref(), &mut self.texts, &games);
+        for (part, chunk) in parts.into_iter().zip(games.chunks(RENDER_TASK)) {
+            if let Some(to) = &mut self.show_matches {
+                for m in chunk {
+                    // Best effort, as a diagnostic line.
+                    let _ = writeln!(to, "match: game {}", u64::from(m.game) + 1);
+                }
+            }
+            self.out
+                .write_all(&part?)
+                .map_err(|source| PrintError::Write {
+                    name: self.options.out_name.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Sink for Printer<'_, W> {
+    fn game(&mut self, m: GameMatch) -> ControlFlow<()> {
+        let limit = self.options.limit;
+        if matches!(self.options.form, Form::Count) {
+            self.delivered += 1;
+            return if limit.is_some_and(|n| self.delivered >= n) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            };
+        }
+        if self.options.sorted {
+            self.held.push(HeldGame {
+                game: m.game,
+                sort_keys: m.sort_keys,
+            });
+            return ControlFlow::Continue(());
+        }
+        self.delivered += 1;
+        match self.write(m) {
+            Ok(()) if limit.is_some_and(|n| self.delivered >= n) => ControlFlow::Break(()),
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.error = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    fn progress(&mut self, games_done: u64) {
+        if let Some(f) = &mut self.progress {
+            f(games_done);
+        }
+    }
+}
+
+/// How a matching game is turned into output bytes: shared read-only by
+/// the rendering threads.
+struct Renderer<'a> {
+    store: &'a Store,
+    form: &'a Form,
+}
+
+impl Renderer<'_> {
+    /// Appends game `m` in the output form to `buf`.
+    fn render(
+        &self,
+        texts: &mut TextReader<'_>,
+        m: &GameMatch,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), PrintError> {
+        match self.form {
+            Form::Pgn(options) => write_match(buf, texts, m, options)?,
+            Form::Jsonl => {
+                let line = match_json(self.store, m)?;
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            }
+            Form::Count => {}
+        }
+        Ok(())
+    }
+
+    /// Renders `games` in order, one buffer per task of [`RENDER_TASK`]
+    /// games, on `pool` when there is one.
+    fn render_all(
+        &self,
+        pool: Option<&rayon::ThreadPool>,
+        texts: &mut TextReader<'_>,
+        games: &[GameMatch],
+    ) -> Vec<Result<Vec<u8>, PrintError>> {
+        let task = |texts: &mut TextReader<'_>, part: &[GameMatch]| {
+            let mut buf = Vec::new();
+            for m in part {
+                self.render(texts, m, &mut buf)?;
+            }
+            Ok(buf)
+        };
+        match pool {
+            Some(pool) if games.len() > RENDER_TASK => pool.install(|| {
+                games
+                    .par_chunks(RENDER_TASK)
+                    .map_init(|| self.store.text_reader(), task)
+                    .collect()
+            }),
+            _ => games
+                .chunks(RENDER_TASK)
+                .map(|part| task(texts, part))
+                .collect(),
+        }
+    }
+}
+
+/// Orders two games by their sort keys (descending unless `min`).
+fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
+    for (ka, kb) in a.iter().zip(b) {
+        let ord = match (&ka.value, &kb.value) {
+            // Games whose key never matched come last.
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Greater,
+            (Some(_), None) => return std::cmp::Ordering::Less,
+            (Some(SortValue::Number(x)), Some(SortValue::Number(y))) => x.cmp(y),
+            (Some(SortValue::Text(x)), Some(SortValue::Text(y))) => x.cmp(y),
+            (Some(SortValue::Number(_)), Some(SortValue::Text(_))) => std::cmp::Ordering::Less,
+            (Some(SortValue::Text(_)), Some(SortValue::Number(_))) => std::cmp::Ordering::Greater,
+        };
+        let ord = if ka.min { ord } else { ord.reverse() };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    b.len().cmp(&a.len())
+}
