@@ -321,6 +321,18 @@ pub enum GameResult {
     Unknown,
 }
 
+impl GameResult {
+    /// The result as PGN writes it (`1-0`, `0-1`, `1/2-1/2`, `*`).
+    pub const fn pgn(self) -> &'static str {
+        match self {
+            GameResult::WhiteWins => "1-0",
+            GameResult::BlackWins => "0-1",
+            GameResult::Draw => "1/2-1/2",
+            GameResult::Unknown => "*",
+        }
+    }
+}
+
 /// Binary set operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SetOp {
@@ -791,6 +803,91 @@ pub enum Node {
         /// The kept elements.
         elements: Vec<OrbitElement>,
     },
+}
+
+impl Node {
+    /// The variant's name (`Piece`, `Orbit`, ...), as `explain` prints a
+    /// node's kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Node::Bool(..) => "Bool",
+            Node::Number(..) => "Number",
+            Node::Str(..) => "Str",
+            Node::Squares(..) => "Squares",
+            Node::Piece { .. } => "Piece",
+            Node::SetBinary(..) => "SetBinary",
+            Node::Complement(..) => "Complement",
+            Node::Direction { .. } => "Direction",
+            Node::Attacks(..) => "Attacks",
+            Node::AttackedBy(..) => "AttackedBy",
+            Node::Ray { .. } => "Ray",
+            Node::Between(..) => "Between",
+            Node::Pin { .. } => "Pin",
+            Node::PawnStructure(..) => "PawnStructure",
+            Node::Light(..) => "Light",
+            Node::Dark(..) => "Dark",
+            Node::EnPassantSquare => "EnPassantSquare",
+            Node::MakeSquare(..) => "MakeSquare",
+            Node::Move(..) => "Move",
+            Node::SquareLoop { .. } => "SquareLoop",
+            Node::Count(..) => "Count",
+            Node::Power(..) => "Power",
+            Node::Arith(..) => "Arith",
+            Node::Neg(..) => "Neg",
+            Node::Abs(..) => "Abs",
+            Node::Max(..) => "Max",
+            Node::Min(..) => "Min",
+            Node::Rank(..) => "Rank",
+            Node::File(..) => "File",
+            Node::Ply => "Ply",
+            Node::MoveNumber => "MoveNumber",
+            Node::GameNumber => "GameNumber",
+            Node::Elo(..) => "Elo",
+            Node::Year => "Year",
+            Node::SideToMove => "SideToMove",
+            Node::SideConst(..) => "SideConst",
+            Node::Tag(..) => "Tag",
+            Node::TagNamed(..) => "TagNamed",
+            Node::Player(..) => "Player",
+            Node::CurrentTransform => "CurrentTransform",
+            Node::CurrentPosition => "CurrentPosition",
+            Node::Check => "Check",
+            Node::Mate => "Mate",
+            Node::Stalemate => "Stalemate",
+            Node::ToMove(..) => "ToMove",
+            Node::Initial => "Initial",
+            Node::Terminal => "Terminal",
+            Node::Mainline => "Mainline",
+            Node::Variation => "Variation",
+            Node::EnPassant => "EnPassant",
+            Node::Castle => "Castle",
+            Node::Result(..) => "Result",
+            Node::In(..) => "In",
+            Node::Compare(..) => "Compare",
+            Node::And(..) => "And",
+            Node::Or(..) => "Or",
+            Node::Not(..) => "Not",
+            Node::If { .. } => "If",
+            Node::Block(..) => "Block",
+            Node::Assign { .. } => "Assign",
+            Node::Var(..) => "Var",
+            Node::Sort { .. } => "Sort",
+            Node::Comment(..) => "Comment",
+            Node::Message(..) => "Message",
+            Node::Transform { .. } => "Transform",
+            Node::NoTransform(..) => "NoTransform",
+            Node::At { .. } => "At",
+            Node::TreeLeaf(..) => "TreeLeaf",
+            Node::Child(..) => "Child",
+            Node::PositionNumbered(..) => "PositionNumbered",
+            Node::TreeRel(..) => "TreeRel",
+            Node::Find(..) => "Find",
+            Node::Echo(..) => "Echo",
+            Node::ConsecutiveMoves { .. } => "ConsecutiveMoves",
+            Node::Line(..) => "Line",
+            Node::Orbit { .. } => "Orbit",
+        }
+    }
 }
 
 /// One element of an expanded orbit: a transformed copy of the target.

@@ -63,21 +63,6 @@ fn squares(bb: u64) -> impl Iterator<Item = u32> {
     shakmaty::Bitboard(bb).into_iter().map(|s| s as u32)
 }
 
-/// The squares attacked by a `role` (0 = pawn .. 5 = king) of colour `white`
-/// standing on `sq`, given the occupied squares.
-pub fn attacks_from(sq: u32, role: u8, white: bool, occupied: u64) -> u64 {
-    let (Some(role), true) = (Role::ALL.get(role as usize), sq < 64) else {
-        return 0;
-    };
-    let color = if white { Color::White } else { Color::Black };
-    attacks::attacks(
-        Square::new(sq),
-        Piece { color, role: *role },
-        shakmaty::Bitboard(occupied),
-    )
-    .0
-}
-
 fn piece_attacks(b: &Board, sq: u32) -> u64 {
     match piece_at(b, sq) {
         Some(p) => attacks::attacks(Square::new(sq), p, shakmaty::Bitboard(occupied(b))).0,
@@ -121,7 +106,7 @@ fn slides_along(p: Piece, d: Direction) -> bool {
 
 /// The squares reached from the squares of `from` along `d` through empty
 /// squares, including the first occupied square of each ray.
-pub fn slide(from: u64, d: Direction, occupied: u64) -> u64 {
+fn slide(from: u64, d: Direction, occupied: u64) -> u64 {
     let mut out = 0;
     let mut cur = from;
     loop {
@@ -172,17 +157,12 @@ pub enum PinPart {
 }
 
 impl PinPart {
+    /// The part of a [`cqlj_pin`] code; `None` for an unknown code.
     pub fn from_code(code: u32) -> Option<PinPart> {
         [PinPart::Pinners, PinPart::Pinned, PinPart::Targets]
             .get(code as usize)
             .copied()
     }
-}
-
-/// `pin [from X] [through Y] [to Z]` with `None` for an omitted part; see the
-/// module docs. The value is the pinned pieces.
-pub fn pin_set(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u64>) -> u64 {
-    pin_parts(b, from, through, to)[PinPart::Pinned as usize]
 }
 
 /// The pinning pieces, the pinned pieces and the squares pinned to of all
@@ -232,10 +212,8 @@ pub fn pin_parts(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<
 }
 
 /// Which pawn-structure set (`passedpawns`, `doubledpawns`,
-/// `isolatedpawns`, `connectedpawns`), as the code passed to
-/// [`cqlj_pawn_structure`].
+/// `isolatedpawns`, `connectedpawns`) [`pawn_structure_set`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u32)]
 pub enum PawnStructure {
     /// Pawns with no enemy pawn ahead on their own or an adjacent file.
     Passed = 0,
@@ -245,19 +223,6 @@ pub enum PawnStructure {
     Isolated = 2,
     /// Pawns with a pawn of their colour on an adjacent file.
     Connected = 3,
-}
-
-impl PawnStructure {
-    pub fn from_code(code: u32) -> Option<PawnStructure> {
-        [
-            PawnStructure::Passed,
-            PawnStructure::Doubled,
-            PawnStructure::Isolated,
-            PawnStructure::Connected,
-        ]
-        .get(code as usize)
-        .copied()
-    }
 }
 
 /// The pawns of both colours in the given structure (colour-symmetric).
@@ -401,6 +366,11 @@ mod tests {
             ray_set(&b, DirSet::ANY, true, &[r, b[3] & b[BB_BLACK], b[4]]),
             0
         );
+    }
+
+    /// The pinned pieces of `pin [from X] [through Y] [to Z]`.
+    fn pin_set(b: &Board, from: Option<u64>, through: Option<u64>, to: Option<u64>) -> u64 {
+        pin_parts(b, from, through, to)[PinPart::Pinned as usize]
     }
 
     #[test]

@@ -16,16 +16,67 @@ use std::mem::{offset_of, size_of};
 /// Positions per chunk.
 pub const CHUNK_POSITIONS: usize = 4096;
 
-/// Index of each piece bitboard in [`PositionRecord::bb`] and the column
-/// order: the six roles, then the two colours.
-pub const BB_PAWN: usize = 0;
-pub const BB_KNIGHT: usize = 1;
-pub const BB_BISHOP: usize = 2;
-pub const BB_ROOK: usize = 3;
-pub const BB_QUEEN: usize = 4;
-pub const BB_KING: usize = 5;
-pub const BB_WHITE: usize = 6;
-pub const BB_BLACK: usize = 7;
+/// One of the eight piece bitboards of a position, in the order of
+/// [`PositionRecord::bb`] and of the bitboard columns: the six roles (in
+/// role-index order, 0 = pawn .. 5 = king), then the two colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum BitboardIndex {
+    Pawn = 0,
+    Knight = 1,
+    Bishop = 2,
+    Rook = 3,
+    Queen = 4,
+    King = 5,
+    White = 6,
+    Black = 7,
+}
+
+impl BitboardIndex {
+    /// All eight, in index order.
+    pub const ALL: [BitboardIndex; BB_COUNT] = [
+        BitboardIndex::Pawn,
+        BitboardIndex::Knight,
+        BitboardIndex::Bishop,
+        BitboardIndex::Rook,
+        BitboardIndex::Queen,
+        BitboardIndex::King,
+        BitboardIndex::White,
+        BitboardIndex::Black,
+    ];
+    /// The six role bitboards, in role-index order.
+    pub const ROLES: [BitboardIndex; 6] = [
+        BitboardIndex::Pawn,
+        BitboardIndex::Knight,
+        BitboardIndex::Bishop,
+        BitboardIndex::Rook,
+        BitboardIndex::Queen,
+        BitboardIndex::King,
+    ];
+    /// The index into [`PositionRecord::bb`] (one of the `BB_*`).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+    /// The colour bitboard of white (`true`) or black.
+    pub const fn colour(white: bool) -> BitboardIndex {
+        if white {
+            BitboardIndex::White
+        } else {
+            BitboardIndex::Black
+        }
+    }
+}
+
+/// Index of each piece bitboard in [`PositionRecord::bb`]
+/// ([`BitboardIndex::index`]).
+pub const BB_PAWN: usize = BitboardIndex::Pawn.index();
+pub const BB_KNIGHT: usize = BitboardIndex::Knight.index();
+pub const BB_BISHOP: usize = BitboardIndex::Bishop.index();
+pub const BB_ROOK: usize = BitboardIndex::Rook.index();
+pub const BB_QUEEN: usize = BitboardIndex::Queen.index();
+pub const BB_KING: usize = BitboardIndex::King.index();
+pub const BB_WHITE: usize = BitboardIndex::White.index();
+pub const BB_BLACK: usize = BitboardIndex::Black.index();
 /// Number of bitboards per position.
 pub const BB_COUNT: usize = 8;
 
@@ -242,8 +293,8 @@ pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITION
 /// One column of a chunk, for code (the JIT) that addresses columns by offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Column {
-    /// Piece bitboard `BB_*` (u64 per position).
-    Bitboard(usize),
+    /// A piece bitboard (u64 per position).
+    Bitboard(BitboardIndex),
     Move,
     ParentDelta,
     Ply,
@@ -257,7 +308,7 @@ impl Column {
     /// Byte offset of the column from the start of the chunk.
     pub const fn offset(self) -> usize {
         match self {
-            Column::Bitboard(i) => offset_of!(ChunkColumns, bb) + i * CHUNK_POSITIONS * 8,
+            Column::Bitboard(i) => offset_of!(ChunkColumns, bb) + i.index() * CHUNK_POSITIONS * 8,
             Column::Move => offset_of!(ChunkColumns, mv),
             Column::ParentDelta => offset_of!(ChunkColumns, parent_delta),
             Column::Ply => offset_of!(ChunkColumns, ply),
@@ -378,8 +429,8 @@ mod tests {
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
         let mut end = 0;
         for c in [
-            Column::Bitboard(0),
-            Column::Bitboard(7),
+            Column::Bitboard(BitboardIndex::Pawn),
+            Column::Bitboard(BitboardIndex::Black),
             Column::Move,
             Column::ParentDelta,
             Column::Ply,

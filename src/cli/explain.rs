@@ -99,8 +99,7 @@ fn ir_tree(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var], depth: usize, out: &mut S
     } else {
         text
     };
-    let name = format!("{:?}", e.node);
-    let name: String = name.chars().take_while(|c| c.is_alphanumeric()).collect();
+    let name = e.node.name();
     out.push_str(&format!(
         "{:indent$}{name} : {}   {short}\n",
         "",
@@ -276,7 +275,7 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
     };
     let _ = writeln!(s, "engine: {overall}");
     let _ = writeln!(s, "filters ({}):", body.len());
-    let reasons: Vec<(usize, String)> = cq
+    let reasons: Vec<(usize, cqlj::jit::NotLowered)> = cq
         .as_ref()
         .map(|cq| cq.plan().interp.clone())
         .unwrap_or_default();

@@ -4,6 +4,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
+use cqlj_runtime::tags;
 use shakmaty::{Bitboard, Square};
 
 use super::moves::{MoveFacts, legal_moves};
@@ -302,15 +303,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Ply => Ok(Some(Value::Number(self.rec(at)?.ply as i64))),
             MoveNumber => self.move_number(at),
             GameNumber => Ok(i64::try_from(self.game.number).ok().map(Value::Number)),
-            Elo(side) => Ok(self
-                .game
-                .tag(match side {
-                    Side::White => "WhiteElo",
-                    Side::Black => "BlackElo",
-                })
-                .and_then(|v| v.trim().parse::<i64>().ok())
-                .map(Value::Number)),
-            Year => Ok(self.year().map(Value::Number)),
+            Elo(side) => {
+                Ok(tags::elo(*side == Side::White, |t| self.game.tag(t)).map(Value::Number))
+            }
+            Year => Ok(tags::year(|t| self.game.tag(t)).map(Value::Number)),
             SideToMove => Ok(Some(Value::Number(if self.rec(at)?.white_to_move() {
                 1
             } else {
@@ -656,28 +652,13 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Ok(x.single_square().map(|s| Value::Number(f(s))))
     }
 
-    /// `movenumber` (CQL 6.2): 1 at the game's first position, whatever
-    /// the full-move number of its `[FEN]` tag, and one more after each
-    /// move of black's, so a game set up with black to move reaches 2 after
-    /// its first move. Whether the game started with black to move follows
-    /// from this position's ply and side to move.
+    /// `movenumber`: [`tags::move_number`] of this position.
     pub(super) fn move_number(&self, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
-        let ply = i64::from(rec.ply);
-        let start_black = (ply % 2 == 1) == rec.white_to_move();
-        Ok(Some(Value::Number(1 + (ply + i64::from(start_black)) / 2)))
-    }
-
-    /// `year`: the year of the game's `Date` tag (its leading digits, as in
-    /// `1997.??.??`); no match if it has none.
-    fn year(&self) -> Option<i64> {
-        let date = self.game.tag("Date")?;
-        let digits: String = date.chars().take_while(|c| c.is_ascii_digit()).collect();
-        if digits.is_empty() {
-            None
-        } else {
-            digits.parse().ok()
-        }
+        Ok(Some(Value::Number(tags::move_number(
+            rec.ply,
+            rec.white_to_move(),
+        ))))
     }
 
     /// The names `player white|black` stands for (`player` alone: both).
@@ -693,15 +674,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             .collect()
     }
 
-    /// `result 1-0` etc.: the game's `Result` tag.
+    /// `result 1-0` etc.: the game's `Result` tag ([`tags::result_is`]).
     fn result_is(&self, r: GameResult) -> bool {
-        let want = match r {
-            GameResult::WhiteWins => "1-0",
-            GameResult::BlackWins => "0-1",
-            GameResult::Draw => "1/2-1/2",
-            GameResult::Unknown => "*",
-        };
-        self.game.tag("Result").is_some_and(|t| t.trim() == want)
+        tags::result_is(r.pgn(), |t| self.game.tag(t))
     }
 
     /// Reads a comparison operand according to its kind.

@@ -16,31 +16,28 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
 
-use super::{GameSlot, JitError, JitOptions, fused};
+use super::{GameSlot, JitError, JitOptions, NotLowered, fused};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
-use crate::runtime::layout::{BB_BLACK, BB_WHITE, Column, MoveKind, flags, move_bits};
+use crate::runtime::layout::{BitboardIndex, Column, MoveKind, flags, move_bits};
 
 /// Why the JIT does not lower `e`, or `None` if it does.
-pub(super) fn unsupported(e: &Expr) -> Option<String> {
-    if let Node::Line(l) = &e.node {
-        return Some(format!(
-            "line: a regular expression over the game tree, run by the interpreter as an automaton of {} states",
-            l.automaton_states()
-        ));
-    }
+pub(super) fn unsupported(e: &Expr) -> Option<NotLowered> {
     let own = match &e.node {
-        Node::Str(_) => Some("string values"),
-        Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some("string-valued game tags"),
-        Node::CurrentTransform => Some("currenttransform (string)"),
-        Node::CurrentPosition => Some("position values"),
-        Node::Var(_) | Node::Assign { .. } => Some("variables"),
-        Node::Sort { .. } => Some("sort (side effect)"),
-        Node::Comment(_) | Node::Message(_) => Some("comment/message (side effect)"),
-        Node::SquareLoop { .. } => Some("square/piece loops"),
-        Node::Move(_) => Some("move filters"),
-        Node::Transform { .. } | Node::NoTransform(_) => Some("unexpanded transform"),
+        Node::Line(l) => Some(NotLowered::Line {
+            states: l.automaton_states(),
+        }),
+        Node::Str(_) => Some(NotLowered::StringValues),
+        Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some(NotLowered::StringTags),
+        Node::CurrentTransform => Some(NotLowered::CurrentTransform),
+        Node::CurrentPosition => Some(NotLowered::PositionValues),
+        Node::Var(_) | Node::Assign { .. } => Some(NotLowered::Variables),
+        Node::Sort { .. } => Some(NotLowered::Sort),
+        Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
+        Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
+        Node::Move(_) => Some(NotLowered::MoveFilter),
+        Node::Transform { .. } | Node::NoTransform(_) => Some(NotLowered::UnexpandedTransform),
         Node::At { .. }
         | Node::TreeLeaf(_)
         | Node::Child(_)
@@ -48,24 +45,22 @@ pub(super) fn unsupported(e: &Expr) -> Option<String> {
         | Node::TreeRel(..)
         | Node::Find(_)
         | Node::Echo(_)
-        | Node::ConsecutiveMoves { .. } => {
-            Some("game-tree navigation (other positions of the game)")
-        }
+        | Node::ConsecutiveMoves { .. } => Some(NotLowered::TreeNavigation),
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
-            Some("and/or/not with a value")
+            Some(NotLowered::ValuedLogical)
         }
         // A false condition matches without a value, which the JIT's set
         // and numeric values cannot express.
         Node::If {
             otherwise: None, ..
-        } if e.kind != Kind::Logical => Some("valued if without else"),
+        } if e.kind != Kind::Logical => Some(NotLowered::ValuedIfWithoutElse),
         _ => None,
     };
-    if let Some(r) = own {
-        return Some(r.to_string());
+    if own.is_some() {
+        return own;
     }
     if matches!(e.kind, Kind::String | Kind::Position) {
-        return Some(format!("{} values", e.kind));
+        return Some(NotLowered::Values(e.kind));
     }
     let mut found = None;
     e.for_each_child(|c| {
@@ -573,18 +568,18 @@ impl<'a, 'f> Lower<'a, 'f> {
         v
     }
 
-    fn bb(&mut self, i: usize) -> Value {
-        if let Some(v) = self.bbs[i] {
+    fn bb(&mut self, i: BitboardIndex) -> Value {
+        if let Some(v) = self.bbs[i.index()] {
             return v;
         }
         let v = self.column(Column::Bitboard(i));
-        self.bbs[i] = Some(v);
+        self.bbs[i.index()] = Some(v);
         v
     }
 
     fn occupied(&mut self) -> Value {
-        let w = self.bb(BB_WHITE);
-        let k = self.bb(BB_BLACK);
+        let w = self.bb(BitboardIndex::White);
+        let k = self.bb(BitboardIndex::Black);
         self.b.ins().bor(w, k)
     }
 
@@ -608,15 +603,15 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let o = self.occupied();
                 or(self, o);
             } else {
-                for r in 0..6 {
+                for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
                     if white >> r & 1 == 1 {
-                        let v = self.bb(r);
+                        let v = self.bb(role);
                         or(self, v);
                     }
                 }
             }
         } else {
-            for (mask, col) in [(white, BB_WHITE), (black, BB_BLACK)] {
+            for (mask, col) in [(white, BitboardIndex::White), (black, BitboardIndex::Black)] {
                 if mask == 0 {
                     continue;
                 }
@@ -626,9 +621,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                     continue;
                 }
                 let mut roles: Option<Value> = None;
-                for r in 0..6 {
+                for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
                     if mask >> r & 1 == 1 {
-                        let v = self.bb(r);
+                        let v = self.bb(role);
                         roles = Some(match roles {
                             Some(a) => self.b.ins().bor(a, v),
                             None => v,
@@ -663,9 +658,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         let slot =
             self.b
                 .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 64, 3));
-        for i in 0..8 {
+        for i in BitboardIndex::ALL {
             let v = self.bb(i);
-            self.b.ins().stack_store(self.ptr, v, slot, (i * 8) as i32);
+            self.b
+                .ins()
+                .stack_store(self.ptr, v, slot, (i.index() * 8) as i32);
         }
         let addr = self.b.ins().stack_addr(self.ptr, slot, 0);
         self.board = Some(addr);
@@ -958,8 +955,12 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Sliders of either colour that move along `d`.
     fn sliders(&mut self, d: Direction) -> Value {
-        let q = self.bb(4);
-        let r = self.bb(if d.is_diagonal() { 2 } else { 3 });
+        let q = self.bb(BitboardIndex::Queen);
+        let r = self.bb(if d.is_diagonal() {
+            BitboardIndex::Bishop
+        } else {
+            BitboardIndex::Rook
+        });
         self.b.ins().bor(q, r)
     }
 
@@ -975,16 +976,16 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Squares attacked by the pieces standing on `y`.
     fn attacked_from(&mut self, y: Value) -> Value {
-        let w = self.bb(BB_WHITE);
-        let bl = self.bb(BB_BLACK);
-        let pawns = self.bb(0);
-        let on = |l: &mut Self, role: usize| {
+        let w = self.bb(BitboardIndex::White);
+        let bl = self.bb(BitboardIndex::Black);
+        let pawns = self.bb(BitboardIndex::Pawn);
+        let on = |l: &mut Self, role: BitboardIndex| {
             let r = l.bb(role);
             l.b.ins().band(r, y)
         };
-        let n = on(self, 1);
+        let n = on(self, BitboardIndex::Knight);
         let mut acc = self.hops(n, &KNIGHT);
-        let k = on(self, 5);
+        let k = on(self, BitboardIndex::King);
         let kh = self.hops(k, &KING);
         acc = self.b.ins().bor(acc, kh);
         let p = self.b.ins().band(pawns, y);
@@ -1005,18 +1006,18 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Squares of `x` holding a piece that attacks a square of `y`.
     fn attackers(&mut self, x: Value, y: Value) -> Value {
-        let w = self.bb(BB_WHITE);
-        let bl = self.bb(BB_BLACK);
+        let w = self.bb(BitboardIndex::White);
+        let bl = self.bb(BitboardIndex::Black);
         let occ = self.occupied();
         let xo = self.b.ins().band(x, occ);
-        let n = self.bb(1);
+        let n = self.bb(BitboardIndex::Knight);
         let nh = self.hops(y, &KNIGHT);
         let mut acc = self.b.ins().band(n, nh);
-        let k = self.bb(5);
+        let k = self.bb(BitboardIndex::King);
         let kh = self.hops(y, &KING);
         let ka = self.b.ins().band(k, kh);
         acc = self.b.ins().bor(acc, ka);
-        let pawns = self.bb(0);
+        let pawns = self.bb(BitboardIndex::Pawn);
         // A white pawn on s attacks t iff s is a black-pawn capture from t.
         let from_w = self.hops(y, &[(1, -1), (-1, -1)]);
         let from_b = self.hops(y, &[(1, 1), (-1, 1)]);
@@ -1078,9 +1079,9 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// The pawn-structure sets (same definitions as
     /// `helpers::pawn_structure_set`), by fills.
     fn pawn_structure(&mut self, which: PawnSet) -> Value {
-        let pawns = self.bb(0);
-        let w = self.bb(BB_WHITE);
-        let bl = self.bb(BB_BLACK);
+        let pawns = self.bb(BitboardIndex::Pawn);
+        let w = self.bb(BitboardIndex::White);
+        let bl = self.bb(BitboardIndex::Black);
         let wp = self.b.ins().band(pawns, w);
         let bp = self.b.ins().band(pawns, bl);
         let mut out = self.u64c(0);
@@ -1287,7 +1288,13 @@ impl<'a, 'f> Lower<'a, 'f> {
             Node::Power(a) => {
                 let s = self.set(a);
                 let mut acc = self.i64c(0);
-                for (role, value) in [(0usize, 1i64), (1, 3), (2, 3), (3, 5), (4, 9)] {
+                for (role, value) in [
+                    (BitboardIndex::Pawn, 1i64),
+                    (BitboardIndex::Knight, 3),
+                    (BitboardIndex::Bishop, 3),
+                    (BitboardIndex::Rook, 5),
+                    (BitboardIndex::Queen, 9),
+                ] {
                     let r = self.bb(role);
                     let on = self.b.ins().band(r, s);
                     let c = self.b.ins().popcnt(on);
@@ -1407,10 +1414,9 @@ impl<'a, 'f> Lower<'a, 'f> {
                 }
             }
             Node::MoveNumber => {
-                // 1 + (ply + b) / 2 (CQL 6.2 counts from 1 at the game's
-                // first position, whatever its FEN says), where b = 1 iff
-                // the game started with black to move, i.e. iff the ply's
-                // parity disagrees with the side to move.
+                // `runtime::tags::move_number`: 1 + (ply + b) / 2, where
+                // b = 1 iff the game started with black to move, i.e. iff
+                // the ply's parity disagrees with the side to move.
                 let p = self.column(Column::Ply);
                 let wtm = self.flag(flags::WHITE_TO_MOVE);
                 let wtm = self.b.ins().uextend(types::I64, wtm);
@@ -1620,14 +1626,14 @@ impl<'a, 'f> Lower<'a, 'f> {
 
 /// All columns, for the entry block's base addresses.
 const COLUMNS: [Column; 15] = [
-    Column::Bitboard(0),
-    Column::Bitboard(1),
-    Column::Bitboard(2),
-    Column::Bitboard(3),
-    Column::Bitboard(4),
-    Column::Bitboard(5),
-    Column::Bitboard(6),
-    Column::Bitboard(7),
+    Column::Bitboard(BitboardIndex::Pawn),
+    Column::Bitboard(BitboardIndex::Knight),
+    Column::Bitboard(BitboardIndex::Bishop),
+    Column::Bitboard(BitboardIndex::Rook),
+    Column::Bitboard(BitboardIndex::Queen),
+    Column::Bitboard(BitboardIndex::King),
+    Column::Bitboard(BitboardIndex::White),
+    Column::Bitboard(BitboardIndex::Black),
     Column::Move,
     Column::ParentDelta,
     Column::Ply,

@@ -43,6 +43,7 @@ use cranelift_module::{Linkage, Module, default_libcall_names};
 
 use crate::ir::{ExpandedQuery, Expr, GameResult, Kind, Node, Side};
 use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, Column};
+use crate::runtime::tags;
 
 /// Options for [`compile`].
 #[derive(Clone, Debug)]
@@ -115,35 +116,14 @@ pub enum GameSlot {
 pub const GAME_VALUE_MISSING: i64 = i64::MIN;
 
 /// The value of `slot` for a game with 1-based `number` and tags looked up
-/// by `tag` (exact name), by the interpreter's rules: Elo from the
-/// `WhiteElo`/`BlackElo` tag, year from the leading digits of `Date`,
-/// results by exact `Result` tag text.
+/// by `tag` (exact name), by the rules of [`crate::runtime::tags`] (the
+/// interpreter's).
 pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<&'t str>) -> i64 {
     match slot {
-        GameSlot::Elo(side) => tag(match side {
-            Side::White => "WhiteElo",
-            Side::Black => "BlackElo",
-        })
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::Year => {
-            let digits: String = tag("Date")
-                .unwrap_or("")
-                .chars()
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            digits.parse().unwrap_or(GAME_VALUE_MISSING)
-        }
+        GameSlot::Elo(side) => tags::elo(side == Side::White, tag).unwrap_or(GAME_VALUE_MISSING),
+        GameSlot::Year => tags::year(tag).unwrap_or(GAME_VALUE_MISSING),
         GameSlot::GameNumber => i64::try_from(number).unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::Result(r) => {
-            let want = match r {
-                GameResult::WhiteWins => "1-0",
-                GameResult::BlackWins => "0-1",
-                GameResult::Draw => "1/2-1/2",
-                GameResult::Unknown => "*",
-            };
-            i64::from(tag("Result").is_some_and(|t| t.trim() == want))
-        }
+        GameSlot::Result(r) => i64::from(tags::result_is(r.pgn(), tag)),
     }
 }
 
@@ -155,7 +135,7 @@ pub struct Plan {
     pub jit: Vec<usize>,
     /// Body filters the interpreter must confirm on pre-selected positions,
     /// with the reason the JIT does not lower them.
-    pub interp: Vec<(usize, String)>,
+    pub interp: Vec<(usize, NotLowered)>,
     /// Orbits lowered in the bit-parallel form (number of shape groups each).
     pub fused_orbits: Vec<usize>,
 }
@@ -165,6 +145,45 @@ impl Plan {
     pub fn is_exact(&self) -> bool {
         self.interp.is_empty()
     }
+}
+
+/// Why the JIT does not lower a top-level filter (the first part of it
+/// that it cannot lower); `explain --plan` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotLowered {
+    #[error(
+        "line: a regular expression over the game tree, run by the interpreter as an automaton of {states} states"
+    )]
+    Line { states: usize },
+    #[error("string values")]
+    StringValues,
+    #[error("string-valued game tags")]
+    StringTags,
+    #[error("currenttransform (string)")]
+    CurrentTransform,
+    #[error("position values")]
+    PositionValues,
+    #[error("variables")]
+    Variables,
+    #[error("sort (side effect)")]
+    Sort,
+    #[error("comment/message (side effect)")]
+    CommentOrMessage,
+    #[error("square/piece loops")]
+    SquareLoop,
+    #[error("move filters")]
+    MoveFilter,
+    #[error("unexpanded transform")]
+    UnexpandedTransform,
+    #[error("game-tree navigation (other positions of the game)")]
+    TreeNavigation,
+    #[error("and/or/not with a value")]
+    ValuedLogical,
+    #[error("valued if without else")]
+    ValuedIfWithoutElse,
+    /// A value of a kind the kernel has no representation for.
+    #[error("{0} values")]
+    Values(Kind),
 }
 
 /// What the kernel writes to the value array for each matching position.
@@ -606,11 +625,7 @@ fn describe(e: &Expr) -> String {
                 if *count { " (count)" } else { "" }
             )
         }
-        n => {
-            let dbg = format!("{n:?}");
-            let head: String = dbg.chars().take_while(|c| c.is_alphanumeric()).collect();
-            head
-        }
+        n => n.name().to_owned(),
     };
     format!("{name} : {}", e.kind)
 }

@@ -836,3 +836,42 @@ fn two_lane_kernels_agree_with_the_scalar_kernel() {
     }
     assert!(matched > 100, "too few matches to test: {matched}");
 }
+
+/// `Node::name` (what `explain` prints) is the variant's name, for every
+/// node of a query that uses most filters.
+#[test]
+fn node_names_are_the_variant_names() {
+    let text = r#"
+        flipcolor { Ka1 attacks k  a-h2 attackedby Q  ray (R q k)  between(a1 h8)
+                    pin from B  passedpawns  light K  dark k  enpassantsquare
+                    makesquare(1 2)  move from N  square x in a-h1 K attacks x
+                    #P + 3 * power N - abs(-1) > max(1 2) < min(3 4)
+                    rank K == file k  ply movenumber gamenumber elo white year
+                    sidetomove == white  event == "e"  tag "T" == "t"
+                    player white == "p"  currenttransform == "x"  check mate
+                    stalemate wtm btm initial terminal mainline variation
+                    enpassant castle result 1-0  K in [a1,b2]  not check or mate
+                    if check then 1 else 2  { k } v = K  v  sort "s" #P
+                    comment("c") message("m") notransform Ka1  up 1 K
+                    ~[a1,b2]  K | k  K & k  here = currentposition
+                    child parent  positionid == 1  ancestor(here currentposition)
+                    find check  echo (s t) s:check  consecutivemoves(here currentposition)
+                    line --> check --> mate  descendant(here currentposition) 0 }
+    "#;
+    let q = crate::syntax::parse(text).expect("the query parses");
+    let q = crate::transform::expand(&q, &crate::transform::Limits::default())
+        .expect("the query expands")
+        .query;
+    fn check(e: &Expr, seen: &mut std::collections::BTreeSet<&'static str>) {
+        let debug = format!("{:?}", e.node);
+        let head: String = debug.chars().take_while(|c| c.is_alphanumeric()).collect();
+        assert_eq!(e.node.name(), head);
+        seen.insert(e.node.name());
+        e.for_each_child(|c| check(c, seen));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in q.body() {
+        check(e, &mut seen);
+    }
+    assert!(seen.len() > 50, "{seen:?}");
+}
