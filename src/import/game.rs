@@ -17,6 +17,8 @@ use std::ops::ControlFlow;
 
 use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
 use cqlj_runtime::store::{GameMeta, game_flags, result};
+
+use super::report::{BadMove, GameWarning, Line, SkipReason};
 use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup};
@@ -31,11 +33,6 @@ pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 /// game without tags.)
 pub const MAX_TAG_BYTES: usize = 8 * 1024;
 
-/// The reason [`GameVisitor`] gives for text that holds no tag and no
-/// legal move: not a game at all (garbage, binary data), so the importer
-/// skips it as input without giving it a game number.
-pub const NOT_A_GAME: &str = "no tag and no legal move: not PGN text";
-
 /// Most tag pairs a game may have (the store counts them in 16 bits).
 pub const MAX_TAGS: usize = 4096;
 
@@ -47,7 +44,7 @@ pub struct ParsedGame {
     pub positions: Vec<PositionRecord>,
     /// Problems that did not stop the import of the game (a variation cut
     /// short at an illegal move, ...).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GameWarning>,
     /// For each move of the movetext in text order (variations included,
     /// also those of cut lines), the index of the position it leads to, or
     /// `None` for a move that was not stored (a cut line). The PGN writer
@@ -101,7 +98,7 @@ pub struct GameVisitor {
     chess960: bool,
     records: Vec<PositionRecord>,
     stack: Vec<Frame>,
-    warnings: Vec<String>,
+    warnings: Vec<GameWarning>,
     san_index: Vec<Option<u32>>,
     /// The setup's record when no move can be replayed from it (a position
     /// shakmaty does not represent).
@@ -279,20 +276,20 @@ impl GameVisitor {
     }
 
     /// The starting position from the tags.
-    fn initial_position(&mut self) -> Result<Chess, String> {
+    fn initial_position(&mut self) -> Result<Chess, SkipReason> {
         if let Some(v) = &self.variant {
             let v = String::from_utf8_lossy(v).to_ascii_lowercase();
             let v = v.trim();
             if v.contains("960") || v.contains("fischer") || v == "frc" {
                 self.chess960 = true;
             } else if OTHER_VARIANTS.contains(&v) {
-                return Err(format!("unsupported variant \"{v}\""));
+                return Err(SkipReason::UnsupportedVariant(v.to_owned()));
             }
         }
         let Some(fen) = &self.fen else {
             return if self.chess960 {
                 Chess::from_setup(Setup::initial(), CastlingMode::Chess960)
-                    .map_err(|e| format!("cannot set up the start position: {e}"))
+                    .map_err(|e| SkipReason::StartPosition(e.to_string()))
             } else {
                 Ok(Chess::default())
             };
@@ -304,10 +301,8 @@ impl GameVisitor {
                 // CQL 6.2 ignores a FEN it cannot read (bad syntax, not one
                 // king a side, more than 16 pieces a side): the game starts
                 // from the initial position (and its moves soon fail).
-                self.warnings.push(format!(
-                    "FEN \"{fen_text}\" is not a position CQL 6.2 reads: the game starts \
-                     from the initial position, as in CQL 6.2"
-                ));
+                self.warnings
+                    .push(GameWarning::FenIgnored { fen: fen_text });
                 return Ok(Chess::default());
             }
         };
@@ -338,10 +333,10 @@ impl GameVisitor {
             Err(e) => {
                 // CQL 6.2 reads it (side not to move in check, pawns on a
                 // back rank): keep the game and its setup, without moves.
-                self.warnings.push(format!(
-                    "FEN \"{fen_text}\": {e}: the setup is imported, its moves are not \
-                     replayed (no move generator for it)"
-                ));
+                self.warnings.push(GameWarning::FenNotPlayable {
+                    fen: fen_text,
+                    error: e.to_string(),
+                });
                 self.board_only = Some(setup_record(parsed.as_setup()));
                 Ok(Chess::default())
             }
@@ -353,22 +348,18 @@ impl GameVisitor {
         &mut self,
         name: &[u8],
         value: Vec<u8>,
-    ) -> ControlFlow<Result<ParsedGame, String>> {
+    ) -> ControlFlow<Result<ParsedGame, SkipReason>> {
         if name.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                name.len()
-            ));
+            return self.fail(SkipReason::TagNameTooLong { bytes: name.len() });
         }
         if self.meta.tags.len() >= MAX_TAGS {
-            return self.fail(format!("more than {MAX_TAGS} tags"));
+            return self.fail(SkipReason::TooManyTags);
         }
         if value.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                String::from_utf8_lossy(name),
-                value.len()
-            ));
+            return self.fail(SkipReason::TagValueTooLong {
+                name: String::from_utf8_lossy(name).into_owned(),
+                bytes: value.len(),
+            });
         }
         match name {
             b"FEN" => self.fen = Some(value.clone()),
@@ -398,7 +389,7 @@ impl GameVisitor {
         self.resume = tags;
     }
 
-    fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
+    fn fail(&self, reason: SkipReason) -> ControlFlow<Result<ParsedGame, SkipReason>> {
         ControlFlow::Break(Err(reason))
     }
 
@@ -426,7 +417,7 @@ impl GameVisitor {
 impl Visitor for GameVisitor {
     type Tags = ();
     type Movetext = ();
-    type Output = Result<ParsedGame, String>;
+    type Output = Result<ParsedGame, SkipReason>;
 
     fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
         self.meta = GameMeta::default();
@@ -491,27 +482,31 @@ impl Visitor for GameVisitor {
             Ok(m) => m,
             Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
             Err(e) => {
-                let what = if matches!(san_plus.san, shakmaty::san::San::Null) {
-                    "null move (not supported)".to_string()
+                let bad = if matches!(san_plus.san, shakmaty::san::San::Null) {
+                    BadMove::Null
                 } else {
-                    format!("illegal move {san_plus} ({e})")
+                    BadMove::Illegal {
+                        san: san_plus.to_string(),
+                        error: e.to_string(),
+                    }
                 };
-                let at = format!("{what} at ply {}", parent_ply as u32 + 1);
                 frame.dead = true;
-                self.warnings.push(if depth == 1 {
+                self.warnings.push(GameWarning::CutShort {
                     // CQL 6.2 keeps the game up to the move it cannot read.
-                    format!("game cut short: {at}")
-                } else {
-                    format!("variation cut short: {at}")
+                    line: if depth == 1 {
+                        Line::Game
+                    } else {
+                        Line::Variation
+                    },
+                    bad,
+                    ply: parent_ply as u32 + 1,
                 });
                 self.san_index.push(None);
                 return ControlFlow::Continue(());
             }
         };
         if n >= MAX_GAME_POSITIONS {
-            return self.fail(format!(
-                "game has more than {MAX_GAME_POSITIONS} positions (u16 ply/parent limit)"
-            ));
+            return self.fail(SkipReason::TooManyPositions);
         }
         let turn = frame.pos.turn();
         let before = frame.pos.clone();
@@ -594,10 +589,10 @@ impl Visitor for GameVisitor {
         }
         let mut positions = std::mem::take(&mut self.records);
         if positions.is_empty() {
-            return Err("no game".into());
+            return Err(SkipReason::NoGame);
         }
         if self.meta.tags.is_empty() && positions.len() == 1 {
-            return Err(NOT_A_GAME.into());
+            return Err(SkipReason::NotAGame);
         }
         let mut has_child = vec![false; positions.len()];
         for (i, p) in positions.iter().enumerate().skip(1) {

@@ -20,6 +20,7 @@
 //! stream and parse games in parallel.
 
 pub mod game;
+mod report;
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
@@ -28,7 +29,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, NOT_A_GAME, ParsedGame};
+pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, ParsedGame};
+pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
@@ -41,39 +43,6 @@ pub enum ImportError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// A skipped game or a warning about an imported one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report {
-    /// The input file, as given.
-    pub file: String,
-    /// 1-based number of the game in its file (CQL's game number); 0 for
-    /// skipped input that is not a game.
-    pub game: u64,
-    /// 1-based line where the game starts.
-    pub line: u64,
-    pub reason: String,
-    /// True if the game was not imported; false for a warning.
-    pub skipped: bool,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.skipped { "skipped" } else { "warning" };
-        if self.game == 0 {
-            return write!(
-                f,
-                "{}:{}: {what} input: {}",
-                self.file, self.line, self.reason
-            );
-        }
-        write!(
-            f,
-            "{}:{}: game {}: {what}: {}",
-            self.file, self.line, self.game, self.reason
-        )
-    }
 }
 
 /// Totals of an import.
@@ -475,7 +444,7 @@ pub struct GameItem {
     pub end: u64,
     /// The replayed game (its `meta.text` is the stream's bytes
     /// `start..end`), or why it was skipped.
-    pub game: Result<ParsedGame, String>,
+    pub game: Result<ParsedGame, SkipReason>,
 }
 
 /// Iterator over the games of a PGN byte stream.
@@ -540,10 +509,7 @@ impl<R: Read> PgnGames<R> {
         };
         let overflow = self.kept.borrow().overflow;
         let game = match read {
-            Ok(Some(_)) if overflow => Err(format!(
-                "game text of {} bytes, more than the limit {MAX_GAME_BYTES}",
-                end - start
-            )),
+            Ok(Some(_)) if overflow => Err(SkipReason::TextTooLong { bytes: end - start }),
             Ok(Some(Ok(mut g))) => {
                 if repaired_quotes {
                     restore_tag_quotes(&mut g);
@@ -567,7 +533,7 @@ impl<R: Read> PgnGames<R> {
                     // No progress possible: stop rather than loop.
                     self.done = true;
                 }
-                Err(format!("PGN syntax error: {e}"))
+                Err(SkipReason::Syntax(e.to_string()))
             }
             Err(e) => return Err(e),
         };
@@ -575,12 +541,12 @@ impl<R: Read> PgnGames<R> {
         let mut k = self.kept.borrow_mut();
         let upto = k.counted_to;
         // Keep a game whose tag line was rejected: its rest follows.
-        if !self.hold && !matches!(&game, Err(r) if r.ends_with("unterminated tag")) {
+        if !self.hold && !matches!(&game, Err(r) if r.is_unterminated_tag()) {
             k.discard(upto);
         }
         k.overflow = false;
         drop(k);
-        let not_a_game = matches!(&game, Err(r) if r == NOT_A_GAME);
+        let not_a_game = matches!(&game, Err(SkipReason::NotAGame));
         if !not_a_game {
             self.number += 1;
         }
@@ -606,7 +572,7 @@ impl<R: Read> PgnGames<R> {
                 None => return Ok(None),
             },
         };
-        if matches!(&item.game, Err(r) if r.ends_with("unterminated tag")) {
+        if matches!(&item.game, Err(r) if r.is_unterminated_tag()) {
             // The reader resumes at the next line: what follows (the rest
             // of the tags and the movetext) is the same game. CQL 6.2 reads
             // it with the tag it cannot read left out, and so does cqlj.
@@ -628,18 +594,16 @@ impl<R: Read> PgnGames<R> {
                     self.number -= 1;
                 }
                 rest.number = item.number;
-                let reason = "a tag line longer than the PGN reader takes (unterminated tag): \
-                              the tag is left out, as CQL 6.2 leaves it out";
                 match &mut rest.game {
                     Ok(g) => {
-                        g.warnings.insert(0, reason.to_owned());
+                        g.warnings.insert(0, GameWarning::UnterminatedTag);
                         rest.line = item.line;
                         return Ok(Some(rest));
                     }
                     Err(_) if rest.not_a_game => {
                         rest.not_a_game = false;
                         rest.line = item.line;
-                        rest.game = Err(format!("{reason}; no move follows"));
+                        rest.game = Err(SkipReason::UnterminatedTagNoMove);
                         return Ok(Some(rest));
                     }
                     Err(_) => {
@@ -661,10 +625,9 @@ impl<R: Read> PgnGames<R> {
                 break;
             }
         }
-        item.game = Err(format!(
-            "{} bytes of text that is not PGN (no tag and no legal move)",
-            item.end.saturating_sub(item.start).max(1)
-        ));
+        item.game = Err(SkipReason::NotPgn {
+            bytes: item.end.saturating_sub(item.start).max(1),
+        });
         Ok(Some(item))
     }
 }
@@ -688,20 +651,18 @@ fn restore_tag_quotes(g: &mut ParsedGame) {
                 *b = b'"';
             }
         }
-        g.warnings.push(format!(
-            "tag {} holds an unescaped '\"': its value is read up to the last '\"' of the \
-             line, as CQL 6.2 reads it",
-            String::from_utf8_lossy(name)
-        ));
+        g.warnings.push(GameWarning::UnescapedQuote {
+            name: String::from_utf8_lossy(name).into_owned(),
+        });
     }
 }
 
 /// Replays the first game of `text` (a pure function of the bytes).
-pub fn parse_game(text: &[u8]) -> Result<ParsedGame, String> {
+pub fn parse_game(text: &[u8]) -> Result<ParsedGame, SkipReason> {
     match PgnGames::new(text).next() {
         Some(Ok(item)) => item.game,
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("no game in the text".into()),
+        Some(Err(e)) => Err(SkipReason::Read(e.to_string())),
+        None => Err(SkipReason::NoGameInText),
     }
 }
 
@@ -797,23 +758,30 @@ impl Accept<'_> {
                 self.summary.positions += g.positions.len() as u64;
                 for w in g.warnings {
                     self.summary.warnings += 1;
-                    self.observer.report(&Report {
-                        file: name.to_owned(),
+                    self.observer.report(&Report::Warning {
+                        at: Place {
+                            file: name.to_owned(),
+                            line: item.line,
+                        },
                         game: item.number,
-                        line: item.line,
-                        reason: w,
-                        skipped: false,
+                        warning: w,
                     });
                 }
             }
             Err(reason) => {
                 self.summary.skipped += 1;
-                self.observer.report(&Report {
+                let at = Place {
                     file: name.to_owned(),
-                    game: if item.not_a_game { 0 } else { item.number },
                     line: item.line,
-                    reason,
-                    skipped: true,
+                };
+                self.observer.report(&if item.not_a_game {
+                    Report::SkippedInput { at, reason }
+                } else {
+                    Report::Skipped {
+                        at,
+                        game: item.number,
+                        reason,
+                    }
                 });
             }
         }
@@ -928,13 +896,7 @@ fn import_into(
         report_progress(&mut acc);
         if acc.summary.games == games_before {
             acc.summary.warnings += 1;
-            acc.observer.report(&Report {
-                file: name.clone(),
-                game: 0,
-                line: 1,
-                reason: "the file holds no game".into(),
-                skipped: false,
-            });
+            acc.observer.report(&Report::NoGame { file: name.clone() });
         }
     }
     acc.writer.finish()?;
