@@ -6,6 +6,7 @@
 //! [`transform`] (orbits) -> {[`interp`], [`jit`]} -> [`scan`] -> the `cqlj`
 //! binary. [`import`] turns PGN into a store.
 
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod import;
 pub mod interp;
