@@ -9,7 +9,7 @@
 //!
 //! Checkmate and stalemate need "no legal move", which costs a full move
 //! generation. A position followed by a move of its line has a legal move, so
-//! only the last position of each line is tested ([`GameVisitor`] does it
+//! only the last position of each line is tested (`GameVisitor` does it
 //! when the line ends); every other record is written as having one. The
 //! flags stay a pure function of the position.
 
@@ -34,7 +34,7 @@ pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 pub const MAX_TAG_BYTES: usize = 8 * 1024;
 
 /// Most tag pairs a game may have (the store counts them in 16 bits).
-pub const MAX_TAGS: usize = 4096;
+pub(crate) const MAX_TAGS: usize = 4096;
 
 /// A game replayed into records, with its metadata (source fields left for
 /// the caller).
@@ -90,7 +90,7 @@ const OTHER_VARIANTS: &[&str] = &[
 
 /// The visitor; reusable across games (state is reset in `begin_tags`).
 #[derive(Default)]
-pub struct GameVisitor {
+pub(crate) struct GameVisitor {
     meta: GameMeta,
     fen: Option<Vec<u8>>,
     variant: Option<Vec<u8>>,
@@ -271,7 +271,7 @@ fn uci_fallback(san: shakmaty::san::San, pos: &Chess) -> Option<Move> {
 }
 
 impl GameVisitor {
-    pub fn new() -> GameVisitor {
+    pub(crate) fn new() -> GameVisitor {
         GameVisitor::default()
     }
 
@@ -380,12 +380,12 @@ impl GameVisitor {
 
     /// Tags read so far in the game being read (to resume after a tag line
     /// the reader rejected).
-    pub fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
         std::mem::take(&mut self.meta.tags)
     }
 
     /// Tags to apply first to the next game read.
-    pub fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
+    pub(crate) fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
         self.resume = tags;
     }
 

@@ -1,16 +1,16 @@
 //! PGN import: `.pgn` / `.pgn.zst` files -> a position store.
 //!
 //! [`PgnGames`] reads one (decompressed) PGN stream game by game and yields
-//! each game replayed into position records ([`game::GameVisitor`]), with
+//! each game replayed into position records (`game::GameVisitor`), with
 //! the game's exact byte range and text in the stream, or the reason it was
 //! skipped. [`import_files`] drives it over several input files into one
 //! [`StoreWriter`]; [`append_files_with`] adds games to an existing store.
 //!
-//! Games are found as CQL 6.2 finds them ([`CqlLines`]), so game numbers
+//! Games are found as CQL 6.2 finds them (`CqlLines`), so game numbers
 //! are CQL's. A game with a non-chess variant, more than
 //! [`game::MAX_GAME_POSITIONS`] positions, a text over [`MAX_GAME_BYTES`],
 //! a tag name or value over [`game::MAX_TAG_BYTES`] or more than
-//! [`game::MAX_TAGS`] tags is skipped and reported ([`Report`]); the import
+//! `game::MAX_TAGS` tags is skipped and reported ([`Report`]); the import
 //! continues. An illegal move cuts its line (mainline or variation) short,
 //! as CQL 6.2 does, with a warning. Text that is no game at all is skipped
 //! input without a game number.
@@ -29,7 +29,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, ParsedGame};
+use game::GameVisitor;
+pub use game::{MAX_GAME_POSITIONS, MAX_TAG_BYTES, ParsedGame};
 pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// What stops an import (as opposed to a skipped game).
@@ -75,14 +76,14 @@ pub struct Progress {
 pub const MAX_GAME_BYTES: u64 = 16 << 20;
 
 /// Byte that stands in for a `"` inside a tag value while the PGN reader
-/// parses the tag line (see [`CqlLines`]); the visitor maps it back.
-pub const TAG_QUOTE: u8 = 0x01;
+/// parses the tag line (see `CqlLines`); the visitor maps it back.
+pub(crate) const TAG_QUOTE: u8 = 0x01;
 
 /// Longest line [`Tee`] holds back to repair (a longer one is passed on as
 /// it is; the PGN reader rejects such a tag line anyway).
 const MAX_REPAIR_LINE: usize = 64 << 10;
 
-/// Where a line of PGN text is, for [`CqlLines`].
+/// Where a line of PGN text is, for `CqlLines`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum LineState {
     /// Before a game's tags (start of the stream, or after a result).
@@ -99,14 +100,14 @@ enum LineState {
 /// - a tag value runs to the *last* `"` of its line (CQL 6.2 reads
 ///   `[Event "reti =" Black to move #61"]` as one tag): every unescaped `"`
 ///   strictly between the first and the last quote of a tag line becomes
-///   [`TAG_QUOTE`];
+///   `TAG_QUOTE`;
 /// - a game ends at its result token, not at a blank line: a blank line in
 ///   movetext before the result (outside comments) becomes spaces.
 ///
 /// The state carries over from one call to the next (a comment may span
 /// lines).
 #[derive(Clone, Debug, Default)]
-pub struct CqlLines {
+pub(crate) struct CqlLines {
     state: LineState,
     in_comment: bool,
 }
@@ -207,7 +208,7 @@ fn soften(lines: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     }
 }
 
-/// The tag-quote part of [`CqlLines`] for one tag line.
+/// The tag-quote part of `CqlLines` for one tag line.
 fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     let (Some(first), Some(last)) = (memchr::memchr(b'"', line), memchr::memrchr(b'"', line))
     else {
@@ -227,16 +228,16 @@ fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     }
 }
 
-/// [`CqlLines`] over a whole text from a fresh state (one game's stored
+/// `CqlLines` over a whole text from a fresh state (one game's stored
 /// text, read again by the PGN writer). Returns whether a tag quote was
-/// rewritten to [`TAG_QUOTE`].
-pub fn cql_lines(text: &mut [u8]) -> bool {
+/// rewritten to `TAG_QUOTE`.
+pub(crate) fn cql_lines(text: &mut [u8]) -> bool {
     let mut fixes = Vec::new();
     CqlLines::default().fix(text, true, &mut fixes);
     fixes.iter().any(|&(_, b)| b == b'"')
 }
 
-/// Hands the PGN reader whole lines rewritten by [`CqlLines`]
+/// Hands the PGN reader whole lines rewritten by `CqlLines`
 /// and keeps the original bytes it hands out, so a
 /// game's text can be cut out byte for byte.
 struct Tee<R> {
@@ -342,7 +343,7 @@ struct Kept {
     /// Newlines counted up to `counted_to`.
     lines: u64,
     counted_to: u64,
-    /// Stream offsets of the tag quotes rewritten to [`TAG_QUOTE`] in the
+    /// Stream offsets of the tag quotes rewritten to `TAG_QUOTE` in the
     /// bytes handed out (ascending; those before `start` are dropped).
     tag_quotes: std::collections::VecDeque<u64>,
 }
@@ -564,7 +565,7 @@ impl<R: Read> PgnGames<R> {
 impl<R: Read> PgnGames<R> {
     /// The next game, or one item for a whole stretch of text that is not
     /// a game (consecutive pieces of garbage are reported once).
-    pub fn next_item(&mut self) -> io::Result<Option<GameItem>> {
+    pub(crate) fn next_item(&mut self) -> io::Result<Option<GameItem>> {
         let item = match self.pending.take() {
             Some(item) => item,
             None => match self.next_game()? {
@@ -639,7 +640,7 @@ impl<R: Read> Iterator for PgnGames<R> {
     }
 }
 
-/// Turns the [`TAG_QUOTE`]s of a game's tag values back into `"` and
+/// Turns the `TAG_QUOTE`s of a game's tag values back into `"` and
 /// warns about each such tag.
 fn restore_tag_quotes(g: &mut ParsedGame) {
     for (name, value) in &mut g.meta.tags {
@@ -667,7 +668,7 @@ pub fn parse_game(text: &[u8]) -> Result<ParsedGame, SkipReason> {
 }
 
 /// Opens a PGN file, decompressing zstd (detected by its magic number).
-pub fn open_pgn(path: &Path, counter: Rc<Cell<u64>>) -> io::Result<Box<dyn Read>> {
+pub(crate) fn open_pgn(path: &Path, counter: Rc<Cell<u64>>) -> io::Result<Box<dyn Read>> {
     let mut file = File::open(path)?;
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut file, &mut magic)?;
@@ -919,7 +920,7 @@ impl From<ImportError> for Failure {
 /// at a game boundary: each byte is scanned once however the buffer grows
 /// (see [`block_cut`] for the rule).
 #[derive(Clone, Debug, Default)]
-pub struct CutScanner {
+pub(crate) struct CutScanner {
     /// Offset of the next line to scan.
     pos: usize,
     in_comment: bool,
@@ -1015,7 +1016,7 @@ pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
 /// in input order, with game numbers, lines and byte offsets relative to
 /// the whole stream. Returns the stream's length.
 ///
-/// Each byte is scanned for boundaries once ([`CutScanner`]), so the work
+/// Each byte is scanned for boundaries once (`CutScanner`), so the work
 /// is linear in the input. Memory is bounded by the window of blocks: a
 /// stretch without a boundary longer than [`MAX_GAME_BYTES`] is either
 /// blank (dropped, only counted) or holds an over-long game, and then the

@@ -24,7 +24,7 @@ pub enum SkipReason {
         /// Length of the name.
         bytes: usize,
     },
-    /// More than [`MAX_TAGS`] tag pairs.
+    /// More than `MAX_TAGS` tag pairs.
     #[error("more than {MAX_TAGS} tags")]
     TooManyTags,
     /// A tag value over [`MAX_TAG_BYTES`].
