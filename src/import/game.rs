@@ -40,7 +40,10 @@ pub(crate) const MAX_TAGS: usize = 4096;
 /// the caller).
 #[derive(Clone, Debug, Default)]
 pub struct ParsedGame {
+    /// Tags, result, Elos, flags and text (the source fields are set by
+    /// the reader).
     pub meta: GameMeta,
+    /// The game's positions in PGN text order, initial position first.
     pub positions: Vec<PositionRecord>,
     /// Problems that did not stop the import of the game (a variation cut
     /// short at an illegal move, ...).

@@ -19,6 +19,8 @@
 //! reader only finds game boundaries, so a threaded importer can split the
 //! stream and parse games in parallel.
 
+#![warn(missing_docs)]
+
 pub mod game;
 mod report;
 
@@ -36,12 +38,17 @@ pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// An input file cannot be opened or read (or the import's thread
+    /// pool cannot be built: `path` is then the store).
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The input file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Writing the store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -49,9 +56,13 @@ pub enum ImportError {
 /// Totals of an import.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportSummary {
+    /// Games stored.
     pub games: u64,
+    /// Positions stored (variations included).
     pub positions: u64,
+    /// Games and stretches of input skipped ([`Report::is_skipped`]).
     pub skipped: u64,
+    /// Warnings reported (a game may have several).
     pub warnings: u64,
     /// Decompressed PGN bytes read.
     pub pgn_bytes: u64,
@@ -66,7 +77,9 @@ pub struct Progress {
     pub file_bytes_read: u64,
     /// Bytes read from disk over all files so far.
     pub total_bytes_read: u64,
+    /// Games stored so far.
     pub games: u64,
+    /// Positions stored so far.
     pub positions: u64,
 }
 
@@ -442,6 +455,7 @@ pub struct GameItem {
     /// Byte range of the game in the (decompressed) stream, trailing
     /// whitespace excluded.
     pub start: u64,
+    /// End of that range (exclusive).
     pub end: u64,
     /// The replayed game (its `meta.text` is the stream's bytes
     /// `start..end`), or why it was skipped.
@@ -463,6 +477,8 @@ pub struct PgnGames<R: Read> {
 }
 
 impl<R: Read> PgnGames<R> {
+    /// Reads the games of `inner` from its first byte; game numbers start
+    /// at 1.
     pub fn new(inner: R) -> PgnGames<R> {
         let kept = Rc::new(RefCell::new(Kept::default()));
         let tee = Tee::new(inner, kept.clone());
