@@ -8,6 +8,7 @@
 //! PGN, JSON lines, counts) -> the `cqlj` binary. [`import`] turns PGN into
 //! a store.
 
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod import;
 pub mod interp;

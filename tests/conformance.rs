@@ -528,7 +528,7 @@ fn import_inline(pgn: &str, dir: &tempdir::Dir) -> Result<Store, String> {
     let path = dir.path().join("games.cqlj");
     let mut reports = CollectReports::default();
     import_files(&[pgn_path], &path, &mut reports).map_err(|e| e.to_string())?;
-    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+    if let Some(r) = reports.0.iter().find(|r| r.is_skipped()) {
         return Err(format!("the importer skipped a game: {r}"));
     }
     Store::open(&path).map_err(|e| e.to_string())
@@ -561,7 +561,7 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     let path = tmp.join(format!("{prefix}{}.cqlj", std::process::id()));
     let mut reports = CollectReports::default();
     import_files(&[pgn], &path, &mut reports).map_err(|e| e.to_string())?;
-    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+    if let Some(r) = reports.0.iter().find(|r| r.is_skipped()) {
         let _ = std::fs::remove_file(&path);
         return Err(format!("the importer skipped a game of {file}: {r}"));
     }

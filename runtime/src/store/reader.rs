@@ -187,12 +187,15 @@ impl Store {
     pub fn format_version(&self) -> u32 {
         self.header.version
     }
+    /// Games in the store.
     pub fn n_games(&self) -> u32 {
         self.header.n_games as u32
     }
+    /// Positions in the store (all games, variations included).
     pub fn n_positions(&self) -> u64 {
         self.header.n_positions
     }
+    /// Chunks in the store (every chunk but the last is full).
     pub fn n_chunks(&self) -> u64 {
         self.header.n_chunks
     }

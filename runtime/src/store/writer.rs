@@ -30,8 +30,9 @@ const TEXT_ZSTD_LEVEL: i32 = 3;
 pub struct GameMeta {
     /// `result::*` code.
     pub result: u8,
-    /// Elo ratings (0 = none).
+    /// White's Elo (0 = none).
     pub white_elo: u16,
+    /// Black's Elo (0 = none).
     pub black_elo: u16,
     /// `game_flags::*`.
     pub flags: u8,
@@ -39,6 +40,7 @@ pub struct GameMeta {
     pub source_file: u32,
     /// Byte range of the game in the (decompressed) source file.
     pub source_start: u64,
+    /// Length of that range.
     pub source_len: u64,
     /// Tag pairs in PGN order, raw bytes (escapes resolved).
     pub tags: Vec<(Vec<u8>, Vec<u8>)>,
