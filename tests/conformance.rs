@@ -990,6 +990,23 @@ fn conformance_engine_names_have_tests() {
     }
 }
 
+/// The seed examples (`seed-examples.toml`) cover both seeds' transforms.
+#[test]
+fn conformance_seed_examples_cover_both_seeds() {
+    let examples: Vec<Case> = corpus()
+        .into_iter()
+        .map(|(_, c)| c)
+        .filter(|c| c.name.starts_with("seed-example/"))
+        .collect();
+    assert!(examples.len() >= 30, "{} examples", examples.len());
+    for needle in ["flipcolor", "reversecolor", "shift", "rotate45", "flip "] {
+        assert!(
+            examples.iter().any(|e| e.query.contains(needle)),
+            "no example uses {needle}"
+        );
+    }
+}
+
 /// The corpus size: cases and checked expectations (each expected match,
 /// value, game number, position list, orbit size, warning, error,
 /// equivalence and `nonempty`), printed so that a change can be compared;
