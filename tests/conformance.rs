@@ -582,12 +582,12 @@ fn first_difference(a: &BTreeMap<u32, Vec<u32>>, b: &BTreeMap<u32, Vec<u32>>) ->
         })
 }
 
-/// The stores a case searches, each with its game range (0-based, end
-/// exclusive).
-fn case_stores(
-    case: &Case,
-    dir: &tempdir::Dir,
-) -> Result<Vec<(String, Arc<Store>, std::ops::Range<u32>)>, String> {
+/// A store a case searches: its name, the store, and the game range
+/// (0-based, end exclusive).
+type CaseStore = (String, Arc<Store>, std::ops::Range<u32>);
+
+/// The stores a case searches.
+fn case_stores(case: &Case, dir: &tempdir::Dir) -> Result<Vec<CaseStore>, String> {
     match (&case.pgn, case.data.is_empty()) {
         (Some(_), false) => Err("`pgn` and `data` exclude each other".into()),
         (Some(pgn), true) => {
