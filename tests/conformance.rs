@@ -246,6 +246,9 @@ fn expand(case: &Case) -> Result<Option<ExpandedQuery>, String> {
         (Ok(_), Some(want)) => return Err(format!("accepted, expected error {want:?}")),
         (Ok(ex), None) => ex,
     };
+    if ExpandedQuery::from_transform_free(ex.query.query().clone()).is_none() {
+        return Err("the expanded query still holds a transform node".into());
+    }
     if let Some(want) = &case.orbits {
         let got: Vec<usize> = ex.orbits.iter().map(|o| o.elements.len()).collect();
         if &got != want {
