@@ -75,6 +75,10 @@ struct Case {
     /// initial position is 0) of some matching games, by game number.
     #[serde(default)]
     positions_by_game: Option<BTreeMap<String, Vec<u32>>>,
+    /// Expected value (as `values`) at every position of some games, in
+    /// store order, by game number.
+    #[serde(default)]
+    values_by_game: Option<BTreeMap<String, Vec<toml::Value>>>,
     /// Search variations too (as the `variations` header option).
     #[serde(default)]
     variations: bool,
@@ -209,24 +213,33 @@ fn expected(case: &Case) -> Result<Vec<Expect>, String> {
             return Err(format!("{} values for {n} positions", vals.len()));
         }
         for (o, v) in out.iter_mut().zip(vals) {
-            *o = match v {
-                toml::Value::Integer(i) => Expect::Match(Some(Value::Number(*i))),
-                toml::Value::String(s) if s == "none" => Expect::NoMatch,
-                toml::Value::String(s) if s.parse::<i64>().is_ok() => {
-                    Expect::Match(s.parse().ok().map(Value::Number))
-                }
-                toml::Value::String(s) if s.starts_with('"') => {
-                    Expect::Match(Some(Value::Str(s.trim_matches('"').to_owned())))
-                }
-                toml::Value::String(s) => match syntax::parse_square_designator(s) {
-                    Some(bb) => Expect::Match(Some(Value::Set(bb))),
-                    None => return Err(format!("value {s:?} is not a square designator")),
-                },
-                other => return Err(format!("unsupported value {other}")),
-            };
+            *o = expected_value(v)?;
         }
     }
     Ok(out)
+}
+
+/// An expected value of the corpus: an integer (or a string holding one),
+/// a quoted string, a square designator, `"none"` or `false` (no match),
+/// `true` (a match, whatever the value).
+fn expected_value(v: &toml::Value) -> Result<Expect, String> {
+    Ok(match v {
+        toml::Value::Integer(i) => Expect::Match(Some(Value::Number(*i))),
+        toml::Value::Boolean(true) => Expect::Match(None),
+        toml::Value::Boolean(false) => Expect::NoMatch,
+        toml::Value::String(s) if s == "none" => Expect::NoMatch,
+        toml::Value::String(s) if s.parse::<i64>().is_ok() => {
+            Expect::Match(s.parse().ok().map(Value::Number))
+        }
+        toml::Value::String(s) if s.starts_with('"') => {
+            Expect::Match(Some(Value::Str(s.trim_matches('"').to_owned())))
+        }
+        toml::Value::String(s) => match syntax::parse_square_designator(s) {
+            Some(bb) => Expect::Match(Some(Value::Set(bb))),
+            None => return Err(format!("value {s:?} is not a square designator")),
+        },
+        other => return Err(format!("unsupported value {other}")),
+    })
 }
 
 /// Parses and expands a query text.
@@ -325,12 +338,15 @@ struct GameInput<'a> {
 struct Prepared {
     interp: Interpreter,
     opts: EvalOptions,
+    /// Evaluate positions off the mainline too (else they do not match).
+    variations: bool,
     /// The kernel, and whether it writes values.
     jit: Option<(jit::CompiledQuery, bool)>,
 }
 
 impl Prepared {
-    fn new(q: &ExpandedQuery, direct: Direct) -> Result<Prepared, String> {
+    fn new(q: &ExpandedQuery, direct: Direct, variations: bool) -> Result<Prepared, String> {
+        let variations = variations || q.header().variations;
         let jit = match direct {
             Direct::Jit { values, unroll } => {
                 let opts = JitOptions {
@@ -345,19 +361,28 @@ impl Prepared {
         };
         Ok(Prepared {
             interp: Interpreter::new(q).map_err(|e| e.to_string())?,
-            opts: EvalOptions {
-                variations: q.header().variations,
-            },
+            opts: EvalOptions { variations },
+            variations,
             jit,
         })
     }
 
-    /// Every position of `game`, each evaluated alone (a fresh state).
+    /// Every position of `game`, each evaluated alone (a fresh state);
+    /// off the mainline, without `variations`, nothing matches (as in a
+    /// scan).
     fn eval_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
-        match &self.jit {
-            None => self.interp_game(game),
-            Some((cq, values)) => self.jit_game(cq, *values, game),
+        let mut out = match &self.jit {
+            None => self.interp_game(game)?,
+            Some((cq, values)) => self.jit_game(cq, *values, game)?,
+        };
+        if !self.variations && !game.separate {
+            for (o, r) in out.iter_mut().zip(game.positions) {
+                if !r.has(flags::MAINLINE) {
+                    *o = Expect::NoMatch;
+                }
+            }
         }
+        Ok(out)
     }
 
     fn interp_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
@@ -503,7 +528,7 @@ fn eval_positions(
 ) -> Result<Vec<Expect>, String> {
     match cfg.direct {
         Direct::Interp | Direct::Jit { .. } => {
-            Prepared::new(q, cfg.direct)?.eval_game(&GameInput {
+            Prepared::new(q, cfg.direct, false)?.eval_game(&GameInput {
                 number: 1,
                 tags: &[],
                 positions: recs,
@@ -652,17 +677,81 @@ fn check_equivalent_values(
     Ok(())
 }
 
+/// Checks `values_by_game` for one game: the scan's matching positions are
+/// those with an expected match, and the engines that compute values give
+/// the expected value at every position.
+fn check_game_values(
+    store: &Store,
+    game: &str,
+    want: &[toml::Value],
+    found: &BTreeMap<u32, Vec<u32>>,
+    q: &ExpandedQuery,
+    case: &Case,
+    cfg: &Config,
+) -> Result<(), String> {
+    let g: u32 = game
+        .parse()
+        .map_err(|_| format!("values_by_game key {game:?} is not a game number"))?;
+    let want: Vec<Expect> = want.iter().map(expected_value).collect::<Result<_, _>>()?;
+    let index = g
+        .checked_sub(1)
+        .ok_or("values_by_game: game numbers start at 1")?;
+    let positions = store
+        .game_positions(index)
+        .map_err(|e| format!("values_by_game: game {g}: {e}"))?;
+    if positions.len() != want.len() {
+        return Err(format!(
+            "game {g}: {} expected values for {} positions",
+            want.len(),
+            positions.len()
+        ));
+    }
+    let matching: Vec<u32> = (0..want.len() as u32)
+        .filter(|&i| want[i as usize] != Expect::NoMatch)
+        .collect();
+    let got = found.get(&g).map(Vec::as_slice).unwrap_or_default();
+    if got != matching.as_slice() {
+        return Err(format!(
+            "game {g}: positions {got:?}, expected {matching:?}"
+        ));
+    }
+    if !cfg.checks_values() {
+        return Ok(());
+    }
+    let tags = store.game_tags(index).map_err(|e| e.to_string())?;
+    let values = Prepared::new(q, cfg.direct, case.variations)?.eval_game(&GameInput {
+        number: u64::from(g),
+        tags: &tags,
+        positions: &positions,
+        separate: false,
+    })?;
+    for (i, (v, w)) in values.iter().zip(&want).enumerate() {
+        let ok = match (v, w) {
+            (Expect::Match(_), Expect::Match(None)) => true,
+            (v, w) => v == w,
+        };
+        if !ok {
+            return Err(format!(
+                "game {g} position {i}: value {v:?}, expected {w:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a case's games: imports them (or opens the data files), scans
 /// them with `cfg`'s engine and scan options, and compares the matching
 /// game numbers, their count, the listed games' matching positions, the
 /// equivalent query's matches (and values) and `nonempty`.
 fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
-    let expects_games =
-        case.games.is_some() || case.game_count.is_some() || case.positions_by_game.is_some();
+    let expects_games = case.games.is_some()
+        || case.game_count.is_some()
+        || case.positions_by_game.is_some()
+        || case.values_by_game.is_some();
     if !expects_games && case.equivalent.is_none() && !case.nonempty {
         return Err(
             "a case with games needs `games`, `game_count`, `positions_by_game`, \
-             `equivalent` or `nonempty`"
+             `values_by_game`, `equivalent` or `nonempty`"
                 .into(),
         );
     }
@@ -681,8 +770,8 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
     };
     let direct_values = match &equivalent {
         Some(eq) if case.equivalent_values && cfg.checks_values() => Some((
-            Prepared::new(q, cfg.direct)?,
-            Prepared::new(eq, cfg.direct)?,
+            Prepared::new(q, cfg.direct, case.variations)?,
+            Prepared::new(eq, cfg.direct, case.variations)?,
         )),
         _ => None,
     };
@@ -726,6 +815,9 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
             if got != want.as_slice() {
                 return Err(format!("game {g}: positions {got:?}, expected {want:?}"));
             }
+        }
+        for (game, want) in case.values_by_game.iter().flatten() {
+            check_game_values(store, game, want, &found, q, case, cfg)?;
         }
     }
     if case.nonempty && !any_match {
@@ -815,6 +907,7 @@ fn run_corpus(cfg: &Config) {
             } else if case.games.is_some()
                 || case.game_count.is_some()
                 || case.positions_by_game.is_some()
+                || case.values_by_game.is_some()
                 || case.nonempty
             {
                 return Err("game expectations without `pgn` or `data`".into());
@@ -1029,6 +1122,9 @@ fn conformance_corpus_counts() {
                 + c.games.as_ref().map_or(0, Vec::len)
                 + usize::from(c.game_count.is_some())
                 + c.positions_by_game.as_ref().map_or(0, BTreeMap::len)
+                + c.values_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
                 + usize::from(c.equivalent.is_some()) * c.data.len().max(1)
                 + usize::from(c.nonempty)
         })
