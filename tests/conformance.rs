@@ -1,11 +1,14 @@
 //! The conformance corpus (`tests/conformance/*.toml`, format in its
 //! README) run against every engine configuration: the interpreter and the
-//! JIT kernel evaluating each position directly, and the scan over a store
-//! (one game per position) with either engine, serial, parallel and with one
-//! game per batch. A case's games (inline PGN or a file of the shared data
+//! JIT kernel (with values; without values and loop unrolling off)
+//! evaluating positions directly, and the scan over a store with either
+//! engine, serial, parallel, with small batches and with the JIT's
+//! unrolling off. A case's games (inline PGN or files of the shared data
 //! folder) are imported with the real importer and scanned by each engine
-//! configuration. Each engine is one `#[test]`; failures are collected and
-//! reported together.
+//! configuration; documented equivalences compare two queries over them.
+//! The loader rejects a malformed corpus (an exclusion without a reason, an
+//! unknown engine, a duplicate name). Each engine is one `#[test]`;
+//! failures are collected and reported together.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,25 +31,26 @@ use serde::Deserialize;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess};
 
+/// A corpus case (fields as in the README).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Case {
-    name: String,
-    query: String,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) query: String,
     #[serde(default)]
-    source: Option<String>,
+    pub(crate) source: Option<String>,
     #[serde(default)]
-    orbits: Option<Vec<usize>>,
+    pub(crate) orbits: Option<Vec<usize>>,
     #[serde(default)]
-    warnings: Option<Vec<String>>,
+    pub(crate) warnings: Option<Vec<String>>,
     #[serde(default)]
-    error: Option<String>,
+    pub(crate) error: Option<String>,
     #[serde(default)]
-    positions: Vec<String>,
+    pub(crate) positions: Vec<String>,
     #[serde(default)]
-    matches: Option<Vec<bool>>,
+    pub(crate) matches: Option<Vec<bool>>,
     #[serde(default)]
-    values: Option<Vec<toml::Value>>,
+    pub(crate) values: Option<Vec<toml::Value>>,
     /// A query documented as equivalent to `query`: both must match at the
     /// same positions (single positions and games).
     #[serde(default)]
@@ -132,7 +136,8 @@ struct File {
     case: Vec<Case>,
 }
 
-fn corpus() -> Vec<(PathBuf, Case)> {
+/// Every case of the corpus with its file; panics on a malformed corpus.
+pub(crate) fn corpus() -> Vec<(PathBuf, Case)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/conformance exists")
@@ -1130,7 +1135,8 @@ fn conformance_corpus_counts() {
         })
         .sum();
     eprintln!("corpus: {} cases, {expectations} expectations", cases.len());
-    assert!(cases.len() >= 288, "{} cases", cases.len());
+    assert!(cases.len() >= 386, "{} cases", cases.len());
+    assert!(expectations >= 1132, "{expectations} expectations");
 }
 
 /// A temporary directory removed on drop (std only).

@@ -437,41 +437,27 @@ fn metamorphic_transforming_the_board_agrees_with_the_orbit() {
 }
 
 // ---- the conformance corpus (tests/conformance/transforms.toml) --------------
-
-#[derive(serde::Deserialize)]
-struct Corpus {
-    case: Vec<Case>,
-}
-
-#[derive(serde::Deserialize)]
-struct Case {
-    name: String,
-    query: String,
-    #[allow(dead_code)]
-    source: String,
-    orbits: Option<Vec<usize>>,
-    warnings: Option<Vec<String>>,
-    error: Option<String>,
-    #[serde(default)]
-    positions: Vec<String>,
-    #[serde(default)]
-    matches: Vec<bool>,
-    #[serde(default)]
-    values: Vec<String>,
-}
+// Loaded by the corpus loader (tests/conformance.rs), which checks orbit
+// sizes, warnings and errors and runs every engine; here the cases are also
+// evaluated by the independent test evaluator of `support`.
 
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
-/// The expected value text of the corpus as a test-evaluator value.
-fn expected_value(text: &str) -> Option<Val> {
-    if text == "none" {
-        None
-    } else if let Ok(n) = text.parse::<i64>() {
-        Some(Val::Num(n))
-    } else if let Some(s) = text.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        Some(Val::Str(s.to_string()))
-    } else {
-        Some(Val::Set(squares(text)))
+/// An expected value of the corpus as a test-evaluator value.
+fn expected_value(v: &toml::Value) -> Option<Val> {
+    match v {
+        toml::Value::Integer(n) => Some(Val::Num(*n)),
+        toml::Value::String(text) if text == "none" => None,
+        toml::Value::String(text) => {
+            if let Ok(n) = text.parse::<i64>() {
+                Some(Val::Num(n))
+            } else if let Some(s) = text.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+                Some(Val::Str(s.to_string()))
+            } else {
+                Some(Val::Set(squares(text)))
+            }
+        }
+        other => panic!("unsupported corpus value {other}"),
     }
 }
 
@@ -504,61 +490,26 @@ fn evaluable(e: &Expr) -> bool {
     all
 }
 
-/// Runs every case of the corpus: expansion checks (orbit sizes, warnings,
-/// errors) always; match and value checks on each position where the
-/// expanded query uses only what the test evaluator supports (the
-/// interpreter and JIT run the same file in tests/conformance.rs).
+/// Evaluates the transform cases of the corpus with the test evaluator:
+/// match and value checks on each position where the expanded query uses
+/// only what the test evaluator supports.
 #[test]
 fn conformance_corpus_transforms() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/conformance/transforms.toml"
-    );
-    let text = std::fs::read_to_string(path).expect("corpus file");
-    let corpus: Corpus = toml::from_str(&text).expect("corpus syntax");
+    let corpus: Vec<_> = crate::conformance::corpus()
+        .into_iter()
+        .filter(|(f, _)| f.ends_with("transforms.toml"))
+        .map(|(_, c)| c)
+        .collect();
     let mut failures = Vec::new();
     let mut evaluated = 0;
-    for c in &corpus.case {
+    for c in &corpus {
         let mut fail = |msg: String| failures.push(format!("{}: {msg}", c.name));
-        let q = match cqlj::syntax::parse(&c.query) {
-            Ok(q) => q,
-            Err(d) => {
-                fail(format!("parse error: {}", d.render("<query>", false)));
-                continue;
-            }
-        };
-        let x = match expand(&q, &Limits::default()) {
-            Ok(x) => x,
-            Err(e) => {
-                match &c.error {
-                    Some(want) if e.to_string().contains(want.as_str()) => {}
-                    _ => fail(format!("unexpected error: {e}")),
-                }
-                continue;
-            }
-        };
-        if let Some(want) = &c.error {
-            fail(format!("expected an error containing {want:?}"));
+        if c.error.is_some() {
             continue;
         }
-        // The expanded query holds no transform, notransform or
-        // currenttransform node.
-        if cqlj::ir::ExpandedQuery::from_transform_free(x.query.query().clone()).is_none() {
-            fail("expanded query still holds a transform node".into());
-        }
-        if let Some(want) = &c.orbits {
-            let got = orbit_sizes(&x);
-            if &got != want {
-                fail(format!("orbit sizes {got:?}, expected {want:?}"));
-            }
-        }
-        if let Some(want) = &c.warnings {
-            let got: Vec<&str> = x.warnings.iter().map(|w| w.message.as_str()).collect();
-            if got.len() != want.len() || got.iter().zip(want).any(|(g, w)| !g.contains(w.as_str()))
-            {
-                fail(format!("warnings {got:?}, expected {want:?}"));
-            }
-        }
+        let q = cqlj::syntax::parse(&c.query)
+            .unwrap_or_else(|d| panic!("{}: {}", c.name, d.render("<query>", false)));
+        let x = expand(&q, &Limits::default()).unwrap_or_else(|e| panic!("{}: {e}", c.name));
         let body = x.query.body();
         if c.positions.is_empty() || !body.iter().all(evaluable) {
             continue;
@@ -568,12 +519,12 @@ fn conformance_corpus_transforms() {
             let b = Board::from_fen(if pos == "start" { START } else { pos });
             let results: Vec<Option<Val>> = body.iter().map(|e| eval(e, &b)).collect();
             let matched = results.iter().all(Option::is_some);
-            if let Some(want) = c.matches.get(i)
+            if let Some(want) = c.matches.as_ref().and_then(|m| m.get(i))
                 && matched != *want
             {
                 fail(format!("position {i}: matched {matched}, expected {want}"));
             }
-            if let Some(want) = c.values.get(i) {
+            if let Some(want) = c.values.as_ref().and_then(|v| v.get(i)) {
                 let got = if body.len() == 1 {
                     results[0].clone()
                 } else {
@@ -593,7 +544,7 @@ fn conformance_corpus_transforms() {
     );
     // Most cases are designator/piece queries the test evaluator covers.
     assert!(
-        evaluated * 2 > corpus.case.len(),
+        evaluated * 2 > corpus.len(),
         "only {evaluated} cases evaluated"
     );
 }
