@@ -1,29 +1,18 @@
-//! Lowering of expanded IR filters to Cranelift IR inside the kernel's loop
-//! body: every filter becomes straight-line code over the current position's
-//! columns (no branches inside a position), so Cranelift's optimizer can
-//! share subexpressions across orbit elements.
+//! Translation of one filter to straight-line Cranelift code over the
+//! current position's columns, and what the JIT does not lower.
 
-use std::collections::HashMap;
-
-use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{
-    AbiParam, ExtFuncData, ExternalName, Function, InstBuilder, InstructionData, MemFlagsData,
-    Opcode, Signature, StackSlotData, StackSlotKind, Type, UserExternalName, UserFuncName, Value,
-    ValueDef, types,
-};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::JITModule;
-use cranelift_module::Module;
+use cranelift_codegen::ir::{InstBuilder, InstructionData, Opcode, Value, ValueDef, types};
 
-use super::{GameSlot, JitError, JitOptions, NotLowered, fused};
+use super::{Comb, Lower, V};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
+use crate::jit::{GameSlot, NotLowered, fused};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
 use crate::runtime::layout::{BitboardIndex, Column, MoveKind, flags, move_bits};
 
 /// Why the JIT does not lower `e`, or `None` if it does.
-pub(super) fn unsupported(e: &Expr) -> Option<NotLowered> {
+pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
     let own = match &e.node {
         Node::Line(l) => Some(NotLowered::Line {
             states: l.automaton_states(),
@@ -87,618 +76,7 @@ pub(super) fn possible_pieces(e: &Expr) -> PieceSet {
     }
 }
 
-/// A lowered filter at the current position.
-#[derive(Clone, Copy)]
-pub(super) enum V {
-    /// Match flag (i8: 0 or 1).
-    Logical(Value),
-    /// A square set (i64); matches iff non-empty. A set filter that does not
-    /// match for another reason has the empty set.
-    Set(Value),
-    /// Match flag and value.
-    Num { m: Value, v: Value },
-}
-
-/// State shared by every function of one compiled query (the kernel and
-/// the part functions a huge query is split into).
-pub(super) struct Shared {
-    pub module: JITModule,
-    pub game_slots: Vec<GameSlot>,
-    /// Shape groups of each fused orbit, in lowering order.
-    pub fused: Vec<usize>,
-    /// Columns read by any function.
-    pub columns: Vec<Column>,
-    pub fuse: bool,
-    /// Split wide constructs into part functions (the second pass).
-    pub split: bool,
-    /// Instructions per function: a first pass (`split` off) that exceeds
-    /// it stops and sets `overflow`; with `split` on, a part function is
-    /// closed once it reaches it.
-    pub budget: usize,
-    /// Hard limit on the instructions of all functions together.
-    pub max_total: usize,
-    /// Instructions in finished part functions.
-    pub finished: usize,
-    /// Part functions compiled.
-    pub parts: usize,
-    /// Lowering stopped (overflow or error); later filters lower to
-    /// placeholders and the result is discarded.
-    pub stop: bool,
-    pub overflow: bool,
-    pub error: Option<JitError>,
-    /// Cranelift IR text of the part functions, when kept.
-    pub clif: Option<String>,
-}
-
-pub(super) struct Lower<'a, 'f> {
-    pub b: &'a mut FunctionBuilder<'f>,
-    ptr: Type,
-    /// The chunk pointer (passed on to part functions).
-    chunk: Value,
-    /// Base address of each column, computed once in the entry block.
-    bases: HashMap<Column, Value>,
-    /// Position index, pointer-sized: the position is `idx + idx_offset`
-    /// (a constant offset folds into the column loads: the unrolled
-    /// kernel's copies share one `idx`).
-    idx: Value,
-    idx_offset: i64,
-    game: Value,
-    pub sh: &'a mut Shared,
-    bbs: [Option<Value>; 8],
-    cols: HashMap<Column, Value>,
-    pieces: HashMap<PieceSet, Value>,
-    board: Option<Value>,
-    /// Two-lane mode (`lane_set`): bitboard columns load as `i64x2`, the
-    /// positions `idx + idx_offset` and the one after it.
-    lanes: bool,
-}
-
-/// How the values of a list of filters combine (orbits per SEMANTICS.md
-/// §6; `All` for the conjunction of block items and top-level filters).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Comb {
-    /// Logical orbit: some element matches.
-    Any,
-    /// Conjunction: every item matches.
-    All,
-    /// Set orbit: union of the element sets.
-    Union,
-    /// `orbit count`: number of matching elements.
-    Count,
-    /// Numeric orbit: the largest value of a matching element.
-    Max,
-}
-
-impl Comb {
-    fn of_orbit(count: bool, kind: Kind) -> Comb {
-        match (count, kind) {
-            (true, _) => Comb::Count,
-            (false, Kind::Set) => Comb::Union,
-            (false, Kind::Numeric) => Comb::Max,
-            _ => Comb::Any,
-        }
-    }
-}
-
-/// A running combination: the match flag (i8) and value (i64) that the
-/// combiner uses.
-#[derive(Clone, Copy)]
-struct Acc {
-    m: Option<Value>,
-    v: Option<Value>,
-}
-
-/// Nodes below which a list of filters is never split (calls would cost
-/// more than they save): 64, fewer for tiny budgets (tests).
-fn split_min_nodes(budget: usize) -> usize {
-    (budget / 256).clamp(2, 64)
-}
-
-/// Whether `items` have at least `n` IR nodes (stops counting there).
-fn nodes_at_least(items: &[&Expr], n: usize) -> bool {
-    fn walk(e: &Expr, left: &mut usize) {
-        if *left == 0 {
-            return;
-        }
-        *left -= 1;
-        e.for_each_child(|c| walk(c, left));
-    }
-    let mut left = n;
-    for e in items {
-        walk(e, &mut left);
-    }
-    left == 0
-}
-
-/// The signature of a part function: `(chunk, index, game) -> (match i8,
-/// value i64)`.
-fn part_signature(module: &JITModule, ptr: Type) -> Signature {
-    let mut sig = module.make_signature();
-    sig.params.push(AbiParam::new(ptr));
-    sig.params.push(AbiParam::new(ptr));
-    sig.params.push(AbiParam::new(ptr));
-    sig.returns.push(AbiParam::new(types::I8));
-    sig.returns.push(AbiParam::new(types::I64));
-    sig
-}
-
-/// Base addresses of all columns from the chunk pointer.
-fn column_bases(b: &mut FunctionBuilder<'_>, chunk: Value) -> HashMap<Column, Value> {
-    let mut bases = HashMap::new();
-    for c in COLUMNS {
-        bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
-    }
-    bases
-}
-
-pub(super) fn count_instructions(f: &Function) -> usize {
-    f.layout
-        .blocks()
-        .map(|b| f.layout.block_insts(b).count())
-        .sum()
-}
-
-fn trusted() -> MemFlagsData {
-    MemFlagsData::trusted()
-}
-
-impl<'a, 'f> Lower<'a, 'f> {
-    fn new(
-        b: &'a mut FunctionBuilder<'f>,
-        sh: &'a mut Shared,
-        ptr: Type,
-        chunk: Value,
-        bases: HashMap<Column, Value>,
-        idx: Value,
-        game: Value,
-    ) -> Lower<'a, 'f> {
-        Lower {
-            b,
-            ptr,
-            chunk,
-            bases,
-            idx,
-            idx_offset: 0,
-            game,
-            sh,
-            bbs: [None; 8],
-            cols: HashMap::new(),
-            pieces: HashMap::new(),
-            board: None,
-            lanes: false,
-        }
-    }
-
-    /// Records the columns this function read.
-    fn finish(self) {
-        self.sh.columns.extend(self.cols.keys().copied());
-    }
-
-    /// Whether lowering has stopped; checks the size limits first.
-    fn stopped(&mut self) -> bool {
-        if self.sh.stop {
-            return true;
-        }
-        let n = self.b.func.dfg.num_insts();
-        if !self.sh.split {
-            if n > self.sh.budget {
-                self.sh.stop = true;
-                self.sh.overflow = true;
-            }
-        } else if self.sh.finished + n > self.sh.max_total {
-            self.sh.stop = true;
-            self.sh.error = Some(JitError::TooLarge(self.sh.finished + n, self.sh.max_total));
-        }
-        self.sh.stop
-    }
-
-    fn acc_init(&mut self, c: Comb) -> Acc {
-        match c {
-            Comb::Any => Acc {
-                m: Some(self.i8c(false)),
-                v: None,
-            },
-            Comb::All => Acc {
-                m: Some(self.i8c(true)),
-                v: None,
-            },
-            Comb::Union | Comb::Count => Acc {
-                m: None,
-                v: Some(self.i64c(0)),
-            },
-            Comb::Max => Acc {
-                m: Some(self.i8c(false)),
-                v: Some(self.i64c(i64::MIN)),
-            },
-        }
-    }
-
-    /// The acc's flag and value, materialising the unused one.
-    fn acc_parts(&mut self, a: Acc) -> (Value, Value) {
-        let m = match a.m {
-            Some(m) => m,
-            None => self.i8c(true),
-        };
-        let v = match a.v {
-            Some(v) => v,
-            None => self.i64c(0),
-        };
-        (m, v)
-    }
-
-    /// Adds one item's value.
-    fn acc_step(&mut self, c: Comb, a: Acc, x: V) -> Acc {
-        let (m, v) = (a.m, a.v);
-        match c {
-            Comb::Any | Comb::All => {
-                let mi = self.matched(x);
-                let acc = m.unwrap_or_else(|| self.i8c(c == Comb::All));
-                let m = if c == Comb::Any {
-                    self.b.ins().bor(acc, mi)
-                } else {
-                    self.and(acc, mi)
-                };
-                Acc { m: Some(m), v }
-            }
-            Comb::Union => {
-                let s = self.as_set(x);
-                let acc = v.unwrap_or_else(|| self.u64c(0));
-                Acc {
-                    m,
-                    v: Some(self.b.ins().bor(acc, s)),
-                }
-            }
-            Comb::Count => {
-                let mi = self.matched(x);
-                let w = self.b.ins().uextend(types::I64, mi);
-                let acc = v.unwrap_or_else(|| self.i64c(0));
-                Acc {
-                    m,
-                    v: Some(self.b.ins().iadd(acc, w)),
-                }
-            }
-            Comb::Max => {
-                let (mi, vi) = self.as_num(x);
-                self.acc_max(a, mi, vi)
-            }
-        }
-    }
-
-    fn acc_max(&mut self, a: Acc, mi: Value, vi: Value) -> Acc {
-        let acc = a.v.unwrap_or_else(|| self.i64c(i64::MIN));
-        let m = a.m.unwrap_or_else(|| self.i8c(false));
-        let bigger = self.b.ins().smax(acc, vi);
-        Acc {
-            m: Some(self.b.ins().bor(m, mi)),
-            v: Some(self.b.ins().select(mi, bigger, acc)),
-        }
-    }
-
-    /// Adds a part function's result (its own combination of items).
-    fn acc_merge(&mut self, c: Comb, a: Acc, pm: Value, pv: Value) -> Acc {
-        match c {
-            Comb::Any => self.acc_step(c, a, V::Logical(pm)),
-            Comb::All => self.acc_step(c, a, V::Logical(pm)),
-            Comb::Union => self.acc_step(c, a, V::Set(pv)),
-            Comb::Count => {
-                let acc = a.v.unwrap_or_else(|| self.i64c(0));
-                Acc {
-                    m: a.m,
-                    v: Some(self.b.ins().iadd(acc, pv)),
-                }
-            }
-            Comb::Max => self.acc_max(a, pm, pv),
-        }
-    }
-
-    fn acc_finish(&mut self, c: Comb, a: Acc) -> V {
-        let (m, v) = self.acc_parts(a);
-        match c {
-            Comb::Any | Comb::All => V::Logical(m),
-            Comb::Union => V::Set(v),
-            Comb::Count => V::Num {
-                m: self.i8c(true),
-                v,
-            },
-            Comb::Max => V::Num { m, v },
-        }
-    }
-
-    /// Lowers `items` combined by `c`: inline, or (in the splitting pass,
-    /// for lists of at least `split_min_nodes` nodes) as calls to part
-    /// functions, each holding consecutive items up to the instruction
-    /// budget and returning their partial combination.
-    pub fn combine_items(&mut self, c: Comb, items: &[&Expr]) -> V {
-        let mut acc = self.acc_init(c);
-        if !self.sh.split || !nodes_at_least(items, split_min_nodes(self.sh.budget)) {
-            for e in items {
-                let x = self.expr(e);
-                acc = self.acc_step(c, acc, x);
-            }
-            return self.acc_finish(c, acc);
-        }
-        let mut i = 0;
-        while i < items.len() && !self.stopped() {
-            let (next, pm, pv) = self.part(c, items, i);
-            acc = self.acc_merge(c, acc, pm, pv);
-            i = next;
-        }
-        self.acc_finish(c, acc)
-    }
-
-    /// Compiles a part function for `items[from..]` (as many as fit the
-    /// budget, at least one) and calls it; returns the index after the last
-    /// item it holds and the call's results.
-    fn part(&mut self, c: Comb, items: &[&Expr], from: usize) -> (usize, Value, Value) {
-        let sig = part_signature(&self.sh.module, self.ptr);
-        let id = match self.sh.module.declare_anonymous_function(&sig) {
-            Ok(id) => id,
-            Err(e) => {
-                self.sh.stop = true;
-                self.sh.error = Some(JitError::Codegen(e.to_string()));
-                return (items.len(), self.i8c(false), self.i64c(0));
-            }
-        };
-        let mut func =
-            Function::with_name_signature(UserFuncName::user(0, id.as_u32()), sig.clone());
-        let mut fctx = FunctionBuilderContext::new();
-        let ptr = self.ptr;
-        let mut next = from;
-        {
-            let mut b = FunctionBuilder::new(&mut func, &mut fctx);
-            let entry = b.create_block();
-            b.append_block_params_for_function_params(entry);
-            b.switch_to_block(entry);
-            let params = b.block_params(entry).to_vec();
-            let bases = column_bases(&mut b, params[0]);
-            let mut sub = Lower::new(&mut b, self.sh, ptr, params[0], bases, params[1], params[2]);
-            let mut acc = sub.acc_init(c);
-            while next < items.len() {
-                let x = sub.expr(items[next]);
-                acc = sub.acc_step(c, acc, x);
-                next += 1;
-                if sub.sh.stop || sub.b.func.dfg.num_insts() >= sub.sh.budget {
-                    break;
-                }
-            }
-            let (m, v) = sub.acc_parts(acc);
-            sub.finish();
-            b.ins().return_(&[m, v]);
-            b.seal_all_blocks();
-            b.finalize(self.sh.module.target_config());
-        }
-        let n = count_instructions(&func);
-        self.sh.finished += n;
-        self.sh.parts += 1;
-        if let Some(text) = self.sh.clif.as_mut() {
-            text.push_str(&func.display().to_string());
-        }
-        if !self.sh.stop {
-            let mut ctx = Context::for_function(func);
-            ctx.set_disasm(false);
-            if let Err(e) = self.sh.module.define_function(id, &mut ctx) {
-                self.sh.stop = true;
-                self.sh.error = Some(JitError::Codegen(format!("{e:?}")));
-            }
-        }
-        // Called through its absolute address (not `colocated`): the JIT
-        // places functions anywhere in memory, out of reach of a 32-bit
-        // pc-relative call.
-        let sigref = self.b.func.import_signature(sig);
-        let name = self
-            .b
-            .func
-            .declare_imported_user_function(UserExternalName {
-                namespace: 0,
-                index: id.as_u32(),
-            });
-        let fref = self.b.func.import_function(ExtFuncData {
-            name: ExternalName::user(name),
-            signature: sigref,
-            colocated: false,
-            patchable: false,
-        });
-        let idx = if self.idx_offset == 0 {
-            self.idx
-        } else {
-            self.b.ins().iadd_imm_s(self.idx, self.idx_offset)
-        };
-        let call = self.b.ins().call(fref, &[self.chunk, idx, self.game]);
-        let r = self.b.inst_results(call);
-        (next, r[0], r[1])
-    }
-
-    pub fn i64c(&mut self, v: i64) -> Value {
-        self.b.ins().iconst(types::I64, v)
-    }
-    pub fn u64c(&mut self, v: u64) -> Value {
-        self.b.ins().iconst(types::I64, v as i64)
-    }
-    pub fn i8c(&mut self, v: bool) -> Value {
-        self.b.ins().iconst(types::I8, v as i64)
-    }
-
-    /// One field of a packed move (`Column::Move`), by its
-    /// [`move_bits`] shift and mask.
-    fn move_field(&mut self, mv: Value, shift: u32, mask: u32) -> Value {
-        let v = self.b.ins().ushr_imm_u(mv, i64::from(shift));
-        self.b.ins().band_imm_s(v, i64::from(mask))
-    }
-
-    /// Loads the current position's value of a column (zero-extended to i64).
-    fn column(&mut self, c: Column) -> Value {
-        if let Some(v) = self.cols.get(&c) {
-            return *v;
-        }
-        let w = c.width() as i64;
-        if self.lanes && w == 8 {
-            // Two positions: 16 bytes, aligned only when the index is even.
-            let off = self.b.ins().imul_imm_s(self.idx, w);
-            let base = self.bases[&c];
-            let addr = self.b.ins().iadd(base, off);
-            let v = self.b.ins().load(
-                types::I64X2,
-                MemFlagsData::new().with_notrap(),
-                addr,
-                (self.idx_offset * w) as i32,
-            );
-            self.cols.insert(c, v);
-            return v;
-        }
-        let ty = match w {
-            8 => types::I64,
-            4 => types::I32,
-            2 => types::I16,
-            _ => types::I8,
-        };
-        let off = self.b.ins().imul_imm_s(self.idx, w);
-        let base = self.bases[&c];
-        let addr = self.b.ins().iadd(base, off);
-        // Columns are at most CHUNK_POSITIONS * 8 bytes: the offset fits.
-        let raw = self
-            .b
-            .ins()
-            .load(ty, trusted(), addr, (self.idx_offset * w) as i32);
-        let v = if ty == types::I64 {
-            raw
-        } else {
-            self.b.ins().uextend(types::I64, raw)
-        };
-        self.cols.insert(c, v);
-        v
-    }
-
-    fn bb(&mut self, i: BitboardIndex) -> Value {
-        if let Some(v) = self.bbs[i.index()] {
-            return v;
-        }
-        let v = self.column(Column::Bitboard(i));
-        self.bbs[i.index()] = Some(v);
-        v
-    }
-
-    fn occupied(&mut self) -> Value {
-        let w = self.bb(BitboardIndex::White);
-        let k = self.bb(BitboardIndex::Black);
-        self.b.ins().bor(w, k)
-    }
-
-    /// The squares holding a piece of `set`.
-    pub fn pieces(&mut self, set: PieceSet) -> Value {
-        if let Some(v) = self.pieces.get(&set) {
-            return *v;
-        }
-        let white = set.0 & 0x3f;
-        let black = (set.0 >> 6) & 0x3f;
-        let mut acc: Option<Value> = None;
-        let mut or = |l: &mut Self, v: Value| {
-            acc = Some(match acc {
-                Some(a) => l.b.ins().bor(a, v),
-                None => v,
-            })
-        };
-        if white == black {
-            // Both colours of the same roles: no colour mask needed.
-            if white == 0x3f {
-                let o = self.occupied();
-                or(self, o);
-            } else {
-                for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
-                    if white >> r & 1 == 1 {
-                        let v = self.bb(role);
-                        or(self, v);
-                    }
-                }
-            }
-        } else {
-            for (mask, col) in [(white, BitboardIndex::White), (black, BitboardIndex::Black)] {
-                if mask == 0 {
-                    continue;
-                }
-                let c = self.bb(col);
-                if mask == 0x3f {
-                    or(self, c);
-                    continue;
-                }
-                let mut roles: Option<Value> = None;
-                for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
-                    if mask >> r & 1 == 1 {
-                        let v = self.bb(role);
-                        roles = Some(match roles {
-                            Some(a) => self.b.ins().bor(a, v),
-                            None => v,
-                        });
-                    }
-                }
-                if let Some(roles) = roles {
-                    let v = self.b.ins().band(roles, c);
-                    or(self, v);
-                }
-            }
-        }
-        if set.contains(PieceSet::EMPTY_SQUARE) {
-            let o = self.occupied();
-            let e = self.b.ins().bnot(o);
-            or(self, e);
-        }
-        let v = match acc {
-            Some(v) => v,
-            None => self.set_const(0),
-        };
-        self.pieces.insert(set, v);
-        v
-    }
-
-    /// Address of a stack copy of the current position's eight bitboards
-    /// (for helpers).
-    fn board(&mut self) -> Value {
-        if let Some(v) = self.board {
-            return v;
-        }
-        let slot =
-            self.b
-                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 64, 3));
-        for i in BitboardIndex::ALL {
-            let v = self.bb(i);
-            self.b
-                .ins()
-                .stack_store(self.ptr, v, slot, (i.index() * 8) as i32);
-        }
-        let addr = self.b.ins().stack_addr(self.ptr, slot, 0);
-        self.board = Some(addr);
-        addr
-    }
-
-    /// Calls an `extern "C"` helper at a fixed address.
-    fn call(&mut self, addr: usize, params: &[Type], args: &[Value]) -> Value {
-        let mut sig = Signature::new(self.b.func.signature.call_conv);
-        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
-        sig.returns.push(AbiParam::new(types::I64));
-        let sigref = self.b.import_signature(sig);
-        let callee = self.b.ins().iconst(self.ptr, addr as i64);
-        let inst = self.b.ins().call_indirect(sigref, callee, args);
-        self.b.inst_results(inst)[0]
-    }
-
-    fn flag(&mut self, bit: u8) -> Value {
-        let f = self.column(Column::Flags);
-        let t = self.b.ins().band_imm_s(f, bit as i64);
-        self.b.ins().icmp_imm_s(IntCC::NotEqual, t, 0)
-    }
-
-    fn game_value(&mut self, slot: GameSlot) -> Value {
-        let i = match self.sh.game_slots.iter().position(|s| *s == slot) {
-            Some(i) => i,
-            None => {
-                self.sh.game_slots.push(slot);
-                self.sh.game_slots.len() - 1
-            }
-        };
-        self.b
-            .ins()
-            .load(types::I64, trusted(), self.game, (i * 8) as i32)
-    }
-
+impl Lower<'_, '_> {
     pub fn matched(&mut self, v: V) -> Value {
         match v {
             V::Logical(m) | V::Num { m, .. } => m,
@@ -707,7 +85,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// A constant set: a scalar, or both lanes in two-lane mode.
-    fn set_const(&mut self, bits: u64) -> Value {
+    pub(super) fn set_const(&mut self, bits: u64) -> Value {
         let c = self.u64c(bits);
         if self.lanes {
             self.b.ins().splat(types::I64X2, c)
@@ -721,7 +99,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// which [`lanes_ok`] holds). Set operations act bitwise, so a square
     /// mask holding `sq` is dropped and one without it is empty; the other
     /// bits are left unspecified.
-    fn lane_bit(&mut self, e: &Expr, sq: u32) -> Value {
+    pub(super) fn lane_bit(&mut self, e: &Expr, sq: u32) -> Value {
         let has = |bits: u64| bits >> sq & 1 == 1;
         match &e.node {
             Node::Piece { pieces, squares } if has(squares.0) => self.pieces(*pieces),
@@ -745,7 +123,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `Some(sq)` when `s` is known to hold at most bit `sq`: an
     /// intersection with a one-square constant (e.g. `Ra1`), or such a
     /// constant itself.
-    fn single_bit(&self, s: Value) -> Option<u32> {
+    pub(super) fn single_bit(&self, s: Value) -> Option<u32> {
         let dfg = &self.b.func.dfg;
         let one_square = |v: Value| -> Option<u32> {
             let ValueDef::Result(inst, _) = dfg.value_def(v) else {
@@ -796,7 +174,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    fn set(&mut self, e: &Expr) -> Value {
+    pub(super) fn set(&mut self, e: &Expr) -> Value {
         match self.expr(e) {
             V::Set(s) => s,
             // Not expected from a kind-checked IR: a non-set in set position
@@ -810,7 +188,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Numeric value with match flag; a set stands for its size.
-    fn num(&mut self, e: &Expr) -> (Value, Value) {
+    pub(super) fn num(&mut self, e: &Expr) -> (Value, Value) {
         match self.expr(e) {
             V::Num { m, v } => (m, v),
             V::Set(s) => {
@@ -824,11 +202,11 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    fn and(&mut self, a: Value, b: Value) -> Value {
+    pub(super) fn and(&mut self, a: Value, b: Value) -> Value {
         self.b.ins().band(a, b)
     }
 
-    fn all(&mut self, ms: &[Value]) -> Value {
+    pub(super) fn all(&mut self, ms: &[Value]) -> Value {
         let mut acc = self.i8c(true);
         for &m in ms {
             acc = self.and(acc, m);
@@ -859,7 +237,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    fn direction(&mut self, dirs: DirSet, min: u8, max: u8, s: Value) -> Value {
+    pub(super) fn direction(&mut self, dirs: DirSet, min: u8, max: u8, s: Value) -> Value {
         // Distance 0 is the square itself.
         let mut acc = if min == 0 { s } else { self.u64c(0) };
         for d in dirs.iter() {
@@ -875,7 +253,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         acc
     }
 
-    fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
+    pub(super) fn cmp(&mut self, op: CmpOp, a: Value, b: Value) -> Value {
         let cc = match op {
             CmpOp::Lt => IntCC::SignedLessThan,
             CmpOp::Le => IntCC::SignedLessThanOrEqual,
@@ -887,7 +265,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         self.b.ins().icmp(cc, a, b)
     }
 
-    fn flags_value(&mut self, e: &Expr) -> Option<V> {
+    pub(super) fn flags_value(&mut self, e: &Expr) -> Option<V> {
         let bit = match &e.node {
             Node::Check => flags::CHECK,
             Node::Mate => flags::MATE,
@@ -912,7 +290,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Shifts by `n` steps of `d` without masking (Kogge-Stone inner step).
-    fn raw_shift(&mut self, v: Value, d: Direction, n: i64) -> Value {
+    pub(super) fn raw_shift(&mut self, v: Value, d: Direction, n: i64) -> Value {
         let (dx, dy) = d.delta();
         let sh = n * (dx as i64 + 8 * dy as i64);
         if sh > 0 {
@@ -925,7 +303,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// The squares reached from `from` along `d` through empty squares,
     /// including the first occupied square of each ray (sliding attacks;
     /// Kogge-Stone occluded fill, then one masked step).
-    fn slide(&mut self, from: Value, d: Direction) -> Value {
+    pub(super) fn slide(&mut self, from: Value, d: Direction) -> Value {
         let occ = self.occupied();
         let empty = self.b.ins().bnot(occ);
         let (dx, _) = d.delta();
@@ -954,7 +332,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Sliders of either colour that move along `d`.
-    fn sliders(&mut self, d: Direction) -> Value {
+    pub(super) fn sliders(&mut self, d: Direction) -> Value {
         let q = self.bb(BitboardIndex::Queen);
         let r = self.bb(if d.is_diagonal() {
             BitboardIndex::Bishop
@@ -965,7 +343,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Union of translates of `s` by the given vectors.
-    fn hops(&mut self, s: Value, vectors: &[(i8, i8)]) -> Value {
+    pub(super) fn hops(&mut self, s: Value, vectors: &[(i8, i8)]) -> Value {
         let mut acc = self.u64c(0);
         for &(dx, dy) in vectors {
             let t = self.translate(s, dx, dy);
@@ -975,7 +353,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Squares attacked by the pieces standing on `y`.
-    fn attacked_from(&mut self, y: Value) -> Value {
+    pub(super) fn attacked_from(&mut self, y: Value) -> Value {
         let w = self.bb(BitboardIndex::White);
         let bl = self.bb(BitboardIndex::Black);
         let pawns = self.bb(BitboardIndex::Pawn);
@@ -1005,7 +383,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// Squares of `x` holding a piece that attacks a square of `y`.
-    fn attackers(&mut self, x: Value, y: Value) -> Value {
+    pub(super) fn attackers(&mut self, x: Value, y: Value) -> Value {
         let w = self.bb(BitboardIndex::White);
         let bl = self.bb(BitboardIndex::Black);
         let occ = self.occupied();
@@ -1040,7 +418,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// `ray`/`xray` (same definition as `helpers::ray_set`).
-    fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
+    pub(super) fn ray(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
         let mut acc = self.u64c(0);
         // With one argument the loop gives the first set (for `xray`, its
         // sliders along the given directions): a one-square ray.
@@ -1063,7 +441,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// `x | x<<8 | x<<16 ...` (north) or the same southwards.
-    fn file_fill(&mut self, x: Value, north: bool) -> Value {
+    pub(super) fn file_fill(&mut self, x: Value, north: bool) -> Value {
         let mut v = x;
         for n in [8, 16, 32] {
             let sh = if north {
@@ -1078,7 +456,7 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// The pawn-structure sets (same definitions as
     /// `helpers::pawn_structure_set`), by fills.
-    fn pawn_structure(&mut self, which: PawnSet) -> Value {
+    pub(super) fn pawn_structure(&mut self, which: PawnSet) -> Value {
         let pawns = self.bb(BitboardIndex::Pawn);
         let w = self.bb(BitboardIndex::White);
         let bl = self.bb(BitboardIndex::Black);
@@ -1440,7 +818,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                 let m = self
                     .b
                     .ins()
-                    .icmp_imm_s(IntCC::NotEqual, v, super::GAME_VALUE_MISSING);
+                    .icmp_imm_s(IntCC::NotEqual, v, crate::jit::GAME_VALUE_MISSING);
                 V::Num { m, v }
             }
             Node::Result(r) => {
@@ -1554,7 +932,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// `v` if `ok`, else a non-match (of the same shape).
-    fn guard(&mut self, ok: Value, v: V) -> V {
+    pub(super) fn guard(&mut self, ok: Value, v: V) -> V {
         match v {
             V::Logical(m) => V::Logical(self.and(ok, m)),
             V::Set(s) => {
@@ -1571,7 +949,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     /// `if c then t [else o]`: without `else`, a false condition matches
     /// (with no value; for a set-valued `if` the JIT can only say "empty set",
     /// which is no match — see ARCHITECTURE.md).
-    fn select(&mut self, kind: Kind, c: Value, t: V, o: Option<V>) -> V {
+    pub(super) fn select(&mut self, kind: Kind, c: Value, t: V, o: Option<V>) -> V {
         match kind {
             Kind::Set => {
                 let ts = self.as_set(t);
@@ -1604,7 +982,7 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    fn as_set(&mut self, v: V) -> Value {
+    pub(super) fn as_set(&mut self, v: V) -> Value {
         match v {
             V::Set(s) => s,
             other => {
@@ -1615,57 +993,12 @@ impl<'a, 'f> Lower<'a, 'f> {
         }
     }
 
-    fn as_num(&mut self, v: V) -> (Value, Value) {
+    pub(super) fn as_num(&mut self, v: V) -> (Value, Value) {
         match v {
             V::Num { m, v } => (m, v),
             V::Set(s) => (self.i8c(true), self.b.ins().popcnt(s)),
             V::Logical(m) => (m, self.i64c(0)),
         }
-    }
-}
-
-/// All columns, for the entry block's base addresses.
-const COLUMNS: [Column; 15] = [
-    Column::Bitboard(BitboardIndex::Pawn),
-    Column::Bitboard(BitboardIndex::Knight),
-    Column::Bitboard(BitboardIndex::Bishop),
-    Column::Bitboard(BitboardIndex::Rook),
-    Column::Bitboard(BitboardIndex::Queen),
-    Column::Bitboard(BitboardIndex::King),
-    Column::Bitboard(BitboardIndex::White),
-    Column::Bitboard(BitboardIndex::Black),
-    Column::Move,
-    Column::ParentDelta,
-    Column::Ply,
-    Column::Halfmove,
-    Column::Castling,
-    Column::Ep,
-    Column::Flags,
-];
-
-/// Flags that every position matching `e` has (a per-position necessary
-/// condition the kernel tests before evaluating anything else).
-pub(super) fn required_flags(e: &Expr) -> u8 {
-    match &e.node {
-        Node::Check => flags::CHECK,
-        Node::Mate => flags::MATE | flags::CHECK,
-        Node::Stalemate => flags::STALEMATE,
-        Node::Initial => flags::INITIAL,
-        Node::Terminal => flags::TERMINAL,
-        Node::Mainline => flags::MAINLINE,
-        Node::ToMove(Side::White) => flags::WHITE_TO_MOVE,
-        Node::And(a, b) => required_flags(a) | required_flags(b),
-        Node::Block(items) => items.iter().fold(0, |acc, i| acc | required_flags(i)),
-        Node::Or(a, b) => required_flags(a) & required_flags(b),
-        Node::Orbit {
-            count: false,
-            elements,
-        } => elements
-            .iter()
-            .map(|el| required_flags(&el.body))
-            .reduce(|a, b| a & b)
-            .unwrap_or(0),
-        _ => 0,
     }
 }
 
@@ -1689,309 +1022,3 @@ const KING: [(i8, i8); 8] = [
     (-1, 0),
     (-1, 1),
 ];
-
-/// Kernels of at most this many instructions (first pass, one position per
-/// iteration) are built again with their body unrolled (`UNROLL` positions
-/// per iteration), when they compute no values and need no part functions.
-pub(super) const UNROLL_MAX_INSTRUCTIONS: usize = 160;
-
-/// Positions per iteration of an unrolled kernel.
-pub(super) const UNROLL: usize = 4;
-
-/// Positions per iteration of an unrolled two-lane kernel
-/// ([`lane_square`]); even.
-const LANE_UNROLL: usize = 8;
-
-/// Whether `e` is a set built only from piece designators, square sets,
-/// intersection, union and complement: what [`Lower::lane_bit`] lowers.
-pub(super) fn lanes_ok(e: &Expr) -> bool {
-    match &e.node {
-        Node::Piece { .. } | Node::Squares(_) => true,
-        Node::SetBinary(_, a, b) => lanes_ok(a) && lanes_ok(b),
-        Node::Complement(a) => lanes_ok(a),
-        _ => false,
-    }
-}
-
-/// `Some(sq)` when the set `e` can only ever hold square `sq` (a piece on
-/// one square, one square, or an intersection with such a set).
-pub(super) fn one_square(e: &Expr) -> Option<u32> {
-    let single = |bits: u64| (bits.count_ones() == 1).then(|| bits.trailing_zeros());
-    match &e.node {
-        Node::Piece { squares, .. } => single(squares.0),
-        Node::Squares(q) => single(q.0),
-        Node::SetBinary(SetOp::Inter, a, b) => one_square(a).or_else(|| one_square(b)),
-        _ => None,
-    }
-}
-
-/// The square of a kernel whose unrolled body (built only when no values
-/// are written) runs two positions per `i64x2` (SSE2 on x86-64, NEON on
-/// aarch64; other hosts keep the scalar kernel): one filter, a
-/// [`lanes_ok`] set that can only hold one square. Its lanes are shifted
-/// so that square is the sign bit and `vhigh_bits` gathers the two
-/// matches.
-fn lane_square(filters: &[&Expr]) -> Option<u32> {
-    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
-        return None;
-    }
-    match filters {
-        [f] if lanes_ok(f) => one_square(f),
-        _ => None,
-    }
-}
-
-impl Lower<'_, '_> {
-    /// Lowers the match (and the value, when there is one) of the current
-    /// position: the filters but the value filter combined by `All`, and
-    /// the value filter (the last one) inline for its value. The match is
-    /// returned as bit `at` of an i64 whose other bits are zero.
-    fn position_match(
-        mut self,
-        filters: &[&Expr],
-        value: Option<&Expr>,
-        at: u32,
-    ) -> (Value, Option<Value>) {
-        let l = &mut self;
-        // The value filter (the last one, when there is one) is lowered
-        // inline for its value; the others are combined by `All` (split
-        // into part functions when huge).
-        let (rest, last) = match (filters.split_last(), value) {
-            (Some((last, rest)), Some(x)) if std::ptr::eq(x, *last) => (rest, Some(*last)),
-            _ => (filters, None),
-        };
-        // One small filter is lowered as itself, so its match can be a shifted
-        // one-square set (`match_bit`).
-        let rest_m = match rest {
-            [] => None,
-            [one] if !(l.sh.split && nodes_at_least(rest, split_min_nodes(l.sh.budget))) => {
-                Some(l.expr(one))
-            }
-            _ => Some(l.combine_items(Comb::All, rest)),
-        };
-        let value_v = last.map(|f| l.expr(f));
-        let m = match (rest_m, value_v) {
-            (None, None) => {
-                let yes = l.i8c(true);
-                l.match_bit(V::Logical(yes), at)
-            }
-            (Some(x), None) | (None, Some(x)) => l.match_bit(x, at),
-            (Some(r), Some(x)) => {
-                let (a, b) = (l.matched(r), l.matched(x));
-                let both = l.b.ins().band(a, b);
-                l.match_bit(V::Logical(both), at)
-            }
-        };
-        let v = value_v.map(|v| match v {
-            V::Set(s) => s,
-            V::Num { v, .. } => v,
-            V::Logical(m) => l.b.ins().uextend(types::I64, m),
-        });
-        self.finish();
-        (m, v)
-    }
-
-    /// Two-lane mode (see [`lane_square`]): the matches of the current
-    /// position and the next one, for a one-square set `f` on square `sq`,
-    /// as bits `at` and `at + 1` of an i64 whose other bits are zero.
-    fn lane_pair_match(mut self, f: &Expr, sq: u32, at: u32) -> Value {
-        self.lanes = true;
-        let s = self.lane_bit(f, sq);
-        let amount = self.i64c(i64::from(63 - sq));
-        let top = self.b.ins().ishl(s, amount);
-        let two = self.b.ins().vhigh_bits(types::I64, top);
-        let two = self.b.ins().ishl_imm_u(two, i64::from(at));
-        self.finish();
-        two
-    }
-}
-
-/// Builds the whole kernel function into `func`.
-///
-/// Loop structure: an outer loop over 64-position words of `start..end`, an
-/// inner loop over the positions of one word that shifts each match bit into
-/// an accumulator (`acc = acc >> 1 | m << 63`), and a flush that aligns the
-/// word and ORs it into `out_bits`.
-///
-/// With `unroll > 1` (only for kernels without values), the inner loop
-/// takes `unroll` positions per iteration while that many remain in the
-/// word: each position's match is computed branch-free (the flag prefilter
-/// is ANDed in instead of branched on; lowered code never traps, so
-/// evaluating a filtered-out position is harmless) and the bits enter the
-/// accumulator together (`acc >> unroll | m_k << (64 - unroll + k)`, the
-/// same word as `unroll` single steps). The rest of a word takes the
-/// single-position path. A kernel with a [`lane_square`] filter takes
-/// [`LANE_UNROLL`] positions per iteration, two per `i64x2` operation.
-pub(super) fn build_kernel(
-    func: &mut Function,
-    fctx: &mut FunctionBuilderContext,
-    filters: &[&Expr],
-    value: Option<&Expr>,
-    opts: &JitOptions,
-    sh: &mut Shared,
-    unroll: usize,
-) {
-    let unroll = if opts.values { 1 } else { unroll.clamp(1, 64) };
-    let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
-    // Two positions per vector op: twice the positions per iteration.
-    let lanes = match lane_square(filters) {
-        Some(sq) if need == 0 && unroll > 1 => Some((filters[0], sq)),
-        _ => None,
-    };
-    let unroll = if lanes.is_some() { LANE_UNROLL } else { unroll };
-    let config = sh.module.target_config();
-    let ptr = config.pointer_type();
-    let mut b = FunctionBuilder::new(func, fctx);
-    let entry = b.create_block();
-    let outer = b.create_block();
-    let word = b.create_block();
-    let inner = b.create_block();
-    let pick = b.create_block();
-    let unrolled = b.create_block();
-    let body = b.create_block();
-    let eval = b.create_block();
-    let step = b.create_block();
-    let flush = b.create_block();
-    let exit = b.create_block();
-    b.append_block_params_for_function_params(entry);
-    b.switch_to_block(entry);
-    let params = b.block_params(entry).to_vec();
-    let (chunk, start, end, game, out_bits, out_vals) = (
-        params[0], params[1], params[2], params[3], params[4], params[5],
-    );
-    let start = b.ins().uextend(types::I64, start);
-    let end = b.ins().uextend(types::I64, end);
-    let bases = column_bases(&mut b, chunk);
-    b.ins().jump(outer, &[start.into()]);
-
-    // outer(ws): one 64-position word starting at ws.
-    b.switch_to_block(outer);
-    let ws = b.append_block_param(outer, types::I64);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, ws, end);
-    b.ins().brif(more, word, &[], exit, &[]);
-
-    b.switch_to_block(word);
-    let next_word = b.ins().bor_imm_s(ws, 63);
-    let next_word = b.ins().iadd_imm_s(next_word, 1);
-    let we = b.ins().umin(next_word, end);
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().jump(inner, &[ws.into(), zero.into()]);
-
-    // inner(i, acc)
-    b.switch_to_block(inner);
-    let i = b.append_block_param(inner, types::I64);
-    let acc = b.append_block_param(inner, types::I64);
-    // `unroll` positions at once while they fit in the word (one test per
-    // unrolled iteration), then one at a time (`pick`).
-    if unroll > 1 {
-        let last = b.ins().iadd_imm_s(i, unroll as i64);
-        let fits = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, we);
-        b.ins().brif(fits, unrolled, &[], pick, &[]);
-    } else {
-        b.ins().jump(pick, &[]);
-    }
-
-    b.switch_to_block(pick);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, we);
-    b.ins().brif(more, body, &[], flush, &[]);
-
-    b.switch_to_block(unrolled);
-    if unroll > 1 {
-        let mut acc_u = b.ins().ushr_imm_u(acc, unroll as i64);
-        let idx = if ptr == types::I64 {
-            i
-        } else {
-            b.ins().ireduce(ptr, i)
-        };
-        for k in (0..unroll).step_by(if lanes.is_some() { 2 } else { 1 }) {
-            let mut l = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game);
-            l.idx_offset = k as i64;
-            let at = (64 - unroll + k) as u32;
-            let mut bit = match lanes {
-                Some((f, sq)) => l.lane_pair_match(f, sq, at),
-                None => l.position_match(filters, value, at).0,
-            };
-            if need != 0 {
-                let addr = b.ins().iadd(bases[&Column::Flags], idx);
-                let f = b
-                    .ins()
-                    .load(types::I8, MemFlagsData::trusted(), addr, k as i32);
-                let f = b.ins().band_imm_s(f, need as i64);
-                let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
-                let zero = b.ins().iconst(types::I64, 0);
-                bit = b.ins().select(ok, bit, zero);
-            }
-            acc_u = b.ins().bor(acc_u, bit);
-        }
-        let next = b.ins().iadd_imm_s(i, unroll as i64);
-        b.ins().jump(inner, &[next.into(), acc_u.into()]);
-    } else {
-        // Unreachable (`pick` never branches here); filled for the verifier.
-        b.ins().jump(body, &[]);
-    }
-
-    // body: the flag prefilter, then the evaluation.
-    b.switch_to_block(body);
-    let idx = if ptr == types::I64 {
-        i
-    } else {
-        b.ins().ireduce(ptr, i)
-    };
-    if need != 0 && !opts.values {
-        let addr = b.ins().iadd(bases[&Column::Flags], idx);
-        let f = b.ins().load(types::I8, MemFlagsData::trusted(), addr, 0);
-        let f = b.ins().band_imm_s(f, need as i64);
-        let ok = b.ins().icmp_imm_s(IntCC::Equal, f, need as i64);
-        let z = b.ins().iconst(types::I64, 0);
-        b.ins().brif(ok, eval, &[], step, &[z.into()]);
-    } else {
-        b.ins().jump(eval, &[]);
-    }
-
-    b.switch_to_block(eval);
-    if need != 0 && !opts.values {
-        sh.columns.push(Column::Flags);
-    }
-    let (m, v) = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game)
-        .position_match(filters, value, 63);
-    if let (Some(v), true) = (v, opts.values) {
-        let off = b.ins().imul_imm_s(idx, 8);
-        let addr = b.ins().iadd(out_vals, off);
-        b.ins().store(MemFlagsData::trusted(), v, addr, 0);
-    }
-    b.ins().jump(step, &[m.into()]);
-
-    // step(bit): shift the match bit (bit 63 of `bit`) into the accumulator.
-    b.switch_to_block(step);
-    let bit = b.append_block_param(step, types::I64);
-    let shifted = b.ins().ushr_imm_u(acc, 1);
-    let acc2 = b.ins().bor(shifted, bit);
-    let i1 = b.ins().iadd_imm_s(i, 1);
-    b.ins().jump(inner, &[i1.into(), acc2.into()]);
-
-    // flush: the word's k = we - ws bits sit at the top of acc.
-    b.switch_to_block(flush);
-    let k = b.ins().isub(we, ws);
-    let sixty_four = b.ins().iconst(types::I64, 64);
-    let down = b.ins().isub(sixty_four, k);
-    let aligned = b.ins().ushr(acc, down);
-    let low = b.ins().band_imm_s(ws, 63);
-    let aligned = b.ins().ishl(aligned, low);
-    let w = b.ins().ushr_imm_u(ws, 6);
-    let w = if ptr == types::I64 {
-        w
-    } else {
-        b.ins().ireduce(ptr, w)
-    };
-    let off = b.ins().imul_imm_s(w, 8);
-    let addr = b.ins().iadd(out_bits, off);
-    let old = b.ins().load(types::I64, MemFlagsData::trusted(), addr, 0);
-    let new = b.ins().bor(old, aligned);
-    b.ins().store(MemFlagsData::trusted(), new, addr, 0);
-    b.ins().jump(outer, &[we.into()]);
-
-    b.switch_to_block(exit);
-    b.ins().return_(&[]);
-    b.seal_all_blocks();
-    b.finalize(config);
-}
