@@ -4,9 +4,9 @@
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, InstructionData, Opcode, Value, ValueDef, types};
 
-use super::{Comb, Lower, V};
+use super::{Comb, Lower, Lowered, V};
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
-use crate::jit::{GameSlot, NotLowered, fused};
+use crate::jit::{GameSlot, JitError, NotLowered, fused};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
 use crate::runtime::layout::{BitboardIndex, Column, MoveKind, flags, move_bits};
@@ -174,8 +174,8 @@ impl Lower<'_, '_> {
         }
     }
 
-    pub(super) fn set(&mut self, e: &Expr) -> Value {
-        match self.expr(e) {
+    pub(super) fn set(&mut self, e: &Expr) -> Lowered<Value> {
+        Ok(match self.expr(e)? {
             V::Set(s) => s,
             // Not expected from a kind-checked IR: a non-set in set position
             // contributes its match as all-or-nothing.
@@ -184,12 +184,12 @@ impl Lower<'_, '_> {
                 let wide = self.b.ins().uextend(types::I64, m);
                 self.b.ins().ineg(wide)
             }
-        }
+        })
     }
 
     /// Numeric value with match flag; a set stands for its size.
-    pub(super) fn num(&mut self, e: &Expr) -> (Value, Value) {
-        match self.expr(e) {
+    pub(super) fn num(&mut self, e: &Expr) -> Lowered<(Value, Value)> {
+        Ok(match self.expr(e)? {
             V::Num { m, v } => (m, v),
             V::Set(s) => {
                 let c = self.b.ins().popcnt(s);
@@ -199,7 +199,7 @@ impl Lower<'_, '_> {
                 let v = self.b.ins().uextend(types::I64, m);
                 (m, v)
             }
-        }
+        })
     }
 
     pub(super) fn and(&mut self, a: Value, b: Value) -> Value {
@@ -503,15 +503,12 @@ impl Lower<'_, '_> {
     }
 
     /// Lowers one filter.
-    pub fn expr(&mut self, e: &Expr) -> V {
-        if self.stopped() {
-            // The result is discarded: any well-typed placeholder will do.
-            return V::Logical(self.i8c(false));
-        }
+    pub fn expr(&mut self, e: &Expr) -> Lowered<V> {
+        self.check_size()?;
         if let Some(v) = self.flags_value(e) {
-            return v;
+            return Ok(v);
         }
-        match &e.node {
+        Ok(match &e.node {
             Node::Bool(b) => V::Logical(self.i8c(*b)),
             Node::Number(n) => V::Num {
                 m: self.i8c(true),
@@ -527,14 +524,14 @@ impl Lower<'_, '_> {
                 }
             }
             Node::SetBinary(op, a, b) => {
-                let (a, b) = (self.set(a), self.set(b));
+                let (a, b) = (self.set(a)?, self.set(b)?);
                 V::Set(match op {
                     SetOp::Inter => self.b.ins().band(a, b),
                     SetOp::Union => self.b.ins().bor(a, b),
                 })
             }
             Node::Complement(a) => {
-                let a = self.set(a);
+                let a = self.set(a)?;
                 V::Set(self.b.ins().bnot(a))
             }
             Node::Direction {
@@ -543,11 +540,11 @@ impl Lower<'_, '_> {
                 max,
                 arg,
             } => {
-                let s = self.set(arg);
+                let s = self.set(arg)?;
                 V::Set(self.direction(*dirs, *min, *max, s))
             }
             Node::Light(a) | Node::Dark(a) => {
-                let s = self.set(a);
+                let s = self.set(a)?;
                 let mask = if matches!(e.node, Node::Light(_)) {
                     LIGHT_SQUARES
                 } else {
@@ -571,8 +568,8 @@ impl Lower<'_, '_> {
                 V::Set(self.b.ins().select(ep, bit, zero))
             }
             Node::MakeSquare(f, r) => {
-                let (mf, vf) = self.num(f);
-                let (mr, vr) = self.num(r);
+                let (mf, vf) = self.num(f)?;
+                let (mr, vr) = self.num(r)?;
                 let f0 = self.b.ins().iadd_imm_s(vf, -1);
                 let r0 = self.b.ins().iadd_imm_s(vr, -1);
                 let okf = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, f0, 8);
@@ -587,21 +584,24 @@ impl Lower<'_, '_> {
                 V::Set(self.b.ins().select(ok, bit, zero))
             }
             Node::Attacks(x, y) => {
-                let (x, y) = (self.set(x), self.set(y));
+                let (x, y) = (self.set(x)?, self.set(y)?);
                 V::Set(self.attackers(x, y))
             }
             Node::AttackedBy(x, y) => {
-                let (x, y) = (self.set(x), self.set(y));
+                let (x, y) = (self.set(x)?, self.set(y)?);
                 let a = self.attacked_from(y);
                 V::Set(self.b.ins().band(x, a))
             }
             Node::Between(x, y) => {
-                let (x, y) = (self.set(x), self.set(y));
+                let (x, y) = (self.set(x)?, self.set(y)?);
                 let f = helpers::cqlj_between as *const () as usize;
                 V::Set(self.call(f, &[types::I64, types::I64], &[x, y]))
             }
             Node::Ray { xray, dirs, args } => {
-                let vals: Vec<Value> = args.iter().map(|a| self.set(a)).collect();
+                let vals = args
+                    .iter()
+                    .map(|a| self.set(a))
+                    .collect::<Lowered<Vec<Value>>>()?;
                 // Directions along which no possible first piece slides
                 // cannot contribute to an xray.
                 let mut dirs = *dirs;
@@ -628,7 +628,7 @@ impl Lower<'_, '_> {
                 for (i, part) in [from, through, to].into_iter().enumerate() {
                     if let Some(p) = part {
                         present |= 1 << i;
-                        vals[i] = Some(self.set(p));
+                        vals[i] = Some(self.set(p)?);
                     }
                 }
                 let vals = vals.map(|v| v.unwrap_or_else(|| self.u64c(0)));
@@ -657,14 +657,14 @@ impl Lower<'_, '_> {
             }
             Node::PawnStructure(which) => V::Set(self.pawn_structure(*which)),
             Node::Count(a) => {
-                let s = self.set(a);
+                let s = self.set(a)?;
                 V::Num {
                     m: self.i8c(true),
                     v: self.b.ins().popcnt(s),
                 }
             }
             Node::Power(a) => {
-                let s = self.set(a);
+                let s = self.set(a)?;
                 let mut acc = self.i64c(0);
                 for (role, value) in [
                     (BitboardIndex::Pawn, 1i64),
@@ -685,8 +685,8 @@ impl Lower<'_, '_> {
                 }
             }
             Node::Arith(op, a, b) => {
-                let (ma, va) = self.num(a);
-                let (mb, vb) = self.num(b);
+                let (ma, va) = self.num(a)?;
+                let (mb, vb) = self.num(b)?;
                 let both = self.and(ma, mb);
                 // Overflow does not match.
                 let checked = |l: &mut Self, (v, of): (Value, Value)| {
@@ -739,7 +739,7 @@ impl Lower<'_, '_> {
             }
             Node::Neg(a) | Node::Abs(a) => {
                 // -i64::MIN and abs(i64::MIN) overflow: no match.
-                let (m, v) = self.num(a);
+                let (m, v) = self.num(a)?;
                 let is_min = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, i64::MIN);
                 let m = self.and(m, is_min);
                 let v = if matches!(e.node, Node::Neg(_)) {
@@ -754,7 +754,7 @@ impl Lower<'_, '_> {
                 let mut m = self.i8c(true);
                 let mut acc: Option<Value> = None;
                 for a in args {
-                    let (ma, va) = self.num(a);
+                    let (ma, va) = self.num(a)?;
                     m = self.and(m, ma);
                     acc = Some(match acc {
                         None => va,
@@ -769,7 +769,7 @@ impl Lower<'_, '_> {
                 V::Num { m, v }
             }
             Node::Rank(a) | Node::File(a) => {
-                let s = self.set(a);
+                let s = self.set(a)?;
                 let c = self.b.ins().popcnt(s);
                 let m = self.b.ins().icmp_imm_s(IntCC::Equal, c, 1);
                 let sq = self.b.ins().ctz(s);
@@ -860,18 +860,18 @@ impl Lower<'_, '_> {
                 })
             }
             Node::In(a, b) => {
-                let (a, b) = (self.set(a), self.set(b));
+                let (a, b) = (self.set(a)?, self.set(b)?);
                 let out = self.b.ins().band_not(a, b);
                 V::Logical(self.b.ins().icmp_imm_s(IntCC::Equal, out, 0))
             }
             Node::Compare(op, a, b) => {
                 let sets = a.kind == Kind::Set && b.kind == Kind::Set;
                 if sets && matches!(op, CmpOp::Eq | CmpOp::Ne) {
-                    let (x, y) = (self.set(a), self.set(b));
-                    return V::Logical(self.cmp(*op, x, y));
+                    let (x, y) = (self.set(a)?, self.set(b)?);
+                    return Ok(V::Logical(self.cmp(*op, x, y)));
                 }
-                let (ma, va) = self.num(a);
-                let (mb, vb) = self.num(b);
+                let (ma, va) = self.num(a)?;
+                let (mb, vb) = self.num(b)?;
                 let c = self.cmp(*op, va, vb);
                 let m = self.all(&[ma, mb, c]);
                 if e.kind == Kind::Numeric {
@@ -881,17 +881,17 @@ impl Lower<'_, '_> {
                 }
             }
             Node::And(a, b) => {
-                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.expr(a)?, self.expr(b)?);
                 let (a, b) = (self.matched(a), self.matched(b));
                 V::Logical(self.and(a, b))
             }
             Node::Or(a, b) => {
-                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.expr(a)?, self.expr(b)?);
                 let (a, b) = (self.matched(a), self.matched(b));
                 V::Logical(self.b.ins().bor(a, b))
             }
             Node::Not(a) => {
-                let a = self.expr(a);
+                let a = self.expr(a)?;
                 let m = self.matched(a);
                 V::Logical(self.b.ins().bxor_imm_s(m, 1))
             }
@@ -900,35 +900,41 @@ impl Lower<'_, '_> {
                 then,
                 otherwise,
             } => {
-                let c = self.expr(cond);
+                let c = self.expr(cond)?;
                 let c = self.matched(c);
-                let t = self.expr(then);
-                let o = otherwise.as_ref().map(|o| self.expr(o));
+                let t = self.expr(then)?;
+                let o = otherwise.as_ref().map(|o| self.expr(o)).transpose()?;
                 self.select(e.kind, c, t, o)
             }
             Node::Block(items) => {
                 let Some((last, init)) = items.split_last() else {
-                    return V::Logical(self.i8c(true));
+                    return Ok(V::Logical(self.i8c(true)));
                 };
                 let init: Vec<&Expr> = init.iter().collect();
-                let ok = self.combine_items(Comb::All, &init);
+                let ok = self.combine_items(Comb::All, &init)?;
                 let ok = self.matched(ok);
-                let v = self.expr(last);
+                let v = self.expr(last)?;
                 self.guard(ok, v)
             }
             Node::Orbit { count, elements } => {
-                if self.sh.fuse
+                if self.pass.fuse
                     && let Some(f) = fused::Fused::detect(*count, e.kind, elements)
                 {
-                    self.sh.fused.push(f.groups.len());
-                    return f.lower(self);
+                    self.pass.fused.push(f.groups.len());
+                    return Ok(f.lower(self));
                 }
                 let bodies: Vec<&Expr> = elements.iter().map(|el| &el.body).collect();
-                self.combine_items(Comb::of_orbit(*count, e.kind), &bodies)
+                self.combine_items(Comb::of_orbit(*count, e.kind), &bodies)?
             }
             // `unsupported` rejects everything else before lowering.
-            _ => V::Logical(self.i8c(false)),
-        }
+            _ => {
+                return Err(JitError::Codegen(format!(
+                    "{} is not lowered by the JIT",
+                    e.node.name()
+                ))
+                .into());
+            }
+        })
     }
 
     /// `v` if `ok`, else a non-match (of the same shape).

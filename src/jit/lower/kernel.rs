@@ -9,7 +9,7 @@ use cranelift_codegen::ir::{Function, InstBuilder, MemFlagsData, Value, types};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::Module;
 
-use super::{Comb, Lower, Shared, V, column_bases};
+use super::{Comb, Lower, Lowered, Pass, V, column_bases};
 use crate::ir::{Expr, Node, SetOp, Side};
 use crate::jit::JitOptions;
 use crate::runtime::layout::{Column, flags};
@@ -101,7 +101,7 @@ impl Lower<'_, '_> {
         filters: &[&Expr],
         value: Option<&Expr>,
         at: u32,
-    ) -> (Value, Option<Value>) {
+    ) -> Lowered<(Value, Option<Value>)> {
         let l = &mut self;
         // The value filter (the last one, when there is one) is lowered
         // inline for its value; the others are combined by `All` (split
@@ -114,12 +114,12 @@ impl Lower<'_, '_> {
         // one-square set (`match_bit`).
         let rest_m = match rest {
             [] => None,
-            [one] if !(l.sh.split && nodes_at_least(rest, split_min_nodes(l.sh.budget))) => {
-                Some(l.expr(one))
+            [one] if !(l.pass.split && nodes_at_least(rest, split_min_nodes(l.pass.budget))) => {
+                Some(l.expr(one)?)
             }
-            _ => Some(l.combine_items(Comb::All, rest)),
+            _ => Some(l.combine_items(Comb::All, rest)?),
         };
-        let value_v = last.map(|f| l.expr(f));
+        let value_v = last.map(|f| l.expr(f)).transpose()?;
         let m = match (rest_m, value_v) {
             (None, None) => {
                 let yes = l.i8c(true);
@@ -138,7 +138,7 @@ impl Lower<'_, '_> {
             V::Logical(m) => l.b.ins().uextend(types::I64, m),
         });
         self.finish();
-        (m, v)
+        Ok((m, v))
     }
 
     /// Two-lane mode (see [`lane_square`]): the matches of the current
@@ -178,9 +178,9 @@ pub(in crate::jit) fn build_kernel(
     filters: &[&Expr],
     value: Option<&Expr>,
     opts: &JitOptions,
-    sh: &mut Shared,
+    pass: &mut Pass,
     unroll: usize,
-) {
+) -> Lowered<()> {
     let unroll = if opts.values { 1 } else { unroll.clamp(1, 64) };
     let need = filters.iter().fold(0, |acc, f| acc | required_flags(f));
     // Two positions per vector op: twice the positions per iteration.
@@ -189,7 +189,7 @@ pub(in crate::jit) fn build_kernel(
         _ => None,
     };
     let unroll = if lanes.is_some() { LANE_UNROLL } else { unroll };
-    let config = sh.module.target_config();
+    let config = pass.module.target_config();
     let ptr = config.pointer_type();
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
@@ -254,12 +254,12 @@ pub(in crate::jit) fn build_kernel(
             b.ins().ireduce(ptr, i)
         };
         for k in (0..unroll).step_by(if lanes.is_some() { 2 } else { 1 }) {
-            let mut l = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game);
+            let mut l = Lower::new(&mut b, pass, ptr, chunk, bases.clone(), idx, game);
             l.idx_offset = k as i64;
             let at = (64 - unroll + k) as u32;
             let mut bit = match lanes {
                 Some((f, sq)) => l.lane_pair_match(f, sq, at),
-                None => l.position_match(filters, value, at).0,
+                None => l.position_match(filters, value, at)?.0,
             };
             if need != 0 {
                 let addr = b.ins().iadd(bases[&Column::Flags], idx);
@@ -300,10 +300,10 @@ pub(in crate::jit) fn build_kernel(
 
     b.switch_to_block(eval);
     if need != 0 && !opts.values {
-        sh.columns.push(Column::Flags);
+        pass.columns.push(Column::Flags);
     }
-    let (m, v) = Lower::new(&mut b, sh, ptr, chunk, bases.clone(), idx, game)
-        .position_match(filters, value, 63);
+    let (m, v) = Lower::new(&mut b, pass, ptr, chunk, bases.clone(), idx, game)
+        .position_match(filters, value, 63)?;
     if let (Some(v), true) = (v, opts.values) {
         let off = b.ins().imul_imm_s(idx, 8);
         let addr = b.ins().iadd(out_vals, off);
@@ -344,4 +344,5 @@ pub(in crate::jit) fn build_kernel(
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(config);
+    Ok(())
 }

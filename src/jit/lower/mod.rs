@@ -29,7 +29,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::FunctionBuilder;
 use cranelift_jit::JITModule;
 
-use super::{GameSlot, JitError};
+use super::{GameSlot, JitError, JitOptions};
 use crate::ir::PieceSet;
 use crate::runtime::layout::{BitboardIndex, Column};
 
@@ -45,9 +45,27 @@ pub(super) enum V {
     Num { m: Value, v: Value },
 }
 
-/// State shared by every function of one compiled query (the kernel and
-/// the part functions a huge query is split into).
-pub(super) struct Shared {
+/// Why a lowering pass stopped. The pass's functions are then discarded.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::jit) enum LowerError {
+    /// A pass without part functions exceeded the per-function budget: the
+    /// query is lowered again with part functions.
+    #[error("the kernel exceeds the per-function instruction budget")]
+    Overflow,
+    /// The query cannot be compiled (too large in all, or Cranelift failed).
+    #[error(transparent)]
+    Jit(#[from] JitError),
+}
+
+/// A lowering pass's result.
+pub(super) type Lowered<T> = Result<T, LowerError>;
+
+/// One lowering pass over the query: what every function it builds (the
+/// kernel and the part functions a huge query is split into) adds to, and
+/// its settings. Each pass starts from [`Pass::new`]; a stopped pass
+/// ([`LowerError`]) is dropped, handing its module on with
+/// [`Pass::into_module`].
+pub(in crate::jit) struct Pass {
     pub module: JITModule,
     pub game_slots: Vec<GameSlot>,
     /// Shape groups of each fused orbit, in lowering order.
@@ -55,11 +73,11 @@ pub(super) struct Shared {
     /// Columns read by any function.
     pub columns: Vec<Column>,
     pub fuse: bool,
-    /// Split wide constructs into part functions (the second pass).
+    /// Split wide constructs into part functions.
     pub split: bool,
-    /// Instructions per function: a first pass (`split` off) that exceeds
-    /// it stops and sets `overflow`; with `split` on, a part function is
-    /// closed once it reaches it.
+    /// Instructions per function: a pass without `split` that exceeds it
+    /// stops with [`LowerError::Overflow`]; with `split`, a part function
+    /// is closed once it reaches it.
     pub budget: usize,
     /// Hard limit on the instructions of all functions together.
     pub max_total: usize,
@@ -67,13 +85,33 @@ pub(super) struct Shared {
     pub finished: usize,
     /// Part functions compiled.
     pub parts: usize,
-    /// Lowering stopped (overflow or error); later filters lower to
-    /// placeholders and the result is discarded.
-    pub stop: bool,
-    pub overflow: bool,
-    pub error: Option<JitError>,
     /// Cranelift IR text of the part functions, when kept.
     pub clif: Option<String>,
+}
+
+impl Pass {
+    /// A fresh pass over `module` with the limits of `opts`, splitting
+    /// into part functions when `split`.
+    pub fn new(module: JITModule, opts: &JitOptions, split: bool) -> Pass {
+        Pass {
+            module,
+            game_slots: Vec::new(),
+            fused: Vec::new(),
+            columns: Vec::new(),
+            fuse: opts.fuse_orbits,
+            split,
+            budget: opts.max_function_instructions,
+            max_total: opts.max_instructions,
+            finished: 0,
+            parts: 0,
+            clif: opts.keep_clif.then(String::new),
+        }
+    }
+
+    /// The module, for the next pass or for finishing the query.
+    pub fn into_module(self) -> JITModule {
+        self.module
+    }
 }
 
 pub(super) struct Lower<'a, 'f> {
@@ -89,7 +127,7 @@ pub(super) struct Lower<'a, 'f> {
     idx: Value,
     idx_offset: i64,
     game: Value,
-    pub sh: &'a mut Shared,
+    pub pass: &'a mut Pass,
     bbs: [Option<Value>; 8],
     cols: HashMap<Column, Value>,
     pieces: HashMap<PieceSet, Value>,
@@ -122,7 +160,7 @@ pub(super) fn trusted() -> MemFlagsData {
 impl<'a, 'f> Lower<'a, 'f> {
     pub(super) fn new(
         b: &'a mut FunctionBuilder<'f>,
-        sh: &'a mut Shared,
+        pass: &'a mut Pass,
         ptr: Type,
         chunk: Value,
         bases: HashMap<Column, Value>,
@@ -137,7 +175,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             idx,
             idx_offset: 0,
             game,
-            sh,
+            pass,
             bbs: [None; 8],
             cols: HashMap::new(),
             pieces: HashMap::new(),
@@ -148,25 +186,22 @@ impl<'a, 'f> Lower<'a, 'f> {
 
     /// Records the columns this function read.
     pub(super) fn finish(self) {
-        self.sh.columns.extend(self.cols.keys().copied());
+        self.pass.columns.extend(self.cols.keys().copied());
     }
 
-    /// Whether lowering has stopped; checks the size limits first.
-    pub(super) fn stopped(&mut self) -> bool {
-        if self.sh.stop {
-            return true;
-        }
+    /// Stops the pass when the function being built is past the size
+    /// limits: the per-function budget without part functions, the total
+    /// with them.
+    pub(super) fn check_size(&self) -> Lowered<()> {
         let n = self.b.func.dfg.num_insts();
-        if !self.sh.split {
-            if n > self.sh.budget {
-                self.sh.stop = true;
-                self.sh.overflow = true;
+        if !self.pass.split {
+            if n > self.pass.budget {
+                return Err(LowerError::Overflow);
             }
-        } else if self.sh.finished + n > self.sh.max_total {
-            self.sh.stop = true;
-            self.sh.error = Some(JitError::TooLarge(self.sh.finished + n, self.sh.max_total));
+        } else if self.pass.finished + n > self.pass.max_total {
+            return Err(JitError::TooLarge(self.pass.finished + n, self.pass.max_total).into());
         }
-        self.sh.stop
+        Ok(())
     }
 
     pub fn i64c(&mut self, v: i64) -> Value {
@@ -348,11 +383,11 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     pub(super) fn game_value(&mut self, slot: GameSlot) -> Value {
-        let i = match self.sh.game_slots.iter().position(|s| *s == slot) {
+        let i = match self.pass.game_slots.iter().position(|s| *s == slot) {
             Some(i) => i,
             None => {
-                self.sh.game_slots.push(slot);
-                self.sh.game_slots.len() - 1
+                self.pass.game_slots.push(slot);
+                self.pass.game_slots.len() - 1
             }
         };
         self.b

@@ -11,7 +11,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
 
-use super::{Lower, V, column_bases, count_instructions};
+use super::{Lower, Lowered, V, column_bases, count_instructions};
 use crate::ir::{Expr, Kind};
 use crate::jit::JitError;
 
@@ -201,37 +201,35 @@ impl Lower<'_, '_> {
     /// for lists of at least `split_min_nodes` nodes) as calls to part
     /// functions, each holding consecutive items up to the instruction
     /// budget and returning their partial combination.
-    pub(super) fn combine_items(&mut self, c: Comb, items: &[&Expr]) -> V {
+    pub(super) fn combine_items(&mut self, c: Comb, items: &[&Expr]) -> Lowered<V> {
         let mut acc = self.acc_init(c);
-        if !self.sh.split || !nodes_at_least(items, split_min_nodes(self.sh.budget)) {
+        if !self.pass.split || !nodes_at_least(items, split_min_nodes(self.pass.budget)) {
             for e in items {
-                let x = self.expr(e);
+                let x = self.expr(e)?;
                 acc = self.acc_step(c, acc, x);
             }
-            return self.acc_finish(c, acc);
+            return Ok(self.acc_finish(c, acc));
         }
         let mut i = 0;
-        while i < items.len() && !self.stopped() {
-            let (next, pm, pv) = self.part(c, items, i);
+        while i < items.len() {
+            self.check_size()?;
+            let (next, pm, pv) = self.part(c, items, i)?;
             acc = self.acc_merge(c, acc, pm, pv);
             i = next;
         }
-        self.acc_finish(c, acc)
+        Ok(self.acc_finish(c, acc))
     }
 
     /// Compiles a part function for `items[from..]` (as many as fit the
     /// budget, at least one) and calls it; returns the index after the last
     /// item it holds and the call's results.
-    fn part(&mut self, c: Comb, items: &[&Expr], from: usize) -> (usize, Value, Value) {
-        let sig = part_signature(&self.sh.module, self.ptr);
-        let id = match self.sh.module.declare_anonymous_function(&sig) {
-            Ok(id) => id,
-            Err(e) => {
-                self.sh.stop = true;
-                self.sh.error = Some(JitError::Codegen(e.to_string()));
-                return (items.len(), self.i8c(false), self.i64c(0));
-            }
-        };
+    fn part(&mut self, c: Comb, items: &[&Expr], from: usize) -> Lowered<(usize, Value, Value)> {
+        let sig = part_signature(&self.pass.module, self.ptr);
+        let id = self
+            .pass
+            .module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| JitError::Codegen(e.to_string()))?;
         let mut func =
             Function::with_name_signature(UserFuncName::user(0, id.as_u32()), sig.clone());
         let mut fctx = FunctionBuilderContext::new();
@@ -244,13 +242,15 @@ impl Lower<'_, '_> {
             b.switch_to_block(entry);
             let params = b.block_params(entry).to_vec();
             let bases = column_bases(&mut b, params[0]);
-            let mut sub = Lower::new(&mut b, self.sh, ptr, params[0], bases, params[1], params[2]);
+            let mut sub = Lower::new(
+                &mut b, self.pass, ptr, params[0], bases, params[1], params[2],
+            );
             let mut acc = sub.acc_init(c);
             while next < items.len() {
-                let x = sub.expr(items[next]);
+                let x = sub.expr(items[next])?;
                 acc = sub.acc_step(c, acc, x);
                 next += 1;
-                if sub.sh.stop || sub.b.func.dfg.num_insts() >= sub.sh.budget {
+                if sub.b.func.dfg.num_insts() >= sub.pass.budget {
                     break;
                 }
             }
@@ -258,22 +258,20 @@ impl Lower<'_, '_> {
             sub.finish();
             b.ins().return_(&[m, v]);
             b.seal_all_blocks();
-            b.finalize(self.sh.module.target_config());
+            b.finalize(self.pass.module.target_config());
         }
         let n = count_instructions(&func);
-        self.sh.finished += n;
-        self.sh.parts += 1;
-        if let Some(text) = self.sh.clif.as_mut() {
+        self.pass.finished += n;
+        self.pass.parts += 1;
+        if let Some(text) = self.pass.clif.as_mut() {
             text.push_str(&func.display().to_string());
         }
-        if !self.sh.stop {
-            let mut ctx = Context::for_function(func);
-            ctx.set_disasm(false);
-            if let Err(e) = self.sh.module.define_function(id, &mut ctx) {
-                self.sh.stop = true;
-                self.sh.error = Some(JitError::Codegen(format!("{e:?}")));
-            }
-        }
+        let mut ctx = Context::for_function(func);
+        ctx.set_disasm(false);
+        self.pass
+            .module
+            .define_function(id, &mut ctx)
+            .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
         // Called through its absolute address (not `colocated`): the JIT
         // places functions anywhere in memory, out of reach of a 32-bit
         // pc-relative call.
@@ -298,6 +296,6 @@ impl Lower<'_, '_> {
         };
         let call = self.b.ins().call(fref, &[self.chunk, idx, self.game]);
         let r = self.b.inst_results(call);
-        (next, r[0], r[1])
+        Ok((next, r[0], r[1]))
     }
 }
