@@ -18,7 +18,7 @@ use super::format::{
 };
 use super::lock::{WriterLock, retry_lock};
 use super::reader::Store;
-use super::slots::{Trailer, current_header, newer_commit, read_first, slot_bytes};
+use super::slots::{Tail, Trailer, current_header, newer_commit, read_first, slot_bytes};
 use super::validate::Checks;
 use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
 
@@ -324,8 +324,9 @@ impl StoreWriter {
                 needed: header.file_len,
             });
         }
-        let Some(t) = newer_commit(&file, path, &first, &header, slot, size)? else {
-            return Ok(None);
+        let t = match newer_commit(&file, path, &first, &header, slot, size)? {
+            Tail::DamagedCommit(t) => t,
+            Tail::Current | Tail::TornAppend => return Ok(None),
         };
         file.seek(SeekFrom::Start(HEADER_SLOTS[t.slot]))
             .and_then(|_| file.write_all(&t.new))
