@@ -1091,6 +1091,26 @@ fn conformance_engine_names_have_tests() {
     }
 }
 
+/// The loader rejects an exclusion without a reason (missing or blank) and
+/// one naming an unknown engine.
+#[test]
+fn conformance_exclusions_need_a_reason() {
+    let case =
+        |exclude: &str| format!("[[case]]\nname = \"x\"\nquery = \"K\"\nexclude = [{exclude}]\n");
+    let missing: Result<File, _> = toml::from_str(&case(r#"{ engine = "jit" }"#));
+    assert!(missing.is_err(), "an exclusion without `reason` parses");
+    for (exclude, why) in [
+        (r#"{ engine = "jit", reason = " " }"#, "gives no reason"),
+        (r#"{ engine = "jitt", reason = "r" }"#, "unknown engine"),
+    ] {
+        let file: File = toml::from_str(&case(exclude)).expect("parses");
+        let err = file.case[0].validate().expect_err("rejected");
+        assert!(err.contains(why), "{err}");
+    }
+    let file: File = toml::from_str(&case(r#"{ engine = "jit", reason = "r" }"#)).expect("parses");
+    assert_eq!(file.case[0].validate(), Ok(()));
+}
+
 /// The seed examples (`seed-examples.toml`) cover both seeds' transforms.
 #[test]
 fn conformance_seed_examples_cover_both_seeds() {
