@@ -24,7 +24,7 @@ use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, PositionRecord, chess::record_of, flags,
 };
 use cqlj::runtime::store::{GameMeta, Store, StoreWriter};
-use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
+use cqlj::scan::{Collect, Engine, GameMatch, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
 use cqlj::transform::{self, Limits};
 use serde::Deserialize;
@@ -83,6 +83,14 @@ pub(crate) struct Case {
     /// store order, by game number.
     #[serde(default)]
     values_by_game: Option<BTreeMap<String, Vec<toml::Value>>>,
+    /// Expected `comment` texts of some matching games, by game number:
+    /// `[position, text]` pairs, in order.
+    #[serde(default)]
+    comments_by_game: Option<BTreeMap<String, Vec<(u32, String)>>>,
+    /// Expected `message` texts of some matching games, by game number, in
+    /// evaluation order.
+    #[serde(default)]
+    messages_by_game: Option<BTreeMap<String, Vec<String>>>,
     /// Search variations too (as the `variations` header option).
     #[serde(default)]
     variations: bool,
@@ -501,6 +509,21 @@ fn scan_store(
     variations: bool,
     cfg: &Config,
 ) -> Result<BTreeMap<u32, Vec<u32>>, String> {
+    Ok(scan_store_matches(store, q, range, variations, cfg)?
+        .into_iter()
+        .map(|(g, m)| (g, m.positions.into_vec()))
+        .collect())
+}
+
+/// As [`scan_store`], the whole match of each game (positions, comments,
+/// messages) by CQL game number.
+fn scan_store_matches(
+    store: &Store,
+    q: &ExpandedQuery,
+    range: std::ops::Range<u32>,
+    variations: bool,
+    cfg: &Config,
+) -> Result<BTreeMap<u32, GameMatch>, String> {
     let plan = RunPlan {
         engine: cfg.engine,
         variations: variations || q.header().variations,
@@ -516,11 +539,7 @@ fn scan_store(
         &mut sink,
     )
     .map_err(|e| e.to_string())?;
-    Ok(sink
-        .0
-        .into_iter()
-        .map(|m| (m.game + 1, m.positions.into_vec()))
-        .collect())
+    Ok(sink.0.into_iter().map(|m| (m.game + 1, m)).collect())
 }
 
 /// Evaluates `q` at single positions as `cfg` does: directly (each
@@ -744,6 +763,29 @@ fn check_game_values(
     Ok(())
 }
 
+/// Checks `comments_by_game` and `messages_by_game` against a scan.
+fn check_game_texts(case: &Case, found: &BTreeMap<u32, GameMatch>) -> Result<(), String> {
+    let game_of = |key: &str| -> Result<&GameMatch, String> {
+        let g: u32 = key
+            .parse()
+            .map_err(|_| format!("{key:?} is not a game number"))?;
+        found.get(&g).ok_or(format!("game {g} does not match"))
+    };
+    for (game, want) in case.comments_by_game.iter().flatten() {
+        let got = &game_of(game)?.comments;
+        if got != want {
+            return Err(format!("game {game}: comments {got:?}, expected {want:?}"));
+        }
+    }
+    for (game, want) in case.messages_by_game.iter().flatten() {
+        let got = &game_of(game)?.messages;
+        if got != want {
+            return Err(format!("game {game}: messages {got:?}, expected {want:?}"));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a case's games: imports them (or opens the data files), scans
 /// them with `cfg`'s engine and scan options, and compares the matching
 /// game numbers, their count, the listed games' matching positions, the
@@ -752,11 +794,14 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
     let expects_games = case.games.is_some()
         || case.game_count.is_some()
         || case.positions_by_game.is_some()
-        || case.values_by_game.is_some();
+        || case.values_by_game.is_some()
+        || case.comments_by_game.is_some()
+        || case.messages_by_game.is_some();
     if !expects_games && case.equivalent.is_none() && !case.nonempty {
         return Err(
             "a case with games needs `games`, `game_count`, `positions_by_game`, \
-             `values_by_game`, `equivalent` or `nonempty`"
+             `values_by_game`, `comments_by_game`, `messages_by_game`, `equivalent` \
+             or `nonempty`"
                 .into(),
         );
     }
@@ -823,6 +868,12 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
         }
         for (game, want) in case.values_by_game.iter().flatten() {
             check_game_values(store, game, want, &found, q, case, cfg)?;
+        }
+        if case.comments_by_game.is_some() || case.messages_by_game.is_some() {
+            check_game_texts(
+                case,
+                &scan_store_matches(store, q, range.clone(), case.variations, cfg)?,
+            )?;
         }
     }
     if case.nonempty && !any_match {
@@ -913,6 +964,8 @@ fn run_corpus(cfg: &Config) {
                 || case.game_count.is_some()
                 || case.positions_by_game.is_some()
                 || case.values_by_game.is_some()
+                || case.comments_by_game.is_some()
+                || case.messages_by_game.is_some()
                 || case.nonempty
             {
                 return Err("game expectations without `pgn` or `data`".into());
@@ -1091,6 +1144,26 @@ fn conformance_engine_names_have_tests() {
     }
 }
 
+/// The loader rejects an exclusion without a reason (missing or blank) and
+/// one naming an unknown engine.
+#[test]
+fn conformance_exclusions_need_a_reason() {
+    let case =
+        |exclude: &str| format!("[[case]]\nname = \"x\"\nquery = \"K\"\nexclude = [{exclude}]\n");
+    let missing: Result<File, _> = toml::from_str(&case(r#"{ engine = "jit" }"#));
+    assert!(missing.is_err(), "an exclusion without `reason` parses");
+    for (exclude, why) in [
+        (r#"{ engine = "jit", reason = " " }"#, "gives no reason"),
+        (r#"{ engine = "jitt", reason = "r" }"#, "unknown engine"),
+    ] {
+        let file: File = toml::from_str(&case(exclude)).expect("parses");
+        let err = file.case[0].validate().expect_err("rejected");
+        assert!(err.contains(why), "{err}");
+    }
+    let file: File = toml::from_str(&case(r#"{ engine = "jit", reason = "r" }"#)).expect("parses");
+    assert_eq!(file.case[0].validate(), Ok(()));
+}
+
 /// The seed examples (`seed-examples.toml`) cover both seeds' transforms.
 #[test]
 fn conformance_seed_examples_cover_both_seeds() {
@@ -1130,13 +1203,19 @@ fn conformance_corpus_counts() {
                 + c.values_by_game
                     .as_ref()
                     .map_or(0, |v| v.values().map(Vec::len).sum())
+                + c.comments_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
+                + c.messages_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
                 + usize::from(c.equivalent.is_some()) * c.data.len().max(1)
                 + usize::from(c.nonempty)
         })
         .sum();
     eprintln!("corpus: {} cases, {expectations} expectations", cases.len());
-    assert!(cases.len() >= 386, "{} cases", cases.len());
-    assert!(expectations >= 1132, "{expectations} expectations");
+    assert!(cases.len() >= 387, "{} cases", cases.len());
+    assert!(expectations >= 1142, "{expectations} expectations");
 }
 
 /// A temporary directory removed on drop (std only).

@@ -891,7 +891,7 @@ fn move_legal_counts_and_special_moves() {
 // ---- side effects: sort, comment, message; orbits -------------------------------
 
 #[test]
-fn sort_comment_message_in_a_game() {
+fn sort_key_of_a_game() {
     let sort = x(
         Node::Sort {
             label: Some("ply".into()),
@@ -923,11 +923,8 @@ fn sort_comment_message_in_a_game() {
     let out = interp
         .eval_game(&game, &EvalOptions::default())
         .expect("evaluates");
-    assert_eq!(out.matched, vec![7]);
-    // The comment survives only where the whole body matched.
-    assert_eq!(out.comments, vec![(7, "knights: 4".to_string())]);
-    assert_eq!(out.messages.len(), 8);
-    assert_eq!(out.messages[3], "at 3");
+    // The matches, comments and messages are a corpus case
+    // (`tests/conformance/games.toml`); the sort key is the interpreter's.
     assert_eq!(
         out.sort_keys,
         vec![SortKey {
