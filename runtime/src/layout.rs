@@ -22,13 +22,21 @@ pub const CHUNK_POSITIONS: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum BitboardIndex {
+    /// The squares of pawns of either colour.
     Pawn = 0,
+    /// The squares of knights of either colour.
     Knight = 1,
+    /// The squares of bishops of either colour.
     Bishop = 2,
+    /// The squares of rooks of either colour.
     Rook = 3,
+    /// The squares of queens of either colour.
     Queen = 4,
+    /// The squares of kings of either colour.
     King = 5,
+    /// The squares of white pieces.
     White = 6,
+    /// The squares of black pieces.
     Black = 7,
 }
 
@@ -67,15 +75,21 @@ impl BitboardIndex {
     }
 }
 
-/// Index of each piece bitboard in [`PositionRecord::bb`]
-/// ([`BitboardIndex::index`]).
+/// Index of the pawn bitboard in [`PositionRecord::bb`].
 pub const BB_PAWN: usize = BitboardIndex::Pawn.index();
+/// Index of the knight bitboard in [`PositionRecord::bb`].
 pub const BB_KNIGHT: usize = BitboardIndex::Knight.index();
+/// Index of the bishop bitboard in [`PositionRecord::bb`].
 pub const BB_BISHOP: usize = BitboardIndex::Bishop.index();
+/// Index of the rook bitboard in [`PositionRecord::bb`].
 pub const BB_ROOK: usize = BitboardIndex::Rook.index();
+/// Index of the queen bitboard in [`PositionRecord::bb`].
 pub const BB_QUEEN: usize = BitboardIndex::Queen.index();
+/// Index of the king bitboard in [`PositionRecord::bb`].
 pub const BB_KING: usize = BitboardIndex::King.index();
+/// Index of the white-pieces bitboard in [`PositionRecord::bb`].
 pub const BB_WHITE: usize = BitboardIndex::White.index();
+/// Index of the black-pieces bitboard in [`PositionRecord::bb`].
 pub const BB_BLACK: usize = BitboardIndex::Black.index();
 /// Number of bitboards per position.
 pub const BB_COUNT: usize = 8;
@@ -132,9 +146,14 @@ pub mod move_bits {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum MoveKind {
+    /// Any move that is neither en passant nor castling (promotions
+    /// included).
     Normal = 0,
+    /// A pawn capturing en passant.
     EnPassant = 1,
+    /// Castling on the king's side (towards the h-file).
     CastleKingside = 2,
+    /// Castling on the queen's side (towards the a-file).
     CastleQueenside = 3,
 }
 
@@ -159,12 +178,19 @@ impl MoveKind {
 /// `captured` is the pawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MoveParts {
+    /// The square the moving piece leaves.
     pub from: shakmaty::Square,
+    /// The square the moving piece arrives on.
     pub to: shakmaty::Square,
+    /// The role of the moving piece (before any promotion).
     pub role: shakmaty::Role,
+    /// The role of the captured piece, if any.
     pub captured: Option<shakmaty::Role>,
+    /// The role a pawn promotes to, if any.
     pub promotion: Option<shakmaty::Role>,
+    /// Normal, en passant, or castling (which side).
     pub kind: MoveKind,
+    /// The colour of the side that moves.
     pub mover: shakmaty::Color,
 }
 
@@ -204,27 +230,35 @@ impl PackedMove {
     fn field(self, shift: u32, mask: u32) -> u8 {
         (self.0 >> shift & mask) as u8
     }
+    /// Whether this is no move (the "move" of an initial position).
     pub fn is_none(self) -> bool {
         self.role() == Self::NO_ROLE
     }
+    /// The from square (0 = a1 .. 63 = h8).
     pub fn from(self) -> u8 {
         self.field(move_bits::FROM_SHIFT, move_bits::SQUARE_MASK)
     }
+    /// The to square (0 = a1 .. 63 = h8).
     pub fn to(self) -> u8 {
         self.field(move_bits::TO_SHIFT, move_bits::SQUARE_MASK)
     }
+    /// The moving role (0 = pawn .. 5 = king; [`Self::NO_ROLE`]: no move).
     pub fn role(self) -> u8 {
         self.field(move_bits::ROLE_SHIFT, move_bits::ROLE_MASK)
     }
+    /// The captured role ([`Self::NO_ROLE`]: no capture).
     pub fn captured(self) -> u8 {
         self.field(move_bits::CAPTURED_SHIFT, move_bits::ROLE_MASK)
     }
+    /// The promotion role ([`Self::NO_ROLE`]: no promotion).
     pub fn promotion(self) -> u8 {
         self.field(move_bits::PROMOTION_SHIFT, move_bits::ROLE_MASK)
     }
+    /// The kind of the move.
     pub fn kind(self) -> MoveKind {
         MoveKind::from_bits(self.field(move_bits::KIND_SHIFT, move_bits::KIND_MASK))
     }
+    /// Whether the mover was white.
     pub fn white(self) -> bool {
         self.field(move_bits::WHITE_SHIFT, 1) == 1
     }
@@ -256,12 +290,15 @@ pub struct PositionRecord {
 }
 
 impl PositionRecord {
+    /// The occupied squares (pieces of either colour).
     pub fn occupied(&self) -> u64 {
         self.bb[BB_WHITE] | self.bb[BB_BLACK]
     }
+    /// Whether any bit of `flag` (a `flags::*` mask) is set.
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
+    /// Whether white is to move.
     pub fn white_to_move(&self) -> bool {
         self.has(flags::WHITE_TO_MOVE)
     }
@@ -277,13 +314,21 @@ impl PositionRecord {
 #[derive(Clone)]
 #[repr(C)]
 pub struct ChunkColumns {
+    /// [`PositionRecord::bb`]: one column per bitboard, in `BB_*` order.
     pub bb: [[u64; CHUNK_POSITIONS]; BB_COUNT],
+    /// [`PositionRecord::mv`], as the packed bits.
     pub mv: [u32; CHUNK_POSITIONS],
+    /// [`PositionRecord::parent_delta`].
     pub parent_delta: [u16; CHUNK_POSITIONS],
+    /// [`PositionRecord::ply`].
     pub ply: [u16; CHUNK_POSITIONS],
+    /// [`PositionRecord::halfmove`].
     pub halfmove: [u16; CHUNK_POSITIONS],
+    /// [`PositionRecord::castling`].
     pub castling: [u16; CHUNK_POSITIONS],
+    /// [`PositionRecord::ep`].
     pub ep: [u8; CHUNK_POSITIONS],
+    /// [`PositionRecord::flags`].
     pub flags: [u8; CHUNK_POSITIONS],
 }
 
@@ -295,12 +340,19 @@ pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITION
 pub enum Column {
     /// A piece bitboard (u64 per position).
     Bitboard(BitboardIndex),
+    /// [`ChunkColumns::mv`] (u32 per position).
     Move,
+    /// [`ChunkColumns::parent_delta`] (u16 per position).
     ParentDelta,
+    /// [`ChunkColumns::ply`] (u16 per position).
     Ply,
+    /// [`ChunkColumns::halfmove`] (u16 per position).
     Halfmove,
+    /// [`ChunkColumns::castling`] (u16 per position).
     Castling,
+    /// [`ChunkColumns::ep`] (u8 per position).
     Ep,
+    /// [`ChunkColumns::flags`] (u8 per position).
     Flags,
 }
 
@@ -392,6 +444,7 @@ pub struct ChunkSummary {
     pub flags_or: u8,
     /// AND of all positions' flags.
     pub flags_and: u8,
+    /// Always zero; pads the summary to a multiple of 8 bytes.
     pub _pad: [u8; 6],
 }
 

@@ -131,7 +131,12 @@ impl CqlLines {
     /// Returns how many bytes are final: blank lines of movetext at the end
     /// of `text` are not (whether they end the game depends on the next
     /// line), unless `at_end`; the caller passes them again with more text.
-    pub fn fix(&mut self, text: &mut [u8], at_end: bool, fixes: &mut Vec<(usize, u8)>) -> usize {
+    pub(crate) fn fix(
+        &mut self,
+        text: &mut [u8],
+        at_end: bool,
+        fixes: &mut Vec<(usize, u8)>,
+    ) -> usize {
         // Blank lines of movetext seen last: (start, end) of the run.
         let mut run: Option<(usize, usize)> = None;
         let mut line_start = 0;
@@ -951,7 +956,7 @@ impl CutScanner {
     /// Scans the complete lines of `buf` not scanned yet (and the last,
     /// unterminated line too when `at_end`). `buf` must extend the buffer
     /// of the earlier calls.
-    pub fn scan(&mut self, buf: &[u8], at_end: bool) {
+    pub(crate) fn scan(&mut self, buf: &[u8], at_end: bool) {
         while self.pos < buf.len() {
             let line_end = match memchr::memchr(b'\n', &buf[self.pos..]) {
                 Some(p) => self.pos + p + 1,
@@ -1001,12 +1006,12 @@ impl CutScanner {
     }
 
     /// The last game boundary found so far.
-    pub fn cut(&self) -> Option<usize> {
+    pub(crate) fn cut(&self) -> Option<usize> {
         self.cut
     }
 
     /// Whether any non-blank text was scanned.
-    pub fn seen_text(&self) -> bool {
+    pub(crate) fn seen_text(&self) -> bool {
         self.seen_text
     }
 }
