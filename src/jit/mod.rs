@@ -90,10 +90,16 @@ impl Default for JitOptions {
 /// Why compilation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum JitError {
+    /// Cranelift has no native backend for this machine (its message).
     #[error("the host machine is not supported by Cranelift: {0}")]
     UnsupportedHost(String),
+    /// Cranelift refused a setting or the generated code, or lowering
+    /// failed (a filter the JIT does not lower, a kernel with part
+    /// functions over its budget); the message says which.
     #[error("Cranelift rejected the kernel: {0}")]
     Codegen(String),
+    /// The query needs at least `.0` Cranelift instructions in total, more
+    /// than [`JitOptions::max_instructions`] (`.1`).
     #[error(
         "the compiled query would have at least {0} Cranelift instructions, more than the limit {1}"
     )]
@@ -105,8 +111,11 @@ pub enum JitError {
 /// values (no Elo tag, unparsable year) are [`GAME_VALUE_MISSING`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GameSlot {
+    /// `elo`: the `WhiteElo` or `BlackElo` tag of the side's player.
     Elo(Side),
+    /// `year`: the leading digits of the `Date` tag.
     Year,
+    /// `gamenumber`: the game's 1-based number.
     GameNumber,
     /// 1 if the game's result is this one, else 0.
     Result(GameResult),
@@ -151,34 +160,52 @@ impl Plan {
 /// that it cannot lower); `explain --plan` prints it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NotLowered {
+    /// `line`, whose automaton has `states` states.
     #[error(
         "line: a regular expression over the game tree, run by the interpreter as an automaton of {states} states"
     )]
-    Line { states: usize },
+    Line {
+        /// States of the automaton.
+        states: usize,
+    },
+    /// A string literal.
     #[error("string values")]
     StringValues,
+    /// A game tag or player name (string-valued).
     #[error("string-valued game tags")]
     StringTags,
+    /// `currenttransform`.
     #[error("currenttransform (string)")]
     CurrentTransform,
+    /// `currentposition`.
     #[error("position values")]
     PositionValues,
+    /// A variable read or an assignment.
     #[error("variables")]
     Variables,
+    /// `sort`.
     #[error("sort (side effect)")]
     Sort,
+    /// `comment` or `message`.
     #[error("comment/message (side effect)")]
     CommentOrMessage,
+    /// A `square` or `piece` loop.
     #[error("square/piece loops")]
     SquareLoop,
+    /// A `move` filter.
     #[error("move filters")]
     MoveFilter,
+    /// A transform or `notransform` not expanded into an orbit.
     #[error("unexpanded transform")]
     UnexpandedTransform,
+    /// A filter that visits other positions of the game (`find`, `echo`,
+    /// `child`, position numbers, ...).
     #[error("game-tree navigation (other positions of the game)")]
     TreeNavigation,
+    /// `and`, `or` or `not` whose result is a value, not a match.
     #[error("and/or/not with a value")]
     ValuedLogical,
+    /// An `if` with a value and no `else`.
     #[error("valued if without else")]
     ValuedIfWithoutElse,
     /// A value of a kind the kernel has no representation for.
@@ -191,6 +218,7 @@ pub enum NotLowered {
 pub enum ValueKind {
     /// A square set, as the bits of the u64 reinterpreted as i64.
     Set,
+    /// A number (i64).
     Numeric,
 }
 
@@ -237,6 +265,7 @@ pub struct ChunkOutput {
 }
 
 impl ChunkOutput {
+    /// Empty buffers: no position matched, all values 0.
     pub fn new() -> ChunkOutput {
         ChunkOutput {
             bits: [0; CHUNK_POSITIONS / 64],
@@ -291,10 +320,17 @@ impl std::fmt::Debug for CompiledQuery {
 /// Why a [`CompiledQuery::run`] call was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RunError {
+    /// The position range is reversed or ends beyond [`CHUNK_POSITIONS`].
     #[error("position range {0:?} exceeds the chunk size")]
     Range(Range<usize>),
+    /// The `game` slice does not hold one value per game slot.
     #[error("expected {expected} game values, got {got}")]
-    GameValues { expected: usize, got: usize },
+    GameValues {
+        /// Values the kernel reads ([`CompiledQuery::game_slots`]).
+        expected: usize,
+        /// Values passed.
+        got: usize,
+    },
 }
 
 impl CompiledQuery {
@@ -345,6 +381,8 @@ impl CompiledQuery {
         self.condition.test(summary)
     }
 
+    /// Which body filters the kernel runs and which the interpreter must
+    /// confirm.
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
@@ -375,6 +413,8 @@ impl CompiledQuery {
     pub fn functions(&self) -> usize {
         self.functions
     }
+    /// Wall time [`compile`] took (planning, lowering and Cranelift code
+    /// generation).
     pub fn compile_time(&self) -> std::time::Duration {
         self.compile_time
     }

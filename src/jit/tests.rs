@@ -15,15 +15,15 @@ use crate::runtime::layout::{BB_BLACK, BB_WHITE, flags};
 pub(crate) mod build {
     use super::*;
 
-    pub fn e(node: Node, kind: Kind) -> Expr {
+    pub(crate) fn e(node: Node, kind: Kind) -> Expr {
         Expr::new(node, kind, Span::default())
     }
-    pub fn sq(name: &str) -> u64 {
+    pub(crate) fn sq(name: &str) -> u64 {
         let s: shakmaty::Square = name.parse().expect("square name");
         1 << s as u32
     }
     /// Piece designator from letters and a square set.
-    pub fn piece(letters: &str, squares: u64) -> Expr {
+    pub(crate) fn piece(letters: &str, squares: u64) -> Expr {
         let mut set = PieceSet::NONE;
         for c in letters.chars() {
             set = set.union(PieceSet::from_char(c).expect("piece letter"));
@@ -36,35 +36,35 @@ pub(crate) mod build {
             Kind::Set,
         )
     }
-    pub fn squares(bb: u64) -> Expr {
+    pub(crate) fn squares(bb: u64) -> Expr {
         e(Node::Squares(Bitboard(bb)), Kind::Set)
     }
-    pub fn count(x: Expr) -> Expr {
+    pub(crate) fn count(x: Expr) -> Expr {
         e(Node::Count(Box::new(x)), Kind::Numeric)
     }
-    pub fn num(n: i64) -> Expr {
+    pub(crate) fn num(n: i64) -> Expr {
         e(Node::Number(n), Kind::Numeric)
     }
-    pub fn cmp(op: CmpOp, a: Expr, b: Expr) -> Expr {
+    pub(crate) fn cmp(op: CmpOp, a: Expr, b: Expr) -> Expr {
         e(Node::Compare(op, Box::new(a), Box::new(b)), Kind::Logical)
     }
-    pub fn inter(a: Expr, b: Expr) -> Expr {
+    pub(crate) fn inter(a: Expr, b: Expr) -> Expr {
         e(
             Node::SetBinary(SetOp::Inter, Box::new(a), Box::new(b)),
             Kind::Set,
         )
     }
-    pub fn union(a: Expr, b: Expr) -> Expr {
+    pub(crate) fn union(a: Expr, b: Expr) -> Expr {
         e(
             Node::SetBinary(SetOp::Union, Box::new(a), Box::new(b)),
             Kind::Set,
         )
     }
-    pub fn block(items: Vec<Expr>) -> Expr {
+    pub(crate) fn block(items: Vec<Expr>) -> Expr {
         let kind = items.last().map_or(Kind::Logical, |l| l.kind);
         e(Node::Block(items), kind)
     }
-    pub fn dir(dirs: DirSet, min: u8, max: u8, x: Expr) -> Expr {
+    pub(crate) fn dir(dirs: DirSet, min: u8, max: u8, x: Expr) -> Expr {
         e(
             Node::Direction {
                 dirs,
@@ -75,7 +75,7 @@ pub(crate) mod build {
             Kind::Set,
         )
     }
-    pub fn orbit(count: bool, kind: Kind, bodies: Vec<Expr>) -> Expr {
+    pub(crate) fn orbit(count: bool, kind: Kind, bodies: Vec<Expr>) -> Expr {
         e(
             Node::Orbit {
                 count,
@@ -91,7 +91,7 @@ pub(crate) mod build {
             if count { Kind::Numeric } else { kind },
         )
     }
-    pub fn query(body: Vec<Expr>) -> ExpandedQuery {
+    pub(crate) fn query(body: Vec<Expr>) -> ExpandedQuery {
         ExpandedQuery::from_transform_free(Query {
             header: Default::default(),
             body,
@@ -101,7 +101,7 @@ pub(crate) mod build {
     }
 
     /// The D4 images of a vector.
-    pub fn d4(dx: i8, dy: i8) -> Vec<(i8, i8)> {
+    pub(crate) fn d4(dx: i8, dy: i8) -> Vec<(i8, i8)> {
         let mut v = vec![
             (dx, dy),
             (-dy, dx),
@@ -124,7 +124,7 @@ pub(crate) mod build {
     /// `shift flip {A@0 B@(dx,dy)}` expanded by hand: every placement of the
     /// pattern's D4 images that stays on the board, as blocks of two
     /// single-square piece designators.
-    pub fn shift_flip_pair(a: &str, b: &str, dx: i8, dy: i8) -> Expr {
+    pub(crate) fn shift_flip_pair(a: &str, b: &str, dx: i8, dy: i8) -> Expr {
         let mut bodies = Vec::new();
         for (ex, ey) in d4(dx, dy) {
             for s in 0..64i8 {
@@ -495,7 +495,7 @@ pub(crate) mod data {
     /// The shared data folder, found as `tests/support/data.rs` finds it:
     /// `$CQLJ_SHARED_DATA` when set, else `../shared/data` next to the
     /// checkout (the crate's manifest folder).
-    pub fn data_dir() -> PathBuf {
+    pub(crate) fn data_dir() -> PathBuf {
         match std::env::var_os("CQLJ_SHARED_DATA") {
             Some(d) => PathBuf::from(d),
             None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
@@ -567,7 +567,7 @@ pub(crate) mod data {
     }
 
     /// Mainline positions of `studies.pgn`.
-    pub fn studies() -> Vec<PositionRecord> {
+    pub(crate) fn studies() -> Vec<PositionRecord> {
         let file = std::fs::File::open(data_dir().join("studies.pgn")).expect("studies.pgn");
         let mut c = Collect {
             pos: None,

@@ -77,7 +77,7 @@ pub(super) fn possible_pieces(e: &Expr) -> PieceSet {
 }
 
 impl Lower<'_, '_> {
-    pub fn matched(&mut self, v: V) -> Value {
+    pub(in crate::jit) fn matched(&mut self, v: V) -> Value {
         match v {
             V::Logical(m) | V::Num { m, .. } => m,
             V::Set(s) => self.b.ins().icmp_imm_s(IntCC::NotEqual, s, 0),
@@ -155,7 +155,7 @@ impl Lower<'_, '_> {
 
     /// The match of `v` as bit `at` of an i64 whose other bits are zero.
     /// A one-square set is shifted into place (no compare).
-    pub fn match_bit(&mut self, v: V, at: u32) -> Value {
+    pub(in crate::jit) fn match_bit(&mut self, v: V, at: u32) -> Value {
         if let V::Set(s) = v
             && let Some(sq) = self.single_bit(s)
         {
@@ -216,7 +216,7 @@ impl Lower<'_, '_> {
 
     /// Shifts every square of `s` by (dx, dy); squares leaving the board
     /// vanish.
-    pub fn translate(&mut self, s: Value, dx: i8, dy: i8) -> Value {
+    pub(in crate::jit) fn translate(&mut self, s: Value, dx: i8, dy: i8) -> Value {
         let mut keep = !0u64;
         for x in 0..8i8 {
             if !(0..8).contains(&(x + dx)) {
@@ -503,7 +503,7 @@ impl Lower<'_, '_> {
     }
 
     /// Lowers one filter.
-    pub fn expr(&mut self, e: &Expr) -> Lowered<V> {
+    pub(in crate::jit) fn expr(&mut self, e: &Expr) -> Lowered<V> {
         self.check_size()?;
         if let Some(v) = self.flags_value(e) {
             return Ok(v);

@@ -92,7 +92,7 @@ pub(in crate::jit) struct Pass {
 impl Pass {
     /// A fresh pass over `module` with the limits of `opts`, splitting
     /// into part functions when `split`.
-    pub fn new(module: JITModule, opts: &JitOptions, split: bool) -> Pass {
+    pub(in crate::jit) fn new(module: JITModule, opts: &JitOptions, split: bool) -> Pass {
         Pass {
             module,
             game_slots: Vec::new(),
@@ -109,7 +109,7 @@ impl Pass {
     }
 
     /// The module, for the next pass or for finishing the query.
-    pub fn into_module(self) -> JITModule {
+    pub(in crate::jit) fn into_module(self) -> JITModule {
         self.module
     }
 }
@@ -204,13 +204,13 @@ impl<'a, 'f> Lower<'a, 'f> {
         Ok(())
     }
 
-    pub fn i64c(&mut self, v: i64) -> Value {
+    pub(in crate::jit) fn i64c(&mut self, v: i64) -> Value {
         self.b.ins().iconst(types::I64, v)
     }
-    pub fn u64c(&mut self, v: u64) -> Value {
+    pub(in crate::jit) fn u64c(&mut self, v: u64) -> Value {
         self.b.ins().iconst(types::I64, v as i64)
     }
-    pub fn i8c(&mut self, v: bool) -> Value {
+    pub(in crate::jit) fn i8c(&mut self, v: bool) -> Value {
         self.b.ins().iconst(types::I8, v as i64)
     }
 
@@ -280,7 +280,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// The squares holding a piece of `set`.
-    pub fn pieces(&mut self, set: PieceSet) -> Value {
+    pub(in crate::jit) fn pieces(&mut self, set: PieceSet) -> Value {
         if let Some(v) = self.pieces.get(&set) {
             return *v;
         }
