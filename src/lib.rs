@@ -8,6 +8,8 @@
 //! PGN, JSON lines, counts) -> the `cqlj` binary. [`import`] turns PGN into
 //! a store.
 
+#![warn(missing_docs, unreachable_pub)]
+
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod import;
