@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
 use crate::syntax::ast::{self, ExprKind, Infix, ListFilter, Prefix};
 use crate::syntax::diag::Diagnostics;
-use crate::syntax::parser::KEYWORDS;
+use crate::syntax::parser::keywords;
 
 /// Most IR nodes a query may have after function inlining.
 pub const MAX_NODES: usize = 1_000_000;
@@ -910,9 +910,8 @@ impl<'a> Lowerer<'a, '_> {
             ));
         }
         let mut best: Option<(usize, String)> = None;
-        let candidates = KEYWORDS
-            .iter()
-            .map(|s| s.to_string())
+        let candidates = keywords()
+            .map(str::to_string)
             .chain(self.var_ids.keys().cloned())
             .chain(self.functions.keys().cloned());
         let n = name.chars().count();

@@ -92,7 +92,8 @@ pub const UNSUPPORTED: &[&str] = &[
     "hhdb",
 ];
 
-/// Words that are keywords (cannot name a variable).
+/// Words that are keywords (cannot name a variable), besides the transform
+/// filters' ([`TransformFilter::from_name`]): see [`is_keyword`].
 pub const KEYWORDS: &[&str] = &[
     "and",
     "or",
@@ -200,19 +201,22 @@ pub const KEYWORDS: &[&str] = &[
     "maindiagonal",
     "offdiagonal",
     "anydirection",
-    "flip",
-    "dihedral",
-    "flipdihedral",
-    "rotate90",
-    "fliphorizontal",
-    "flipvertical",
-    "flipcolor",
-    "reversecolor",
-    "rotate45",
-    "shifthorizontal",
-    "shiftvertical",
-    "shift",
 ];
+
+/// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
+/// filter's name.
+pub fn is_keyword(word: &str) -> bool {
+    KEYWORDS.contains(&word) || TransformFilter::from_name(word).is_some()
+}
+
+/// Every keyword: [`KEYWORDS`], then the transform filters' names.
+pub fn keywords() -> impl Iterator<Item = &'static str> {
+    KEYWORDS
+        .iter()
+        .copied()
+        .chain(TransformFilter::ALL.iter().map(|t| t.name()))
+        .chain(TransformFilter::FLIP_ALIASES)
+}
 
 /// The direction set named by a direction keyword.
 pub fn direction_keyword(w: &str) -> Option<DirSet> {
@@ -233,24 +237,6 @@ pub fn direction_keyword(w: &str) -> Option<DirSet> {
         "maindiagonal" => DirSet::MAINDIAGONAL,
         "offdiagonal" => DirSet::OFFDIAGONAL,
         "anydirection" => DirSet::ANY,
-        _ => return None,
-    })
-}
-
-/// The transform filter named by a keyword.
-pub fn transform_keyword(w: &str) -> Option<TransformFilter> {
-    use TransformFilter as T;
-    Some(match w {
-        "flip" | "dihedral" | "flipdihedral" => T::Flip,
-        "rotate90" => T::Rotate90,
-        "fliphorizontal" => T::FlipHorizontal,
-        "flipvertical" => T::FlipVertical,
-        "flipcolor" => T::FlipColor,
-        "reversecolor" => T::ReverseColor,
-        "rotate45" => T::Rotate45,
-        "shifthorizontal" => T::ShiftHorizontal,
-        "shiftvertical" => T::ShiftVertical,
-        "shift" => T::Shift,
         _ => return None,
     })
 }
@@ -949,7 +935,7 @@ impl Parser<'_, '_> {
                 span,
             ));
         }
-        if let Some(filter) = transform_keyword(&w) {
+        if let Some(filter) = TransformFilter::from_name(&w) {
             let mut count = false;
             let mut restrict = false;
             loop {
@@ -1346,7 +1332,7 @@ impl Parser<'_, '_> {
                 start,
                 format!("not supported yet: {w} at {}", pos_text(self.src, start)),
             )),
-            _ if KEYWORDS.contains(&w.as_str()) => Err(self.error(
+            _ if is_keyword(&w) => Err(self.error(
                 start,
                 format!("unexpected `{w}` here: a filter is expected"),
             )),
@@ -1605,7 +1591,7 @@ impl Parser<'_, '_> {
     fn name(&mut self, what: &str) -> PResult<Name> {
         let t = self.bump();
         match t.tok {
-            Tok::Ident(w) if !KEYWORDS.contains(&w.as_str()) => Ok(Name {
+            Tok::Ident(w) if !is_keyword(w.as_str()) => Ok(Name {
                 name: w,
                 span: t.span,
             }),
