@@ -19,7 +19,7 @@ use cqlj::runtime::store::{Store, StoreError, StoreWriter, TextReader};
 use cqlj::scan::{self, GameMatch, GameMatcher, ScanOptions, Sink, SortKey, SortValue};
 use cqlj::scan::{Engine, RunPlan};
 
-use super::{counted, exit, files, thousands, usage_error};
+use super::{QUERY_TEXT_NAME, counted, exit, files, thousands, usage_error};
 
 /// The transform filter of a command-line option name (`flipcolor`, without
 /// dashes): one option per [`TransformFilter::ALL`], spelled as its keyword.
@@ -503,7 +503,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let name = args
         .query_file
         .as_ref()
-        .map_or("-cql".to_owned(), |f| f.display().to_string());
+        .map_or(QUERY_TEXT_NAME.to_owned(), |f| f.display().to_string());
     let plan_input = scan::QueryInput {
         source: &source,
         name: &name,
@@ -517,7 +517,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
             eprintln!("{report}");
             return Ok(ExitCode::from(exit::USAGE));
         }
-        Err(e) => return Err(e.into()),
+        // A transform error (an orbit over its limit) is a mistake in the query.
+        Err(e) => return Err(usage_error(e)),
     };
     let header = prepared.query.header().clone();
     let quiet = args.quiet || header.quiet;
