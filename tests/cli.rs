@@ -121,6 +121,17 @@ fn query_errors_have_one_label_and_one_exit_status() {
 }
 
 #[test]
+fn bench_query_errors_are_query_errors() {
+    let dir = Scratch::new("bench-query");
+    let db = dir.path("none.cqlj");
+    let db = db.to_string_lossy();
+    let (code, _, stderr) = cqlj(&["bench", "--cql", "check = 3", db.as_ref()]);
+    assert_eq!(code, USAGE, "{stderr}");
+    assert!(stderr.contains("<query>:1:1"), "{stderr}");
+    assert!(stderr.contains("`check` is a CQL keyword"), "{stderr}");
+}
+
+#[test]
 fn transform_limits_are_query_errors_in_a_run_and_in_explain() {
     let q = "flip flip flip flip flip flip flip flip Ra1";
     for args in [

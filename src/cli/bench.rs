@@ -213,6 +213,17 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.no_suite && args.cql.is_empty() {
         return Err(usage!("--no-suite leaves no query to run: add --cql QUERY"));
     }
+    // A wrong `--cql` query is a usage error, found before the store opens.
+    for source in &args.cql {
+        scan::prepare(&scan::QueryInput {
+            source,
+            name: super::QUERY_TEXT_NAME,
+            color: false,
+            extra_filters: &[],
+            transforms: &[],
+        })
+        .map_err(|e| usage!("{e}"))?;
+    }
     let store = open_db(args.db.as_deref())?;
     let threads = args.threads.max(1);
     let all = 0..store.n_games();
@@ -278,7 +289,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     for source in queries {
         let prepared = scan::prepare(&scan::QueryInput {
             source,
-            name: "--cql",
+            name: super::QUERY_TEXT_NAME,
             color: false,
             extra_filters: &[],
             transforms: &[],
