@@ -149,7 +149,6 @@ impl Diagnostics {
                 return;
             }
         }
-        let (line, col) = line_col(&self.source, span.start as usize);
         // A message quoting a huge word (an identifier, a string) is cut.
         let message = if message.len() > MAX_MESSAGE_BYTES {
             let cut = floor_boundary(&message, MAX_MESSAGE_BYTES);
@@ -157,6 +156,17 @@ impl Diagnostics {
         } else {
             message
         };
+        // The same message at the same place (a function body inlined at
+        // each call) is one mistake, reported once. (`Span`'s `==` ignores
+        // positions, so they are compared here.)
+        if self
+            .items
+            .iter()
+            .any(|d| (d.span.start, d.span.end) == (span.start, span.end) && d.message == message)
+        {
+            return;
+        }
+        let (line, col) = line_col(&self.source, span.start as usize);
         self.items.push(Diagnostic {
             span,
             message,
@@ -385,6 +395,16 @@ mod tests {
         assert_eq!(edit_distance("flipcolr", "flipcolor"), 1);
         assert_eq!(edit_distance("ab", "ba"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn diag_same_message_at_same_place_is_kept_once() {
+        let mut d = Diagnostics::new("f() f()");
+        d.error(Span::new(0, 3), "wrong");
+        d.error(Span::new(0, 3), "wrong");
+        d.error(Span::new(4, 7), "wrong");
+        d.error(Span::new(0, 3), "other");
+        assert_eq!(d.error_count(), 3, "{d}");
     }
 
     #[test]

@@ -40,9 +40,9 @@ struct Lowerer<'a, 'd> {
     /// Variables of `square`/`piece` loops: bound only inside their loop's
     /// body (CQL 6.2 unbinds them after the loop).
     loop_vars: HashMap<String, LoopVar>,
-    /// Variables whose assignment failed: a later use is not reported again
-    /// (the assignment's error stands for the mistake).
-    failed_assignments: HashSet<String>,
+    /// Names already reported (an unknown name, a variable whose assignment
+    /// failed): a later use is not reported again, one mistake is one error.
+    reported_names: HashSet<String>,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -71,7 +71,7 @@ pub fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Query> {
         depth: 0,
         fatal: false,
         loop_vars: HashMap::new(),
-        failed_assignments: HashSet::new(),
+        reported_names: HashSet::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -533,12 +533,12 @@ impl<'a> Lowerer<'a, '_> {
                 let v = match self.sub(value) {
                     Ok(v) => v,
                     Err(failed) => {
-                        self.failed_assignments.insert(var.name.clone());
+                        self.reported_names.insert(var.name.clone());
                         return Err(failed);
                     }
                 };
                 if v.kind == Kind::Logical {
-                    self.failed_assignments.insert(var.name.clone());
+                    self.reported_names.insert(var.name.clone());
                     return Err(self.err(
                         v.span,
                         format!(
@@ -906,7 +906,7 @@ impl<'a> Lowerer<'a, '_> {
                 format!("`{name}` is a function: call it with its arguments, e.g. `{name}(...)`"),
             ));
         }
-        if self.failed_assignments.contains(name) {
+        if self.reported_names.contains(name) {
             return Err(Failed);
         }
         let candidates = keywords()
@@ -916,6 +916,7 @@ impl<'a> Lowerer<'a, '_> {
             Some(c) => format!(" (did you mean `{c}`?)"),
             None => String::new(),
         };
+        self.reported_names.insert(name.to_owned());
         Err(self.err(
             span,
             format!("unknown variable or filter `{name}`: a variable must be assigned before it is used{hint}"),
