@@ -932,17 +932,21 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Move(m), start))
             }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
-            Tok::Assign if self.keyword_before(start).is_some() => {
-                let (w, span) = self.keyword_before(start).unwrap_or_default();
+            other => {
+                // `check = 3`: the keyword ended its filter, so `=` starts one.
+                if other == Tok::Assign
+                    && let Some((w, span)) = self.keyword_before(start)
+                {
+                    return Err(self.error(
+                        span,
+                        format!("`{w}` is a CQL keyword and cannot be used as a variable name"),
+                    ));
+                }
                 Err(self.error(
-                    span,
-                    format!("`{w}` is a CQL keyword and cannot be used as a variable name"),
+                    start,
+                    format!("expected a filter, found {}", Self::describe(&other)),
                 ))
             }
-            other => Err(self.error(
-                start,
-                format!("expected a filter, found {}", Self::describe(&other)),
-            )),
         }
     }
 
