@@ -441,6 +441,52 @@ pub enum TransformFilter {
     Shift,
 }
 
+impl TransformFilter {
+    /// Every transform filter, in the order of the CQL 6.2 documentation's
+    /// command-line options.
+    pub const ALL: [TransformFilter; 10] = [
+        TransformFilter::Flip,
+        TransformFilter::FlipColor,
+        TransformFilter::ReverseColor,
+        TransformFilter::Shift,
+        TransformFilter::Rotate90,
+        TransformFilter::Rotate45,
+        TransformFilter::FlipHorizontal,
+        TransformFilter::FlipVertical,
+        TransformFilter::ShiftHorizontal,
+        TransformFilter::ShiftVertical,
+    ];
+
+    /// Other keywords of [`TransformFilter::Flip`] (`from_name` accepts
+    /// them; `name` never returns them).
+    pub const FLIP_ALIASES: [&'static str; 2] = ["dihedral", "flipdihedral"];
+
+    /// The CQL keyword of the filter (also its command-line option).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransformFilter::Flip => "flip",
+            TransformFilter::Rotate90 => "rotate90",
+            TransformFilter::FlipHorizontal => "fliphorizontal",
+            TransformFilter::FlipVertical => "flipvertical",
+            TransformFilter::FlipColor => "flipcolor",
+            TransformFilter::ReverseColor => "reversecolor",
+            TransformFilter::Rotate45 => "rotate45",
+            TransformFilter::ShiftHorizontal => "shifthorizontal",
+            TransformFilter::ShiftVertical => "shiftvertical",
+            TransformFilter::Shift => "shift",
+        }
+    }
+
+    /// The filter a keyword names: a [`name`](Self::name) or one of
+    /// [`FLIP_ALIASES`](Self::FLIP_ALIASES).
+    pub fn from_name(word: &str) -> Option<TransformFilter> {
+        if Self::FLIP_ALIASES.contains(&word) {
+            return Some(TransformFilter::Flip);
+        }
+        Self::ALL.into_iter().find(|t| t.name() == word)
+    }
+}
+
 /// Which moves a `move` filter examines (CQL 6.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MoveSource {

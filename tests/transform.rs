@@ -312,7 +312,6 @@ fn orbit_size_limit_is_checked_before_materialising() {
 
 #[test]
 fn options_names_map_to_filters() {
-    use cqlj::transform::{basic::filter_name, option_filter};
     for f in [
         T::Flip,
         T::FlipColor,
@@ -325,10 +324,12 @@ fn options_names_map_to_filters() {
         T::ShiftHorizontal,
         T::ShiftVertical,
     ] {
-        assert_eq!(option_filter(&format!("-{}", filter_name(f))), Some(f));
+        assert!(T::ALL.contains(&f));
+        assert_eq!(T::from_name(f.name()), Some(f));
     }
-    assert_eq!(option_filter("-dihedral"), Some(T::Flip));
-    assert_eq!(option_filter("-input"), None);
+    assert_eq!(T::from_name("dihedral"), Some(T::Flip));
+    assert_eq!(T::from_name("flipdihedral"), Some(T::Flip));
+    assert_eq!(T::from_name("input"), None);
 }
 
 #[test]

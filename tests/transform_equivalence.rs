@@ -195,7 +195,7 @@ fn metamorphic_board_transforms_agree_on_studies_positions() {
     ] {
         let transforms = filter_transforms(f, false);
         for target in targets {
-            let name = format!("{} {target}", cqlj::transform::basic::filter_name(f));
+            let name = format!("{} {target}", f.name());
             let orbit = compile(&name);
             let plain = compile(target);
             // Every 7th position of the first games keeps the test quick.

@@ -213,6 +213,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.no_suite && args.cql.is_empty() {
         return Err(usage!("--no-suite leaves no query to run: add --cql QUERY"));
     }
+    // A wrong `--cql` query is a usage error, found before the store opens.
+    for source in &args.cql {
+        let options = cqlj::query::QueryOptions {
+            name: super::QUERY_TEXT_NAME,
+            ..Default::default()
+        };
+        cqlj::query::prepare(source, &options).map_err(|e| usage!("{e}"))?;
+    }
     let store = open_db(args.db.as_deref())?;
     let threads = args.threads.max(1);
     let all = 0..store.n_games();
@@ -277,7 +285,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut disagreements = 0;
     for source in queries {
         let options = cqlj::query::QueryOptions {
-            name: "--cql",
+            name: super::QUERY_TEXT_NAME,
             ..Default::default()
         };
         let prepared =

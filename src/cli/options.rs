@@ -8,25 +8,75 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use clap::{Parser, ValueEnum};
+use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use cqlj::ir::{Header, TransformFilter};
 use cqlj::scan::Engine;
 
-/// The transform options (`-flip` ... `-shiftvertical`), each naming the
-/// filter `cqlj::transform::option_filter` maps it to.
-const TRANSFORM_OPTIONS: [&str; 10] = [
-    "flip",
-    "flipcolor",
-    "reversecolor",
-    "shift",
-    "rotate90",
-    "rotate45",
-    "fliphorizontal",
-    "flipvertical",
-    "shifthorizontal",
-    "shiftvertical",
-];
+/// The transform filter of a command-line option name (`flipcolor`, without
+/// dashes): one option per [`TransformFilter::ALL`], spelled as its keyword.
+fn transform_option(name: &str) -> Option<TransformFilter> {
+    TransformFilter::ALL.into_iter().find(|t| t.name() == name)
+}
+
+/// What a transform option does, for `cqlj --help`.
+fn transform_help(t: TransformFilter) -> &'static str {
+    match t {
+        TransformFilter::Flip => {
+            "Wrap the query in `flip`: also match it reflected and rotated (the 8 symmetries of the board)"
+        }
+        TransformFilter::FlipColor => {
+            "Wrap the query in `flipcolor`: also match it with colors swapped and the board mirrored top to bottom"
+        }
+        TransformFilter::ReverseColor => {
+            "Wrap the query in `reversecolor`: also match it with colors swapped (board not mirrored)"
+        }
+        TransformFilter::Shift => {
+            "Wrap the query in `shift`: also match it moved by any number of files and ranks (as long as it stays on the board)"
+        }
+        TransformFilter::Rotate90 => {
+            "Wrap the query in `rotate90`: also match it rotated by 90, 180 and 270 degrees"
+        }
+        TransformFilter::Rotate45 => {
+            "Wrap the query in `rotate45`: also match it rotated by multiples of 45 degrees (for directions and lines)"
+        }
+        TransformFilter::FlipHorizontal => {
+            "Wrap the query in `fliphorizontal`: also match it mirrored left to right"
+        }
+        TransformFilter::FlipVertical => {
+            "Wrap the query in `flipvertical`: also match it mirrored top to bottom (colors kept)"
+        }
+        TransformFilter::ShiftHorizontal => {
+            "Wrap the query in `shifthorizontal`: also match it moved by any number of files"
+        }
+        TransformFilter::ShiftVertical => {
+            "Wrap the query in `shiftvertical`: also match it moved by any number of ranks"
+        }
+    }
+}
+
+/// The heading of the transform options in `cqlj --help`.
+const TRANSFORM_HEADING: &str =
+    "Transform options (wrap the whole query body; the last one given is innermost)";
+
+/// The query run's command line: [`RunArgs`] and a flag per transform filter.
+fn command() -> clap::Command {
+    RunArgs::command().args(TransformFilter::ALL.map(|t| {
+        Arg::new(t.name())
+            .long(t.name())
+            .action(ArgAction::SetTrue)
+            .help(transform_help(t))
+            .help_heading(TRANSFORM_HEADING)
+    }))
+}
+
+/// Parses the (normalized) command line of a query run; like clap's
+/// `parse_from`, prints the error or help and exits on failure.
+pub fn parse_args(raw: &[OsString]) -> RunArgs {
+    let matches = command().get_matches_from(raw);
+    RunArgs::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 /// Long options CQL writes with a single dash.
 const CQL_LONG_OPTIONS: [&str; 27] = [
     "cql",
@@ -201,47 +251,6 @@ pub struct RunArgs {
     /// Only games with this result (1-0, 0-1, 1/2-1/2).
     #[arg(long)]
     pub result: Option<String>,
-    /// Wrap the query in `flip`: also match it reflected and rotated (the
-    /// 8 symmetries of the board). Transform options wrap the whole body,
-    /// the last one given innermost.
-    #[arg(long)]
-    pub flip: bool,
-    /// Wrap the query in `flipcolor`: also match it with colors swapped
-    /// and the board mirrored top to bottom.
-    #[arg(long)]
-    pub flipcolor: bool,
-    /// Wrap the query in `reversecolor`: also match it with colors swapped
-    /// (board not mirrored).
-    #[arg(long)]
-    pub reversecolor: bool,
-    /// Wrap the query in `shift`: also match it moved by any number of
-    /// files and ranks (as long as it stays on the board).
-    #[arg(long)]
-    pub shift: bool,
-    /// Wrap the query in `rotate90`: also match it rotated by 90, 180 and
-    /// 270 degrees.
-    #[arg(long)]
-    pub rotate90: bool,
-    /// Wrap the query in `rotate45`: also match it rotated by multiples of
-    /// 45 degrees (for directions and lines).
-    #[arg(long)]
-    pub rotate45: bool,
-    /// Wrap the query in `fliphorizontal`: also match it mirrored left to
-    /// right.
-    #[arg(long)]
-    pub fliphorizontal: bool,
-    /// Wrap the query in `flipvertical`: also match it mirrored top to
-    /// bottom (colors kept).
-    #[arg(long)]
-    pub flipvertical: bool,
-    /// Wrap the query in `shifthorizontal`: also match it moved by any
-    /// number of files.
-    #[arg(long)]
-    pub shifthorizontal: bool,
-    /// Wrap the query in `shiftvertical`: also match it moved by any number
-    /// of ranks.
-    #[arg(long)]
-    pub shiftvertical: bool,
     /// Evaluation engine.
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     pub engine: Engine,
@@ -268,7 +277,7 @@ pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
         .map(|a| match a.to_str() {
             Some(s) if s.len() > 2 && s.starts_with('-') && !s.starts_with("--") => {
                 let name = s[1..].split_once('=').map_or(&s[1..], |(n, _)| n);
-                if CQL_LONG_OPTIONS.contains(&name) || TRANSFORM_OPTIONS.contains(&name) {
+                if CQL_LONG_OPTIONS.contains(&name) || transform_option(name).is_some() {
                     OsString::from(format!("-{s}"))
                 } else {
                     a
@@ -282,7 +291,7 @@ pub fn normalize_args(args: Vec<OsString>) -> Vec<OsString> {
 /// True if `name` (without dashes) is an option of the run.
 fn is_known_option(name: &str) -> bool {
     CQL_LONG_OPTIONS.contains(&name)
-        || TRANSFORM_OPTIONS.contains(&name)
+        || transform_option(name).is_some()
         || SHORT_FLAGS.contains(&name)
         || VALUE_OPTIONS.iter().any(|(n, ..)| *n == name)
 }
@@ -329,9 +338,10 @@ pub fn check_options(raw: &[OsString]) -> anyhow::Result<()> {
         if CQL_UNSUPPORTED.contains(&name) {
             bail!("CQL option `-{name}` is not supported yet by cqlj (see cqlj --help)");
         }
-        let known = CQL_LONG_OPTIONS.iter().chain(TRANSFORM_OPTIONS.iter());
+        let known =
+            (CQL_LONG_OPTIONS.iter().copied()).chain(TransformFilter::ALL.iter().map(|t| t.name()));
         let close = known
-            .map(|k| (edit_distance(name, k), *k))
+            .map(|k| (edit_distance(name, k), k))
             .filter(|(d, k)| *d <= 2.min(k.len() / 3 + 1))
             .min();
         match close {
@@ -367,8 +377,7 @@ pub fn transform_options_in_order(raw: &[OsString]) -> Vec<TransformFilter> {
     raw.iter()
         .filter_map(|a| a.to_str())
         .filter_map(|s| s.strip_prefix("--"))
-        .filter(|s| TRANSFORM_OPTIONS.contains(s))
-        .filter_map(cqlj::transform::option_filter)
+        .filter_map(transform_option)
         .collect()
 }
 
@@ -486,7 +495,9 @@ pub fn read_query(args: &RunArgs) -> anyhow::Result<QueryText> {
     let name = args
         .query_file
         .as_ref()
-        .map_or("-cql".to_owned(), |f| f.display().to_string());
+        .map_or(super::QUERY_TEXT_NAME.to_owned(), |f| {
+            f.display().to_string()
+        });
     Ok(QueryText {
         source,
         name,
@@ -583,7 +594,7 @@ mod tests {
             "7",
             "-shift",
         ]));
-        let args = RunArgs::parse_from(&raw);
+        let args = parse_args(&raw);
         assert_eq!(args.cql.as_deref(), Some("Ra1"));
         assert_eq!(args.input.as_deref(), Some(Path::new("x.pgn")));
         assert_eq!(args.gamenumber, Some(vec![3, 7]));
@@ -628,7 +639,7 @@ mod tests {
             "-result",
             "1-0",
         ]));
-        let args = RunArgs::parse_from(&raw);
+        let args = parse_args(&raw);
         assert_eq!(
             option_filters(&args).unwrap(),
             vec![

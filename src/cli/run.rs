@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use clap::Parser;
 
 use cqlj::printer::{Form, PgnOptions, Printed, Printer, PrinterOptions};
 use cqlj::query::{PrepareError, QueryOptions};
@@ -24,7 +23,7 @@ use super::{counted, exit, files, input, thousands, usage_error};
 pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     options::check_options(&raw).map_err(usage_error)?;
     let raw = options::normalize_args(raw);
-    let args = RunArgs::parse_from(&raw);
+    let args = options::parse_args(&raw);
     let transforms = options::transform_options_in_order(&raw);
     let started = Instant::now();
 
@@ -47,7 +46,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
             eprintln!("{report}");
             return Ok(ExitCode::from(exit::USAGE));
         }
-        Err(e) => return Err(e.into()),
+        // A transform error (an orbit over its limit) is a mistake in the query.
+        Err(e) => return Err(usage_error(e)),
     };
     let settings = Settings::resolve(&args, prepared.query.header(), text.default_out);
     let quiet = settings.quiet;

@@ -11,7 +11,7 @@
 use crate::ir::{
     ArithOp, Bitboard, Castle, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem,
     MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove, TagField,
-    TransformFilter, TreeRel, Var,
+    TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -110,21 +110,6 @@ fn dirs_text(d: DirSet) -> String {
             "[{}]",
             d.iter().map(|x| x.name()).collect::<Vec<_>>().join(",")
         ),
-    }
-}
-
-fn transform_name(t: TransformFilter) -> &'static str {
-    match t {
-        TransformFilter::Flip => "flip",
-        TransformFilter::Rotate90 => "rotate90",
-        TransformFilter::FlipHorizontal => "fliphorizontal",
-        TransformFilter::FlipVertical => "flipvertical",
-        TransformFilter::FlipColor => "flipcolor",
-        TransformFilter::ReverseColor => "reversecolor",
-        TransformFilter::Rotate45 => "rotate45",
-        TransformFilter::ShiftHorizontal => "shifthorizontal",
-        TransformFilter::ShiftVertical => "shiftvertical",
-        TransformFilter::Shift => "shift",
     }
 }
 
@@ -605,7 +590,7 @@ impl Printer<'_> {
                 restrict,
                 body,
             } => {
-                let mut head = format!("{} ", transform_name(*filter));
+                let mut head = format!("{} ", filter.name());
                 if *count {
                     head.push_str("count ");
                 }

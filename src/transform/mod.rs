@@ -255,25 +255,6 @@ pub fn expand(q: &ir::Query, limits: &Limits) -> Result<Expansion, TransformErro
     })
 }
 
-/// The transform filter of a command-line option (`-flip`, `--flipcolor`,
-/// `-shiftvertical`, ...; the leading dashes are optional). `None` for any
-/// other word. `dihedral` and `flipdihedral` are accepted as `flip`.
-pub fn option_filter(option: &str) -> Option<TransformFilter> {
-    Some(match option.trim_start_matches('-') {
-        "flip" | "dihedral" | "flipdihedral" => TransformFilter::Flip,
-        "flipcolor" => TransformFilter::FlipColor,
-        "reversecolor" => TransformFilter::ReverseColor,
-        "shift" => TransformFilter::Shift,
-        "rotate90" => TransformFilter::Rotate90,
-        "rotate45" => TransformFilter::Rotate45,
-        "fliphorizontal" => TransformFilter::FlipHorizontal,
-        "flipvertical" => TransformFilter::FlipVertical,
-        "shifthorizontal" => TransformFilter::ShiftHorizontal,
-        "shiftvertical" => TransformFilter::ShiftVertical,
-        _ => return None,
-    })
-}
-
 /// Wraps the whole query body in the transform filters of the command-line
 /// options `-flip -flipcolor ...`, in the order given: the first outermost,
 /// the last innermost. A body of several filters is wrapped as one block
