@@ -443,80 +443,82 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     let mut ctx: Context = module.make_context();
     ctx.func.signature = sig;
     ctx.func.name = UserFuncName::user(0, id.as_u32());
-    let mut sh = lower::Shared {
-        module,
-        game_slots: Vec::new(),
-        fused: Vec::new(),
-        columns: Vec::new(),
-        fuse: opts.fuse_orbits,
-        split: false,
-        budget: opts.max_function_instructions,
-        max_total: opts.max_instructions,
-        finished: 0,
-        parts: 0,
-        stop: false,
-        overflow: false,
-        error: None,
-        clif: opts.keep_clif.then(String::new),
-    };
     // First pass: the whole query in one function. A query whose kernel
     // would exceed the per-function budget is lowered again with its wide
     // constructs (orbits, blocks, the top-level filters) split into part
     // functions called from the kernel.
     let body_value = value_expr.map(|(e, _)| e);
-    // (Re)builds the kernel into a fresh function of the same name and
-    // signature, `unroll` positions per loop iteration.
-    let build = |func: &mut ir::Function, sh: &mut lower::Shared, unroll| {
+    // Builds the kernel into a fresh function of the same name and
+    // signature, `unroll` positions per loop iteration: the pass and, if it
+    // stopped, why (its functions are then discarded).
+    let build = |func: &mut ir::Function, mut pass: lower::Pass, unroll| {
         *func = ir::Function::with_name_signature(
             UserFuncName::user(0, id.as_u32()),
             func.signature.clone(),
         );
-        lower::build_kernel(
+        let done = lower::build_kernel(
             func,
             &mut FunctionBuilderContext::new(),
             &lowered,
             body_value,
             opts,
-            sh,
+            &mut pass,
             unroll,
         );
+        (pass, done)
     };
-    build(&mut ctx.func, &mut sh, 1);
-    if sh.overflow {
-        sh.game_slots.clear();
-        sh.fused.clear();
-        sh.columns.clear();
-        sh.stop = false;
-        sh.overflow = false;
-        sh.split = true;
-        build(&mut ctx.func, &mut sh, 1);
-    } else if sh.error.is_none()
-        && !opts.values
-        && opts.unroll
-        && lower::count_instructions(&ctx.func) <= lower::UNROLL_MAX_INSTRUCTIONS
-    {
-        // A small kernel: built again with its body unrolled (the loop
-        // overhead is most of its work). The plan's fused orbits are the
-        // first pass's (the unrolled body lowers each orbit more than once).
-        let fused = std::mem::take(&mut sh.fused);
-        sh.game_slots.clear();
-        sh.columns.clear();
-        build(&mut ctx.func, &mut sh, lower::UNROLL);
-        sh.fused = fused;
-    }
-    if let Some(e) = sh.error.take() {
-        return Err(e);
-    }
-    let instructions = sh.finished + lower::count_instructions(&ctx.func);
+    // A pass that must succeed: only a compile error stops it.
+    let fatal = |e: lower::LowerError| match e {
+        lower::LowerError::Jit(e) => e,
+        lower::LowerError::Overflow => {
+            JitError::Codegen("a kernel with part functions exceeded its budget".to_owned())
+        }
+    };
+    let (first, done) = build(&mut ctx.func, lower::Pass::new(module, opts, false), 1);
+    let mut pass = match done {
+        Ok(())
+            if !opts.values
+                && opts.unroll
+                && lower::count_instructions(&ctx.func) <= lower::UNROLL_MAX_INSTRUCTIONS =>
+        {
+            // A small kernel: built again with its body unrolled (the loop
+            // overhead is most of its work). The plan's fused orbits are
+            // the first pass's (the unrolled body lowers each orbit more
+            // than once). An unrolled body over the budget keeps the first
+            // pass's kernel, built again.
+            let fused = first.fused;
+            let unrolled = lower::Pass::new(first.module, opts, false);
+            let (mut pass, done) = match build(&mut ctx.func, unrolled, lower::UNROLL) {
+                (pass, Err(lower::LowerError::Overflow)) => build(
+                    &mut ctx.func,
+                    lower::Pass::new(pass.into_module(), opts, false),
+                    1,
+                ),
+                other => other,
+            };
+            done.map_err(fatal)?;
+            pass.fused = fused;
+            pass
+        }
+        Ok(()) => first,
+        Err(lower::LowerError::Overflow) => {
+            let again = lower::Pass::new(first.into_module(), opts, true);
+            let (pass, done) = build(&mut ctx.func, again, 1);
+            done.map_err(fatal)?;
+            pass
+        }
+        Err(lower::LowerError::Jit(e)) => return Err(e),
+    };
+    let instructions = pass.finished + lower::count_instructions(&ctx.func);
     if instructions > opts.max_instructions {
         return Err(JitError::TooLarge(instructions, opts.max_instructions));
     }
-    let clif = sh.clif.take().map(|parts| {
+    let clif = pass.clif.take().map(|parts| {
         let mut text = ctx.func.display().to_string();
         text.push_str(&parts);
         text
     });
-    let mut module = sh.module;
+    let mut module = pass.module;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| JitError::Codegen(format!("{e:?}")))?;
@@ -524,10 +526,10 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
     module
         .finalize_definitions()
         .map_err(|e| JitError::Codegen(e.to_string()))?;
-    let mut columns = sh.columns;
+    let mut columns = pass.columns;
     columns.sort_by_key(|c| c.offset());
     columns.dedup();
-    let (game_slots, fused_orbits, functions) = (sh.game_slots, sh.fused, sh.parts + 1);
+    let (game_slots, fused_orbits, functions) = (pass.game_slots, pass.fused, pass.parts + 1);
     plan.fused_orbits = fused_orbits;
     let code = module.get_finalized_function(id);
     // SAFETY: `code` is the finalized entry of a function declared with

@@ -13,7 +13,7 @@ use super::format::{
     Bytes, CHUNK_BYTES, CHUNK_ENTRY_LEN, CHUNKS_OFFSET, ChunkInfo, GAME_ENTRY_LEN, GameEntry,
     Header, Segment, TEXT_BLOCK_LEN,
 };
-use super::slots::{current_header, newer_commit, read_first};
+use super::slots::{Tail, current_header, newer_commit, read_first};
 #[cfg(doc)]
 use super::text::TextReader;
 use super::validate::Checks;
@@ -107,7 +107,7 @@ impl Store {
                 needed: header.file_len,
             });
         }
-        if let Some(t) = newer_commit(file, path, &first, &header, slot, size)? {
+        if let Tail::DamagedCommit(t) = newer_commit(file, path, &first, &header, slot, size)? {
             return Err(StoreError::DamagedHeader {
                 path: path.to_path_buf(),
                 slot: t.slot,
