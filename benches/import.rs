@@ -2,6 +2,11 @@
 //! `book.pgn.zst`: replaying PGN into position records, and the whole import
 //! into a store file.
 
+/// The shared data folder, found as the tests find it.
+#[allow(dead_code)]
+#[path = "../tests/support/data.rs"]
+mod data;
+
 use std::hint::black_box;
 use std::io::Read;
 
@@ -12,8 +17,7 @@ const GAMES: u64 = 2_000;
 
 /// The first `GAMES` games of the book, as PGN text, and their ply count.
 fn book_slice() -> (Vec<u8>, u64) {
-    let raw =
-        std::fs::read(cqlj::scan::shared_data_dir().join("book.pgn.zst")).expect("book.pgn.zst");
+    let raw = std::fs::read(data::shared_dir().join("book.pgn.zst")).expect("book.pgn.zst");
     let mut decoder = zstd::stream::read::Decoder::new(&raw[..]).expect("zstd");
     // The first games fit in the first few megabytes.
     let mut text = vec![0u8; 8 << 20];

@@ -6,6 +6,11 @@
 //! Reports positions/s (criterion `Throughput::Elements`) and prints compile
 //! times and bytes read per position.
 
+/// The shared data folder, found as the tests find it.
+#[allow(dead_code)]
+#[path = "../tests/support/data.rs"]
+mod data;
+
 use std::ops::ControlFlow;
 
 use cqlj::interp::{EvalOptions, GameView, Interpreter};
@@ -80,8 +85,7 @@ impl Visitor for Collect {
 }
 
 fn load_positions() -> (Vec<PositionRecord>, Vec<usize>) {
-    let file = std::fs::File::open(cqlj::scan::shared_data_dir().join("book.pgn.zst"))
-        .expect("book.pgn.zst");
+    let file = std::fs::File::open(data::shared_dir().join("book.pgn.zst")).expect("book.pgn.zst");
     let dec = zstd::Decoder::new(file).expect("zstd");
     let mut reader = Reader::new(dec);
     let mut c = Collect {

@@ -1,6 +1,10 @@
 //! Hostile-input checks shared by the cargo-fuzz targets in `fuzz/` and the
 //! regression replay in `tests/fuzz_regressions.rs`.
 //!
+//! Compiled only with the cargo feature `fuzzing` (off by default, so the
+//! released library does not carry it); the fuzz package and this
+//! package's tests turn it on.
+//!
 //! Each `check_*` function takes arbitrary bytes and panics only when cqlj
 //! misbehaves (a crash, a wrong answer, a lost game); any other outcome,
 //! including a clean error, returns normally. Inputs are decoded with a small
@@ -42,6 +46,7 @@ pub struct ByteSource<'a> {
 }
 
 impl<'a> ByteSource<'a> {
+    /// A source reading `data` from its first byte.
     pub fn new(data: &'a [u8]) -> ByteSource<'a> {
         ByteSource { data, pos: 0 }
     }
@@ -306,7 +311,10 @@ pub fn check_pgn_import(data: &[u8]) {
                     sentinel = true;
                 }
             }
-            Err(reason) => assert!(!reason.is_empty(), "game skipped without a reason"),
+            Err(reason) => assert!(
+                !reason.to_string().is_empty(),
+                "game skipped without a reason"
+            ),
         }
     }
     if !sentinel && !swallows_following(data) {

@@ -14,6 +14,8 @@
 //! - Square sets are [`Bitboard`]s in shakmaty's square order (a1 = bit 0,
 //!   h8 = bit 63).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
 pub use cqlj_runtime::bitboard::{Bitboard, DirSet, Direction};
@@ -95,8 +97,7 @@ pub struct VarId(pub u32);
 pub struct Var {
     /// The name as written in the query.
     pub name: String,
-    /// The kind of every value assigned to it (fixed at its first
-    /// assignment).
+    /// The kind of every value it holds (one kind per variable).
     pub kind: Kind,
 }
 
@@ -420,15 +421,70 @@ pub enum TagField {
 pub enum TransformFilter {
     /// `flip`, `dihedral`, `flipdihedral`
     Flip,
+    /// `rotate90`: the four rotations.
     Rotate90,
+    /// `fliphorizontal`: identity and reflect_h.
     FlipHorizontal,
+    /// `flipvertical`: identity and reflect_v.
     FlipVertical,
+    /// `flipcolor`: identity and invertcolor∘reflect_h.
     FlipColor,
+    /// `reversecolor`: invertcolor∘reflect_h only (no identity).
     ReverseColor,
+    /// `rotate45`: σ^k of directions, k = 0..7.
     Rotate45,
+    /// `shifthorizontal`: H(dx), dx = -7..7.
     ShiftHorizontal,
+    /// `shiftvertical`: V(dy), dy = -7..7.
     ShiftVertical,
+    /// `shift`: H(dx)∘V(dy), all 225 pairs.
     Shift,
+}
+
+impl TransformFilter {
+    /// Every transform filter, in the order of the CQL 6.2 documentation's
+    /// command-line options.
+    pub const ALL: [TransformFilter; 10] = [
+        TransformFilter::Flip,
+        TransformFilter::FlipColor,
+        TransformFilter::ReverseColor,
+        TransformFilter::Shift,
+        TransformFilter::Rotate90,
+        TransformFilter::Rotate45,
+        TransformFilter::FlipHorizontal,
+        TransformFilter::FlipVertical,
+        TransformFilter::ShiftHorizontal,
+        TransformFilter::ShiftVertical,
+    ];
+
+    /// Other keywords of [`TransformFilter::Flip`] (`from_name` accepts
+    /// them; `name` never returns them).
+    pub const FLIP_ALIASES: [&'static str; 2] = ["dihedral", "flipdihedral"];
+
+    /// The CQL keyword of the filter (also its command-line option).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransformFilter::Flip => "flip",
+            TransformFilter::Rotate90 => "rotate90",
+            TransformFilter::FlipHorizontal => "fliphorizontal",
+            TransformFilter::FlipVertical => "flipvertical",
+            TransformFilter::FlipColor => "flipcolor",
+            TransformFilter::ReverseColor => "reversecolor",
+            TransformFilter::Rotate45 => "rotate45",
+            TransformFilter::ShiftHorizontal => "shifthorizontal",
+            TransformFilter::ShiftVertical => "shiftvertical",
+            TransformFilter::Shift => "shift",
+        }
+    }
+
+    /// The filter a keyword names: a [`name`](Self::name) or one of
+    /// [`FLIP_ALIASES`](Self::FLIP_ALIASES).
+    pub fn from_name(word: &str) -> Option<TransformFilter> {
+        if Self::FLIP_ALIASES.contains(&word) {
+            return Some(TransformFilter::Flip);
+        }
+        Self::ALL.into_iter().find(|t| t.name() == word)
+    }
 }
 
 /// Which moves a `move` filter examines (CQL 6.2).
@@ -479,13 +535,21 @@ pub enum MoveValue {
 /// [`Kind::Set`]; `None` means "any".
 #[derive(Clone, Debug, PartialEq)]
 pub struct MoveFilter {
+    /// `from X`: the moving piece's square is in X.
     pub from: Option<Box<Expr>>,
+    /// `to X`: the destination (the king's, for castling) is in X.
     pub to: Option<Box<Expr>>,
+    /// `capture X`: the captured piece's square (for en passant, the
+    /// captured pawn's) is in X.
     pub capture: Option<Box<Expr>>,
+    /// `promote X`: the move promotes to a piece type of the designator X
+    /// (colour ignored).
     pub promote: Option<Box<Expr>>,
     /// The kind of move required (`None`: any).
     pub special: Option<SpecialMove>,
+    /// Which moves are examined.
     pub source: MoveSource,
+    /// What the filter yields.
     pub value: MoveValue,
 }
 
@@ -594,9 +658,9 @@ pub enum Node {
         all: bool,
         /// x: a set variable holding one square in F.
         var: VarId,
-        /// S.
+        /// S: the squares looped over.
         domain: Box<Expr>,
-        /// F.
+        /// F, evaluated with x holding each square of S in turn.
         body: Box<Expr>,
     },
 
@@ -619,9 +683,10 @@ pub enum Node {
     Rank(Box<Expr>),
     /// `file X` (numeric 1..8, a = 1): X must be a single square.
     File(Box<Expr>),
-    /// `ply` (numeric): the number of half-moves played before the position.
+    /// `ply` (numeric): half-moves from the game's first position (0 there).
     Ply,
-    /// `movenumber` (numeric): the full-move number of the position.
+    /// `movenumber` (numeric): 1 at the game's first position (whatever its
+    /// `[FEN]` says), one more after each move of black's.
     MoveNumber,
     /// `gamenumber` (numeric): the game's number in the input, from 1.
     GameNumber,
@@ -686,11 +751,11 @@ pub enum Node {
     Not(Box<Expr>),
     /// `if C then T [else E]`.
     If {
-        /// C.
+        /// C, the condition.
         cond: Box<Expr>,
         /// T, evaluated when C matches.
         then: Box<Expr>,
-        /// E, evaluated when C does not (none: the `if` does not match).
+        /// E, evaluated when C does not match (none: the `if` then matches).
         otherwise: Option<Box<Expr>>,
     },
     /// `{ F G ... }`: all must match; value of the last.
@@ -721,7 +786,7 @@ pub enum Node {
     Message(Vec<Expr>),
     /// A transform filter `T [count] [restrict] F`.
     Transform {
-        /// T.
+        /// Which filter T is.
         filter: TransformFilter,
         /// `count`: numeric, the number of matching orbit elements.
         count: bool,
@@ -738,9 +803,9 @@ pub enum Node {
     // `sequence` module for their CQL 6.2 meaning) ------------------------
     /// `P : F`: F evaluated at the position P (kind of F).
     At {
-        /// P (position).
+        /// P, a position filter: where F is evaluated.
         pos: Box<Expr>,
-        /// F.
+        /// F, evaluated with P's position as the current one.
         body: Box<Expr>,
     },
     /// A game-tree leaf: `parent`, `depth`, `positionid`,
@@ -764,9 +829,9 @@ pub enum Node {
         quiet: bool,
         /// The run's length must lie in this range.
         range: Option<(i64, Option<i64>)>,
-        /// x (position).
+        /// x, a position filter.
         source: Box<Expr>,
-        /// y (position).
+        /// y, a position filter.
         target: Box<Expr>,
     },
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.

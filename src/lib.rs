@@ -3,9 +3,12 @@
 //!
 //! Pipeline (each stage depends only on the ones before it, and all on
 //! `cqlj_runtime`): [`syntax`] (text -> AST -> typed [`ir`]) ->
-//! [`transform`] (orbits) -> {[`interp`], [`jit`]} -> [`scan`] -> the `cqlj`
-//! binary. [`import`] turns PGN into a store.
+//! [`transform`] (orbits), prepared together by [`query`] -> {[`interp`],
+//! [`jit`]} -> [`scan`] (matcher and searcher) -> [`printer`] (the sinks:
+//! PGN, JSON lines, counts) -> the `cqlj` binary. [`import`] turns PGN into
+//! a store.
 
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod import;
 pub mod interp;

@@ -3,6 +3,8 @@
 //! filters, wraps the body in the command line's transforms and expands the
 //! orbits; the result is what the engines compile and the scan runs.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use crate::ir::{ExpandedQuery, Expr, Node, TransformFilter};
 use crate::syntax;
 use crate::transform::{self, Limits};
@@ -36,6 +38,8 @@ pub enum PrepareError {
     /// The query has errors; the string is the rendered diagnostics.
     #[error("{0}")]
     Diagnostics(String),
+    /// The orbits of the query's transforms cannot be built (e.g. over
+    /// the size limit).
     #[error(transparent)]
     Transform(#[from] transform::TransformError),
 }

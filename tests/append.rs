@@ -28,7 +28,8 @@ fn opts(threads: usize, block_bytes: usize) -> ImportOptions {
 
 /// studies.pgn cut at a game boundary near its middle, as two files.
 fn halves(dir: &Scratch) -> (PathBuf, PathBuf) {
-    let text = std::fs::read(cqlj::scan::shared_data_dir().join("studies.pgn")).expect("studies");
+    let text =
+        std::fs::read(crate::support::data::shared_dir().join("studies.pgn")).expect("studies");
     let cut = block_cut(&text, text.len() / 2).expect("a game boundary");
     assert!(cut > 0 && cut < text.len());
     let (a, b) = (dir.path("a.pgn"), dir.path("b.pgn"));
@@ -56,7 +57,7 @@ fn append_halves_equals_the_whole_file() {
     let (a, b) = halves(&dir);
     let whole = dir.path("whole.cqlj");
     import_files_with(
-        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        &[crate::support::data::shared_dir().join("studies.pgn")],
         &whole,
         &opts(1, 4 << 20),
         &mut CollectReports::default(),
@@ -121,7 +122,7 @@ fn append_halves_equals_the_whole_file() {
 fn append_edge_cases_one_file_at_a_time() {
     let dir = Scratch::new("edge");
     let mut files: Vec<PathBuf> =
-        std::fs::read_dir(cqlj::scan::shared_data_dir().join("edge-cases"))
+        std::fs::read_dir(crate::support::data::shared_dir().join("edge-cases"))
             .expect("edge cases")
             .map(|e| e.expect("entry").path())
             .collect();

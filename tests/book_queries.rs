@@ -19,7 +19,8 @@ use shakmaty::{
 };
 
 use crate::support;
-use support::data::{Matches, data_dir, position_count, run_query, store_of};
+use support::data::{shared_dir, store_of};
+use support::query::{Matches, position_count, run_query};
 
 /// Games of the book the position queries run on.
 const PREFIX: u32 = 3000;
@@ -447,7 +448,7 @@ fn book_queries_match_independent_checks() {
     assert!(checks.len() >= 20);
 
     let started = std::time::Instant::now();
-    let file = std::fs::File::open(data_dir().join("book.pgn.zst")).expect("book.pgn.zst");
+    let file = std::fs::File::open(shared_dir().join("book.pgn.zst")).expect("book.pgn.zst");
     let decoder = zstd::Decoder::new(file).expect("zstd stream");
     let mut reader = Reader::new(BufReader::new(decoder));
     let mut pass = Pass {

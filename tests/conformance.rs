@@ -1,11 +1,14 @@
 //! The conformance corpus (`tests/conformance/*.toml`, format in its
 //! README) run against every engine configuration: the interpreter and the
-//! JIT kernel evaluating each position directly, and the scan over a store
-//! (one game per position) with either engine, serial, parallel and with one
-//! game per batch. A case's games (inline PGN or a file of the shared data
+//! JIT kernel (with values; without values and loop unrolling off)
+//! evaluating positions directly, and the scan over a store with either
+//! engine, serial, parallel, with small batches and with the JIT's
+//! unrolling off. A case's games (inline PGN or files of the shared data
 //! folder) are imported with the real importer and scanned by each engine
-//! configuration. Each engine is one `#[test]`; failures are collected and
-//! reported together.
+//! configuration; documented equivalences compare two queries over them.
+//! The loader rejects a malformed corpus (an exclusion without a reason, an
+//! unknown engine, a duplicate name). Each engine is one `#[test]`;
+//! failures are collected and reported together.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,32 +24,33 @@ use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, PositionRecord, chess::record_of, flags,
 };
 use cqlj::runtime::store::{GameMeta, Store, StoreWriter};
-use cqlj::scan::{Collect, Engine, RunPlan, ScanOptions, StoreMatcher, scan};
+use cqlj::scan::{Collect, Engine, GameMatch, RunPlan, ScanOptions, StoreMatcher, scan};
 use cqlj::syntax;
 use cqlj::transform::{self, Limits};
 use serde::Deserialize;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess};
 
+/// A corpus case (fields as in the README).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Case {
-    name: String,
-    query: String,
+pub(crate) struct Case {
+    pub(crate) name: String,
+    pub(crate) query: String,
     #[serde(default)]
-    source: Option<String>,
+    pub(crate) source: Option<String>,
     #[serde(default)]
-    orbits: Option<Vec<usize>>,
+    pub(crate) orbits: Option<Vec<usize>>,
     #[serde(default)]
-    warnings: Option<Vec<String>>,
+    pub(crate) warnings: Option<Vec<String>>,
     #[serde(default)]
-    error: Option<String>,
+    pub(crate) error: Option<String>,
     #[serde(default)]
-    positions: Vec<String>,
+    pub(crate) positions: Vec<String>,
     #[serde(default)]
-    matches: Option<Vec<bool>>,
+    pub(crate) matches: Option<Vec<bool>>,
     #[serde(default)]
-    values: Option<Vec<toml::Value>>,
+    pub(crate) values: Option<Vec<toml::Value>>,
     /// A query documented as equivalent to `query`: both must match at the
     /// same positions (single positions and games).
     #[serde(default)]
@@ -75,6 +79,18 @@ struct Case {
     /// initial position is 0) of some matching games, by game number.
     #[serde(default)]
     positions_by_game: Option<BTreeMap<String, Vec<u32>>>,
+    /// Expected value (as `values`) at every position of some games, in
+    /// store order, by game number.
+    #[serde(default)]
+    values_by_game: Option<BTreeMap<String, Vec<toml::Value>>>,
+    /// Expected `comment` texts of some matching games, by game number:
+    /// `[position, text]` pairs, in order.
+    #[serde(default)]
+    comments_by_game: Option<BTreeMap<String, Vec<(u32, String)>>>,
+    /// Expected `message` texts of some matching games, by game number, in
+    /// evaluation order.
+    #[serde(default)]
+    messages_by_game: Option<BTreeMap<String, Vec<String>>>,
     /// Search variations too (as the `variations` header option).
     #[serde(default)]
     variations: bool,
@@ -128,7 +144,8 @@ struct File {
     case: Vec<Case>,
 }
 
-fn corpus() -> Vec<(PathBuf, Case)> {
+/// Every case of the corpus with its file; panics on a malformed corpus.
+pub(crate) fn corpus() -> Vec<(PathBuf, Case)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/conformance exists")
@@ -209,24 +226,33 @@ fn expected(case: &Case) -> Result<Vec<Expect>, String> {
             return Err(format!("{} values for {n} positions", vals.len()));
         }
         for (o, v) in out.iter_mut().zip(vals) {
-            *o = match v {
-                toml::Value::Integer(i) => Expect::Match(Some(Value::Number(*i))),
-                toml::Value::String(s) if s == "none" => Expect::NoMatch,
-                toml::Value::String(s) if s.parse::<i64>().is_ok() => {
-                    Expect::Match(s.parse().ok().map(Value::Number))
-                }
-                toml::Value::String(s) if s.starts_with('"') => {
-                    Expect::Match(Some(Value::Str(s.trim_matches('"').to_owned())))
-                }
-                toml::Value::String(s) => match syntax::parse_square_designator(s) {
-                    Some(bb) => Expect::Match(Some(Value::Set(bb))),
-                    None => return Err(format!("value {s:?} is not a square designator")),
-                },
-                other => return Err(format!("unsupported value {other}")),
-            };
+            *o = expected_value(v)?;
         }
     }
     Ok(out)
+}
+
+/// An expected value of the corpus: an integer (or a string holding one),
+/// a quoted string, a square designator, `"none"` or `false` (no match),
+/// `true` (a match, whatever the value).
+fn expected_value(v: &toml::Value) -> Result<Expect, String> {
+    Ok(match v {
+        toml::Value::Integer(i) => Expect::Match(Some(Value::Number(*i))),
+        toml::Value::Boolean(true) => Expect::Match(None),
+        toml::Value::Boolean(false) => Expect::NoMatch,
+        toml::Value::String(s) if s == "none" => Expect::NoMatch,
+        toml::Value::String(s) if s.parse::<i64>().is_ok() => {
+            Expect::Match(s.parse().ok().map(Value::Number))
+        }
+        toml::Value::String(s) if s.starts_with('"') => {
+            Expect::Match(Some(Value::Str(s.trim_matches('"').to_owned())))
+        }
+        toml::Value::String(s) => match syntax::parse_square_designator(s) {
+            Some(bb) => Expect::Match(Some(Value::Set(bb))),
+            None => return Err(format!("value {s:?} is not a square designator")),
+        },
+        other => return Err(format!("unsupported value {other}")),
+    })
 }
 
 /// Parses and expands a query text.
@@ -246,6 +272,9 @@ fn expand(case: &Case) -> Result<Option<ExpandedQuery>, String> {
         (Ok(_), Some(want)) => return Err(format!("accepted, expected error {want:?}")),
         (Ok(ex), None) => ex,
     };
+    if ExpandedQuery::from_transform_free(ex.query.query().clone()).is_none() {
+        return Err("the expanded query still holds a transform node".into());
+    }
     if let Some(want) = &case.orbits {
         let got: Vec<usize> = ex.orbits.iter().map(|o| o.elements.len()).collect();
         if &got != want {
@@ -322,12 +351,15 @@ struct GameInput<'a> {
 struct Prepared {
     interp: Interpreter,
     opts: EvalOptions,
+    /// Evaluate positions off the mainline too (else they do not match).
+    variations: bool,
     /// The kernel, and whether it writes values.
     jit: Option<(jit::CompiledQuery, bool)>,
 }
 
 impl Prepared {
-    fn new(q: &ExpandedQuery, direct: Direct) -> Result<Prepared, String> {
+    fn new(q: &ExpandedQuery, direct: Direct, variations: bool) -> Result<Prepared, String> {
+        let variations = variations || q.header().variations;
         let jit = match direct {
             Direct::Jit { values, unroll } => {
                 let opts = JitOptions {
@@ -342,19 +374,28 @@ impl Prepared {
         };
         Ok(Prepared {
             interp: Interpreter::new(q).map_err(|e| e.to_string())?,
-            opts: EvalOptions {
-                variations: q.header().variations,
-            },
+            opts: EvalOptions { variations },
+            variations,
             jit,
         })
     }
 
-    /// Every position of `game`, each evaluated alone (a fresh state).
+    /// Every position of `game`, each evaluated alone (a fresh state);
+    /// off the mainline, without `variations`, nothing matches (as in a
+    /// scan).
     fn eval_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
-        match &self.jit {
-            None => self.interp_game(game),
-            Some((cq, values)) => self.jit_game(cq, *values, game),
+        let mut out = match &self.jit {
+            None => self.interp_game(game)?,
+            Some((cq, values)) => self.jit_game(cq, *values, game)?,
+        };
+        if !self.variations && !game.separate {
+            for (o, r) in out.iter_mut().zip(game.positions) {
+                if !r.has(flags::MAINLINE) {
+                    *o = Expect::NoMatch;
+                }
+            }
         }
+        Ok(out)
     }
 
     fn interp_game(&self, game: &GameInput<'_>) -> Result<Vec<Expect>, String> {
@@ -468,6 +509,21 @@ fn scan_store(
     variations: bool,
     cfg: &Config,
 ) -> Result<BTreeMap<u32, Vec<u32>>, String> {
+    Ok(scan_store_matches(store, q, range, variations, cfg)?
+        .into_iter()
+        .map(|(g, m)| (g, m.positions.into_vec()))
+        .collect())
+}
+
+/// As [`scan_store`], the whole match of each game (positions, comments,
+/// messages) by CQL game number.
+fn scan_store_matches(
+    store: &Store,
+    q: &ExpandedQuery,
+    range: std::ops::Range<u32>,
+    variations: bool,
+    cfg: &Config,
+) -> Result<BTreeMap<u32, GameMatch>, String> {
     let plan = RunPlan {
         engine: cfg.engine,
         variations: variations || q.header().variations,
@@ -483,11 +539,7 @@ fn scan_store(
         &mut sink,
     )
     .map_err(|e| e.to_string())?;
-    Ok(sink
-        .0
-        .into_iter()
-        .map(|m| (m.game + 1, m.positions.into_vec()))
-        .collect())
+    Ok(sink.0.into_iter().map(|m| (m.game + 1, m)).collect())
 }
 
 /// Evaluates `q` at single positions as `cfg` does: directly (each
@@ -500,7 +552,7 @@ fn eval_positions(
 ) -> Result<Vec<Expect>, String> {
     match cfg.direct {
         Direct::Interp | Direct::Jit { .. } => {
-            Prepared::new(q, cfg.direct)?.eval_game(&GameInput {
+            Prepared::new(q, cfg.direct, false)?.eval_game(&GameInput {
                 number: 1,
                 tags: &[],
                 positions: recs,
@@ -528,7 +580,7 @@ fn import_inline(pgn: &str, dir: &tempdir::Dir) -> Result<Store, String> {
     let path = dir.path().join("games.cqlj");
     let mut reports = CollectReports::default();
     import_files(&[pgn_path], &path, &mut reports).map_err(|e| e.to_string())?;
-    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+    if let Some(r) = reports.0.iter().find(|r| r.is_skipped()) {
         return Err(format!("the importer skipped a game: {r}"));
     }
     Store::open(&path).map_err(|e| e.to_string())
@@ -547,7 +599,7 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     if let Some(s) = stores.get(file) {
         return Ok(Arc::clone(s));
     }
-    let pgn = cqlj::scan::shared_data_dir().join(file);
+    let pgn = crate::support::data::shared_dir().join(file);
     let name = file.replace(['/', '\\'], "_");
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let prefix = format!("conformance-{name}-");
@@ -561,7 +613,7 @@ fn shared_store(file: &str) -> Result<Arc<Store>, String> {
     let path = tmp.join(format!("{prefix}{}.cqlj", std::process::id()));
     let mut reports = CollectReports::default();
     import_files(&[pgn], &path, &mut reports).map_err(|e| e.to_string())?;
-    if let Some(r) = reports.0.iter().find(|r| r.skipped) {
+    if let Some(r) = reports.0.iter().find(|r| r.is_skipped()) {
         let _ = std::fs::remove_file(&path);
         return Err(format!("the importer skipped a game of {file}: {r}"));
     }
@@ -582,12 +634,12 @@ fn first_difference(a: &BTreeMap<u32, Vec<u32>>, b: &BTreeMap<u32, Vec<u32>>) ->
         })
 }
 
-/// The stores a case searches, each with its game range (0-based, end
-/// exclusive).
-fn case_stores(
-    case: &Case,
-    dir: &tempdir::Dir,
-) -> Result<Vec<(String, Arc<Store>, std::ops::Range<u32>)>, String> {
+/// A store a case searches: its name, the store, and the game range
+/// (0-based, end exclusive).
+type CaseStore = (String, Arc<Store>, std::ops::Range<u32>);
+
+/// The stores a case searches.
+fn case_stores(case: &Case, dir: &tempdir::Dir) -> Result<Vec<CaseStore>, String> {
     match (&case.pgn, case.data.is_empty()) {
         (Some(_), false) => Err("`pgn` and `data` exclude each other".into()),
         (Some(pgn), true) => {
@@ -649,17 +701,107 @@ fn check_equivalent_values(
     Ok(())
 }
 
+/// Checks `values_by_game` for one game: the scan's matching positions are
+/// those with an expected match, and the engines that compute values give
+/// the expected value at every position.
+fn check_game_values(
+    store: &Store,
+    game: &str,
+    want: &[toml::Value],
+    found: &BTreeMap<u32, Vec<u32>>,
+    q: &ExpandedQuery,
+    case: &Case,
+    cfg: &Config,
+) -> Result<(), String> {
+    let g: u32 = game
+        .parse()
+        .map_err(|_| format!("values_by_game key {game:?} is not a game number"))?;
+    let want: Vec<Expect> = want.iter().map(expected_value).collect::<Result<_, _>>()?;
+    let index = g
+        .checked_sub(1)
+        .ok_or("values_by_game: game numbers start at 1")?;
+    let positions = store
+        .game_positions(index)
+        .map_err(|e| format!("values_by_game: game {g}: {e}"))?;
+    if positions.len() != want.len() {
+        return Err(format!(
+            "game {g}: {} expected values for {} positions",
+            want.len(),
+            positions.len()
+        ));
+    }
+    let matching: Vec<u32> = (0..want.len() as u32)
+        .filter(|&i| want[i as usize] != Expect::NoMatch)
+        .collect();
+    let got = found.get(&g).map(Vec::as_slice).unwrap_or_default();
+    if got != matching.as_slice() {
+        return Err(format!(
+            "game {g}: positions {got:?}, expected {matching:?}"
+        ));
+    }
+    if !cfg.checks_values() {
+        return Ok(());
+    }
+    let tags = store.game_tags(index).map_err(|e| e.to_string())?;
+    let values = Prepared::new(q, cfg.direct, case.variations)?.eval_game(&GameInput {
+        number: u64::from(g),
+        tags: &tags,
+        positions: &positions,
+        separate: false,
+    })?;
+    for (i, (v, w)) in values.iter().zip(&want).enumerate() {
+        let ok = match (v, w) {
+            (Expect::Match(_), Expect::Match(None)) => true,
+            (v, w) => v == w,
+        };
+        if !ok {
+            return Err(format!(
+                "game {g} position {i}: value {v:?}, expected {w:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `comments_by_game` and `messages_by_game` against a scan.
+fn check_game_texts(case: &Case, found: &BTreeMap<u32, GameMatch>) -> Result<(), String> {
+    let game_of = |key: &str| -> Result<&GameMatch, String> {
+        let g: u32 = key
+            .parse()
+            .map_err(|_| format!("{key:?} is not a game number"))?;
+        found.get(&g).ok_or(format!("game {g} does not match"))
+    };
+    for (game, want) in case.comments_by_game.iter().flatten() {
+        let got = &game_of(game)?.comments;
+        if got != want {
+            return Err(format!("game {game}: comments {got:?}, expected {want:?}"));
+        }
+    }
+    for (game, want) in case.messages_by_game.iter().flatten() {
+        let got = &game_of(game)?.messages;
+        if got != want {
+            return Err(format!("game {game}: messages {got:?}, expected {want:?}"));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a case's games: imports them (or opens the data files), scans
 /// them with `cfg`'s engine and scan options, and compares the matching
 /// game numbers, their count, the listed games' matching positions, the
 /// equivalent query's matches (and values) and `nonempty`.
 fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), String> {
-    let expects_games =
-        case.games.is_some() || case.game_count.is_some() || case.positions_by_game.is_some();
+    let expects_games = case.games.is_some()
+        || case.game_count.is_some()
+        || case.positions_by_game.is_some()
+        || case.values_by_game.is_some()
+        || case.comments_by_game.is_some()
+        || case.messages_by_game.is_some();
     if !expects_games && case.equivalent.is_none() && !case.nonempty {
         return Err(
             "a case with games needs `games`, `game_count`, `positions_by_game`, \
-             `equivalent` or `nonempty`"
+             `values_by_game`, `comments_by_game`, `messages_by_game`, `equivalent` \
+             or `nonempty`"
                 .into(),
         );
     }
@@ -678,8 +820,8 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
     };
     let direct_values = match &equivalent {
         Some(eq) if case.equivalent_values && cfg.checks_values() => Some((
-            Prepared::new(q, cfg.direct)?,
-            Prepared::new(eq, cfg.direct)?,
+            Prepared::new(q, cfg.direct, case.variations)?,
+            Prepared::new(eq, cfg.direct, case.variations)?,
         )),
         _ => None,
     };
@@ -723,6 +865,15 @@ fn check_games(case: &Case, q: &ExpandedQuery, cfg: &Config) -> Result<(), Strin
             if got != want.as_slice() {
                 return Err(format!("game {g}: positions {got:?}, expected {want:?}"));
             }
+        }
+        for (game, want) in case.values_by_game.iter().flatten() {
+            check_game_values(store, game, want, &found, q, case, cfg)?;
+        }
+        if case.comments_by_game.is_some() || case.messages_by_game.is_some() {
+            check_game_texts(
+                case,
+                &scan_store_matches(store, q, range.clone(), case.variations, cfg)?,
+            )?;
         }
     }
     if case.nonempty && !any_match {
@@ -812,6 +963,9 @@ fn run_corpus(cfg: &Config) {
             } else if case.games.is_some()
                 || case.game_count.is_some()
                 || case.positions_by_game.is_some()
+                || case.values_by_game.is_some()
+                || case.comments_by_game.is_some()
+                || case.messages_by_game.is_some()
                 || case.nonempty
             {
                 return Err("game expectations without `pgn` or `data`".into());
@@ -990,6 +1144,43 @@ fn conformance_engine_names_have_tests() {
     }
 }
 
+/// The loader rejects an exclusion without a reason (missing or blank) and
+/// one naming an unknown engine.
+#[test]
+fn conformance_exclusions_need_a_reason() {
+    let case =
+        |exclude: &str| format!("[[case]]\nname = \"x\"\nquery = \"K\"\nexclude = [{exclude}]\n");
+    let missing: Result<File, _> = toml::from_str(&case(r#"{ engine = "jit" }"#));
+    assert!(missing.is_err(), "an exclusion without `reason` parses");
+    for (exclude, why) in [
+        (r#"{ engine = "jit", reason = " " }"#, "gives no reason"),
+        (r#"{ engine = "jitt", reason = "r" }"#, "unknown engine"),
+    ] {
+        let file: File = toml::from_str(&case(exclude)).expect("parses");
+        let err = file.case[0].validate().expect_err("rejected");
+        assert!(err.contains(why), "{err}");
+    }
+    let file: File = toml::from_str(&case(r#"{ engine = "jit", reason = "r" }"#)).expect("parses");
+    assert_eq!(file.case[0].validate(), Ok(()));
+}
+
+/// The seed examples (`seed-examples.toml`) cover both seeds' transforms.
+#[test]
+fn conformance_seed_examples_cover_both_seeds() {
+    let examples: Vec<Case> = corpus()
+        .into_iter()
+        .map(|(_, c)| c)
+        .filter(|c| c.name.starts_with("seed-example/"))
+        .collect();
+    assert!(examples.len() >= 30, "{} examples", examples.len());
+    for needle in ["flipcolor", "reversecolor", "shift", "rotate45", "flip "] {
+        assert!(
+            examples.iter().any(|e| e.query.contains(needle)),
+            "no example uses {needle}"
+        );
+    }
+}
+
 /// The corpus size: cases and checked expectations (each expected match,
 /// value, game number, position list, orbit size, warning, error,
 /// equivalence and `nonempty`), printed so that a change can be compared;
@@ -1009,12 +1200,22 @@ fn conformance_corpus_counts() {
                 + c.games.as_ref().map_or(0, Vec::len)
                 + usize::from(c.game_count.is_some())
                 + c.positions_by_game.as_ref().map_or(0, BTreeMap::len)
+                + c.values_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
+                + c.comments_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
+                + c.messages_by_game
+                    .as_ref()
+                    .map_or(0, |v| v.values().map(Vec::len).sum())
                 + usize::from(c.equivalent.is_some()) * c.data.len().max(1)
                 + usize::from(c.nonempty)
         })
         .sum();
     eprintln!("corpus: {} cases, {expectations} expectations", cases.len());
-    assert!(cases.len() >= 288, "{} cases", cases.len());
+    assert!(cases.len() >= 387, "{} cases", cases.len());
+    assert!(expectations >= 1142, "{expectations} expectations");
 }
 
 /// A temporary directory removed on drop (std only).

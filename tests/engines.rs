@@ -23,8 +23,6 @@ mod fuzz_regressions;
 mod interp;
 #[path = "jit_differential.rs"]
 mod jit_differential;
-#[path = "seeds.rs"]
-mod seeds;
 #[path = "syntax.rs"]
 mod syntax;
 #[path = "transform.rs"]

@@ -411,6 +411,53 @@ fn golden_limit_and_count() {
     assert_eq!(r.stdout, "0\n");
 }
 
+/// `-showmatches` names each written game on standard error, in output
+/// order (sort order with `sort`), and changes nothing in the output.
+#[test]
+fn golden_showmatches_names_each_written_game() {
+    let shown = |stderr: &str| -> Vec<String> {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("match: game "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let plain = run(&["-cql", "check", "--format", "jsonl"]);
+    let r = run(&["-cql", "check", "--format", "jsonl", "-showmatches"]);
+    assert_eq!(r.stdout, plain.stdout);
+    let games: Vec<String> = plain
+        .stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            format!("match: game {}", v["game"])
+        })
+        .collect();
+    assert_eq!(games.len(), 3);
+    assert_eq!(shown(&r.stderr), games);
+
+    let plain = run(&["-cql", "sort \"black pawns\" #p", "--format", "jsonl"]);
+    let r = run(&[
+        "-cql",
+        "sort \"black pawns\" #p",
+        "--format",
+        "jsonl",
+        "-showmatches",
+        "-limit",
+        "2",
+    ]);
+    let first_two: Vec<String> = plain
+        .stdout
+        .lines()
+        .take(2)
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON line");
+            format!("match: game {}", v["game"])
+        })
+        .collect();
+    assert_eq!(shown(&r.stderr), first_two);
+}
+
 /// The written game keeps the source's bytes: a Latin-1 comment and tag
 /// come out byte for byte (not as U+FFFD), and a tag value holding an
 /// unescaped quote (read up to the last quote, as CQL 6.2 reads it) comes

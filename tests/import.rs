@@ -5,7 +5,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use cqlj::import::{CollectReports, ImportSummary, import_files, parse_game};
+use cqlj::import::{
+    CollectReports, GameWarning, ImportSummary, Line, Report, SkipReason, import_files, parse_game,
+};
 use cqlj::runtime::layout::{PositionRecord, chess::chess_of, flags};
 use cqlj::runtime::store::{Store, game_flags, result};
 use shakmaty::{Chess, Position};
@@ -191,17 +193,32 @@ fn import_reports_broken_games_with_reasons() {
     let r = &reports.0;
     // CQL 6.2 (oracle: 4 games) keeps a game up to a move it cannot read,
     // and starts a game whose FEN it cannot read from the initial position.
-    assert!(!r[0].skipped && r[0].game == 1 && r[0].line == 1);
+    assert!(!r[0].is_skipped() && r[0].game() == Some(1) && r[0].line() == 1);
     assert!(
-        r[0].reason.contains("game cut short: illegal move Ke3"),
+        r[0].reason().contains("game cut short: illegal move Ke3"),
         "{}",
-        r[0].reason
+        r[0].reason()
+    );
+    assert!(
+        matches!(
+            &r[0],
+            Report::Warning {
+                warning: GameWarning::CutShort {
+                    line: Line::Game,
+                    ply: 3,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{:?}",
+        r[0]
     );
     assert_eq!(store.game_positions(0).expect("positions").len(), 3);
-    assert!(!r[1].skipped && r[1].game == 2 && r[1].line == 5);
-    assert!(r[1].reason.contains("variation cut short") && r[1].reason.contains("Ke7"));
-    assert!(!r[2].skipped && r[2].game == 3);
-    assert!(r[2].reason.contains("FEN"), "{}", r[2].reason);
+    assert!(!r[1].is_skipped() && r[1].game() == Some(2) && r[1].line() == 5);
+    assert!(r[1].reason().contains("variation cut short") && r[1].reason().contains("Ke7"));
+    assert!(!r[2].is_skipped() && r[2].game() == Some(3));
+    assert!(r[2].reason().contains("FEN"), "{}", r[2].reason());
     assert_eq!(
         store.game_tag(3, "Event").expect("tag").as_deref(),
         Some("good")
@@ -296,12 +313,13 @@ fn import_long_games() {
     let g = parse_game(knight_shuffle(65_534).as_bytes()).expect("65,535 positions");
     assert_eq!(g.positions.len(), 65_535);
     let err = parse_game(knight_shuffle(65_535).as_bytes()).expect_err("too long");
-    assert!(err.contains("65535"), "{err}");
+    assert_eq!(err, SkipReason::TooManyPositions);
+    assert!(err.to_string().contains("65535"), "{err}");
 }
 
 #[test]
 fn import_edge_cases_all_files() {
-    let dir = cqlj::scan::shared_data_dir().join("edge-cases");
+    let dir = crate::support::data::shared_dir().join("edge-cases");
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("edge-cases dir")
         .map(|e| e.expect("entry").path())
@@ -310,7 +328,7 @@ fn import_edge_cases_all_files() {
     inputs.sort();
     let (_tmp, store, summary, reports) = import(&inputs, "edge-cases");
     assert_eq!(store.source_files().len(), inputs.len());
-    let skipped: Vec<_> = reports.0.iter().filter(|r| r.skipped).collect();
+    let skipped: Vec<_> = reports.0.iter().filter(|r| r.is_skipped()).collect();
     let expected = table("edge-cases-skipped.txt");
     assert_eq!(skipped.len(), expected.len(), "skipped: {skipped:#?}");
     assert_eq!(summary.skipped as usize, expected.len());
@@ -320,9 +338,9 @@ fn import_edge_cases_all_files() {
         };
         let game: u64 = game.parse().expect("number");
         assert!(
-            skipped.iter().any(|r| r.file.ends_with(file.as_str())
-                && r.game == game
-                && r.reason.contains(words.as_str())),
+            skipped.iter().any(|r| r.file().ends_with(file.as_str())
+                && r.game().unwrap_or(0) == game
+                && r.reason().contains(words.as_str())),
             "{file} game {game} ({words}) not reported; got {skipped:#?}"
         );
     }
@@ -352,7 +370,7 @@ fn import_edge_cases_all_files() {
 #[test]
 fn import_studies_flags_agree_with_shakmaty() {
     let (_tmp, store, summary, _) = import(
-        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        &[crate::support::data::shared_dir().join("studies.pgn")],
         "studies",
     );
     assert!(summary.games > 1000);
@@ -365,7 +383,7 @@ fn import_studies_flags_agree_with_shakmaty() {
 #[test]
 fn import_book_exact_counts() {
     let (_tmp, store, summary, reports) = import(
-        &[cqlj::scan::shared_data_dir().join("book.pgn.zst")],
+        &[crate::support::data::shared_dir().join("book.pgn.zst")],
         "book",
     );
     assert!(reports.0.is_empty(), "{:?}", reports.0.first());
@@ -459,7 +477,7 @@ fn import_keeps_every_setup_cql_reads() {
         reports
             .0
             .iter()
-            .any(|r| r.game == g && !r.skipped && r.reason.contains(words))
+            .any(|r| r.game() == Some(g) && !r.is_skipped() && r.reason().contains(words))
     };
     assert!(warned(4, "initial position"), "{:#?}", reports.0);
     assert!(warned(4, "game cut short"), "{:#?}", reports.0);
@@ -493,7 +511,7 @@ fn import_unescaped_quote_in_a_tag_keeps_one_game() {
         reports
             .0
             .iter()
-            .any(|r| r.game == 2 && !r.skipped && r.reason.contains("unescaped")),
+            .any(|r| r.game() == Some(2) && !r.is_skipped() && r.reason().contains("unescaped")),
         "{:#?}",
         reports.0
     );
@@ -521,12 +539,15 @@ fn import_garbage_is_skipped_input_not_games() {
         assert_eq!(store.n_games(), 0, "{name}: {:#?}", reports.0);
         assert_eq!(summary.games, 0);
         assert!(
-            reports.0.iter().all(|r| r.game == 0),
+            reports.0.iter().all(|r| r.game().is_none()),
             "{name}: {:#?}",
             reports.0
         );
         assert!(
-            reports.0.iter().any(|r| r.reason.contains("holds no game")),
+            reports
+                .0
+                .iter()
+                .any(|r| r.reason().contains("holds no game")),
             "{name}: {:#?}",
             reports.0
         );
@@ -544,8 +565,8 @@ fn import_garbage_is_skipped_input_not_games() {
     let r = reports
         .0
         .iter()
-        .find(|r| r.skipped)
+        .find(|r| r.is_skipped())
         .expect("garbage reported");
-    assert_eq!((r.game, r.line), (0, 1), "{r}");
+    assert_eq!((r.game(), r.line()), (None, 1), "{r}");
     assert!(r.to_string().contains("mixed.pgn:1: skipped input"), "{r}");
 }

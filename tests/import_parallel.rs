@@ -30,7 +30,7 @@ fn import(inputs: &[PathBuf], threads: usize, block_bytes: usize) -> (Vec<u8>, C
 
 #[test]
 fn import_parallel_equals_serial_byte_for_byte() {
-    let data = cqlj::scan::shared_data_dir();
+    let data = crate::support::data::shared_dir();
     let mut edge: Vec<PathBuf> = std::fs::read_dir(data.join("edge-cases"))
         .expect("edge cases")
         .map(|e| e.expect("entry").path())

@@ -8,7 +8,6 @@
 use crate::support;
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 
 use cqlj::interp::{EvalOptions, GameView, Interpreter, Value};
 use cqlj::ir::*;
@@ -130,7 +129,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Collect {
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut reader = Reader::new(file);
     let mut collect = Collect::default();
@@ -419,7 +418,7 @@ fn interp_studies_chess_facts_match_shakmaty() {
 #[test]
 fn interp_studies_importer_layout_is_the_interpreters() {
     let collected = studies();
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut imported = Vec::new();
     for item in cqlj::import::PgnGames::new(file) {
@@ -649,21 +648,6 @@ fn interp_book_sample_matches_independent_counts() {
     }
 }
 
-#[derive(serde::Deserialize)]
-struct Pairs {
-    pair: Vec<Pair>,
-}
-
-#[derive(serde::Deserialize)]
-#[allow(dead_code)]
-struct Pair {
-    name: String,
-    source: String,
-    left: String,
-    right: String,
-    values: bool,
-}
-
 fn compile(text: &str) -> Interpreter {
     let q = cqlj::syntax::parse(text).unwrap_or_else(|d| panic!("{text}: {d:?}"));
     let x =
@@ -679,7 +663,7 @@ type TaggedGame = (
 
 /// The first `n` games of `book.pgn.zst`, as (tags, records).
 fn book_sample(n: usize) -> Vec<TaggedGame> {
-    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let path = crate::support::data::shared_dir().join("book.pgn.zst");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let decoder = zstd::Decoder::new(file).expect("zstd stream");
     cqlj::import::PgnGames::new(decoder)
@@ -700,58 +684,4 @@ fn book_sample(n: usize) -> Vec<TaggedGame> {
             (tags, g.positions)
         })
         .collect()
-}
-
-/// Documented equivalences (tests/data/interp/equivalences.toml) hold at
-/// every position of studies.pgn and of the first games of book.pgn.zst.
-#[test]
-fn interp_documented_equivalences_hold_position_by_position() {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/interp/equivalences.toml");
-    let pairs: Pairs = toml::from_str(&std::fs::read_to_string(&path).expect("readable"))
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let studies = studies();
-    let mut games: Vec<TaggedGame> = studies
-        .games
-        .into_iter()
-        .map(|g| (g.tags, g.builder.records))
-        .collect();
-    games.extend(book_sample(1500));
-    let opts = EvalOptions { variations: true };
-    let mut failures = Vec::new();
-    for pair in &pairs.pair {
-        let (left, right) = (compile(&pair.left), compile(&pair.right));
-        let mut matched = 0usize;
-        'games: for (n, (tags, recs)) in games.iter().enumerate() {
-            let view = GameView {
-                number: n as u64 + 1,
-                tags,
-                positions: recs,
-            };
-            for i in 0..recs.len() as u32 {
-                let eval = |q: &Interpreter| {
-                    let mut st = q.new_state(&opts);
-                    q.eval_body_at(&view, i, &mut st)
-                        .unwrap_or_else(|e| panic!("{}: {e}", pair.name))
-                };
-                let (l, r) = (eval(&left), eval(&right));
-                matched += l.is_some() as usize;
-                let same = if pair.values {
-                    l == r
-                } else {
-                    l.is_some() == r.is_some()
-                };
-                if !same {
-                    failures.push(format!(
-                        "{}: game {} position {i}: {l:?} vs {r:?}",
-                        pair.name,
-                        n + 1
-                    ));
-                    break 'games;
-                }
-            }
-        }
-        eprintln!("{:45} matches at {matched} positions", pair.name);
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

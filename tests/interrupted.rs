@@ -84,7 +84,7 @@ fn one_game_store(dir: &Scratch) -> OneGameStore {
     let db = dir.path("db.cqlj");
     index(&small, &db);
     let old = std::fs::read(&db).expect("old store");
-    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let big = crate::support::data::shared_dir().join("book.pgn.zst");
     OneGameStore {
         small,
         db,
@@ -212,7 +212,7 @@ fn interrupted_append_keeps_the_old_store() {
 #[test]
 fn interrupted_index_without_an_old_store_leaves_none() {
     let dir = Scratch::new("fresh");
-    let big = cqlj::scan::shared_data_dir().join("book.pgn.zst");
+    let big = crate::support::data::shared_dir().join("book.pgn.zst");
     let db = dir.path("db.cqlj");
     for ms in [50, 500] {
         let child = cqlj(&["index", "-q"])
@@ -235,7 +235,7 @@ fn interrupted_index_without_an_old_store_leaves_none() {
 fn interrupted_run_keeps_the_old_output() {
     let dir = Scratch::new("run");
     let db = dir.path("problems.cqlj");
-    let problems = cqlj::scan::shared_data_dir().join("problems.pgn.zst");
+    let problems = crate::support::data::shared_dir().join("problems.pgn.zst");
     index(&problems, &db);
     // The problems eight times over (seven appends): a scan that lasts
     // well past the last kill on a fast machine.
@@ -747,7 +747,7 @@ fn run_limited(cwd: &Path, blocks: u32, args: &[&str]) -> Ran {
 fn error_exits_remove_temporary_files_and_name_the_path_once() {
     let dir = Scratch::new("efbig");
     let d = &dir.0;
-    let studies = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let studies = crate::support::data::shared_dir().join("studies.pgn");
     let studies = studies.to_str().expect("utf-8");
     // The store is over the limit: the import fails, its temporary goes.
     let r = run_limited(d, 64, &["index", "-q", studies, "-o", "s.cqlj"]);
@@ -812,7 +812,7 @@ fn error_exits_remove_temporary_files_and_name_the_path_once() {
 /// `shift flip {Ka1 ka3 Qb2}` with the interpreter lasts seconds.
 fn slow_store(dir: &Scratch) -> PathBuf {
     let db = dir.path("problems.cqlj");
-    let problems = cqlj::scan::shared_data_dir().join("problems.pgn.zst");
+    let problems = crate::support::data::shared_dir().join("problems.pgn.zst");
     index(&problems, &db);
     for _ in 0..7 {
         let ok = cqlj(&["index", "-q", "--append"])
@@ -989,7 +989,7 @@ fn examples_run_and_find_what_cql_finds() {
     let dir = Scratch::new("examples");
     let d = &dir.0;
     let cache = dir.path("cache");
-    let studies = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let studies = crate::support::data::shared_dir().join("studies.pgn");
     let studies = studies.to_str().expect("utf-8");
     // (file, matching games of the 1,605 studies: CQL 6.2 oracle)
     let expected = [

@@ -24,7 +24,7 @@ struct Game {
 }
 
 fn games() -> Vec<Game> {
-    let file = std::fs::File::open(cqlj::scan::shared_data_dir().join("studies.pgn"))
+    let file = std::fs::File::open(crate::support::data::shared_dir().join("studies.pgn"))
         .expect("studies.pgn");
     PgnGames::new(file)
         .filter_map(|item| {

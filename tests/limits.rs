@@ -123,7 +123,7 @@ fn limits_game_longer_than_the_store_allows_is_skipped() {
     let (store, reports) = import(&dir, pgn.as_bytes());
     assert_eq!(store.n_games(), 1, "only the valid game is stored");
     assert_eq!(reports.0.len(), 1);
-    assert!(reports.0[0].skipped && reports.0[0].reason.contains("positions"));
+    assert!(reports.0[0].is_skipped() && reports.0[0].reason().contains("positions"));
 }
 
 #[test]
@@ -137,17 +137,23 @@ fn limits_oversized_tags_are_skipped_with_a_reason() {
         "a".repeat(200)
     );
     let (store, reports) = import(&dir, pgn.as_bytes());
-    let skipped: Vec<_> = reports.0.iter().filter(|r| r.skipped).collect();
-    let about = |g: u64| reports.0.iter().filter(|r| r.game == g).collect::<Vec<_>>();
+    let skipped: Vec<_> = reports.0.iter().filter(|r| r.is_skipped()).collect();
+    let about = |g: u64| {
+        reports
+            .0
+            .iter()
+            .filter(|r| r.game() == Some(g))
+            .collect::<Vec<_>>()
+    };
     // Over the limit: skipped by the importer ("... more than the limit").
     assert!(
         about(1)
             .iter()
-            .any(|r| r.skipped && r.reason.contains("tag name of 8193 bytes")),
+            .any(|r| r.is_skipped() && r.reason().contains("tag name of 8193 bytes")),
         "{reports:?}"
     );
     assert!(
-        about(2).iter().any(|r| r.reason.contains("tag")),
+        about(2).iter().any(|r| r.reason().contains("tag")),
         "{reports:?}"
     );
     // A tag line the PGN reader cannot hold ("unterminated tag"): the tag is
@@ -156,7 +162,7 @@ fn limits_oversized_tags_are_skipped_with_a_reason() {
     assert!(
         about(4)
             .iter()
-            .any(|r| !r.skipped && r.reason.contains("left out")),
+            .any(|r| !r.is_skipped() && r.reason().contains("left out")),
         "{reports:?}"
     );
     assert_eq!(store.n_games() as usize + skipped.len(), 5, "{reports:?}");
@@ -185,7 +191,7 @@ fn limits_pathological_game_imports_and_is_searched() {
     pgn.push_str(VALID);
     assert!(pgn.len() > 5 << 20);
     let (store, reports) = import(&dir, pgn.as_bytes());
-    assert!(reports.0.iter().all(|r| !r.skipped), "{reports:?}");
+    assert!(reports.0.iter().all(|r| !r.is_skipped()), "{reports:?}");
     assert_eq!(store.n_games(), 2);
     assert_eq!(store.game_positions(0).expect("positions").len(), 10_001);
     // The white knight stands on g1 after plies 0, 3, 4, 7, 8, ...
@@ -212,15 +218,11 @@ fn limits_diagnostics_on_a_huge_line_are_bounded() {
     // One line over 65,535 columns (miette's columns overflowed before).
     let long = format!("Ka1 {}", "x".repeat(70_000));
     let (out, _) = rejected_render(&long);
-    assert!(
-        out.contains("(line 1, column 5)"),
-        "{}",
-        &out[..out.len().min(500)]
-    );
+    assert!(out.contains("q.cql:1:5"), "{}", &out[..out.len().min(500)]);
     assert!(out.len() < 4_000, "rendering quotes {} bytes", out.len());
     let tail = format!("{} foo", "Ka1 ".repeat(20_000));
     let (out, _) = rejected_render(&tail);
-    assert!(out.contains("column 80002"), "{out}");
+    assert!(out.contains("q.cql:1:80002"), "{out}");
     assert!(out.len() < 4_000, "rendering quotes {} bytes", out.len());
 }
 
@@ -373,8 +375,11 @@ fn limits_game_text_over_the_limit_is_skipped() {
             .expect("import completes");
         assert_eq!((summary.games, summary.skipped), (1, 1), "{:?}", reports.0);
         let r = &reports.0[0];
-        assert!(r.skipped && r.game == 1 && r.line == 1, "{r}");
-        assert!(r.reason.contains("more than the limit"), "{r}");
+        assert!(
+            r.is_skipped() && r.game() == Some(1) && r.line() == 1,
+            "{r}"
+        );
+        assert!(r.reason().contains("more than the limit"), "{r}");
         let store = Store::open(&output).expect("store opens");
         assert_eq!(
             store.game_tag(0, "Event").expect("tag").as_deref(),

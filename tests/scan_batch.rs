@@ -39,7 +39,7 @@ fn scan_batch_jit_equals_interpreter_for_any_threads_and_batch() {
     let path = std::env::temp_dir().join(format!("cqlj-scan-batch-{}.cqlj", std::process::id()));
     let mut reports = CollectReports::default();
     import_files(
-        &[cqlj::scan::shared_data_dir().join("studies.pgn")],
+        &[crate::support::data::shared_dir().join("studies.pgn")],
         &path,
         &mut reports,
     )

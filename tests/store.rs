@@ -1012,7 +1012,7 @@ fn store_truncated_under_a_run_is_a_clear_error() {
     let db = dir.path("problems.cqlj");
     let ok = Command::new(cqlj)
         .args(["index", "-q"])
-        .arg(cqlj::scan::shared_data_dir().join("problems.pgn.zst"))
+        .arg(crate::support::data::shared_dir().join("problems.pgn.zst"))
         .arg("-o")
         .arg(&db)
         .stdout(Stdio::null())

@@ -1,9 +1,8 @@
-//! The equivalences the seeds and SEMANTICS.md state (`X` ≡ `Y`), checked by
-//! expanding and interpreting both sides at every position (mainline and
-//! variations) of `studies.pgn`, comparing match and value position by
-//! position. Also the metamorphic property on real positions: for
-//! D4/colour-equivariant queries, `T F` matches at P iff `F` matches at
-//! τ⁻¹(P) for some τ of T (the board is transformed instead of the query).
+//! The metamorphic property of transforms on real positions (`studies.pgn`,
+//! mainline and variations): for D4/colour-equivariant queries, `T F`
+//! matches at P iff `F` matches at τ⁻¹(P) for some τ of T (the board is
+//! transformed instead of the query). The documented equivalences
+//! (`X` ≡ `Y`) are corpus cases (`tests/conformance/equivalences.toml`).
 
 use crate::support;
 
@@ -105,7 +104,7 @@ impl Visitor for Collect {
 }
 
 fn studies() -> Vec<Game> {
-    let path = cqlj::scan::shared_data_dir().join("studies.pgn");
+    let path = crate::support::data::shared_dir().join("studies.pgn");
     let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut collect = Collect::default();
     Reader::new(file)
@@ -114,197 +113,11 @@ fn studies() -> Vec<Game> {
     collect.games
 }
 
-/// The first `n` games of `book.pgn.zst` (real games, mostly openings and
-/// middlegames, unlike the studies).
-fn book_sample(n: usize) -> Vec<Game> {
-    let path = cqlj::scan::shared_data_dir().join("book.pgn.zst");
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let decoder = zstd::Decoder::new(file).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut reader = Reader::new(decoder);
-    let mut collect = Collect::default();
-    while collect.games.len() < n {
-        match reader.read_game(&mut collect) {
-            Ok(Some(())) => {}
-            Ok(None) => break,
-            Err(e) => panic!("{}: {e}", path.display()),
-        }
-    }
-    collect.games
-}
-
 fn compile(text: &str) -> Interpreter {
     let q = cqlj::syntax::parse(text)
         .unwrap_or_else(|d| panic!("{text}: {}", d.render("<query>", false)));
     let x = expand(&q, &Limits::default()).unwrap_or_else(|e| panic!("{text}: {e}"));
     Interpreter::new(&x.query).unwrap_or_else(|e| panic!("{text}: {e}"))
-}
-
-/// (left, right, compare values too)
-const EQUIVALENCES: &[(&str, &str, bool)] = &[
-    // seed 000
-    (
-        "shiftvertical { Rh1 Ph2-7 }",
-        "{ Rh1 P[h2-7] } | { Rh2 P[h3-8] } | { Rh3 P[h4-8] } | { Rh4 P[h5-8] } | \
-         { Rh5 P[h6-8] } | { Rh6 P[h7-8] } | { Rh7 Ph8 }",
-        true,
-    ),
-    (
-        "(flip northeast 1 up 1 Q) & (flip northeast 1 up 1 K)",
-        "((northeast 1 right 1 Q) | (northeast 1 up 1 Q) | \
-          (northwest 1 left 1 Q) | (northwest 1 up 1 Q) | \
-          (southeast 1 down 1 Q) | (southeast 1 right 1 Q) | \
-          (southwest 1 down 1 Q) | (southwest 1 left 1 Q)) & \
-         ((northeast 1 right 1 K) | (northeast 1 up 1 K) | \
-          (northwest 1 left 1 K) | (northwest 1 up 1 K) | \
-          (southeast 1 down 1 K) | (southeast 1 right 1 K) | \
-          (southwest 1 down 1 K) | (southwest 1 left 1 K))",
-        true,
-    ),
-    (
-        "flipcolor {wtm mate power A - power a >= 10}",
-        "{wtm mate power A - power a >= 10} or {btm mate power a - power A >= 10}",
-        false,
-    ),
-    (
-        "terminal mate flipcolor { A == K a == [knb] == 3}",
-        "terminal mate { A == K a == [nbk] == 3 } or { a == k A == [NBK] == 3 }",
-        false,
-    ),
-    ("flipcolor xray(B r q)", "xray(B r q) | xray(b R Q)", true),
-    (
-        "flipcolor Pa-h5-8 & passedpawns",
-        "(Pa-h5-8 & passedpawns) | (pa-h1-4 & passedpawns)",
-        true,
-    ),
-    (
-        "flipcolor p & up 1 P",
-        "(P & down 1 p) | (p & up 1 P)",
-        true,
-    ),
-    (
-        "flipcolor P & diagonal 1 P",
-        "(P & diagonal 1 P) | (p & diagonal 1 p)",
-        true,
-    ),
-    ("shifthorizontal a1", "a-h1", true),
-    ("shifthorizontal b1|f5", "[a-d1,e-h5]", true),
-    ("shiftvertical a1|b5", "[a1-4,b5-8]", true),
-    ("shift b2|h7", "[a-b1-3,g-h6-8]", true),
-    (
-        "shiftvertical [a1,h7]",
-        "[a1,h7] | [a2,h8] | a3 | a4 | a5 | a6 | a7 | a8 | h1 | h2 | h3 | h4 | h5 | h6",
-        true,
-    ),
-    (
-        "shiftvertical restrict [a1,h7]",
-        "shiftvertical a1 | h7",
-        true,
-    ),
-    (
-        "rotate45 northeast 1 up 1 N",
-        "northeast 1 up 1 N | up 1 northwest 1 N | northwest 1 left 1 N | \
-         left 1 southwest 1 N | southwest 1 down 1 N | down 1 southeast 1 N | \
-         southeast 1 right 1 N | right 1 northeast 1 N",
-        true,
-    ),
-    ("rotate45 orthogonal 1 K", "anydirection 1 K", true),
-    (
-        "flip up 2 right 1 N",
-        "up 2 right 1 N | right 2 up 1 N | down 2 right 1 N | left 2 up 1 N | \
-         up 2 left 1 N | right 2 down 1 N | down 2 left 1 N | left 2 down 1 N",
-        true,
-    ),
-    (
-        "flip up 2 right 1 d5",
-        "up 2 right 1 d5 | right 2 up 1 e4 | down 2 right 1 d4 | left 2 up 1 d4 | \
-         up 2 left 1 e5 | right 2 down 1 e5 | down 2 left 1 e4 | left 2 down 1 d5",
-        true,
-    ),
-    ("flip Ra1", "Ra1 | Ra8 | Rh1 | Rh8", true),
-    // SEMANTICS.md §9
-    ("shiftvertical rotate90 a1", "[a1-8,h1-8]", true),
-    ("rotate90 shiftvertical a1", "[a-h1,a-h8,a1-8,h1-8]", true),
-    (
-        "rotate90 notransform flipcolor { P & vertical P }",
-        "flipcolor { P & vertical P }",
-        true,
-    ),
-    ("reversecolor Ke1", "ke8", true),
-    ("flipcolor Ke1", "Ke1 | ke8", true),
-    ("flipcolor #P", "max(#P #p)", true),
-    ("flipvertical Ph1-8", "Ph1-8 | Pa1-8", true),
-    ("shifthorizontal light a2", "a-h2", true),
-];
-
-#[test]
-fn equivalence_seed_statements_hold_on_every_studies_position() {
-    let games = studies();
-    assert!(games.len() > 100, "studies.pgn read: {} games", games.len());
-    check_equivalences(&games, true);
-}
-
-#[test]
-fn equivalence_seed_statements_hold_on_book_games() {
-    let games = book_sample(400);
-    assert_eq!(games.len(), 400, "book.pgn.zst sample");
-    check_equivalences(&games, false);
-}
-
-/// Evaluates both sides of every equivalence at every position of `games`
-/// (variations included); with `exercised`, also requires each left side
-/// (except the rare patterns) to match somewhere.
-fn check_equivalences(games: &[Game], exercised: bool) {
-    let opts = EvalOptions { variations: true };
-    let mut failures = Vec::new();
-    let mut positions = 0usize;
-    let mut matched = vec![0usize; EQUIVALENCES.len()];
-    let pairs: Vec<(Interpreter, Interpreter)> = EQUIVALENCES
-        .iter()
-        .map(|(l, r, _)| (compile(l), compile(r)))
-        .collect();
-    for (g, game) in games.iter().enumerate() {
-        let view = GameView {
-            number: g as u64 + 1,
-            tags: &game.tags,
-            positions: &game.builder.records,
-        };
-        for i in 0..game.builder.records.len() as u32 {
-            positions += 1;
-            for (k, ((l, r), (lt, rt, values))) in pairs.iter().zip(EQUIVALENCES).enumerate() {
-                let mut ls = l.new_state(&opts);
-                let mut rs = r.new_state(&opts);
-                let a = l.eval_body_at(&view, i, &mut ls).expect("left evaluates");
-                let b = r.eval_body_at(&view, i, &mut rs).expect("right evaluates");
-                matched[k] += usize::from(a.is_some());
-                let same = if *values {
-                    a == b
-                } else {
-                    a.is_some() == b.is_some()
-                };
-                if !same && failures.len() < 20 {
-                    failures.push(format!(
-                        "`{lt}` vs `{rt}` at game {} position {i}: {a:?} vs {b:?}",
-                        g + 1
-                    ));
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(positions > 10_000, "only {positions} positions");
-    eprintln!(
-        "{} equivalences agree at {positions} positions of {} games",
-        EQUIVALENCES.len(),
-        games.len()
-    );
-    // Each equivalence is exercised: its left side matches somewhere,
-    // except the rare patterns (mates, a bishop pinning a rook to a queen),
-    // which are tested for agreement only.
-    for (k, (l, _, _)) in EQUIVALENCES.iter().enumerate() {
-        if exercised && !l.contains("mate") && !l.contains("xray") {
-            assert!(matched[k] > 0, "`{l}` never matches in studies.pgn");
-        }
-    }
 }
 
 /// τ⁻¹(P) for a D4/colour transform τ, as a shakmaty board and side.
@@ -382,7 +195,7 @@ fn metamorphic_board_transforms_agree_on_studies_positions() {
     ] {
         let transforms = filter_transforms(f, false);
         for target in targets {
-            let name = format!("{} {target}", cqlj::transform::basic::filter_name(f));
+            let name = format!("{} {target}", f.name());
             let orbit = compile(&name);
             let plain = compile(target);
             // Every 7th position of the first games keeps the test quick.
@@ -438,78 +251,4 @@ fn metamorphic_board_transforms_agree_on_studies_positions() {
     }
     assert!(checked > 1000, "only {checked} positions checked");
     eprintln!("metamorphic: {checked} (query, position) pairs checked");
-}
-
-#[derive(serde::Deserialize)]
-struct Corpus {
-    case: Vec<Case>,
-}
-
-#[derive(serde::Deserialize)]
-struct Case {
-    name: String,
-    query: String,
-    error: Option<String>,
-    #[serde(default)]
-    positions: Vec<String>,
-    #[serde(default)]
-    matches: Vec<bool>,
-    #[serde(default)]
-    values: Vec<String>,
-}
-
-/// The corpus value text as an interpreter value.
-fn corpus_value(text: &str) -> Option<Value> {
-    if text == "none" {
-        None
-    } else if let Ok(n) = text.parse::<i64>() {
-        Some(Value::Number(n))
-    } else if let Some(s) = text.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-        Some(Value::Str(s.to_string()))
-    } else {
-        let bb = cqlj::syntax::parse_square_designator(text)
-            .unwrap_or_else(|| panic!("bad designator {text:?} in the corpus"));
-        Some(Value::Set(bb))
-    }
-}
-
-/// The transform corpus through the expansion and the reference
-/// interpreter: match and value at every listed position.
-#[test]
-fn corpus_transforms_through_the_interpreter() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/conformance/transforms.toml"
-    );
-    let corpus: Corpus =
-        toml::from_str(&std::fs::read_to_string(path).expect("corpus")).expect("corpus syntax");
-    let mut failures = Vec::new();
-    let opts = EvalOptions::default();
-    for c in corpus.case.iter().filter(|c| c.error.is_none()) {
-        let interp = compile(&c.query);
-        for (i, fen) in c.positions.iter().enumerate() {
-            let game = GameBuilder::new(support::game::chess_from_fen(fen));
-            let view = GameView {
-                number: 1,
-                tags: &[],
-                positions: &game.records,
-            };
-            let mut st = interp.new_state(&opts);
-            let got = interp.eval_body_at(&view, 0, &mut st).expect("evaluates");
-            if let Some(want) = c.matches.get(i)
-                && got.is_some() != *want
-            {
-                failures.push(format!("{} position {i}: matched {:?}", c.name, got));
-            }
-            if let Some(want) = c.values.get(i)
-                && got != corpus_value(want)
-            {
-                failures.push(format!(
-                    "{} position {i}: value {got:?}, expected {want}",
-                    c.name
-                ));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

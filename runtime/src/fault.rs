@@ -53,7 +53,7 @@ static EXIT_CODE: AtomicI32 = AtomicI32::new(2);
 
 /// Keeps a map registered until dropped.
 #[derive(Debug)]
-pub struct MapGuard {
+pub(crate) struct MapGuard {
     slot: usize,
 }
 
@@ -67,7 +67,7 @@ impl Drop for MapGuard {
 
 /// Registers the mapped range `start .. start + len` as a store map;
 /// `None` when the table is full or the range is empty.
-pub fn register_map(start: usize, len: usize) -> Option<MapGuard> {
+pub(crate) fn register_map(start: usize, len: usize) -> Option<MapGuard> {
     let end = start.checked_add(len)?;
     if len == 0 || start == 0 || start == CLAIMED {
         return None;

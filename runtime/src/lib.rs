@@ -20,10 +20,17 @@
 //! **Architecture invariant:** this crate depends on nothing in `cqlj`; every
 //! other part of cqlj may depend on it.
 
+#![warn(missing_docs, unreachable_pub)]
+
+// Modules with public items that have no doc comment yet.
+#[allow(missing_docs)]
 pub mod bitboard;
 pub mod fault;
+#[allow(missing_docs)]
 pub mod helpers;
+#[allow(missing_docs)]
 pub mod layout;
+#[allow(missing_docs)]
 pub mod piece;
 pub mod store;
 pub mod tags;

@@ -103,8 +103,8 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => {
-            let pgn = cqlj::scan::shared_data_dir().join("book.pgn.zst");
-            let dir = scan::input::cache_dir();
+            let pgn = super::input::shared_data_dir().join("book.pgn.zst");
+            let dir = super::input::cache_dir();
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let store = dir.join("book.cqlj");
@@ -127,10 +127,10 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
     if name.ends_with(".pgn") || name.ends_with(".pgn.zst") {
         super::files::refuse_non_regular_input(&path)?;
         let mut observer = super::index::Observer::new(0, true);
-        let _guards = scan::input::cached_store_candidates(&path).map(|c| {
+        let _guards = super::input::cached_store_candidates(&path).map(|c| {
             super::files::TempGuard::new(cqlj::runtime::store::StoreWriter::temp_path(&c))
         });
-        let (store, _) = scan::cached_store(&path, &mut observer)?;
+        let (store, _) = super::input::cached_store(&path, &mut observer)?;
         return Ok(store);
     }
     Store::open_unverified(&path).with_context(|| format!("cannot open store {}", path.display()))
@@ -213,6 +213,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.no_suite && args.cql.is_empty() {
         return Err(usage!("--no-suite leaves no query to run: add --cql QUERY"));
     }
+    // A wrong `--cql` query is a usage error, found before the store opens.
+    for source in &args.cql {
+        let options = cqlj::query::QueryOptions {
+            name: super::QUERY_TEXT_NAME,
+            ..Default::default()
+        };
+        cqlj::query::prepare(source, &options).map_err(|e| usage!("{e}"))?;
+    }
     let store = open_db(args.db.as_deref())?;
     let threads = args.threads.max(1);
     let all = 0..store.n_games();
@@ -277,7 +285,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let mut disagreements = 0;
     for source in queries {
         let options = cqlj::query::QueryOptions {
-            name: "--cql",
+            name: super::QUERY_TEXT_NAME,
             ..Default::default()
         };
         let prepared =

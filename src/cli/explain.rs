@@ -111,7 +111,7 @@ fn ir_tree(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var], depth: usize, out: &mut S
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let (name, src) = match (&args.query, &args.file) {
-        (Some(q), None) => ("<query>".to_owned(), q.clone()),
+        (Some(q), None) => (super::QUERY_TEXT_NAME.to_owned(), q.clone()),
         (None, Some(f)) => (
             f.display().to_string(),
             std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
@@ -160,7 +160,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 }
             },
             Stage::Orbits => match syntax::parse(&src) {
-                Ok(q) => print!("{}", cqlj::transform::explain_orbits(&q)?),
+                Ok(q) => print!(
+                    "{}",
+                    cqlj::transform::explain_orbits(&q).map_err(super::usage_error)?
+                ),
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
                     return Ok(ExitCode::from(exit::USAGE));
@@ -178,7 +181,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                         eprint!("{d}");
                         return Ok(ExitCode::from(exit::USAGE));
                     }
-                    Err(e) => return Err(e.into()),
+                    // A transform error is a mistake in the query, as in a run.
+                    Err(e) => return Err(super::usage_error(e)),
                 };
                 let opts = cqlj::jit::JitOptions::default();
                 if stage == Stage::Plan {

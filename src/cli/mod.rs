@@ -21,6 +21,10 @@ pub mod exit {
     pub const INTERRUPTED: u8 = 130;
 }
 
+/// The name a query given as text (`-cql TEXT`) has in diagnostics, where a
+/// query file has its path: `<query>:1:5`.
+pub const QUERY_TEXT_NAME: &str = "<query>";
+
 /// An error in what the user asked for (exit status [`exit::USAGE`]);
 /// displayed as the error it wraps.
 #[derive(Debug)]
@@ -82,6 +86,8 @@ pub mod explain;
 pub mod files;
 pub mod index;
 pub mod info;
+pub mod input;
+pub mod options;
 pub mod run;
 pub mod verify;
 

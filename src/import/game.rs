@@ -9,7 +9,7 @@
 //!
 //! Checkmate and stalemate need "no legal move", which costs a full move
 //! generation. A position followed by a move of its line has a legal move, so
-//! only the last position of each line is tested ([`GameVisitor`] does it
+//! only the last position of each line is tested (`GameVisitor` does it
 //! when the line ends); every other record is written as having one. The
 //! flags stay a pure function of the position.
 
@@ -19,6 +19,8 @@ use cqlj_runtime::layout::{
     MoveKind, MoveParts, PackedMove, PositionRecord, chess as lchess, flags,
 };
 use cqlj_runtime::store::{GameMeta, game_flags, result};
+
+use super::report::{BadMove, GameWarning, Line, SkipReason};
 use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
 use shakmaty::{
@@ -35,23 +37,21 @@ pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
 /// game without tags.)
 pub const MAX_TAG_BYTES: usize = 8 * 1024;
 
-/// The reason [`GameVisitor`] gives for text that holds no tag and no
-/// legal move: not a game at all (garbage, binary data), so the importer
-/// skips it as input without giving it a game number.
-pub const NOT_A_GAME: &str = "no tag and no legal move: not PGN text";
-
 /// Most tag pairs a game may have (the store counts them in 16 bits).
-pub const MAX_TAGS: usize = 4096;
+pub(crate) const MAX_TAGS: usize = 4096;
 
 /// A game replayed into records, with its metadata (source fields left for
 /// the caller).
 #[derive(Clone, Debug, Default)]
 pub struct ParsedGame {
+    /// Tags, result, Elos, flags and text (the source fields are set by
+    /// the reader).
     pub meta: GameMeta,
+    /// The game's positions in PGN text order, initial position first.
     pub positions: Vec<PositionRecord>,
     /// Problems that did not stop the import of the game (a variation cut
     /// short at an illegal move, ...).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GameWarning>,
     /// For each move of the movetext in text order (variations included,
     /// also those of cut lines), the index of the position it leads to, or
     /// `None` for a move that was not stored (a cut line). The PGN writer
@@ -97,7 +97,7 @@ const OTHER_VARIANTS: &[&str] = &[
 
 /// The visitor; reusable across games (state is reset in `begin_tags`).
 #[derive(Default)]
-pub struct GameVisitor {
+pub(crate) struct GameVisitor {
     meta: GameMeta,
     fen: Option<Vec<u8>>,
     variant: Option<Vec<u8>>,
@@ -105,7 +105,7 @@ pub struct GameVisitor {
     chess960: bool,
     records: Vec<PositionRecord>,
     stack: Vec<Frame>,
-    warnings: Vec<String>,
+    warnings: Vec<GameWarning>,
     san_index: Vec<Option<u32>>,
     /// The setup's record when no move can be replayed from it (a position
     /// shakmaty does not represent).
@@ -260,25 +260,25 @@ fn uci_fallback(san: shakmaty::san::San, pos: &Chess) -> Option<Move> {
 }
 
 impl GameVisitor {
-    pub fn new() -> GameVisitor {
+    pub(crate) fn new() -> GameVisitor {
         GameVisitor::default()
     }
 
     /// The starting position from the tags.
-    fn initial_position(&mut self) -> Result<Chess, String> {
+    fn initial_position(&mut self) -> Result<Chess, SkipReason> {
         if let Some(v) = &self.variant {
             let v = String::from_utf8_lossy(v).to_ascii_lowercase();
             let v = v.trim();
             if v.contains("960") || v.contains("fischer") || v == "frc" {
                 self.chess960 = true;
             } else if OTHER_VARIANTS.contains(&v) {
-                return Err(format!("unsupported variant \"{v}\""));
+                return Err(SkipReason::UnsupportedVariant(v.to_owned()));
             }
         }
         let Some(fen) = &self.fen else {
             return if self.chess960 {
                 Chess::from_setup(Setup::initial(), CastlingMode::Chess960)
-                    .map_err(|e| format!("cannot set up the start position: {e}"))
+                    .map_err(|e| SkipReason::StartPosition(e.to_string()))
             } else {
                 Ok(Chess::default())
             };
@@ -290,10 +290,8 @@ impl GameVisitor {
                 // CQL 6.2 ignores a FEN it cannot read (bad syntax, not one
                 // king a side, more than 16 pieces a side): the game starts
                 // from the initial position (and its moves soon fail).
-                self.warnings.push(format!(
-                    "FEN \"{fen_text}\" is not a position CQL 6.2 reads: the game starts \
-                     from the initial position, as in CQL 6.2"
-                ));
+                self.warnings
+                    .push(GameWarning::FenIgnored { fen: fen_text });
                 return Ok(Chess::default());
             }
         };
@@ -324,10 +322,10 @@ impl GameVisitor {
             Err(e) => {
                 // CQL 6.2 reads it (side not to move in check, pawns on a
                 // back rank): keep the game and its setup, without moves.
-                self.warnings.push(format!(
-                    "FEN \"{fen_text}\": {e}: the setup is imported, its moves are not \
-                     replayed (no move generator for it)"
-                ));
+                self.warnings.push(GameWarning::FenNotPlayable {
+                    fen: fen_text,
+                    error: e.to_string(),
+                });
                 self.board_only = Some(setup_record(parsed.as_setup()));
                 Ok(Chess::default())
             }
@@ -339,22 +337,18 @@ impl GameVisitor {
         &mut self,
         name: &[u8],
         value: Vec<u8>,
-    ) -> ControlFlow<Result<ParsedGame, String>> {
+    ) -> ControlFlow<Result<ParsedGame, SkipReason>> {
         if name.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag name of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                name.len()
-            ));
+            return self.fail(SkipReason::TagNameTooLong { bytes: name.len() });
         }
         if self.meta.tags.len() >= MAX_TAGS {
-            return self.fail(format!("more than {MAX_TAGS} tags"));
+            return self.fail(SkipReason::TooManyTags);
         }
         if value.len() > MAX_TAG_BYTES {
-            return self.fail(format!(
-                "tag {} has a value of {} bytes, more than the limit {MAX_TAG_BYTES}",
-                String::from_utf8_lossy(name),
-                value.len()
-            ));
+            return self.fail(SkipReason::TagValueTooLong {
+                name: String::from_utf8_lossy(name).into_owned(),
+                bytes: value.len(),
+            });
         }
         match name {
             b"FEN" => self.fen = Some(value.clone()),
@@ -375,16 +369,16 @@ impl GameVisitor {
 
     /// Tags read so far in the game being read (to resume after a tag line
     /// the reader rejected).
-    pub fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn take_tags(&mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
         std::mem::take(&mut self.meta.tags)
     }
 
     /// Tags to apply first to the next game read.
-    pub fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
+    pub(crate) fn resume_tags(&mut self, tags: Vec<(Vec<u8>, Vec<u8>)>) {
         self.resume = tags;
     }
 
-    fn fail(&self, reason: String) -> ControlFlow<Result<ParsedGame, String>> {
+    fn fail(&self, reason: SkipReason) -> ControlFlow<Result<ParsedGame, SkipReason>> {
         ControlFlow::Break(Err(reason))
     }
 
@@ -412,7 +406,7 @@ impl GameVisitor {
 impl Visitor for GameVisitor {
     type Tags = ();
     type Movetext = ();
-    type Output = Result<ParsedGame, String>;
+    type Output = Result<ParsedGame, SkipReason>;
 
     fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
         self.meta = GameMeta::default();
@@ -477,27 +471,31 @@ impl Visitor for GameVisitor {
             Ok(m) => m,
             Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
             Err(e) => {
-                let what = if matches!(san_plus.san, shakmaty::san::San::Null) {
-                    "null move (not supported)".to_string()
+                let bad = if matches!(san_plus.san, shakmaty::san::San::Null) {
+                    BadMove::Null
                 } else {
-                    format!("illegal move {san_plus} ({e})")
+                    BadMove::Illegal {
+                        san: san_plus.to_string(),
+                        error: e.to_string(),
+                    }
                 };
-                let at = format!("{what} at ply {}", parent_ply as u32 + 1);
                 frame.dead = true;
-                self.warnings.push(if depth == 1 {
+                self.warnings.push(GameWarning::CutShort {
                     // CQL 6.2 keeps the game up to the move it cannot read.
-                    format!("game cut short: {at}")
-                } else {
-                    format!("variation cut short: {at}")
+                    line: if depth == 1 {
+                        Line::Game
+                    } else {
+                        Line::Variation
+                    },
+                    bad,
+                    ply: parent_ply as u32 + 1,
                 });
                 self.san_index.push(None);
                 return ControlFlow::Continue(());
             }
         };
         if n >= MAX_GAME_POSITIONS {
-            return self.fail(format!(
-                "game has more than {MAX_GAME_POSITIONS} positions (u16 ply/parent limit)"
-            ));
+            return self.fail(SkipReason::TooManyPositions);
         }
         let turn = frame.pos.turn();
         let before = frame.pos.clone();
@@ -580,10 +578,10 @@ impl Visitor for GameVisitor {
         }
         let mut positions = std::mem::take(&mut self.records);
         if positions.is_empty() {
-            return Err("no game".into());
+            return Err(SkipReason::NoGame);
         }
         if self.meta.tags.is_empty() && positions.len() == 1 {
-            return Err(NOT_A_GAME.into());
+            return Err(SkipReason::NotAGame);
         }
         let mut has_child = vec![false; positions.len()];
         for (i, p) in positions.iter().enumerate().skip(1) {

@@ -1,16 +1,16 @@
 //! PGN import: `.pgn` / `.pgn.zst` files -> a position store.
 //!
 //! [`PgnGames`] reads one (decompressed) PGN stream game by game and yields
-//! each game replayed into position records ([`game::GameVisitor`]), with
+//! each game replayed into position records (`game::GameVisitor`), with
 //! the game's exact byte range and text in the stream, or the reason it was
 //! skipped. [`import_files`] drives it over several input files into one
 //! [`StoreWriter`]; [`append_files_with`] adds games to an existing store.
 //!
-//! Games are found as CQL 6.2 finds them ([`CqlLines`]), so game numbers
+//! Games are found as CQL 6.2 finds them (`CqlLines`), so game numbers
 //! are CQL's. A game with a non-chess variant, more than
 //! [`game::MAX_GAME_POSITIONS`] positions, a text over [`MAX_GAME_BYTES`],
 //! a tag name or value over [`game::MAX_TAG_BYTES`] or more than
-//! [`game::MAX_TAGS`] tags is skipped and reported ([`Report`]); the import
+//! `game::MAX_TAGS` tags is skipped and reported ([`Report`]); the import
 //! continues. An illegal move cuts its line (mainline or variation) short,
 //! as CQL 6.2 does, with a warning. Text that is no game at all is skipped
 //! input without a game number.
@@ -19,7 +19,10 @@
 //! reader only finds game boundaries, so a threaded importer can split the
 //! stream and parse games in parallel.
 
+#![warn(missing_docs)]
+
 pub mod game;
+mod report;
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
@@ -28,60 +31,38 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use cqlj_runtime::store::{StoreError, StoreWriter};
-pub use game::{GameVisitor, MAX_GAME_POSITIONS, MAX_TAG_BYTES, MAX_TAGS, NOT_A_GAME, ParsedGame};
+use game::GameVisitor;
+pub use game::{MAX_GAME_POSITIONS, MAX_TAG_BYTES, ParsedGame};
+pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// An input file cannot be opened or read (or the import's thread
+    /// pool cannot be built: `path` is then the store).
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The input file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Writing the store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// A skipped game or a warning about an imported one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report {
-    /// The input file, as given.
-    pub file: String,
-    /// 1-based number of the game in its file (CQL's game number); 0 for
-    /// skipped input that is not a game.
-    pub game: u64,
-    /// 1-based line where the game starts.
-    pub line: u64,
-    pub reason: String,
-    /// True if the game was not imported; false for a warning.
-    pub skipped: bool,
-}
-
-impl std::fmt::Display for Report {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.skipped { "skipped" } else { "warning" };
-        if self.game == 0 {
-            return write!(
-                f,
-                "{}:{}: {what} input: {}",
-                self.file, self.line, self.reason
-            );
-        }
-        write!(
-            f,
-            "{}:{}: game {}: {what}: {}",
-            self.file, self.line, self.game, self.reason
-        )
-    }
 }
 
 /// Totals of an import.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportSummary {
+    /// Games stored.
     pub games: u64,
+    /// Positions stored (variations included).
     pub positions: u64,
+    /// Games and stretches of input skipped ([`Report::is_skipped`]).
     pub skipped: u64,
+    /// Warnings reported (a game may have several).
     pub warnings: u64,
     /// Decompressed PGN bytes read.
     pub pgn_bytes: u64,
@@ -96,7 +77,9 @@ pub struct Progress {
     pub file_bytes_read: u64,
     /// Bytes read from disk over all files so far.
     pub total_bytes_read: u64,
+    /// Games stored so far.
     pub games: u64,
+    /// Positions stored so far.
     pub positions: u64,
 }
 
@@ -106,14 +89,14 @@ pub struct Progress {
 pub const MAX_GAME_BYTES: u64 = 16 << 20;
 
 /// Byte that stands in for a `"` inside a tag value while the PGN reader
-/// parses the tag line (see [`CqlLines`]); the visitor maps it back.
-pub const TAG_QUOTE: u8 = 0x01;
+/// parses the tag line (see `CqlLines`); the visitor maps it back.
+pub(crate) const TAG_QUOTE: u8 = 0x01;
 
 /// Longest line [`Tee`] holds back to repair (a longer one is passed on as
 /// it is; the PGN reader rejects such a tag line anyway).
 const MAX_REPAIR_LINE: usize = 64 << 10;
 
-/// Where a line of PGN text is, for [`CqlLines`].
+/// Where a line of PGN text is, for `CqlLines`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum LineState {
     /// Before a game's tags (start of the stream, or after a result).
@@ -130,14 +113,14 @@ enum LineState {
 /// - a tag value runs to the *last* `"` of its line (CQL 6.2 reads
 ///   `[Event "reti =" Black to move #61"]` as one tag): every unescaped `"`
 ///   strictly between the first and the last quote of a tag line becomes
-///   [`TAG_QUOTE`];
+///   `TAG_QUOTE`;
 /// - a game ends at its result token, not at a blank line: a blank line in
 ///   movetext before the result (outside comments) becomes spaces.
 ///
 /// The state carries over from one call to the next (a comment may span
 /// lines).
 #[derive(Clone, Debug, Default)]
-pub struct CqlLines {
+pub(crate) struct CqlLines {
     state: LineState,
     in_comment: bool,
 }
@@ -238,7 +221,7 @@ fn soften(lines: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     }
 }
 
-/// The tag-quote part of [`CqlLines`] for one tag line.
+/// The tag-quote part of `CqlLines` for one tag line.
 fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     let (Some(first), Some(last)) = (memchr::memchr(b'"', line), memchr::memrchr(b'"', line))
     else {
@@ -258,16 +241,16 @@ fn repair_tag_line(line: &mut [u8], at: usize, fixes: &mut Vec<(usize, u8)>) {
     }
 }
 
-/// [`CqlLines`] over a whole text from a fresh state (one game's stored
+/// `CqlLines` over a whole text from a fresh state (one game's stored
 /// text, read again by the PGN writer). Returns whether a tag quote was
-/// rewritten to [`TAG_QUOTE`].
-pub fn cql_lines(text: &mut [u8]) -> bool {
+/// rewritten to `TAG_QUOTE`.
+pub(crate) fn cql_lines(text: &mut [u8]) -> bool {
     let mut fixes = Vec::new();
     CqlLines::default().fix(text, true, &mut fixes);
     fixes.iter().any(|&(_, b)| b == b'"')
 }
 
-/// Hands the PGN reader whole lines rewritten by [`CqlLines`]
+/// Hands the PGN reader whole lines rewritten by `CqlLines`
 /// and keeps the original bytes it hands out, so a
 /// game's text can be cut out byte for byte.
 struct Tee<R> {
@@ -373,7 +356,7 @@ struct Kept {
     /// Newlines counted up to `counted_to`.
     lines: u64,
     counted_to: u64,
-    /// Stream offsets of the tag quotes rewritten to [`TAG_QUOTE`] in the
+    /// Stream offsets of the tag quotes rewritten to `TAG_QUOTE` in the
     /// bytes handed out (ascending; those before `start` are dropped).
     tag_quotes: std::collections::VecDeque<u64>,
 }
@@ -472,10 +455,11 @@ pub struct GameItem {
     /// Byte range of the game in the (decompressed) stream, trailing
     /// whitespace excluded.
     pub start: u64,
+    /// End of that range (exclusive).
     pub end: u64,
     /// The replayed game (its `meta.text` is the stream's bytes
     /// `start..end`), or why it was skipped.
-    pub game: Result<ParsedGame, String>,
+    pub game: Result<ParsedGame, SkipReason>,
 }
 
 /// Iterator over the games of a PGN byte stream.
@@ -493,6 +477,8 @@ pub struct PgnGames<R: Read> {
 }
 
 impl<R: Read> PgnGames<R> {
+    /// Reads the games of `inner` from its first byte; game numbers start
+    /// at 1.
     pub fn new(inner: R) -> PgnGames<R> {
         let kept = Rc::new(RefCell::new(Kept::default()));
         let tee = Tee::new(inner, kept.clone());
@@ -540,10 +526,7 @@ impl<R: Read> PgnGames<R> {
         };
         let overflow = self.kept.borrow().overflow;
         let game = match read {
-            Ok(Some(_)) if overflow => Err(format!(
-                "game text of {} bytes, more than the limit {MAX_GAME_BYTES}",
-                end - start
-            )),
+            Ok(Some(_)) if overflow => Err(SkipReason::TextTooLong { bytes: end - start }),
             Ok(Some(Ok(mut g))) => {
                 if repaired_quotes {
                     restore_tag_quotes(&mut g);
@@ -567,7 +550,7 @@ impl<R: Read> PgnGames<R> {
                     // No progress possible: stop rather than loop.
                     self.done = true;
                 }
-                Err(format!("PGN syntax error: {e}"))
+                Err(SkipReason::Syntax(e.to_string()))
             }
             Err(e) => return Err(e),
         };
@@ -575,12 +558,12 @@ impl<R: Read> PgnGames<R> {
         let mut k = self.kept.borrow_mut();
         let upto = k.counted_to;
         // Keep a game whose tag line was rejected: its rest follows.
-        if !self.hold && !matches!(&game, Err(r) if r.ends_with("unterminated tag")) {
+        if !self.hold && !matches!(&game, Err(r) if r.is_unterminated_tag()) {
             k.discard(upto);
         }
         k.overflow = false;
         drop(k);
-        let not_a_game = matches!(&game, Err(r) if r == NOT_A_GAME);
+        let not_a_game = matches!(&game, Err(SkipReason::NotAGame));
         if !not_a_game {
             self.number += 1;
         }
@@ -598,7 +581,7 @@ impl<R: Read> PgnGames<R> {
 impl<R: Read> PgnGames<R> {
     /// The next game, or one item for a whole stretch of text that is not
     /// a game (consecutive pieces of garbage are reported once).
-    pub fn next_item(&mut self) -> io::Result<Option<GameItem>> {
+    pub(crate) fn next_item(&mut self) -> io::Result<Option<GameItem>> {
         let item = match self.pending.take() {
             Some(item) => item,
             None => match self.next_game()? {
@@ -606,7 +589,7 @@ impl<R: Read> PgnGames<R> {
                 None => return Ok(None),
             },
         };
-        if matches!(&item.game, Err(r) if r.ends_with("unterminated tag")) {
+        if matches!(&item.game, Err(r) if r.is_unterminated_tag()) {
             // The reader resumes at the next line: what follows (the rest
             // of the tags and the movetext) is the same game. CQL 6.2 reads
             // it with the tag it cannot read left out, and so does cqlj.
@@ -628,18 +611,16 @@ impl<R: Read> PgnGames<R> {
                     self.number -= 1;
                 }
                 rest.number = item.number;
-                let reason = "a tag line longer than the PGN reader takes (unterminated tag): \
-                              the tag is left out, as CQL 6.2 leaves it out";
                 match &mut rest.game {
                     Ok(g) => {
-                        g.warnings.insert(0, reason.to_owned());
+                        g.warnings.insert(0, GameWarning::UnterminatedTag);
                         rest.line = item.line;
                         return Ok(Some(rest));
                     }
                     Err(_) if rest.not_a_game => {
                         rest.not_a_game = false;
                         rest.line = item.line;
-                        rest.game = Err(format!("{reason}; no move follows"));
+                        rest.game = Err(SkipReason::UnterminatedTagNoMove);
                         return Ok(Some(rest));
                     }
                     Err(_) => {
@@ -661,10 +642,9 @@ impl<R: Read> PgnGames<R> {
                 break;
             }
         }
-        item.game = Err(format!(
-            "{} bytes of text that is not PGN (no tag and no legal move)",
-            item.end.saturating_sub(item.start).max(1)
-        ));
+        item.game = Err(SkipReason::NotPgn {
+            bytes: item.end.saturating_sub(item.start).max(1),
+        });
         Ok(Some(item))
     }
 }
@@ -676,7 +656,7 @@ impl<R: Read> Iterator for PgnGames<R> {
     }
 }
 
-/// Turns the [`TAG_QUOTE`]s of a game's tag values back into `"` and
+/// Turns the `TAG_QUOTE`s of a game's tag values back into `"` and
 /// warns about each such tag.
 fn restore_tag_quotes(g: &mut ParsedGame) {
     for (name, value) in &mut g.meta.tags {
@@ -688,25 +668,23 @@ fn restore_tag_quotes(g: &mut ParsedGame) {
                 *b = b'"';
             }
         }
-        g.warnings.push(format!(
-            "tag {} holds an unescaped '\"': its value is read up to the last '\"' of the \
-             line, as CQL 6.2 reads it",
-            String::from_utf8_lossy(name)
-        ));
+        g.warnings.push(GameWarning::UnescapedQuote {
+            name: String::from_utf8_lossy(name).into_owned(),
+        });
     }
 }
 
 /// Replays the first game of `text` (a pure function of the bytes).
-pub fn parse_game(text: &[u8]) -> Result<ParsedGame, String> {
+pub fn parse_game(text: &[u8]) -> Result<ParsedGame, SkipReason> {
     match PgnGames::new(text).next() {
         Some(Ok(item)) => item.game,
-        Some(Err(e)) => Err(e.to_string()),
-        None => Err("no game in the text".into()),
+        Some(Err(e)) => Err(SkipReason::Read(e.to_string())),
+        None => Err(SkipReason::NoGameInText),
     }
 }
 
 /// Opens a PGN file, decompressing zstd (detected by its magic number).
-pub fn open_pgn(path: &Path, counter: Rc<Cell<u64>>) -> io::Result<Box<dyn Read>> {
+pub(crate) fn open_pgn(path: &Path, counter: Rc<Cell<u64>>) -> io::Result<Box<dyn Read>> {
     let mut file = File::open(path)?;
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut file, &mut magic)?;
@@ -797,23 +775,30 @@ impl Accept<'_> {
                 self.summary.positions += g.positions.len() as u64;
                 for w in g.warnings {
                     self.summary.warnings += 1;
-                    self.observer.report(&Report {
-                        file: name.to_owned(),
+                    self.observer.report(&Report::Warning {
+                        at: Place {
+                            file: name.to_owned(),
+                            line: item.line,
+                        },
                         game: item.number,
-                        line: item.line,
-                        reason: w,
-                        skipped: false,
+                        warning: w,
                     });
                 }
             }
             Err(reason) => {
                 self.summary.skipped += 1;
-                self.observer.report(&Report {
+                let at = Place {
                     file: name.to_owned(),
-                    game: if item.not_a_game { 0 } else { item.number },
                     line: item.line,
-                    reason,
-                    skipped: true,
+                };
+                self.observer.report(&if item.not_a_game {
+                    Report::SkippedInput { at, reason }
+                } else {
+                    Report::Skipped {
+                        at,
+                        game: item.number,
+                        reason,
+                    }
                 });
             }
         }
@@ -928,13 +913,7 @@ fn import_into(
         report_progress(&mut acc);
         if acc.summary.games == games_before {
             acc.summary.warnings += 1;
-            acc.observer.report(&Report {
-                file: name.clone(),
-                game: 0,
-                line: 1,
-                reason: "the file holds no game".into(),
-                skipped: false,
-            });
+            acc.observer.report(&Report::NoGame { file: name.clone() });
         }
     }
     acc.writer.finish()?;
@@ -957,7 +936,7 @@ impl From<ImportError> for Failure {
 /// at a game boundary: each byte is scanned once however the buffer grows
 /// (see [`block_cut`] for the rule).
 #[derive(Clone, Debug, Default)]
-pub struct CutScanner {
+pub(crate) struct CutScanner {
     /// Offset of the next line to scan.
     pos: usize,
     in_comment: bool,
@@ -1053,7 +1032,7 @@ pub fn block_cut(buf: &[u8], from: usize) -> Option<usize> {
 /// in input order, with game numbers, lines and byte offsets relative to
 /// the whole stream. Returns the stream's length.
 ///
-/// Each byte is scanned for boundaries once ([`CutScanner`]), so the work
+/// Each byte is scanned for boundaries once (`CutScanner`), so the work
 /// is linear in the input. Memory is bounded by the window of blocks: a
 /// stretch without a boundary longer than [`MAX_GAME_BYTES`] is either
 /// blank (dropped, only counted) or holds an over-long game, and then the

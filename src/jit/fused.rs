@@ -22,24 +22,35 @@
 //! distinct); a set-valued orbit (body value = its last term's square) is
 //! ⋃ translate(M, d_last).
 
+#![warn(missing_docs, unreachable_pub)]
+
 use cranelift_codegen::ir::{InstBuilder, condcodes::IntCC};
 
 use super::lower::{Lower, V};
 use crate::ir::{Expr, Kind, Node, OrbitElement, PieceSet};
 
-/// A term's piece set and offset from the element's first square.
+/// A term: its piece set and its file and rank offsets `(dx, dy)` from
+/// the element's first square.
 type Term = (PieceSet, i8, i8);
 
-/// One shape group: its terms (the first at offset 0) and its anchors.
+/// One shape group: the elements that differ only by their anchor.
 pub(super) struct Group {
+    /// The shape, in the elements' order; the first term is at offset 0.
     terms: Vec<Term>,
+    /// The anchors (first squares) of the group's elements, one bit each:
+    /// no two elements of a group share an anchor.
     anchors: u64,
 }
 
-/// A fusable orbit.
+/// An orbit in the bit-parallel form: its elements partitioned into shape
+/// groups.
 pub(super) struct Fused {
-    pub groups: Vec<Group>,
+    /// The shape groups, in order of their first element.
+    pub(super) groups: Vec<Group>,
+    /// The orbit counts its matching elements (a numeric orbit).
     count: bool,
+    /// The orbit's kind: a set-valued orbit yields the union of its matching
+    /// elements' values, a logical one whether any element matches.
     kind: Kind,
 }
 
@@ -61,8 +72,13 @@ fn terms(e: &Expr, out: &mut Vec<(PieceSet, u32)>) -> Option<()> {
 }
 
 impl Fused {
-    /// Recognises an orbit that the bit-parallel form computes exactly.
-    pub fn detect(count: bool, kind: Kind, elements: &[OrbitElement]) -> Option<Fused> {
+    /// Recognises an orbit that the bit-parallel form computes exactly and
+    /// profitably: at least four elements, each a conjunction of
+    /// single-square piece designators (in a set-valued orbit, a body whose
+    /// value is its last designator; numeric orbits only as counts), no
+    /// shape and anchor twice, and at most half as many shape groups as
+    /// elements. `None` keeps the element-by-element form.
+    pub(super) fn detect(count: bool, kind: Kind, elements: &[OrbitElement]) -> Option<Fused> {
         // Worth it only for orbits with repeated shapes.
         if elements.len() < 4 {
             return None;
@@ -116,8 +132,9 @@ impl Fused {
         })
     }
 
-    /// Emits the fused code.
-    pub fn lower(&self, l: &mut Lower<'_, '_>) -> V {
+    /// Emits the fused code at the current position of `l`; the value has
+    /// the orbit's kind (see the module doc).
+    pub(super) fn lower(&self, l: &mut Lower<'_, '_>) -> V {
         let mut any = l.i8c(false);
         let mut total = l.i64c(0);
         let mut union = l.u64c(0);

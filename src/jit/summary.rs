@@ -7,6 +7,8 @@
 //! may match at some position. The bounds only use the summary's unions and
 //! flag OR/AND, so the test costs a few dozen operations per chunk.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::fmt;
 
 use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PieceSet, PinValue, SetOp, Side};
@@ -16,17 +18,21 @@ use crate::runtime::layout::{BB_BLACK, BB_WHITE, ChunkSummary, flags};
 /// The compiled condition: the conjunction of the lowered top-level filters.
 #[derive(Clone, Debug)]
 pub(super) struct Condition {
+    /// The filters, each tested with [`may_match`].
     filters: Vec<Expr>,
 }
 
 impl Condition {
-    pub fn of_conjunction(filters: &[&Expr]) -> Condition {
+    /// The condition that every one of `filters` may match in the chunk.
+    pub(super) fn of_conjunction(filters: &[&Expr]) -> Condition {
         Condition {
             filters: filters.iter().map(|e| (*e).clone()).collect(),
         }
     }
 
-    pub fn test(&self, s: &ChunkSummary) -> bool {
+    /// Whether a position of the chunk summarised by `s` may satisfy every
+    /// filter; `false` proves that none does, so the chunk can be skipped.
+    pub(super) fn test(&self, s: &ChunkSummary) -> bool {
         self.filters.iter().all(|f| may_match(f, s))
     }
 }

@@ -492,17 +492,13 @@ pub(crate) mod data {
 
     use crate::runtime::layout::{PositionRecord, chess::record_of, flags};
 
-    /// `$CQLJ_SHARED_DATA`, else `<manifest>/../shared/data`, else
-    /// `/work/shared/data`.
+    /// The shared data folder, found as `tests/support/data.rs` finds it:
+    /// `$CQLJ_SHARED_DATA` when set, else `../shared/data` next to the
+    /// checkout (the crate's manifest folder).
     pub fn data_dir() -> PathBuf {
-        if let Ok(d) = std::env::var("CQLJ_SHARED_DATA") {
-            return PathBuf::from(d);
-        }
-        let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-        if local.exists() {
-            local
-        } else {
-            PathBuf::from("/work/shared/data")
+        match std::env::var_os("CQLJ_SHARED_DATA") {
+            Some(d) => PathBuf::from(d),
+            None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
         }
     }
 

@@ -14,7 +14,7 @@ use crate::scan::{GameMatch, SortValue};
 ///
 /// # Errors
 /// The game's positions cannot be read from the store.
-pub fn match_json(
+pub(crate) fn match_json(
     store: &Store,
     m: &GameMatch,
 ) -> Result<String, crate::runtime::store::StoreError> {

@@ -1,5 +1,5 @@
 //! The printer: the sink a query run's matching games go to, and the forms
-//! they are written in ([`pgn`], [`json`] lines), or only counted.
+//! they are written in (PGN, JSON lines), or only counted.
 //!
 //! A [`Printer`] receives the scan's games in game order, renders them in
 //! batches (in parallel on a pool, between scan windows) and writes them in
@@ -7,8 +7,10 @@
 //! it holds only each game's number and sort keys, and writes the games in
 //! sort order at the end, matching each one again for its comments.
 
-pub mod json;
-pub mod pgn;
+#![warn(missing_docs, unreachable_pub)]
+
+mod json;
+mod pgn;
 
 use std::io::{self, BufWriter, Write};
 use std::ops::ControlFlow;
@@ -19,12 +21,13 @@ use rayon::prelude::*;
 use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
 
-pub use json::match_json;
-pub use pgn::{Annotations, OutputError, PgnOptions, write_match, write_pgn_game};
+use json::match_json;
+use pgn::write_match;
+pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
 
 /// Matching games rendered together (in parallel on the printer's pool);
 /// output order is game order.
-pub const RENDER_BATCH: usize = 512;
+const RENDER_BATCH: usize = 512;
 
 /// Games per rendering task (one text reader each, so a text block is
 /// decompressed about once per task).
@@ -33,9 +36,11 @@ const RENDER_TASK: usize = 64;
 /// What is done with each matching game.
 #[derive(Clone, Debug)]
 pub enum Form {
-    /// Written as PGN (see [`pgn`]).
+    /// Written as PGN: each game re-emitted from its stored text with the
+    /// match string and the query's comments (see [`PgnOptions`]).
     Pgn(PgnOptions),
-    /// Written as one JSON object per line (see [`json`]).
+    /// Written as one JSON object per line: game number, matching
+    /// positions (index, ply, FEN), comments, messages, sort keys.
     Jsonl,
     /// Only counted (`-count`); nothing is written.
     Count,
@@ -63,14 +68,19 @@ pub enum PrintError {
     /// The output cannot be written.
     #[error("cannot write {name}: {source}")]
     Write {
+        /// The output as the user named it ([`PrinterOptions::out_name`]).
         name: String,
+        /// Why the write failed.
         #[source]
         source: io::Error,
     },
+    /// A game cannot be rendered as PGN.
     #[error(transparent)]
     Pgn(#[from] OutputError),
+    /// A game's positions or tags cannot be read (JSON lines).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Matching a sorted run's game again failed.
     #[error(transparent)]
     Scan(#[from] ScanError),
     /// A game of a sorted run did not match when matched again (matching
@@ -376,4 +386,54 @@ fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
         }
     }
     b.len().cmp(&a.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    fn key(min: bool, value: Option<SortValue>) -> SortKey {
+        SortKey {
+            label: None,
+            min,
+            value,
+        }
+    }
+
+    #[test]
+    fn sort_keys_order_games_as_cql_does() {
+        let n = |v| Some(SortValue::Number(v));
+        // Descending by default, ascending with `min`.
+        assert_eq!(
+            compare_keys(&[key(false, n(5))], &[key(false, n(3))]),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_keys(&[key(true, n(5))], &[key(true, n(3))]),
+            Ordering::Greater
+        );
+        // A key that never matched comes last, either way.
+        assert_eq!(
+            compare_keys(&[key(false, None)], &[key(false, n(0))]),
+            Ordering::Greater
+        );
+        assert_eq!(
+            compare_keys(&[key(true, n(9))], &[key(true, None)]),
+            Ordering::Less
+        );
+        // The first differing key decides; equal keys are equal.
+        let a = [
+            key(false, n(1)),
+            key(true, Some(SortValue::Text("b".into()))),
+        ];
+        let b = [
+            key(false, n(1)),
+            key(true, Some(SortValue::Text("a".into()))),
+        ];
+        assert_eq!(compare_keys(&a, &b), Ordering::Greater);
+        assert_eq!(compare_keys(&a, &a), Ordering::Equal);
+        // More keys first when the shared ones are equal.
+        assert_eq!(compare_keys(&a, &a[..1]), Ordering::Less);
+    }
 }

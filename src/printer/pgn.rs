@@ -23,7 +23,7 @@ use crate::scan::GameMatch;
 pub struct Annotations {
     /// Comment texts per position index (store order within the game). Each
     /// matching position gets at least the match string.
-    pub comments: BTreeMap<u32, Vec<String>>,
+    pub(crate) comments: BTreeMap<u32, Vec<String>>,
     /// The store index of each move of the text, in text order, as the
     /// importer assigned it (`ParsedGame::san_index`; `None` for a move of a
     /// line the importer cut at an illegal move). Without it, moves are
@@ -42,10 +42,13 @@ impl Annotations {
 /// Errors of the PGN writer.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
+    /// The output cannot be written.
     #[error("writing output: {0}")]
     Io(#[from] io::Error),
+    /// The text of game N (1-based) holds no game to rewrite.
     #[error("the stored text of game {0} holds no game")]
     NoGame(u64),
+    /// The game's text cannot be read from the store.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -121,7 +124,7 @@ pub struct PgnOptions {
 ///
 /// # Errors
 /// The game's text cannot be read from the store, or writing fails.
-pub fn write_match(
+pub(crate) fn write_match(
     out: &mut dyn Write,
     texts: &mut TextReader<'_>,
     m: &GameMatch,

@@ -1,5 +1,5 @@
-//! The scan driver: running a matcher over the games of a store, on all cores, with results
-//! delivered in game order.
+//! The scan driver: running a matcher over the games of a store, on all
+//! cores, with results delivered in game order.
 //!
 //! The roles follow ripgrep's: a [`GameMatcher`] decides which positions of a
 //! game match (the interpreter or the JIT behind it), [`scan`] splits the
@@ -14,7 +14,9 @@
 //! - Memory is bounded by the window (`threads * WINDOW_PER_THREAD` batches
 //!   of results), never by the number of games.
 //! - A matcher is shared read-only by all workers; per-worker mutable state
-//!   lives in its `Scratch`.
+//!   lives in its [`GameMatcher::Scratch`].
+
+#![warn(missing_docs, unreachable_pub)]
 
 use std::fmt;
 use std::ops::{ControlFlow, Range};
@@ -26,6 +28,7 @@ use rayon::prelude::*;
 /// A sort key recorded by a `sort` filter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SortKey {
+    /// The filter's documentation string (`sort "label" ...`), if any.
     pub label: Option<String>,
     /// Sort ascending (`sort min`) instead of descending.
     pub min: bool,
@@ -37,7 +40,9 @@ pub struct SortKey {
 /// The value of a sort key.
 #[derive(Clone, Debug, PartialEq, PartialOrd)]
 pub enum SortValue {
+    /// A numeric key.
     Number(i64),
+    /// A string key.
     Text(String),
 }
 
@@ -53,8 +58,10 @@ pub enum SortValue {
 #[derive(Clone, Default)]
 pub struct Positions(PositionsRepr);
 
+/// How [`Positions`] holds its indices.
 #[derive(Clone)]
 enum PositionsRepr {
+    /// The indices themselves, increasing.
     Owned(Vec<u32>),
     /// The set bits of `words` in `lo..hi`, as offsets from `lo`;
     /// invariants: `lo <= hi <= 64 * words.len()`, `len` is their number.
@@ -73,12 +80,12 @@ impl Default for PositionsRepr {
 }
 
 impl Positions {
-    /// The set bits of `words` in `range`, sharing `words`.
+    /// The set bits of `words` in `range`, sharing `words`. `len` is their
+    /// number when the caller has counted them already (checked in debug
+    /// builds), else `None`.
     ///
     /// # Panics
     /// If `range` does not lie within `words` (a caller bug, never input).
-    /// `len` is their number when the caller has counted them already
-    /// (checked in debug builds), else `None`.
     pub(crate) fn bits(
         words: &Arc<Vec<u64>>,
         range: Range<usize>,
@@ -155,8 +162,10 @@ impl Positions {
 #[derive(Clone, Debug)]
 pub struct PositionsIter<'a>(IterRepr<'a>);
 
+/// The iteration state of a [`PositionsIter`], one per [`PositionsRepr`].
 #[derive(Clone, Debug)]
 enum IterRepr<'a> {
+    /// Over an owned list.
     List(std::slice::Iter<'a, u32>),
     /// `word`: the not yet returned bits of word `w`, masked to `lo..hi`.
     Bits {
@@ -263,6 +272,7 @@ unsafe fn count_bits_popcnt(bits: &[u64], lo: usize, hi: usize) -> usize {
     count_bits_portable(bits, lo, hi)
 }
 
+/// [`count_bits`] for any CPU (without the `popcnt` instruction).
 #[inline(always)]
 fn count_bits_portable(bits: &[u64], lo: usize, hi: usize) -> usize {
     if lo >= hi {
@@ -300,8 +310,16 @@ pub struct GameMatch {
 /// Errors during a scan.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
+    /// A game could not be evaluated.
     #[error("game {game}: {message}")]
-    Game { game: u64, message: String },
+    Game {
+        /// The game's number (1-based, as CQL numbers games); for an error
+        /// in chunk data a batch's games share, the batch's first game.
+        game: u64,
+        /// What went wrong (a store or evaluation error).
+        message: String,
+    },
+    /// The worker pool could not be built.
     #[error("thread pool: {0}")]
     Pool(String),
 }
@@ -338,6 +356,8 @@ pub trait GameMatcher: Sync {
 
 /// Receives matching games, in game order. Returning `Break` stops the scan.
 pub trait Sink {
+    /// Takes the next matching game (in increasing game order); `Break`
+    /// ends the scan after this game.
     fn game(&mut self, m: GameMatch) -> ControlFlow<()>;
 
     /// Called after each settled batch with the number of games settled so

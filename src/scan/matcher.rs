@@ -2,6 +2,8 @@
 //! evaluated by the interpreter, or pre-selected by the JIT's kernels over the
 //! chunk columns and confirmed by the interpreter where the plan says so.
 
+#![warn(missing_docs, unreachable_pub)]
+
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,6 +37,7 @@ pub enum Engine {
 /// How a run evaluates.
 #[derive(Clone, Copy, Debug)]
 pub struct RunPlan {
+    /// The engine requested.
     pub engine: Engine,
     /// Evaluate positions in variations too.
     pub variations: bool,
@@ -43,17 +46,24 @@ pub struct RunPlan {
 /// Errors building a matcher.
 #[derive(Debug, thiserror::Error)]
 pub enum MatcherError {
+    /// The interpreter rejects the query.
     #[error(transparent)]
     Interp(#[from] interp::InterpError),
+    /// [`Engine::Jit`] was requested and the JIT cannot compile the query.
     #[error("the JIT cannot compile this query: {0}")]
     Jit(#[from] jit::JitError),
 }
 
 /// A matcher over one store.
 pub struct StoreMatcher<'s> {
+    /// The store whose games are matched.
     store: &'s Store,
+    /// The reference evaluator: alone, or confirming the kernel's
+    /// pre-selection.
     interp: Interpreter,
+    /// The interpreter's options (from the [`RunPlan`]).
     opts: EvalOptions,
+    /// Why the requested engine is not used ([`StoreMatcher::fallback_note`]).
     note: Option<String>,
     /// The compiled kernel, when the JIT runs (engine jit or auto).
     jit: Option<CompiledQuery>,
@@ -70,17 +80,25 @@ pub struct StoreMatcher<'s> {
     arenas: Mutex<Vec<Arc<Vec<u64>>>>,
 }
 
-/// Per-worker buffers.
+/// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
+/// reused across the games and batches the worker evaluates.
 pub struct Scratch {
+    /// The decoded positions of the game the interpreter evaluates.
     positions: Vec<PositionRecord>,
+    /// The kernel's output for one chunk; its match words are zero between
+    /// kernel calls.
     out: ChunkOutput,
+    /// The values of the kernel's per-game slots for the current game
+    /// (`CompiledQuery::game_slots`).
     game_values: Vec<i64>,
+    /// The current game's pre-selected positions (`jit_game`), as indices
+    /// within the game.
     selected: Vec<u32>,
     /// Match bits of the batch being scanned (`jit_batch`), from the first
     /// position of its first chunk.
     batch_bits: Vec<u64>,
-    /// The batch's matching (or pre-selected) games and their bit ranges
-    /// of the batch's bitmap.
+    /// The batch's matching (or pre-selected) games: game index, its bit
+    /// range in the batch's bitmap, and the number of set bits in it.
     found: Vec<(u32, Range<usize>, usize)>,
     /// The last chunk whose summary was tested, and the answer.
     last_chunk: Option<(u64, bool)>,
@@ -90,7 +108,11 @@ impl<'s> StoreMatcher<'s> {
     /// Builds the matcher for `query` over `store`.
     ///
     /// # Errors
-    /// The interpreter rejects the query (inconsistent IR).
+    /// The interpreter rejects the query (inconsistent IR), or the plan asks
+    /// for [`Engine::Jit`] and the JIT cannot compile it ([`Engine::Auto`]
+    /// falls back to the interpreter with a [`fallback_note`]).
+    ///
+    /// [`fallback_note`]: StoreMatcher::fallback_note
     pub fn new(
         store: &'s Store,
         query: &ExpandedQuery,
@@ -103,7 +125,7 @@ impl<'s> StoreMatcher<'s> {
     /// with `jit_options`.
     ///
     /// # Errors
-    /// The interpreter rejects the query (inconsistent IR).
+    /// As [`StoreMatcher::new`].
     pub fn with_jit_options(
         store: &'s Store,
         query: &ExpandedQuery,
@@ -462,6 +484,7 @@ fn mainline_mask(flags: &[u8; CHUNK_POSITIONS], w: usize) -> u64 {
     mask
 }
 
+/// The interpreter's sort key in the driver's form.
 fn convert_sort_key(k: &interp::SortKey) -> SortKey {
     SortKey {
         label: k.label.clone(),

@@ -1,16 +1,17 @@
-//! Running a query over a store: the ordered parallel driver ([`driver`]).
+//! The searcher: a prepared query run over a store. The matcher
+//! ([`matcher`]: the JIT's kernel pre-selects, the interpreter confirms or
+//! decides) and the ordered parallel driver ([`driver`]) that hands each
+//! matching game to a [`Sink`] in game order.
 //!
-//! This is the last library stage: it depends on every stage before it
-//! (syntax, transform, interp, jit) and on the store; only the binary sits
-//! above it.
+//! It depends on the engines (interp, jit), the IR and the store; it knows
+//! neither how a query is prepared (`query`) nor how games are written
+//! (`printer`, a sink).
 
 pub mod driver;
-pub mod input;
 pub mod matcher;
 
 pub use driver::{
     Collect, GameMatch, GameMatcher, Positions, PositionsIter, ScanError, ScanOptions, ScanStats,
     Sink, SortKey, SortValue, scan,
 };
-pub use input::{cached_store, default_store, shared_data_dir};
 pub use matcher::{Engine, RunPlan, StoreMatcher};

@@ -80,6 +80,52 @@ pub fn line_col(src: &str, at: usize) -> (u32, u32) {
     (line, col)
 }
 
+/// The candidate that `word` most likely misspells, if any is close: at most
+/// one edit away for a word of up to 4 characters, two for a longer one
+/// (an edit inserts, deletes or replaces a character or swaps two adjacent
+/// ones). Among equally close candidates, one that begins with `word`
+/// (`mat` -> `mate`, not `max`), then one with its first letter, is
+/// preferred. Candidates under 3 characters are never suggested.
+pub fn suggest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let n = word.chars().count();
+    let limit = if n <= 4 { 1 } else { 2 };
+    let first = word.chars().next();
+    candidates
+        .into_iter()
+        // The distance is at least the difference in length: skip the
+        // quadratic computation for words that cannot be close.
+        .filter(|c| c.len() >= 3 && c.chars().count().abs_diff(n) <= limit && *c != word)
+        .filter_map(|c| {
+            let d = edit_distance(word, c);
+            (d <= limit).then_some((d, !c.starts_with(word), c.chars().next() != first, c))
+        })
+        .min()
+        .map(|(.., c)| c)
+}
+
+/// Edits (insert, delete, replace, swap of adjacent characters) from `a`
+/// to `b`: the optimal string alignment distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Rows i-2, i-1 and i of the table.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j - 1] + cost).min(prev[j] + 1).min(cur[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            cur[j] = d;
+        }
+        before = std::mem::replace(&mut prev, cur);
+    }
+    prev[b.len()]
+}
+
 impl Diagnostics {
     /// An empty list for `source`.
     pub fn new(source: &str) -> Diagnostics {
@@ -111,7 +157,6 @@ impl Diagnostics {
                 return;
             }
         }
-        let (line, col) = line_col(&self.source, span.start as usize);
         // A message quoting a huge word (an identifier, a string) is cut.
         let message = if message.len() > MAX_MESSAGE_BYTES {
             let cut = floor_boundary(&message, MAX_MESSAGE_BYTES);
@@ -119,6 +164,17 @@ impl Diagnostics {
         } else {
             message
         };
+        // The same message at the same place (a function body inlined at
+        // each call) is one mistake, reported once. (`Span`'s `==` ignores
+        // positions, so they are compared here.)
+        if self
+            .items
+            .iter()
+            .any(|d| (d.span.start, d.span.end) == (span.start, span.end) && d.message == message)
+        {
+            return;
+        }
+        let (line, col) = line_col(&self.source, span.start as usize);
         self.items.push(Diagnostic {
             span,
             message,
@@ -306,11 +362,8 @@ impl fmt::Debug for Report<'_> {
 
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (line {}, column {})",
-            self.diag.message, self.diag.line, self.diag.col
-        )
+        // The position is in miette's source header (`name:line:column`).
+        f.write_str(&self.diag.message)
     }
 }
 
@@ -339,6 +392,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn diag_suggestions_know_the_keywords() {
+        let words = ["max", "mate", "output", "or", "check", "input"];
+        assert_eq!(suggest("mat", words), Some("mate"));
+        assert_eq!(suggest("outptu", words), Some("output"));
+        assert_eq!(suggest("chekc", words), Some("check"));
+        assert_eq!(suggest("ox", words), None);
+        assert_eq!(suggest("zzzz", words), None);
+        assert_eq!(suggest("mate", words), None);
+        assert_eq!(edit_distance("flipcolr", "flipcolor"), 1);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn diag_same_message_at_same_place_is_kept_once() {
+        let mut d = Diagnostics::new("f() f()");
+        d.error(Span::new(0, 3), "wrong");
+        d.error(Span::new(0, 3), "wrong");
+        d.error(Span::new(4, 7), "wrong");
+        d.error(Span::new(0, 3), "other");
+        assert_eq!(d.error_count(), 3, "{d}");
+    }
+
+    #[test]
     fn diag_line_and_column_count_characters() {
         let src = "check\n  ♔ foo";
         let mut d = Diagnostics::new(src);
@@ -347,9 +424,12 @@ mod tests {
         assert_eq!((d[0].line, d[0].col), (2, 5));
         assert_eq!(d.to_string(), "error at 2:5: unknown");
         let r = d.render("q.cql", false);
-        assert!(
-            r.contains("q.cql:2:5") && r.contains("(line 2, column 5)"),
-            "{r}"
+        assert!(r.contains("q.cql:2:5"), "{r}");
+        assert_eq!(
+            r.matches("2:5").count(),
+            1,
+            "the position is stated once: {r}"
         );
+        assert!(!r.contains("line 2"), "{r}");
     }
 }

@@ -7,12 +7,12 @@
 //! Every error is recorded and lowering goes on, so a file reports all its
 //! errors at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
 use crate::syntax::ast::{self, ExprKind, Infix, ListFilter, Prefix};
-use crate::syntax::diag::Diagnostics;
-use crate::syntax::parser::KEYWORDS;
+use crate::syntax::diag::{Diagnostics, suggest};
+use crate::syntax::parser::keywords;
 
 /// Most IR nodes a query may have after function inlining.
 pub const MAX_NODES: usize = 1_000_000;
@@ -40,6 +40,9 @@ struct Lowerer<'a, 'd> {
     /// Variables of `square`/`piece` loops: bound only inside their loop's
     /// body (CQL 6.2 unbinds them after the loop).
     loop_vars: HashMap<String, LoopVar>,
+    /// Names already reported (an unknown name, a variable whose assignment
+    /// failed): a later use is not reported again, one mistake is one error.
+    reported_names: HashSet<String>,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -68,6 +71,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         depth: 0,
         fatal: false,
         loop_vars: HashMap::new(),
+        reported_names: HashSet::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -94,20 +98,6 @@ fn kind_phrase(k: Kind) -> &'static str {
         Kind::String => "a string filter",
         Kind::Position => "a position filter",
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 impl<'a> Lowerer<'a, '_> {
@@ -540,8 +530,15 @@ impl<'a> Lowerer<'a, '_> {
                         ),
                     ));
                 }
-                let v = self.sub(value)?;
+                let v = match self.sub(value) {
+                    Ok(v) => v,
+                    Err(failed) => {
+                        self.reported_names.insert(var.name.clone());
+                        return Err(failed);
+                    }
+                };
                 if v.kind == Kind::Logical {
+                    self.reported_names.insert(var.name.clone());
                     return Err(self.err(
                         v.span,
                         format!(
@@ -909,29 +906,17 @@ impl<'a> Lowerer<'a, '_> {
                 format!("`{name}` is a function: call it with its arguments, e.g. `{name}(...)`"),
             ));
         }
-        let mut best: Option<(usize, String)> = None;
-        let candidates = KEYWORDS
-            .iter()
-            .map(|s| s.to_string())
-            .chain(self.var_ids.keys().cloned())
-            .chain(self.functions.keys().cloned());
-        let n = name.chars().count();
-        let limit = if n <= 4 { 1 } else { 2 };
-        for c in candidates {
-            // The distance is at least the difference in length: skip the
-            // quadratic computation for words that cannot be close.
-            if c.chars().count().abs_diff(n) > limit {
-                continue;
-            }
-            let d = edit_distance(name, &c);
-            if d <= limit && c.len() >= 3 && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                best = Some((d, c));
-            }
+        if self.reported_names.contains(name) {
+            return Err(Failed);
         }
-        let hint = match best {
-            Some((_, c)) => format!(" (did you mean `{c}`?)"),
+        let candidates = keywords()
+            .chain(self.var_ids.keys().map(String::as_str))
+            .chain(self.functions.keys().map(String::as_str));
+        let hint = match suggest(name, candidates) {
+            Some(c) => format!(" (did you mean `{c}`?)"),
             None => String::new(),
         };
+        self.reported_names.insert(name.to_owned());
         Err(self.err(
             span,
             format!("unknown variable or filter `{name}`: a variable must be assigned before it is used{hint}"),

@@ -12,7 +12,7 @@ use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilte
 use crate::syntax::ast::{
     Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams, Name, Prefix,
 };
-use crate::syntax::diag::{Diagnostics, line_col};
+use crate::syntax::diag::{Diagnostics, line_col, suggest};
 use crate::syntax::lexer::{Lexer, Tok, Token};
 
 /// Deepest nesting of filters the parser accepts.
@@ -92,7 +92,19 @@ pub const UNSUPPORTED: &[&str] = &[
     "hhdb",
 ];
 
-/// Words that are keywords (cannot name a variable).
+/// The options of the `cql(...)` header.
+const HEADER_OPTIONS: [&str; 7] = [
+    "input",
+    "output",
+    "variations",
+    "matchstring",
+    "gamenumber",
+    "silent",
+    "quiet",
+];
+
+/// Words that are keywords (cannot name a variable), besides the transform
+/// filters' ([`TransformFilter::from_name`]): see [`is_keyword`].
 pub(crate) const KEYWORDS: &[&str] = &[
     "and",
     "or",
@@ -200,19 +212,22 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "maindiagonal",
     "offdiagonal",
     "anydirection",
-    "flip",
-    "dihedral",
-    "flipdihedral",
-    "rotate90",
-    "fliphorizontal",
-    "flipvertical",
-    "flipcolor",
-    "reversecolor",
-    "rotate45",
-    "shifthorizontal",
-    "shiftvertical",
-    "shift",
 ];
+
+/// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
+/// filter's name.
+pub fn is_keyword(word: &str) -> bool {
+    KEYWORDS.contains(&word) || TransformFilter::from_name(word).is_some()
+}
+
+/// Every keyword: [`KEYWORDS`], then the transform filters' names.
+pub fn keywords<'k>() -> impl Iterator<Item = &'k str> {
+    KEYWORDS
+        .iter()
+        .copied()
+        .chain(TransformFilter::ALL.iter().map(|t| t.name()))
+        .chain(TransformFilter::FLIP_ALIASES)
+}
 
 /// The direction set named by a direction keyword.
 pub(crate) fn direction_keyword(w: &str) -> Option<DirSet> {
@@ -233,24 +248,6 @@ pub(crate) fn direction_keyword(w: &str) -> Option<DirSet> {
         "maindiagonal" => DirSet::MAINDIAGONAL,
         "offdiagonal" => DirSet::OFFDIAGONAL,
         "anydirection" => DirSet::ANY,
-        _ => return None,
-    })
-}
-
-/// The transform filter named by a keyword.
-pub(crate) fn transform_keyword(w: &str) -> Option<TransformFilter> {
-    use TransformFilter as T;
-    Some(match w {
-        "flip" | "dihedral" | "flipdihedral" => T::Flip,
-        "rotate90" => T::Rotate90,
-        "fliphorizontal" => T::FlipHorizontal,
-        "flipvertical" => T::FlipVertical,
-        "flipcolor" => T::FlipColor,
-        "reversecolor" => T::ReverseColor,
-        "rotate45" => T::Rotate45,
-        "shifthorizontal" => T::ShiftHorizontal,
-        "shiftvertical" => T::ShiftVertical,
-        "shift" => T::Shift,
         _ => return None,
     })
 }
@@ -323,6 +320,7 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         functions: HashSet::new(),
         line_depth: None,
         logical_stop: None,
+        open_brackets: 0,
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -348,6 +346,9 @@ struct Parser<'s, 'd> {
     /// of arithmetic or a comparison (`find all check > 3` compares the
     /// count).
     logical_stop: Option<usize>,
+    /// `(` and `{` consumed and not yet closed by a consumed `)` or `}`
+    /// (error recovery skips to where they are closed).
+    open_brackets: usize,
 }
 
 impl Parser<'_, '_> {
@@ -367,6 +368,13 @@ impl Parser<'_, '_> {
             None => self.lexer.next(self.diags),
         };
         self.prev_end = t.span.end as usize;
+        match t.tok {
+            Tok::LParen | Tok::LBrace => self.open_brackets += 1,
+            Tok::RParen | Tok::RBrace => {
+                self.open_brackets = self.open_brackets.saturating_sub(1);
+            }
+            _ => {}
+        }
         t
     }
 
@@ -425,8 +433,9 @@ impl Parser<'_, '_> {
         Span::new(start.start as usize, self.prev_end.max(start.end as usize))
     }
 
-    /// Skips to the first token on a later line than `after` (error
-    /// recovery).
+    /// Skips to the first token on a later line than `after` outside the
+    /// brackets the failed filter opened (error recovery: the rest of the
+    /// mistaken filter is not parsed again, so one mistake is one error).
     fn recover(&mut self, after: usize) {
         // The first token starting after the end of `after`'s line (a token
         // cannot hold a newline except a string or comment, which the lexer
@@ -437,7 +446,7 @@ impl Parser<'_, '_> {
             .map_or(self.src.len(), |n| after + n);
         loop {
             let t = self.peek();
-            if t.tok == Tok::Eof || t.span.start as usize > line_end {
+            if t.tok == Tok::Eof || (t.span.start as usize > line_end && self.open_brackets == 0) {
                 return;
             }
             self.bump();
@@ -448,7 +457,13 @@ impl Parser<'_, '_> {
         let header = if self.at_ident("cql") {
             let t = self.bump();
             if self.peek().tok == Tok::LParen {
-                self.header(t.span).ok()
+                let header = self.header(t.span).ok();
+                // After an error, the rest of the header is skipped (up to
+                // its `)`), not read as filters.
+                while self.open_brackets > 0 && self.peek().tok != Tok::Eof {
+                    self.bump();
+                }
+                header
             } else {
                 let _ = self.error(
                     t.span,
@@ -464,6 +479,7 @@ impl Parser<'_, '_> {
             if self.fatal {
                 return None;
             }
+            self.open_brackets = 0;
             let t = self.peek().clone();
             match t.tok {
                 Tok::Eof => break,
@@ -569,10 +585,15 @@ impl Parser<'_, '_> {
                         h.gamenumber = Some((a, b));
                     }
                     other => {
+                        let hint = match suggest(other, HEADER_OPTIONS) {
+                            Some(o) => format!("did you mean `{o}`? "),
+                            None => String::new(),
+                        };
                         return Err(self.error(
                             t.span,
                             format!(
-                                "unknown `cql(...)` header option `{other}` (supported: input, output, variations, matchstring, gamenumber, silent, quiet)"
+                                "unknown `cql(...)` header option `{other}` ({hint}supported: {})",
+                                HEADER_OPTIONS.join(", ")
                             ),
                         ));
                     }
@@ -911,11 +932,37 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Move(m), start))
             }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
-            other => Err(self.error(
-                start,
-                format!("expected a filter, found {}", Self::describe(&other)),
-            )),
+            other => {
+                // `check = 3`: the keyword ended its filter, so `=` starts one.
+                if other == Tok::Assign
+                    && let Some((w, span)) = self.keyword_before(start)
+                {
+                    return Err(self.error(
+                        span,
+                        format!("`{w}` is a CQL keyword and cannot be used as a variable name"),
+                    ));
+                }
+                Err(self.error(
+                    start,
+                    format!("expected a filter, found {}", Self::describe(&other)),
+                ))
+            }
         }
+    }
+
+    /// The keyword written just before `at` (only blanks between), with its
+    /// span: `check = 3` assigns to a keyword.
+    fn keyword_before(&self, at: Span) -> Option<(String, Span)> {
+        let before = self.src.get(..at.start as usize)?.trim_end();
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let word_start = before
+            .char_indices()
+            .rev()
+            .take_while(|&(_, c)| is_word(c))
+            .last()?
+            .0;
+        let word = &before[word_start..];
+        is_keyword(word).then(|| (word.to_owned(), Span::new(word_start, before.len())))
     }
 
     fn keyword(&mut self, w: String, start: Span) -> PResult<Expr> {
@@ -949,7 +996,7 @@ impl Parser<'_, '_> {
                 span,
             ));
         }
-        if let Some(filter) = transform_keyword(&w) {
+        if let Some(filter) = TransformFilter::from_name(&w) {
             let mut count = false;
             let mut restrict = false;
             loop {
@@ -1342,11 +1389,10 @@ impl Parser<'_, '_> {
             "line" => self.line(start),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
-            _ if UNSUPPORTED.contains(&w.as_str()) => Err(self.error(
-                start,
-                format!("not supported yet: {w} at {}", pos_text(self.src, start)),
-            )),
-            _ if KEYWORDS.contains(&w.as_str()) => Err(self.error(
+            _ if UNSUPPORTED.contains(&w.as_str()) => {
+                Err(self.error(start, format!("not supported yet: {w}")))
+            }
+            _ if is_keyword(&w) => Err(self.error(
                 start,
                 format!("unexpected `{w}` here: a filter is expected"),
             )),
@@ -1605,7 +1651,7 @@ impl Parser<'_, '_> {
     fn name(&mut self, what: &str) -> PResult<Name> {
         let t = self.bump();
         match t.tok {
-            Tok::Ident(w) if !KEYWORDS.contains(&w.as_str()) => Ok(Name {
+            Tok::Ident(w) if !is_keyword(w.as_str()) => Ok(Name {
                 name: w,
                 span: t.span,
             }),

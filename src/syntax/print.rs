@@ -3,14 +3,15 @@
 //! **Invariant:** for every query `q` that [`crate::syntax::parse`]
 //! returns, `parse(&print_query(&q)) == Ok(q)` (structural equality, spans
 //! ignored). Parentheses are added only where the CQL precedence rules
-//! (see [`crate::syntax::parser::bp`]) would otherwise group differently.
+//! (the precedence table of [`crate::syntax`]) would otherwise group
+//! differently.
 //! Transformed trees (directions with no CQL keyword, orbits) print in a
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
     ArithOp, Bitboard, Castle, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem,
     MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove, TagField,
-    TransformFilter, TreeRel, Var,
+    TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -109,21 +110,6 @@ fn dirs_text(d: DirSet) -> String {
             "[{}]",
             d.iter().map(|x| x.name()).collect::<Vec<_>>().join(",")
         ),
-    }
-}
-
-fn transform_name(t: TransformFilter) -> &'static str {
-    match t {
-        TransformFilter::Flip => "flip",
-        TransformFilter::Rotate90 => "rotate90",
-        TransformFilter::FlipHorizontal => "fliphorizontal",
-        TransformFilter::FlipVertical => "flipvertical",
-        TransformFilter::FlipColor => "flipcolor",
-        TransformFilter::ReverseColor => "reversecolor",
-        TransformFilter::Rotate45 => "rotate45",
-        TransformFilter::ShiftHorizontal => "shifthorizontal",
-        TransformFilter::ShiftVertical => "shiftvertical",
-        TransformFilter::Shift => "shift",
     }
 }
 
@@ -604,7 +590,7 @@ impl Printer<'_> {
                 restrict,
                 body,
             } => {
-                let mut head = format!("{} ", transform_name(*filter));
+                let mut head = format!("{} ", filter.name());
                 if *count {
                     head.push_str("count ");
                 }

@@ -468,22 +468,6 @@ impl fmt::Display for Transform {
     }
 }
 
-/// The CQL keyword of a transform filter.
-pub fn filter_name(t: TransformFilter) -> &'static str {
-    match t {
-        TransformFilter::Flip => "flip",
-        TransformFilter::Rotate90 => "rotate90",
-        TransformFilter::FlipHorizontal => "fliphorizontal",
-        TransformFilter::FlipVertical => "flipvertical",
-        TransformFilter::FlipColor => "flipcolor",
-        TransformFilter::ReverseColor => "reversecolor",
-        TransformFilter::Rotate45 => "rotate45",
-        TransformFilter::ShiftHorizontal => "shifthorizontal",
-        TransformFilter::ShiftVertical => "shiftvertical",
-        TransformFilter::Shift => "shift",
-    }
-}
-
 /// The number of basic transforms of a filter (before elision).
 pub fn filter_size(t: TransformFilter) -> usize {
     match t {

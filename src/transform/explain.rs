@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use crate::ir::{Bitboard, Expr, Kind, Node, Query, Var};
 
-use super::basic::filter_name;
 use super::{ElisionReason, Limits, OrbitReport, TransformError, expand};
 
 /// A square set as a CQL square designator (`a1`, `[a1,h7]`).
@@ -78,7 +77,7 @@ fn reason(r: &ElisionReason) -> String {
 }
 
 fn header(i: usize, r: &OrbitReport) -> String {
-    let filters: Vec<&str> = r.filters.iter().map(|f| filter_name(*f)).collect();
+    let filters: Vec<&str> = r.filters.iter().map(|f| f.name()).collect();
     let mut h = format!(
         "orbit {i}: {}{}{} — {} element{} of {} candidate transform{}",
         filters.join(" "),

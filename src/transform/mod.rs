@@ -7,6 +7,28 @@
 //! `NoTransform` or `CurrentTransform` node, only [`Node::Orbit`]s, which the
 //! interpreter and the JIT evaluate element by element.
 //!
+//! # Rules of SEMANTICS.md the code relies on
+//!
+//! SEMANTICS.md (outside the repository, see README.md) is the source.
+//! Item docs restate its basic transforms and shifts (§2, §3: [`basic`]),
+//! what a transform changes (§4: [`action`]), the transform filters (§5:
+//! [`TransformFilter`]) and orbit values (§6: [`Node::Orbit`]); structural
+//! deduplication (§6.2) is the IR's `PartialEq` (see [`crate::ir`]). The
+//! other rules the expansion relies on:
+//!
+//! - Elision (§6.1): an element is dropped when any square designator
+//!   anywhere in it (under `not`, `or`, nested filters) *becomes* empty;
+//!   with `restrict`, also when a moving square leaves the board (squares
+//!   held by the full-rank/full-file rule do not leave).
+//! - Composition (§6.3): `X (Y G)` with no `count` on X is one orbit of the
+//!   composed transforms on G (Y's applied first), keeping Y's `count`;
+//!   with `count` on X, X's orbit is over whole elements of `Y G`.
+//! - `notransform F` (§6.4): F is immune to every enclosing transform;
+//!   transform filters inside F still act.
+//! - `rotate45` over a square designator other than all 64 squares,
+//!   outside `notransform` (§6, Decision): a warning
+//!   ([`ROTATE45_SQUARES`]), and the designator is left as it is.
+//!
 //! # Decisions where SEMANTICS.md is silent
 //!
 //! - Candidate order (which duplicate is kept, so which `currenttransform`
@@ -77,7 +99,7 @@ pub enum TransformError {
         filters: String,
         /// The product of the chain's filter sizes.
         candidates: u128,
-        /// The limit.
+        /// The value of `Limits::max_candidates`.
         limit: u64,
     },
     /// [`Limits::max_work`] exceeded.
@@ -92,7 +114,7 @@ pub enum TransformError {
         filters: String,
         /// The estimated node count.
         needed: u128,
-        /// The limit.
+        /// The value of `Limits::max_work`.
         limit: u64,
     },
     /// [`Limits::max_orbit_elements`] exceeded.
@@ -102,7 +124,7 @@ pub enum TransformError {
         span: Span,
         /// The chain's keywords, outermost first.
         filters: String,
-        /// The limit.
+        /// The value of `Limits::max_orbit_elements`.
         limit: usize,
     },
     /// [`Limits::max_nodes`] exceeded.
@@ -113,7 +135,7 @@ pub enum TransformError {
         span: Span,
         /// The chain's keywords, outermost first.
         filters: String,
-        /// The limit.
+        /// The value of `Limits::max_nodes`.
         limit: u64,
     },
     /// The IR broke an invariant the expansion relies on (a bug, not an
@@ -230,25 +252,6 @@ pub fn expand(q: &ir::Query, limits: &Limits) -> Result<Expansion, TransformErro
         query: ExpandedQuery::new_unchecked(query),
         warnings,
         orbits,
-    })
-}
-
-/// The transform filter of a command-line option (`-flip`, `--flipcolor`,
-/// `-shiftvertical`, ...; the leading dashes are optional). `None` for any
-/// other word. `dihedral` and `flipdihedral` are accepted as `flip`.
-pub fn option_filter(option: &str) -> Option<TransformFilter> {
-    Some(match option.trim_start_matches('-') {
-        "flip" | "dihedral" | "flipdihedral" => TransformFilter::Flip,
-        "flipcolor" => TransformFilter::FlipColor,
-        "reversecolor" => TransformFilter::ReverseColor,
-        "shift" => TransformFilter::Shift,
-        "rotate90" => TransformFilter::Rotate90,
-        "rotate45" => TransformFilter::Rotate45,
-        "fliphorizontal" => TransformFilter::FlipHorizontal,
-        "flipvertical" => TransformFilter::FlipVertical,
-        "shifthorizontal" => TransformFilter::ShiftHorizontal,
-        "shiftvertical" => TransformFilter::ShiftVertical,
-        _ => return None,
     })
 }
 

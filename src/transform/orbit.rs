@@ -15,7 +15,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use crate::ir::{Bitboard, Expr, Kind, Node, OrbitElement, Span, TransformFilter};
 
 use super::action::{Elision, map_node};
-use super::basic::{Transform, filter_name, filter_size, filter_transforms};
+use super::basic::{Transform, filter_size, filter_transforms};
 use super::{ElidedElement, ElisionReason, Limits, OrbitReport, TransformError, Warning};
 
 /// The warning text for an orbit that holds only the identity.
@@ -95,7 +95,7 @@ pub(super) fn estimate(e: &Expr) -> u128 {
 fn first_chain(e: &Expr) -> Option<String> {
     if matches!(e.node, Node::Transform { .. }) {
         let (filters, _) = chain_of(e);
-        let names: Vec<&str> = filters.iter().map(|f| filter_name(*f)).collect();
+        let names: Vec<&str> = filters.iter().map(|f| f.name()).collect();
         return Some(names.join(" "));
     }
     let mut found = None;
@@ -273,7 +273,7 @@ impl<'l> Expander<'l> {
             let (filters, target) = chain_of(e);
             let candidates: u128 = filters.iter().map(|f| filter_size(*f) as u128).product();
             if candidates > self.limits.max_candidates as u128 {
-                let names: Vec<&str> = filters.iter().map(|f| filter_name(*f)).collect();
+                let names: Vec<&str> = filters.iter().map(|f| f.name()).collect();
                 return Err(TransformError::TooManyCandidates {
                     span: e.span,
                     filters: names.join(" "),
@@ -372,7 +372,7 @@ impl<'l> Expander<'l> {
         };
         let filters = chain
             .iter()
-            .map(|l| filter_name(l.filter))
+            .map(|l| l.filter.name())
             .collect::<Vec<_>>()
             .join(" ");
 

@@ -1,27 +1,30 @@
-//! Test support: the shared data folder, stores imported from its PGN files
-//! (cached under Cargo's per-target temp dir, so several test binaries and
-//! reruns import each file once), and running a query with the interpreter
-//! over a store (`support::query`).
+//! Test support: the shared data folder (the one place tests and
+//! benchmarks find it) and stores imported from its PGN files (cached under
+//! Cargo's per-target temp dir, so several test binaries and reruns import
+//! each file once).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cqlj::import::{CollectReports, import_files};
 use cqlj::runtime::store::Store;
-use cqlj::scan::Engine;
 
-use super::query::scan_matches;
-
-/// The shared data folder (see `cqlj::scan::shared_data_dir`).
-pub fn data_dir() -> PathBuf {
-    cqlj::scan::shared_data_dir()
+/// The project's shared data folder (`book.pgn.zst`, `studies.pgn`,
+/// `problems.pgn.zst`, `edge-cases/` ...): `$CQLJ_SHARED_DATA` when set,
+/// else `../shared/data` next to the checkout (the crate's manifest
+/// folder). A missing folder is reported by the test's first open, naming
+/// the file.
+pub fn shared_dir() -> PathBuf {
+    match std::env::var_os("CQLJ_SHARED_DATA") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"),
+    }
 }
 
 /// The store of a data file (`book.pgn.zst`, `studies.pgn`, ...), imported
 /// at first use into `CARGO_TARGET_TMPDIR` (named after the file's size, so
 /// a changed file is imported again) and reused afterwards.
 pub fn store_of(file: &str) -> Store {
-    let pgn = data_dir().join(file);
+    let pgn = shared_dir().join(file);
     let size = std::fs::metadata(&pgn)
         .unwrap_or_else(|e| panic!("{}: {e}", pgn.display()))
         .len();
@@ -34,34 +37,4 @@ pub fn store_of(file: &str) -> Store {
     // concurrent reader never sees a partial store.
     import_files(&[pgn], &path, &mut reports).expect("data file imports");
     Store::open(&path).expect("imported store opens")
-}
-
-/// Matching positions (store indices) per matching game (0-based index).
-pub type Matches = BTreeMap<u32, Vec<u32>>;
-
-/// Runs `query` with the interpreter over games `games` of `store`
-/// (mainline only unless `variations`), on `threads` threads.
-pub fn run_query(
-    store: &Store,
-    query: &str,
-    games: std::ops::Range<u32>,
-    variations: bool,
-    threads: usize,
-) -> Matches {
-    scan_matches(
-        store,
-        query,
-        games,
-        Engine::Interp,
-        variations,
-        threads,
-        256,
-    )
-    .into_iter()
-    .collect()
-}
-
-/// Number of matching positions.
-pub fn position_count(m: &Matches) -> usize {
-    m.values().map(Vec::len).sum()
 }

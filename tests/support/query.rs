@@ -1,6 +1,7 @@
 //! Test support: the matches of a query over a store, for a chosen engine
-//! and scan options.
+//! and scan options, and with the interpreter per game (`run_query`).
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::AtomicBool;
 
@@ -46,4 +47,34 @@ pub fn scan_matches(
         .into_iter()
         .map(|m| (m.game, m.positions.into_vec()))
         .collect()
+}
+
+/// Matching positions (store indices) per matching game (0-based index).
+pub type Matches = BTreeMap<u32, Vec<u32>>;
+
+/// Runs `query` with the interpreter over games `games` of `store`
+/// (mainline only unless `variations`), on `threads` threads.
+pub fn run_query(
+    store: &Store,
+    query: &str,
+    games: std::ops::Range<u32>,
+    variations: bool,
+    threads: usize,
+) -> Matches {
+    scan_matches(
+        store,
+        query,
+        games,
+        Engine::Interp,
+        variations,
+        threads,
+        256,
+    )
+    .into_iter()
+    .collect()
+}
+
+/// Number of matching positions.
+pub fn position_count(m: &Matches) -> usize {
+    m.values().map(Vec::len).sum()
 }

@@ -13,12 +13,12 @@ use super::error::StoreError;
 use crate::layout::{ChunkColumns, ChunkSummary};
 
 /// First bytes of every store file.
-pub const MAGIC: [u8; 8] = *b"CQLJSTOR";
+pub(crate) const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
-pub const ENDIAN_MARKER: u32 = 0x0102_0304;
+pub(crate) const ENDIAN_MARKER: u32 = 0x0102_0304;
 /// Bytes of one header slot (the first 4096 bytes hold the two slots and
 /// zeros).
 pub const HEADER_LEN: usize = 16 + 8 * HEADER_FIELDS + 8;
@@ -29,25 +29,28 @@ pub const CHUNKS_OFFSET: u64 = 4096;
 /// Bytes of one chunk image.
 pub const CHUNK_BYTES: usize = size_of::<ChunkColumns>();
 /// Bytes of one chunk-index entry.
-pub const CHUNK_ENTRY_LEN: usize = 200;
+pub(crate) const CHUNK_ENTRY_LEN: usize = 200;
 /// Bytes of one game-index entry.
-pub const GAME_ENTRY_LEN: usize = 64;
+pub(crate) const GAME_ENTRY_LEN: usize = 64;
 /// Bytes of one text-block-index entry.
-pub const TEXT_BLOCK_LEN: usize = 16;
+pub(crate) const TEXT_BLOCK_LEN: usize = 16;
 /// Bytes of one data-segment-table entry.
-pub const SEGMENT_ENTRY_LEN: usize = 24;
+pub(crate) const SEGMENT_ENTRY_LEN: usize = 24;
 /// Target decompressed size of a text block (blocks hold whole games).
-pub const TEXT_BLOCK_TARGET: usize = 256 * 1024;
+pub(crate) const TEXT_BLOCK_TARGET: usize = 256 * 1024;
 /// Bytes of the commit record an append writes right after its index (see
 /// "Damaged header slots" in the module docs).
-pub const TRAILER_LEN: usize = 16 + 2 * HEADER_LEN + 8;
+pub(crate) const TRAILER_LEN: usize = 16 + 2 * HEADER_LEN + 8;
 
 /// Result codes of [`GameEntry::result`].
 pub mod result {
     /// `*` or no result.
     pub const UNKNOWN: u8 = 0;
+    /// `1-0`.
     pub const WHITE_WINS: u8 = 1;
+    /// `0-1`.
     pub const BLACK_WINS: u8 = 2;
+    /// `1/2-1/2`.
     pub const DRAW: u8 = 3;
 }
 
@@ -101,12 +104,19 @@ pub struct GameEntry {
     pub first_position: u64,
     /// Positions of the game (initial position included).
     pub n_positions: u32,
+    /// [`result`] code.
     pub result: u8,
+    /// White's Elo (0 = none).
     pub white_elo: u16,
+    /// Black's Elo (0 = none).
     pub black_elo: u16,
+    /// [`game_flags`].
     pub flags: u8,
+    /// Index into the store's source files.
     pub source_file: u32,
+    /// Start of the game in its (decompressed) source file.
     pub source_start: u64,
+    /// Bytes of the game in its source file.
     pub source_len: u64,
     /// Absolute file offset of the game's tags (inside a data segment when
     /// `tags_len > 0`).
@@ -161,21 +171,18 @@ impl GameEntry {
             n_tags: r.u16(62),
         }
     }
-
-    /// CQL's game number (1-based) of the game with 0-based index `i`.
-    pub fn cql_number(i: u32) -> u64 {
-        i as u64 + 1
-    }
 }
 
 /// One chunk's index entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkInfo {
+    /// What every position of the chunk has in common (chunk skipping).
     pub summary: ChunkSummary,
     /// Global index of the chunk's first position (`i * CHUNK_POSITIONS`).
     pub first_position: u64,
     /// Used slots (CHUNK_POSITIONS for every chunk but the last).
     pub len: u32,
+    /// [`checksum64`] of the full chunk image.
     pub checksum: u64,
     /// File offset of the chunk image (a multiple of [`CHUNKS_OFFSET`]).
     pub offset: u64,

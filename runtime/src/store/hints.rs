@@ -2,7 +2,6 @@
 //! hinting pages already in memory). Hints only: they never fail and never
 //! change what is read.
 
-use super::format::CHUNK_BYTES;
 use super::reader::{Store, fits};
 use crate::layout::{CHUNK_POSITIONS, Column};
 
@@ -15,28 +14,6 @@ impl Store {
         {
             let _ = self.map.advise(memmap2::Advice::Sequential);
         }
-    }
-
-    /// Hints the kernel that chunks `chunks` will be read soon, so their
-    /// pages are read ahead while earlier chunks are scanned. Out-of-range
-    /// chunks are clipped; a hint only (errors are ignored).
-    pub fn will_need_chunks(&self, chunks: std::ops::Range<u64>) {
-        #[cfg(unix)]
-        {
-            let end = chunks.end.min(self.header.n_chunks);
-            if chunks.start >= end {
-                return;
-            }
-            let offset = self.chunk_offsets[chunks.start as usize];
-            let len = self.chunk_offsets[end as usize - 1] + CHUNK_BYTES as u64 - offset;
-            if fits(offset, len, self.map.len() as u64) {
-                let _ =
-                    self.map
-                        .advise_range(memmap2::Advice::WillNeed, offset as usize, len as usize);
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = chunks;
     }
 
     /// Whether the page holding byte `offset` of the file is in memory
@@ -68,8 +45,10 @@ impl Store {
         rc == 0 && vec[0] & 1 == 1
     }
 
-    /// Like [`Store::will_need_chunks`], for only the given columns of each
-    /// chunk (a scan that reads two bitboards need not page in the rest).
+    /// Hints the kernel that the given columns of chunks `chunks` will be
+    /// read soon, so their pages are read ahead while earlier chunks are
+    /// scanned (a scan that reads two bitboards need not page in the rest).
+    /// Out-of-range chunks are clipped; a hint only (errors are ignored).
     /// Columns adjacent in the chunk are hinted as one range.
     pub fn will_need_columns(&self, chunks: std::ops::Range<u64>, columns: &[Column]) {
         #[cfg(unix)]

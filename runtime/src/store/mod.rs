@@ -1,6 +1,6 @@
 //! The on-disk position store: file format, writer and memory-mapped reader.
 //!
-//! # File format (version [`FORMAT_VERSION`])
+//! # File format (version 3, `FORMAT_VERSION`)
 //!
 //! All integers of the header and the index sections are little-endian. The
 //! chunk images are [`ChunkColumns`](crate::layout::ChunkColumns) in native
@@ -34,7 +34,7 @@
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one zstd frame of whole games' original
-//! text (about [`TEXT_BLOCK_TARGET`] bytes decompressed).
+//! text (about `TEXT_BLOCK_TARGET`, 256 KiB, decompressed).
 //!
 //! Positions are numbered globally from 0 in store order (the games in order,
 //! each game's positions in PGN text order); chunk `i` holds positions
@@ -69,7 +69,7 @@
 //!
 //! # Damaged header slots
 //!
-//! After the index, an append writes a *commit record* ([`TRAILER_LEN`]
+//! After the index, an append writes a *commit record* (`TRAILER_LEN`
 //! bytes, after `file_len`, fsynced with the index): the slot it will
 //! write, the new header, and the bytes that slot held before. When the
 //! slot that is not current fails its checks and the file holds more than
@@ -139,9 +139,8 @@ mod writer;
 
 pub use error::StoreError;
 pub use format::{
-    CHUNK_BYTES, CHUNK_ENTRY_LEN, CHUNKS_OFFSET, ChunkInfo, ENDIAN_MARKER, FORMAT_VERSION,
-    GAME_ENTRY_LEN, GameEntry, HEADER_LEN, HEADER_SLOTS, MAGIC, SEGMENT_ENTRY_LEN, TEXT_BLOCK_LEN,
-    TEXT_BLOCK_TARGET, TRAILER_LEN, checksum64, game_flags, result,
+    CHUNK_BYTES, CHUNKS_OFFSET, ChunkInfo, GameEntry, HEADER_LEN, HEADER_SLOTS, checksum64,
+    game_flags, result,
 };
 pub use reader::{RawTagPair, Store};
 pub use text::TextReader;

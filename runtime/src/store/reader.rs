@@ -13,7 +13,7 @@ use super::format::{
     Bytes, CHUNK_BYTES, CHUNK_ENTRY_LEN, CHUNKS_OFFSET, ChunkInfo, GAME_ENTRY_LEN, GameEntry,
     Header, Segment, TEXT_BLOCK_LEN,
 };
-use super::slots::{current_header, newer_commit, read_first};
+use super::slots::{Tail, current_header, newer_commit, read_first};
 #[cfg(doc)]
 use super::text::TextReader;
 use super::validate::Checks;
@@ -107,7 +107,7 @@ impl Store {
                 needed: header.file_len,
             });
         }
-        if let Some(t) = newer_commit(file, path, &first, &header, slot, size)? {
+        if let Tail::DamagedCommit(t) = newer_commit(file, path, &first, &header, slot, size)? {
             return Err(StoreError::DamagedHeader {
                 path: path.to_path_buf(),
                 slot: t.slot,
@@ -187,12 +187,15 @@ impl Store {
     pub fn format_version(&self) -> u32 {
         self.header.version
     }
+    /// Games in the store.
     pub fn n_games(&self) -> u32 {
         self.header.n_games as u32
     }
+    /// Positions in the store (all games, variations included).
     pub fn n_positions(&self) -> u64 {
         self.header.n_positions
     }
+    /// Chunks in the store (every chunk but the last is full).
     pub fn n_chunks(&self) -> u64 {
         self.header.n_chunks
     }

@@ -147,10 +147,21 @@ fn is_torn(slot: &[u8], new: &[u8], previous: &[u8]) -> bool {
     slot[a..] == previous[a..] || slot[..n - b] == previous[..n - b]
 }
 
+/// What follows the current header's store, as far as a newer append is
+/// concerned.
+pub(super) enum Tail {
+    /// No newer append: the current header is the newest.
+    Current,
+    /// An append whose header write was torn (it crashed before it
+    /// completed): the store the current header describes is current.
+    TornAppend,
+    /// A committed append whose header slot was damaged afterwards: its
+    /// commit record.
+    DamagedCommit(Box<Trailer>),
+}
+
 /// Checks that no newer append than the current header's is hidden by a
-/// damaged header slot. Returns the commit record of a committed append
-/// whose header slot was damaged after the fact (a torn header write, the
-/// append's crash, returns `None`: the older store is current).
+/// damaged header slot.
 ///
 /// # Errors
 /// [`StoreError::DamagedHeaderTail`]: the other slot is damaged and bytes
@@ -162,12 +173,12 @@ pub(super) fn newer_commit(
     current: &Header,
     slot: usize,
     size: u64,
-) -> Result<Option<Trailer>, StoreError> {
+) -> Result<Tail, StoreError> {
     let other = 1 - slot;
     if !matches!(read_slot(first, other), Slot::Invalid(_)) || size <= current.file_len {
         // The other slot is an older header or empty, or nothing follows
         // the current store: no newer append can exist.
-        return Ok(None);
+        return Ok(Tail::Current);
     }
     let io_err = |source| StoreError::Io {
         path: path.to_path_buf(),
@@ -187,7 +198,7 @@ pub(super) fn newer_commit(
     let t = Trailer::decode(&buf).ok_or_else(damaged)?;
     if t.header == *current && trailer_at == current.file_len {
         // The current header's own commit record.
-        return Ok(None);
+        return Ok(Tail::Current);
     }
     let h = &t.header;
     if h.sequence != current.sequence + 1
@@ -204,7 +215,11 @@ pub(super) fn newer_commit(
     if checksum64(&meta) != h.meta_checksum {
         return Err(damaged());
     }
-    Ok((!is_torn(&slot_bytes(first, other), &t.new, &t.previous)).then_some(t))
+    Ok(if is_torn(&slot_bytes(first, other), &t.new, &t.previous) {
+        Tail::TornAppend
+    } else {
+        Tail::DamagedCommit(Box::new(t))
+    })
 }
 
 /// Reads the first bytes (up to the header block) and the size of a file.

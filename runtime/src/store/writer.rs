@@ -18,7 +18,7 @@ use super::format::{
 };
 use super::lock::{WriterLock, retry_lock};
 use super::reader::Store;
-use super::slots::{Trailer, current_header, newer_commit, read_first, slot_bytes};
+use super::slots::{Tail, Trailer, current_header, newer_commit, read_first, slot_bytes};
 use super::validate::Checks;
 use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
 
@@ -30,8 +30,9 @@ const TEXT_ZSTD_LEVEL: i32 = 3;
 pub struct GameMeta {
     /// `result::*` code.
     pub result: u8,
-    /// Elo ratings (0 = none).
+    /// White's Elo (0 = none).
     pub white_elo: u16,
+    /// Black's Elo (0 = none).
     pub black_elo: u16,
     /// `game_flags::*`.
     pub flags: u8,
@@ -39,6 +40,7 @@ pub struct GameMeta {
     pub source_file: u32,
     /// Byte range of the game in the (decompressed) source file.
     pub source_start: u64,
+    /// Length of that range.
     pub source_len: u64,
     /// Tag pairs in PGN order, raw bytes (escapes resolved).
     pub tags: Vec<(Vec<u8>, Vec<u8>)>,
@@ -52,8 +54,14 @@ enum Target {
     /// finish.
     New { tmp_path: PathBuf },
     /// An append to the store in place: new bytes after `old_len` (the
-    /// current header's `file_len`), the new header into slot `slot`.
-    Append { old_len: u64, slot: usize },
+    /// current header's `file_len`), the new header into slot `slot`,
+    /// whose bytes before the append are `previous_slot` (kept for the
+    /// commit record).
+    Append {
+        old_len: u64,
+        slot: usize,
+        previous_slot: [u8; HEADER_LEN],
+    },
 }
 
 /// Builds a store file. Games are added with [`StoreWriter::add_game`];
@@ -70,9 +78,6 @@ enum Target {
 pub struct StoreWriter {
     /// Released after `Drop` (fields drop after it).
     _lock: WriterLock,
-    /// On append, the bytes of the header slot the new header will
-    /// overwrite (for the commit record).
-    previous_slot: [u8; HEADER_LEN],
     path: PathBuf,
     /// The file named in errors: the store (never its temporary file).
     write_path: PathBuf,
@@ -174,7 +179,6 @@ impl StoreWriter {
         Ok(StoreWriter {
             write_path: path.clone(),
             _lock: lock,
-            previous_slot: [0; HEADER_LEN],
             path,
             target: Target::New { tmp_path },
             file: Some(file),
@@ -262,10 +266,13 @@ impl StoreWriter {
         writer.seek(SeekFrom::Start(next_offset)).map_err(io_err)?;
         Ok(StoreWriter {
             _lock: lock,
-            previous_slot,
             write_path: path.clone(),
             path,
-            target: Target::Append { old_len, slot },
+            target: Target::Append {
+                old_len,
+                slot,
+                previous_slot,
+            },
             file: Some(writer),
             next_offset,
             sequence: h.sequence + 1,
@@ -317,8 +324,9 @@ impl StoreWriter {
                 needed: header.file_len,
             });
         }
-        let Some(t) = newer_commit(&file, path, &first, &header, slot, size)? else {
-            return Ok(None);
+        let t = match newer_commit(&file, path, &first, &header, slot, size)? {
+            Tail::DamagedCommit(t) => t,
+            Tail::Current | Tail::TornAppend => return Ok(None),
         };
         file.seek(SeekFrom::Start(HEADER_SLOTS[t.slot]))
             .and_then(|_| file.write_all(&t.new))
@@ -562,7 +570,11 @@ impl StoreWriter {
         let encoded = header.encode();
         // An append's commit record follows its index (after `file_len`).
         let trailer = match self.target {
-            Target::Append { slot, .. } => Trailer::encode(slot, &encoded, &self.previous_slot),
+            Target::Append {
+                slot,
+                ref previous_slot,
+                ..
+            } => Trailer::encode(slot, &encoded, previous_slot),
             Target::New { .. } => Vec::new(),
         };
         // Everything but the header, made durable.
@@ -601,7 +613,7 @@ impl StoreWriter {
                     let _ = d.sync_all();
                 }
             }
-            Target::Append { old_len, slot } => {
+            Target::Append { old_len, slot, .. } => {
                 let mut file = match data {
                     Ok(file) => file,
                     Err(e) => {

@@ -1,13 +1,18 @@
 //! Opening a run's input: the bundled default database, or a PGN file
 //! through a cached store next to it (rebuilt when the PGN's key changes:
 //! its canonical path, size, modification time, inode, or the hash of its
-//! first and last 64 KiB).
+//! first and last 64 KiB); a `.cqlj` store opened as a run opens it; the
+//! files a run reads (which its output must not be); and the shared data
+//! folder `cqlj bench` reads.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::import::{self, ImportObserver};
-use crate::runtime::store::Store;
+use anyhow::Context;
+use cqlj::import::{self, ImportObserver};
+use cqlj::runtime::store::{Store, StoreError, StoreWriter};
+
+use super::{files, thousands};
 
 /// The bundled default database (endgame studies, see `data/README.md`).
 const DEFAULT_PGN: &[u8] = include_bytes!("../../data/default.pgn.zst");
@@ -23,7 +28,7 @@ pub enum InputError {
     #[error(transparent)]
     Import(#[from] import::ImportError),
     #[error(transparent)]
-    Store(#[from] crate::runtime::store::StoreError),
+    Store(#[from] cqlj::runtime::store::StoreError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
@@ -33,10 +38,10 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> InputError + '_ {
     }
 }
 
-/// The project's shared data folder (`book.pgn.zst`, `studies.pgn`, ...),
-/// used by `cqlj bench`, the tests and the benchmarks: `$CQLJ_SHARED_DATA`,
-/// else `../shared/data` beside the source tree (which may not exist; the
-/// caller's open then names the missing file).
+/// The project's shared data folder (`book.pgn.zst`, ...), whose book
+/// `cqlj bench` runs on by default: `$CQLJ_SHARED_DATA`, else
+/// `../shared/data` beside the source tree the binary was built from
+/// (which may not exist; the caller's open then names the missing file).
 pub fn shared_data_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("CQLJ_SHARED_DATA") {
         return PathBuf::from(d);
@@ -250,4 +255,80 @@ pub fn cached_store(
         build_cache(pgn, &cache, &key, observer)?;
     }
     Ok((Store::open(&cache)?, true))
+}
+
+/// True for a path cqlj reads as PGN (through a cached store).
+pub fn is_pgn(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".pgn") || name.ends_with(".pgn.zst") || name.ends_with(".PGN")
+}
+
+/// Opens the input: a store, a PGN file (through its cached store) or the
+/// bundled default database. A cache being built is removed if Ctrl-C
+/// ends the process.
+pub fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Result<Store> {
+    let path = match input {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let _guards = [
+                files::TempGuard::new(StoreWriter::temp_path(&default_store_path())),
+                files::TempGuard::new(default_pgn_path()),
+            ];
+            let mut observer = super::index::Observer::new(0, quiet || !progress);
+            return default_store(&mut observer).context("cannot build the default database");
+        }
+    };
+    files::refuse_non_regular_input(&path)?;
+    if is_pgn(&path) {
+        let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let mut observer = super::index::Observer::new(if progress { size } else { 0 }, quiet);
+        let _guards = cached_store_candidates(&path)
+            .map(|c| files::TempGuard::new(StoreWriter::temp_path(&c)));
+        let (store, built) = cached_store(&path, &mut observer)?;
+        if built && !quiet {
+            eprintln!(
+                "cqlj: imported {} into the cached store {} ({} MB, {} games; \
+                 reused while the PGN is unchanged; CQLJ_CACHE_DIR puts caches elsewhere)",
+                path.display(),
+                store.path().display(),
+                thousands(store.file_len().div_ceil(1_000_000)),
+                thousands(u64::from(store.n_games())),
+            );
+        }
+        Ok(store)
+    } else {
+        open_store(&path)
+    }
+}
+
+/// Opens a `.cqlj` store checking its structure, header and index (every
+/// offset), not its data's checksums: those are read by `--verify` and
+/// `cqlj verify`.
+fn open_store(path: &Path) -> anyhow::Result<Store> {
+    Store::open_unverified(path).map_err(|e| match e {
+        StoreError::Io { .. } | StoreError::Locked { .. } => anyhow::Error::new(e),
+        e => anyhow::Error::new(e).context(format!("cannot open store {}", path.display())),
+    })
+}
+
+/// Every file a run of `query_file` over `input` reads (`None`: the
+/// default database), each with what it is, for the same-file check of
+/// the output.
+pub fn files_read(query_file: Option<&Path>, input: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
+    let mut reads: Vec<(PathBuf, &str)> = Vec::new();
+    if let Some(q) = query_file {
+        reads.push((q.to_path_buf(), "query file"));
+    }
+    match input {
+        Some(i) => {
+            reads.push((i.to_path_buf(), "input"));
+            if is_pgn(i) {
+                for c in cached_store_candidates(i) {
+                    reads.push((c, "cached store of the input"));
+                }
+            }
+        }
+        None => reads.push((default_store_path(), "default database")),
+    }
+    reads
 }
