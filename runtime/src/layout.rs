@@ -381,6 +381,17 @@ impl Column {
     }
 }
 
+/// A column's name as `explain --plan` lists it: `Bitboard(i)` with the
+/// bitboard's index, else the variant name (`Move`, `Flags`, ...).
+impl std::fmt::Display for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Column::Bitboard(i) => write!(f, "Bitboard({})", i.index()),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
 impl ChunkColumns {
     /// A zeroed chunk on the heap.
     pub fn new_boxed() -> Box<ChunkColumns> {
@@ -497,6 +508,11 @@ mod tests {
             end = c.offset() + c.width() * CHUNK_POSITIONS;
         }
         assert_eq!(end, size_of::<ChunkColumns>());
+        assert_eq!(
+            Column::Bitboard(BitboardIndex::Bishop).to_string(),
+            "Bitboard(2)"
+        );
+        assert_eq!(Column::Flags.to_string(), "Flags");
     }
 
     #[test]

@@ -620,8 +620,12 @@ pub fn explain_plan(q: &ExpandedQuery, cq: &CompiledQuery) -> String {
     }
     let _ = writeln!(
         s,
-        "columns read: {:?} ({} bytes per position)",
-        cq.columns,
+        "columns read: [{}] ({} bytes per position)",
+        cq.columns
+            .iter()
+            .map(Column::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         cq.bytes_per_position()
     );
     let _ = writeln!(
