@@ -4,7 +4,7 @@
 //! without a word (exit status 135) and leaves its temporary files behind.
 //!
 //! [`install`] sets a SIGBUS handler (Linux): when the faulting address
-//! lies in a registered store map ([`register_map`], done by every open
+//! lies in a registered store map (`register_map`, done by every open
 //! store), it removes the registered temporary files ([`register_temp`]),
 //! writes the binary's message to stderr and exits with the binary's exit
 //! code, all with async-signal-safe calls (`unlink`, `write`, `_exit`).

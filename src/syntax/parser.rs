@@ -216,12 +216,12 @@ pub(crate) const KEYWORDS: &[&str] = &[
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
 /// filter's name.
-pub fn is_keyword(word: &str) -> bool {
+pub(crate) fn is_keyword(word: &str) -> bool {
     KEYWORDS.contains(&word) || TransformFilter::from_name(word).is_some()
 }
 
 /// Every keyword: [`KEYWORDS`], then the transform filters' names.
-pub fn keywords<'k>() -> impl Iterator<Item = &'k str> {
+pub(crate) fn keywords<'k>() -> impl Iterator<Item = &'k str> {
     KEYWORDS
         .iter()
         .copied()
