@@ -357,6 +357,25 @@ pub enum Column {
 }
 
 impl Column {
+    /// Every column of a chunk, in layout order.
+    pub const ALL: [Column; 15] = [
+        Column::Bitboard(BitboardIndex::Pawn),
+        Column::Bitboard(BitboardIndex::Knight),
+        Column::Bitboard(BitboardIndex::Bishop),
+        Column::Bitboard(BitboardIndex::Rook),
+        Column::Bitboard(BitboardIndex::Queen),
+        Column::Bitboard(BitboardIndex::King),
+        Column::Bitboard(BitboardIndex::White),
+        Column::Bitboard(BitboardIndex::Black),
+        Column::Move,
+        Column::ParentDelta,
+        Column::Ply,
+        Column::Halfmove,
+        Column::Castling,
+        Column::Ep,
+        Column::Flags,
+    ];
+
     /// Byte offset of the column from the start of the chunk.
     pub const fn offset(self) -> usize {
         match self {
@@ -492,17 +511,7 @@ mod tests {
         assert_eq!(BYTES_PER_POSITION, 8 * 8 + 4 + 2 * 4 + 1 + 1);
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
         let mut end = 0;
-        for c in [
-            Column::Bitboard(BitboardIndex::Pawn),
-            Column::Bitboard(BitboardIndex::Black),
-            Column::Move,
-            Column::ParentDelta,
-            Column::Ply,
-            Column::Halfmove,
-            Column::Castling,
-            Column::Ep,
-            Column::Flags,
-        ] {
+        for c in Column::ALL {
             assert_eq!(c.offset() % c.width(), 0);
             assert!(c.offset() >= end);
             end = c.offset() + c.width() * CHUNK_POSITIONS;

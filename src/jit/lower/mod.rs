@@ -140,7 +140,7 @@ pub(super) struct Lower<'a, 'f> {
 /// Base addresses of all columns from the chunk pointer.
 pub(super) fn column_bases(b: &mut FunctionBuilder<'_>, chunk: Value) -> HashMap<Column, Value> {
     let mut bases = HashMap::new();
-    for c in COLUMNS {
+    for c in Column::ALL {
         bases.insert(c, b.ins().iadd_imm_s(chunk, c.offset() as i64));
     }
     bases
@@ -395,22 +395,3 @@ impl<'a, 'f> Lower<'a, 'f> {
             .load(types::I64, trusted(), self.game, (i * 8) as i32)
     }
 }
-
-/// All columns, for the entry block's base addresses.
-const COLUMNS: [Column; 15] = [
-    Column::Bitboard(BitboardIndex::Pawn),
-    Column::Bitboard(BitboardIndex::Knight),
-    Column::Bitboard(BitboardIndex::Bishop),
-    Column::Bitboard(BitboardIndex::Rook),
-    Column::Bitboard(BitboardIndex::Queen),
-    Column::Bitboard(BitboardIndex::King),
-    Column::Bitboard(BitboardIndex::White),
-    Column::Bitboard(BitboardIndex::Black),
-    Column::Move,
-    Column::ParentDelta,
-    Column::Ply,
-    Column::Halfmove,
-    Column::Castling,
-    Column::Ep,
-    Column::Flags,
-];
