@@ -275,7 +275,7 @@ fn bench_sequence_suite_runs_line_find_and_echo() {
             "no {keyword:?} query:\n{stdout}"
         );
     }
-    // Matching games and positions, per query in suite order: three checks
+    // Matching games and positions, per query in suite order: four checks
     // in a row from positions 1 and 2 of game 1; a mate within 10 plies
     // from each of the 5 positions of game 2; the placement of positions 0
     // and 4 of game 3.

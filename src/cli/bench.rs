@@ -51,7 +51,7 @@ pub const SUITE: [&str; 8] = [
 /// cost grows with the game's length (`find` and `echo` visit other
 /// positions from each position).
 pub const SEQUENCES: [&str; 3] = [
-    // Three checks in a row (a line of four positions from the first).
+    // Four positions in check in a row, from the current one.
     "line --> check --> check --> check",
     // A mate within 10 plies: `find`'s own range counts the positions
     // found (`find 1 10 mate` is "1 to 10 mates from here"), so the
@@ -261,6 +261,16 @@ fn timed<S: Sink + Default>(
     Ok((best, sink))
 }
 
+/// Millions of positions per second, to three significant digits at
+/// least (a sequence query's 0.07 would print as 0.1 with one decimal).
+fn mps_text(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 fn mps(positions: u64, d: Duration) -> f64 {
     positions as f64 / d.as_secs_f64().max(1e-9) / 1e6
 }
@@ -389,13 +399,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     let bpp = cq.bytes_per_position();
                     let gbs = read_positions as f64 * bpp as f64 / t1.as_secs_f64().max(1e-9) / 1e9;
                     println!(
-                        "{:<46} {:<6} {:>8} {:>10} {:>9.1} {:>9.1} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",
+                        "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",
                         label,
                         "jit",
                         c1.games,
                         c1.positions,
-                        mps(n_games, t1),
-                        mps(n_games, tn),
+                        mps_text(mps(n_games, t1)),
+                        mps_text(mps(n_games, tn)),
                         t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
                         bpp,
                         gbs,
@@ -429,13 +439,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             let positions: u64 = kept.0.iter().map(|(_, p)| p.len() as u64).sum();
             let speed = (mps(n_prefix, t1), mps(n_prefix, tn));
             println!(
-                "{:<46} {:<6} {:>8} {:>10} {:>9.2} {:>9.2} {:>5.2}x {:>5} {:>6} {:>9} {:>11}",
+                "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6} {:>9} {:>11}",
                 "",
                 "interp",
                 kept.0.len(),
                 positions,
-                speed.0,
-                speed.1,
+                mps_text(speed.0),
+                mps_text(speed.1),
                 t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
                 "-",
                 "-",
