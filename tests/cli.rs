@@ -132,6 +132,182 @@ fn bench_query_errors_are_query_errors() {
     assert!(stderr.contains("`check` is a CQL keyword"), "{stderr}");
 }
 
+/// Three games for the sequence benchmarks: four checks in a row (a
+/// counter-check, a discovered check, an interposition that checks and a
+/// capture that checks), a mate at ply 4, and a piece placement that
+/// recurs (the knights out and back).
+const SEQUENCE_PGN: &str = r#"[Event "counter-checks"]
+[Site "?"]
+[Date "2026.01.01"]
+[Round "1"]
+[White "A"]
+[Black "B"]
+[Result "*"]
+[FEN "r2k3K/8/8/8/6Q1/8/8/8 w - - 0 1"]
+[SetUp "1"]
+
+1. Qd1+ Ke7+ 2. Qd8+ Rxd8+ 3. Kg7 *
+
+[Event "mate"]
+[Site "?"]
+[Date "2026.01.02"]
+[Round "2"]
+[White "C"]
+[Black "D"]
+[Result "0-1"]
+
+1. f3 e5 2. g4 Qh4# 0-1
+
+[Event "repetition"]
+[Site "?"]
+[Date "2026.01.03"]
+[Round "3"]
+[White "E"]
+[Black "F"]
+[Result "*"]
+
+1. Nf3 Nf6 2. Ng1 Ng8 *
+"#;
+
+/// Runs `cqlj bench ARGS... PGN` on [`SEQUENCE_PGN`], its store cached in
+/// the scratch dir; (exit code, stdout, stderr).
+fn bench_sequences(dir: &Scratch, args: &[&str]) -> (i32, String, String) {
+    let pgn = dir.path("sequences.pgn");
+    std::fs::write(&pgn, SEQUENCE_PGN).expect("PGN file");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .arg("bench")
+        .args(args)
+        .arg(&pgn)
+        .env("CQLJ_CACHE_DIR", dir.path("cache"))
+        .output()
+        .expect("the cqlj binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The bench rows of `engine` (`jit` or `interp`): the fields after the
+/// engine name (games, positions, Mpos/s on 1 and N threads, ...).
+fn bench_rows<'a>(stdout: &'a str, engine: &str) -> Vec<Vec<&'a str>> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let at = fields.iter().position(|f| *f == engine)?;
+            // A row has games and positions (numbers) right after the engine.
+            let numeric = |i: usize| fields.get(i).is_some_and(|f| f.parse::<u64>().is_ok());
+            (numeric(at + 1) && numeric(at + 2)).then(|| fields[at + 1..].to_vec())
+        })
+        .collect()
+}
+
+/// The positions/s of a row (Mpos/s on 1 and N threads): finite and not
+/// negative (no timing is asserted).
+fn assert_speeds(row: &[&str], stdout: &str) {
+    for f in &row[2..4] {
+        let v: f64 = f
+            .parse()
+            .unwrap_or_else(|_| panic!("{f:?} is not a speed:\n{stdout}"));
+        assert!(v.is_finite() && v >= 0.0, "{f}:\n{stdout}");
+    }
+}
+
+#[test]
+fn bench_reports_positions_per_second_of_a_line() {
+    let dir = Scratch::new("bench-line");
+    let (code, stdout, stderr) = bench_sequences(
+        &dir,
+        &[
+            "--no-suite",
+            "--cql",
+            "line --> check --> check",
+            "--threads",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+    assert!(
+        stdout.contains("3 games, 16 positions"),
+        "the store's summary:\n{stdout}"
+    );
+    let jit = bench_rows(&stdout, "jit");
+    let interp = bench_rows(&stdout, "interp");
+    assert_eq!((jit.len(), interp.len()), (1, 1), "{stdout}");
+    // Positions 1, 2 and 3 of the first game are checks followed by a check.
+    for row in [&jit[0], &interp[0]] {
+        assert_eq!(row[..2], ["1", "3"], "{stdout}");
+        assert_speeds(row, &stdout);
+    }
+    let query_row = stdout
+        .lines()
+        .find(|l| l.starts_with("line --> check --> check "))
+        .unwrap_or_else(|| panic!("no row named by the query:\n{stdout}"));
+    assert!(query_row.contains(" jit "), "{query_row}");
+    assert!(
+        stdout.contains("plan   interpreter only: the kernel lowers no filter"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ratio  jit/interp "), "{stdout}");
+    assert!(
+        stdout.contains("agree  on 1 games of the prefix"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("e2e    open+match+write PGN"), "{stdout}");
+}
+
+#[test]
+fn bench_sequence_suite_runs_line_find_and_echo() {
+    let dir = Scratch::new("bench-sequences");
+    let (code, stdout, stderr) = bench_sequences(
+        &dir,
+        &["--suite", "sequences", "--no-end-to-end", "--threads", "2"],
+    );
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+    for keyword in [
+        "line -->",
+        "start = currentposition find",
+        "echo quiet (s t)",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(keyword)),
+            "no {keyword:?} query:\n{stdout}"
+        );
+    }
+    // Matching games and positions, per query in suite order: four checks
+    // in a row from positions 1 and 2 of game 1; a mate within 10 plies
+    // from each of the 5 positions of game 2; the placement of positions 0
+    // and 4 of game 3.
+    let expected = [["1", "2"], ["1", "5"], ["1", "2"]];
+    for engine in ["jit", "interp"] {
+        let rows = bench_rows(&stdout, engine);
+        assert_eq!(rows.len(), expected.len(), "{engine}:\n{stdout}");
+        for (row, want) in rows.iter().zip(&expected) {
+            assert_eq!(row[..2], want[..], "{engine}:\n{stdout}");
+            assert_speeds(row, &stdout);
+        }
+    }
+    assert_eq!(stdout.matches("ratio  jit/interp ").count(), 3, "{stdout}");
+    assert_eq!(stdout.matches("agree  on 1 games").count(), 3, "{stdout}");
+    // The anchor suite is not run.
+    assert!(!stdout.lines().any(|l| l.starts_with("Ra1 ")), "{stdout}");
+}
+
+#[test]
+fn bench_suite_and_no_suite_conflict() {
+    let (code, _, stderr) = cqlj(&[
+        "bench",
+        "--suite",
+        "sequences",
+        "--no-suite",
+        "--cql",
+        "Ra1",
+    ]);
+    assert_eq!(code, USAGE, "{stderr}");
+    assert!(stderr.contains("--no-suite"), "{stderr}");
+}
+
 #[test]
 fn transform_limits_are_query_errors_in_a_run_and_in_explain() {
     let q = "flip flip flip flip flip flip flip flip Ra1";

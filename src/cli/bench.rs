@@ -1,12 +1,21 @@
-//! `cqlj bench [DB] [--cql Q]... [--engines jit,interp] [--threads N]`: runs
-//! the benchmark query suite over a store and prints, per query and engine,
-//! the matches, positions/second on 1 and N threads, bytes of columns read
-//! per position, compile time and chunks skipped.
+//! `cqlj bench [DB] [--suite S] [--cql Q]... [--engines jit,interp]
+//! [--threads N]`: runs a benchmark query suite over a store and prints,
+//! per query and engine, the matches, positions/second on 1 and N threads,
+//! bytes of columns read per position, compile time and chunks skipped,
+//! and the JIT's speed over the interpreter's.
+//!
+//! Two suites: the anchor queries ([`SUITE`], the default), evaluated
+//! position by position where the JIT's kernels apply, and the sequence
+//! queries ([`SEQUENCES`], `--suite sequences`), which relate several
+//! positions of a game (`line`, `find`, `echo`) and which the JIT leaves
+//! to the interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
 //! default it runs on a prefix of the store (`--interp-games`); on that
 //! prefix the JIT's matches (games and positions) must equal the
-//! interpreter's, else the command fails.
+//! interpreter's, else the command fails. A query of which the JIT's kernel
+//! lowers no filter (every game goes to the interpreter, as with the
+//! sequence suite) is timed on that prefix for the JIT row too.
 //!
 //! Every query is scanned once untimed before its timed runs, so the first
 //! timed run does not pay for faulting the store's pages in. Beside the
@@ -38,6 +47,49 @@ pub const SUITE: [&str; 8] = [
     "flip {Qc2 kc7}",
 ];
 
+/// The sequence suite: queries over several positions of a game, whose
+/// cost grows with the game's length (`find` and `echo` visit other
+/// positions from each position).
+pub const SEQUENCES: [&str; 3] = [
+    // Four positions in check in a row, from the current one.
+    "line --> check --> check --> check",
+    // A mate within 10 plies: `find`'s own range counts the positions
+    // found (`find 1 10 mate` is "1 to 10 mates from here"), so the
+    // distance to the mate is bounded inside its body.
+    "start = currentposition find quiet (mate and distance(start currentposition) <= 10)",
+    // A piece placement that recurs at another position of the game (a
+    // repetition, side to move and castling rights aside): every piece
+    // type on the same squares, knights implied by the colours' squares.
+    "echo quiet (s t) {s:A == t:A s:a == t:a s:K == t:K s:k == t:k s:Q == t:Q s:q == t:q \
+     s:R == t:R s:r == t:r s:B == t:B s:b == t:b s:P == t:P s:p == t:p}",
+];
+
+/// Which built-in queries `cqlj bench` runs (before any `--cql`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The anchor queries ([`SUITE`]).
+    Anchor,
+    /// The sequence queries ([`SEQUENCES`]).
+    Sequences,
+    /// Both, the anchor queries first.
+    All,
+}
+
+impl Suite {
+    /// The queries of the suite, in the order they run.
+    fn queries(self) -> Vec<&'static str> {
+        match self {
+            Suite::Anchor => SUITE.to_vec(),
+            Suite::Sequences => SEQUENCES.to_vec(),
+            Suite::All => SUITE.iter().chain(&SEQUENCES).copied().collect(),
+        }
+    }
+}
+
+/// Width of the query column; a longer query is printed on a line of
+/// its own above its rows.
+const QUERY_WIDTH: usize = 46;
+
 /// Arguments of `cqlj bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -48,8 +100,12 @@ pub struct Args {
     /// Extra queries to run after the suite (CQL one-liners).
     #[arg(long = "cql", value_name = "QUERY")]
     pub cql: Vec<String>,
+    /// The built-in queries to run: `anchor` (single-position queries),
+    /// `sequences` (`line`, `find`, `echo`) or `all`.
+    #[arg(long, value_enum, default_value_t = Suite::Anchor)]
+    pub suite: Suite,
     /// Only these queries (no suite), e.g. when combined with `--cql`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "suite")]
     pub no_suite: bool,
     /// Engines to run, comma separated (`jit`, `interp`).
     #[arg(long, value_delimiter = ',', default_value = "jit,interp")]
@@ -205,6 +261,16 @@ fn timed<S: Sink + Default>(
     Ok((best, sink))
 }
 
+/// Millions of positions per second, to three significant digits at
+/// least (a sequence query's 0.07 would print as 0.1 with one decimal).
+fn mps_text(v: f64) -> String {
+    if v < 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 fn mps(positions: u64, d: Duration) -> f64 {
     positions as f64 / d.as_secs_f64().max(1e-9) / 1e6
 }
@@ -277,7 +343,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let queries: Vec<&str> = if args.no_suite {
         Vec::new()
     } else {
-        SUITE.to_vec()
+        args.suite.queries()
     }
     .into_iter()
     .chain(args.cql.iter().map(String::as_str))
@@ -294,10 +360,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             engine,
             variations: false,
         };
+        // A long query gets a line of its own; its rows leave the column blank.
+        let label = if source.chars().count() > QUERY_WIDTH {
+            println!("{source}");
+            ""
+        } else {
+            source
+        };
         let mut jit_prefix = None;
+        // The JIT's positions/s on 1 and N threads, for the ratio line.
+        let mut jit_speed = None;
         if jit_on {
             match StoreMatcher::new(&store, &prepared.query, &plan(Engine::Jit)) {
-                Err(e) => println!("{source:<46} jit    not compiled: {e}"),
+                Err(e) => println!("{label:<46} jit    not compiled: {e}"),
                 Ok(m) => {
                     let cq = m
                         .compiled()
@@ -305,23 +380,32 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     let skipped = (0..store.n_chunks())
                         .filter(|&c| store.chunk_info(c).is_ok_and(|i| !cq.may_match(&i.summary)))
                         .count() as u64;
-                    let read_positions = n_all
+                    // A kernel that lowers no filter sends every game to the
+                    // interpreter, so it is as slow as the interpreter: it is
+                    // timed on the interpreter's prefix.
+                    let interp_only = cq.plan().jit.is_empty();
+                    let (games, n_games) = if interp_only {
+                        (&prefix, n_prefix)
+                    } else {
+                        (&all, n_all)
+                    };
+                    let read_positions = n_games
                         .saturating_sub(skipped * CHUNK_POSITIONS as u64)
                         .max(1);
                     // Warm-up: fault the columns in before any timed run.
-                    timed::<Count>(&m, &all, threads, 1)?;
-                    let (t1, c1) = timed::<Count>(&m, &all, 1, args.runs)?;
-                    let (tn, _) = timed::<Count>(&m, &all, threads, args.runs)?;
+                    timed::<Count>(&m, games, threads, 1)?;
+                    let (t1, c1) = timed::<Count>(&m, games, 1, args.runs)?;
+                    let (tn, _) = timed::<Count>(&m, games, threads, args.runs)?;
                     let bpp = cq.bytes_per_position();
                     let gbs = read_positions as f64 * bpp as f64 / t1.as_secs_f64().max(1e-9) / 1e9;
                     println!(
-                        "{:<46} {:<6} {:>8} {:>10} {:>9.1} {:>9.1} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",
-                        source,
+                        "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",
+                        label,
                         "jit",
                         c1.games,
                         c1.positions,
-                        mps(n_all, t1),
-                        mps(n_all, tn),
+                        mps_text(mps(n_games, t1)),
+                        mps_text(mps(n_games, tn)),
                         t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
                         bpp,
                         gbs,
@@ -329,6 +413,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                         skipped,
                         store.n_chunks()
                     );
+                    if interp_only {
+                        println!(
+                            "{:<46} plan   interpreter only: the kernel lowers no filter{}",
+                            "",
+                            if games == &all {
+                                String::new()
+                            } else {
+                                format!("; timed on the first {} games", prefix.end)
+                            }
+                        );
+                    }
+                    jit_speed = Some((mps(n_games, t1), mps(n_games, tn)));
                     if interp_on {
                         jit_prefix = Some(timed::<Keep>(&m, &prefix, threads, 1)?.1);
                     }
@@ -341,20 +437,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             let (t1, kept) = timed::<Keep>(&m, &prefix, 1, args.runs)?;
             let (tn, _) = timed::<Count>(&m, &prefix, threads, args.runs)?;
             let positions: u64 = kept.0.iter().map(|(_, p)| p.len() as u64).sum();
+            let speed = (mps(n_prefix, t1), mps(n_prefix, tn));
             println!(
-                "{:<46} {:<6} {:>8} {:>10} {:>9.2} {:>9.2} {:>5.2}x {:>5} {:>6} {:>9} {:>11}",
+                "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6} {:>9} {:>11}",
                 "",
                 "interp",
                 kept.0.len(),
                 positions,
-                mps(n_prefix, t1),
-                mps(n_prefix, tn),
+                mps_text(speed.0),
+                mps_text(speed.1),
                 t1.as_secs_f64() / tn.as_secs_f64().max(1e-9),
                 "-",
                 "-",
                 "-",
                 "-"
             );
+            if let Some((j1, jn)) = jit_speed {
+                println!(
+                    "{:<46} ratio  jit/interp {:.1}x on 1 thread, {:.1}x on {threads}",
+                    "",
+                    j1 / speed.0.max(1e-12),
+                    jn / speed.1.max(1e-12),
+                );
+            }
             if let Some(j) = jit_prefix {
                 if j.0 == kept.0 {
                     println!("{:<46} agree  on {} games of the prefix", "", kept.0.len());
