@@ -71,7 +71,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "colortype",
     "hascomment",
     "originalcomment",
-    "nestban",
     "local",
     "loop",
     "while",
@@ -1390,6 +1389,10 @@ impl Parser<'_, '_> {
             "line" => self.line(start),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
+            "legal" | "pseudolegal" => Err(self.error(
+                start,
+                format!("not supported yet: `{w}` before a move dash (`move {w} ...` is)"),
+            )),
             _ if UNSUPPORTED.contains(&w.as_str()) => {
                 Err(self.error(start, format!("not supported yet: {w}")))
             }
