@@ -498,6 +498,10 @@ pub enum MoveSource {
     Previous,
     /// `legal`: every legal move from this position.
     Legal,
+    /// `pseudolegal`: every pseudo-legal move from this position: a legal
+    /// move, or a move that would be legal but leaves the mover's king in
+    /// check. Castling moves are the legal ones.
+    PseudoLegal,
 }
 
 /// The side a castling move is required to be on.
@@ -527,7 +531,7 @@ pub enum MoveValue {
     #[default]
     Destinations,
     /// `count`: the number of matching moves (numeric kind); only with
-    /// [`MoveSource::Legal`].
+    /// [`MoveSource::Legal`] or [`MoveSource::PseudoLegal`].
     Count,
 }
 
@@ -690,6 +694,10 @@ pub enum Node {
     MoveNumber,
     /// `gamenumber` (numeric): the game's number in the input, from 1.
     GameNumber,
+    /// `lastgamenumber` (numeric): the number of the last game searched (the
+    /// input's game count, or the end of the `gamenumber` range when that
+    /// is smaller); the same at every position of every game.
+    LastGameNumber,
     /// `elo white` / `elo black` (numeric; no match when the tag is missing).
     Elo(Side),
     /// `year` (numeric).
@@ -888,6 +896,7 @@ impl Node {
             Node::Ply => "Ply",
             Node::MoveNumber => "MoveNumber",
             Node::GameNumber => "GameNumber",
+            Node::LastGameNumber => "LastGameNumber",
             Node::Elo(..) => "Elo",
             Node::Year => "Year",
             Node::SideToMove => "SideToMove",
@@ -997,6 +1006,7 @@ impl Expr {
             | Ply
             | MoveNumber
             | GameNumber
+            | LastGameNumber
             | Elo(_)
             | Year
             | SideToMove
@@ -1128,6 +1138,7 @@ impl Expr {
             | Ply
             | MoveNumber
             | GameNumber
+            | LastGameNumber
             | Elo(_)
             | Year
             | SideToMove

@@ -87,7 +87,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         variations: settings.variations,
     };
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
-        .context("cannot compile the query")?;
+        .context("cannot compile the query")?
+        .with_last_game_number(u64::from(games.end));
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
     }

@@ -7,7 +7,7 @@ use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
 use cqlj_runtime::tags;
 use shakmaty::{Bitboard, Square};
 
-use super::moves::{MoveFacts, legal_moves};
+use super::moves::{MoveFacts, legal_moves, pseudo_legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
     ArithOp, Castle, CmpOp, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue, Node,
@@ -303,6 +303,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Ply => Ok(Some(Value::Number(self.rec(at)?.ply as i64))),
             MoveNumber => self.move_number(at),
             GameNumber => Ok(i64::try_from(self.game.number).ok().map(Value::Number)),
+            LastGameNumber => Ok(
+                i64::try_from(self.interp.last_game_number(self.game.number))
+                    .ok()
+                    .map(Value::Number),
+            ),
             Elo(side) => {
                 Ok(tags::elo(*side == Side::White, |t| self.game.tag(t)).map(Value::Number))
             }
@@ -479,6 +484,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     ///   initial position); its `from`/`to`/`capture` sets are evaluated in
     ///   the parent position, where the move was made;
     /// - `legal`: every legal move of this position (shakmaty);
+    /// - `pseudolegal`: the legal moves plus those that leave the mover's
+    ///   king in check (see `moves::pseudo_legal_moves`);
     /// - otherwise the moves the game plays from this position: the next
     ///   move of the line, plus the first moves of the variations that
     ///   branch here when variations are searched.
@@ -504,6 +511,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             }
         } else if m.source == MoveSource::Legal {
             (legal_moves(rec, self.game.number, at)?, Some(at))
+        } else if m.source == MoveSource::PseudoLegal {
+            (pseudo_legal_moves(rec, self.game.number, at)?, Some(at))
         } else {
             let children = self.game.children(at);
             let take = if self.st.variations {

@@ -221,6 +221,9 @@ pub struct Interpreter {
     /// The distinct sort filters, in query (pre-)order.
     sorts: Vec<SortId>,
     sort_index: HashMap<SortId, usize>,
+    /// The value of `lastgamenumber`; `None`: unknown, and then each game
+    /// is taken to be the last one (its own number).
+    last_game_number: Option<u64>,
 }
 
 impl Interpreter {
@@ -261,7 +264,21 @@ impl Interpreter {
             query: query.clone(),
             sorts,
             sort_index,
+            last_game_number: None,
         })
+    }
+
+    /// Sets the value of `lastgamenumber`: the 1-based number of the last
+    /// game the run searches.
+    pub fn with_last_game_number(mut self, number: u64) -> Interpreter {
+        self.last_game_number = Some(number);
+        self
+    }
+
+    /// The value of `lastgamenumber` while evaluating the game numbered
+    /// `game` (that game's own number when it was never set).
+    pub fn last_game_number(&self, game: u64) -> u64 {
+        self.last_game_number.unwrap_or(game)
     }
 
     /// The query being interpreted.

@@ -1,11 +1,12 @@
 //! Moves as the `move` filter sees them: the game's moves (decoded from the
-//! store's [`PackedMove`]s) and shakmaty's legal moves, in one shape.
+//! store's [`PackedMove`]s), shakmaty's legal moves and the pseudo-legal
+//! moves, in one shape.
 
 #![warn(missing_docs, unreachable_pub)]
 
 use cqlj_runtime::layout::chess::role_of;
 use cqlj_runtime::layout::{MoveKind, PackedMove, PositionRecord};
-use shakmaty::{Color, Move, Position, Role, Square};
+use shakmaty::{Color, EnPassantMode, Move, Position, Rank, Role, Square};
 
 use super::InterpError;
 
@@ -103,6 +104,36 @@ impl MoveFacts {
     }
 }
 
+/// The square a pawn's double step `mv` passed over (the en passant target
+/// it creates), or `None` if `mv` is no pawn double step.
+fn double_push_target(mv: PackedMove) -> Option<Square> {
+    if mv.is_none() || role_of(mv.role()) != Some(Role::Pawn) {
+        return None;
+    }
+    let (from, to) = (u32::from(mv.from()), u32::from(mv.to()));
+    (from.abs_diff(to) == 16 && from < 64 && to < 64).then(|| Square::new(u32::midpoint(from, to)))
+}
+
+/// The position a record holds, for move generation; `None` for a setup the
+/// importer keeps without moves (side not to move in check, pawns on a back
+/// rank: no move generator for it), which has no move here (its record says
+/// so: no move was replayed from it).
+fn position_of(
+    rec: &PositionRecord,
+    game: u64,
+    index: u32,
+) -> Result<Option<shakmaty::Chess>, InterpError> {
+    match cqlj_runtime::layout::chess::chess_of(rec) {
+        Ok(pos) => Ok(Some(pos)),
+        Err(_) if rec.has(cqlj_runtime::layout::flags::INITIAL) => Ok(None),
+        Err(_) => Err(InterpError::InvalidPosition {
+            game,
+            index,
+            message: "position record is not a legal position".into(),
+        }),
+    }
+}
+
 /// The legal moves in a position (shakmaty's move generator on the position
 /// rebuilt from the record).
 pub(crate) fn legal_moves(
@@ -110,22 +141,107 @@ pub(crate) fn legal_moves(
     game: u64,
     index: u32,
 ) -> Result<Vec<MoveFacts>, InterpError> {
-    // A setup the importer keeps without moves (side not to move in check,
-    // pawns on a back rank: no move generator for it) has no legal move
-    // here; its record says so (no move was replayed from it).
-    let Ok(pos) = cqlj_runtime::layout::chess::chess_of(rec) else {
-        if rec.has(cqlj_runtime::layout::flags::INITIAL) {
-            return Ok(Vec::new());
-        }
-        return Err(InterpError::InvalidPosition {
-            game,
-            index,
-            message: "position record is not a legal position".into(),
-        });
+    let Some(pos) = position_of(rec, game, index)? else {
+        return Ok(Vec::new());
     };
     let turn = pos.turn();
     Ok(pos
         .legal_moves()
+        .iter()
+        .filter_map(|m| MoveFacts::from_shakmaty(m, turn))
+        .collect())
+}
+
+/// The pseudo-legal moves in a position: every move a piece of the side to
+/// move can make by its movement rules, whether or not it leaves its own
+/// king in check (CQL 6.2: "a pseudolegal move might leave the moving side
+/// in check"). Pawns push one square (two from their starting rank, over an
+/// empty square) to an empty square, capture diagonally, capture en passant
+/// when the position has an en passant square, and promote to each of
+/// queen, rook, bishop and knight on the last rank; the other pieces move to
+/// any square they attack that no piece of their own holds. Castling moves
+/// are the legal ones: their rules (not castling out of or through check)
+/// are not about the king being left in check. Every legal move is
+/// pseudo-legal.
+///
+/// The record keeps an en passant square only when an en passant capture is
+/// legal, so one that is pseudo-legal only is found from the move that led
+/// to the position (a pawn's double step); at a game's first position, whose
+/// `[FEN]` may name an en passant square, it is not seen.
+pub(crate) fn pseudo_legal_moves(
+    rec: &PositionRecord,
+    game: u64,
+    index: u32,
+) -> Result<Vec<MoveFacts>, InterpError> {
+    let Some(pos) = position_of(rec, game, index)? else {
+        return Ok(Vec::new());
+    };
+    let turn = pos.turn();
+    let board = pos.board();
+    let ours = board.by_color(turn);
+    let theirs = board.by_color(!turn);
+    let last_rank = turn.relative_rank(Rank::Eighth);
+    let mut moves = Vec::new();
+    let mut push = |role: Role, from: Square, to: Square| {
+        let capture = board.role_at(to);
+        if role == Role::Pawn && to.rank() == last_rank {
+            for promotion in [Role::Queen, Role::Rook, Role::Bishop, Role::Knight] {
+                moves.push(Move::Normal {
+                    role,
+                    from,
+                    capture,
+                    to,
+                    promotion: Some(promotion),
+                });
+            }
+        } else {
+            moves.push(Move::Normal {
+                role,
+                from,
+                capture,
+                to,
+                promotion: None,
+            });
+        }
+    };
+    for from in ours {
+        let Some(role) = board.role_at(from) else {
+            continue;
+        };
+        if role != Role::Pawn {
+            for to in board.attacks_from(from) & !ours {
+                push(role, from, to);
+            }
+            continue;
+        }
+        for to in board.attacks_from(from) & theirs {
+            push(role, from, to);
+        }
+        let step = turn.fold_wb(8, -8);
+        let Some(one) = from.offset(step).filter(|&s| !board.occupied().contains(s)) else {
+            continue;
+        };
+        push(role, from, one);
+        if from.rank() == turn.relative_rank(Rank::Second)
+            && let Some(two) = one.offset(step).filter(|&s| !board.occupied().contains(s))
+        {
+            push(role, from, two);
+        }
+    }
+    if let Some(to) = pos
+        .ep_square(EnPassantMode::PseudoLegal)
+        .or_else(|| double_push_target(rec.mv))
+    {
+        for from in shakmaty::attacks::pawn_attacks(!turn, to) & pos.our(Role::Pawn) {
+            moves.push(Move::EnPassant { from, to });
+        }
+    }
+    moves.extend(
+        pos.legal_moves()
+            .into_iter()
+            .filter(|m| matches!(m, Move::Castle { .. })),
+    );
+    Ok(moves
         .iter()
         .filter_map(|m| MoveFacts::from_shakmaty(m, turn))
         .collect())

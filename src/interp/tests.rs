@@ -1174,3 +1174,26 @@ fn line_automaton_size_is_the_ir_count() {
         assert_eq!(nfa.len(), l.automaton_states(), "{text}");
     }
 }
+
+/// Every legal move is pseudo-legal, and the pseudo-legal moves differ
+/// from the legal ones exactly by the moves leaving the mover in check.
+#[test]
+fn legal_moves_are_pseudo_legal() {
+    for (fen, extra) in [
+        (
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            0,
+        ),
+        ("k3r3/8/8/8/8/8/4N3/4K3 w - - 0 1", 6),
+        ("3r3k/8/8/8/8/8/8/4K3 w - - 0 1", 2),
+        ("4k3/8/8/8/8/8/3q4/4K3 w - - 0 1", 3),
+    ] {
+        let positions = one_position(fen);
+        let legal = moves::legal_moves(&positions[0], 1, 0).expect("a legal position");
+        let pseudo = moves::pseudo_legal_moves(&positions[0], 1, 0).expect("a legal position");
+        for m in &legal {
+            assert!(pseudo.contains(m), "{fen}: legal {m:?} is not pseudo-legal");
+        }
+        assert_eq!(pseudo.len(), legal.len() + extra, "{fen}");
+    }
+}

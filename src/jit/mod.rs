@@ -117,6 +117,10 @@ pub enum GameSlot {
     Year,
     /// `gamenumber`: the game's 1-based number.
     GameNumber,
+    /// `lastgamenumber`: the 1-based number of the last game searched; the
+    /// caller supplies it (a searcher knows its games; [`game_value`]
+    /// takes the game itself to be the last one).
+    LastGameNumber,
     /// 1 if the game's result is this one, else 0.
     Result(GameResult),
 }
@@ -126,12 +130,15 @@ pub const GAME_VALUE_MISSING: i64 = i64::MIN;
 
 /// The value of `slot` for a game with 1-based `number` and tags looked up
 /// by `tag` (exact name), by the rules of [`crate::runtime::tags`] (the
-/// interpreter's).
+/// interpreter's). [`GameSlot::LastGameNumber`] is `number` here, as in an
+/// interpreter whose last game number was not set.
 pub fn game_value<'t>(slot: GameSlot, number: u64, tag: impl Fn(&str) -> Option<&'t str>) -> i64 {
     match slot {
         GameSlot::Elo(side) => tags::elo(side == Side::White, tag).unwrap_or(GAME_VALUE_MISSING),
         GameSlot::Year => tags::year(tag).unwrap_or(GAME_VALUE_MISSING),
-        GameSlot::GameNumber => i64::try_from(number).unwrap_or(GAME_VALUE_MISSING),
+        GameSlot::GameNumber | GameSlot::LastGameNumber => {
+            i64::try_from(number).unwrap_or(GAME_VALUE_MISSING)
+        }
         GameSlot::Result(r) => i64::from(tags::result_is(r.pgn(), tag)),
     }
 }

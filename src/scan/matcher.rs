@@ -67,6 +67,8 @@ pub struct StoreMatcher<'s> {
     note: Option<String>,
     /// The compiled kernel, when the JIT runs (engine jit or auto).
     jit: Option<CompiledQuery>,
+    /// The value of `lastgamenumber` (default: the store's game count).
+    last_game_number: u64,
     /// Columns a batch reads (the kernel's, and the flags for the mainline
     /// mask): only these are hinted for read-ahead.
     hint_columns: Vec<Column>,
@@ -149,9 +151,11 @@ impl<'s> StoreMatcher<'s> {
         if !plan.variations && !hint_columns.contains(&Column::Flags) {
             hint_columns.push(Column::Flags);
         }
+        let last_game_number = u64::from(store.n_games());
         Ok(StoreMatcher {
             store,
-            interp: Interpreter::new(query)?,
+            interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
+            last_game_number,
             opts: EvalOptions {
                 variations: plan.variations,
             },
@@ -161,6 +165,14 @@ impl<'s> StoreMatcher<'s> {
             hinted: AtomicU64::new(0),
             arenas: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sets the value of `lastgamenumber`: the 1-based number of the last
+    /// game the run searches (by default the store's last game).
+    pub fn with_last_game_number(mut self, number: u64) -> StoreMatcher<'s> {
+        self.interp = self.interp.with_last_game_number(number);
+        self.last_game_number = number;
+        self
     }
 
     /// The compiled query, when the JIT runs.
@@ -223,9 +235,12 @@ impl<'s> StoreMatcher<'s> {
                     .map(|(_, v)| v.as_str())
             };
             for &slot in cq.game_slots() {
-                scratch
-                    .game_values
-                    .push(jit::game_value(slot, u64::from(g) + 1, lookup));
+                scratch.game_values.push(match slot {
+                    jit::GameSlot::LastGameNumber => {
+                        i64::try_from(self.last_game_number).unwrap_or(jit::GAME_VALUE_MISSING)
+                    }
+                    _ => jit::game_value(slot, u64::from(g) + 1, lookup),
+                });
             }
         }
         let chunk_len = CHUNK_POSITIONS as u64;

@@ -1471,6 +1471,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Ply
         | Node::MoveNumber
         | Node::GameNumber
+        | Node::LastGameNumber
         | Node::Year
         | Node::SideToMove
         | Node::SideConst(_)

@@ -71,8 +71,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "colortype",
     "hascomment",
     "originalcomment",
-    "nestban",
-    "pseudolegal",
     "local",
     "loop",
     "while",
@@ -82,7 +80,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "isbound",
     "isunbound",
     "zobristkey",
-    "lastgamenumber",
     "modelmate",
     "idealmate",
     "puremate",
@@ -143,6 +140,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "enpassantsquare",
     "previous",
     "legal",
+    "pseudolegal",
     "count",
     "restrict",
     "move",
@@ -167,6 +165,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "ply",
     "movenumber",
     "gamenumber",
+    "lastgamenumber",
     "result",
     "player",
     "elo",
@@ -277,6 +276,7 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "ply" => Node::Ply,
         "movenumber" => Node::MoveNumber,
         "gamenumber" => Node::GameNumber,
+        "lastgamenumber" => Node::LastGameNumber,
         "year" => Node::Year,
         "true" => Node::Bool(true),
         "false" => Node::Bool(false),
@@ -1389,6 +1389,10 @@ impl Parser<'_, '_> {
             "line" => self.line(start),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
+            "legal" | "pseudolegal" => Err(self.error(
+                start,
+                format!("not supported yet: `{w}` before a move dash (`move {w} ...` is)"),
+            )),
             _ if UNSUPPORTED.contains(&w.as_str()) => {
                 Err(self.error(start, format!("not supported yet: {w}")))
             }
@@ -1748,12 +1752,14 @@ impl Parser<'_, '_> {
 
     /// `move` and its parameters, in any order, each at most once:
     /// `from X`, `to X`, `capture X`, `promote X`, one of `enpassant`,
-    /// `o-o`, `o-o-o`, `castle` (either side), `previous` or `legal` (not
-    /// both), `count` (with `legal`), as CQL 6.2 requires.
+    /// `o-o`, `o-o-o`, `castle` (either side), one of `previous`, `legal`
+    /// and `pseudolegal`, `count` (with `legal` or `pseudolegal`), as CQL
+    /// 6.2 requires.
     fn move_filter(&mut self, start: Span) -> PResult<Expr> {
         let mut m = MoveParams::default();
         let mut castle_at: Option<Span> = None;
-        let mut legal_and_previous = false;
+        // The first two different move sources given, if any.
+        let mut clash: Option<(MoveSource, MoveSource)> = None;
         loop {
             let t = self.peek().clone();
             let special = match &t.tok {
@@ -1799,11 +1805,14 @@ impl Parser<'_, '_> {
             let source = match w.as_str() {
                 "previous" => Some(MoveSource::Previous),
                 "legal" => Some(MoveSource::Legal),
+                "pseudolegal" => Some(MoveSource::PseudoLegal),
                 _ => None,
             };
             if let Some(source) = source {
                 self.bump();
-                legal_and_previous |= m.source != MoveSource::Played && m.source != source;
+                if m.source != MoveSource::Played && m.source != source && clash.is_none() {
+                    clash = Some((m.source, source));
+                }
                 m.source = source;
                 continue;
             }
@@ -1826,16 +1835,26 @@ impl Parser<'_, '_> {
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }
         let span = self.span_from(start);
-        if legal_and_previous {
-            return Err(self.error(
-                span,
-                "`move` cannot take both `legal` and `previous` (the previous move is a game move)",
-            ));
+        if let Some((a, b)) = clash {
+            let message = match (a, b) {
+                (MoveSource::Previous, other) | (other, MoveSource::Previous) => format!(
+                    "`move` cannot take both `{}` and `previous` (the previous move is a game move)",
+                    if other == MoveSource::PseudoLegal {
+                        "pseudolegal"
+                    } else {
+                        "legal"
+                    }
+                ),
+                _ => "`move` cannot take both `legal` and `pseudolegal` (give one move set)".into(),
+            };
+            return Err(self.error(span, message));
         }
-        if m.value == MoveValue::Count && m.source != MoveSource::Legal {
+        if m.value == MoveValue::Count
+            && !matches!(m.source, MoveSource::Legal | MoveSource::PseudoLegal)
+        {
             return Err(self.error(
                 span,
-                "`count` in `move` needs `legal` (`move legal count`): it counts legal moves",
+                "`count` in `move` needs `legal` or `pseudolegal` (`move legal count`): it counts possible moves",
             ));
         }
         Ok(Expr::new(ExprKind::Move(m), span))

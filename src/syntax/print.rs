@@ -391,6 +391,7 @@ impl Printer<'_> {
                     MoveSource::Played => None,
                     MoveSource::Previous => Some("previous"),
                     MoveSource::Legal => Some("legal"),
+                    MoveSource::PseudoLegal => Some("pseudolegal"),
                 };
                 let value = (m.value == MoveValue::Count).then_some("count");
                 for kw in [special, source, value].into_iter().flatten() {
@@ -463,6 +464,7 @@ impl Printer<'_> {
             Node::Ply => atom("ply"),
             Node::MoveNumber => atom("movenumber"),
             Node::GameNumber => atom("gamenumber"),
+            Node::LastGameNumber => atom("lastgamenumber"),
             Node::Elo(s) => atom(format!("elo {}", side(*s))),
             Node::Year => atom("year"),
             Node::SideToMove => atom("sidetomove"),

@@ -808,9 +808,10 @@ impl Lower<'_, '_> {
                     v: self.b.ins().iadd_imm_s(half, 1),
                 }
             }
-            Node::GameNumber | Node::Elo(_) | Node::Year => {
+            Node::GameNumber | Node::LastGameNumber | Node::Elo(_) | Node::Year => {
                 let slot = match &e.node {
                     Node::GameNumber => GameSlot::GameNumber,
+                    Node::LastGameNumber => GameSlot::LastGameNumber,
                     Node::Elo(s) => GameSlot::Elo(*s),
                     _ => GameSlot::Year,
                 };
