@@ -87,6 +87,17 @@ pub const UNSUPPORTED: &[&str] = &[
     "purestalemate",
     "idealstalemate",
     "hhdb",
+    "focus",
+    "piecepath",
+    "keepallbest",
+    "pathcount",
+    "pathcountunfocused",
+    "pathstart",
+    "pathlastposition",
+    "pathdebug",
+    "nullmove",
+    "currentmove",
+    "countmoves",
 ];
 
 /// The options of the `cql(...)` header.
@@ -786,6 +797,20 @@ impl Parser<'_, '_> {
     fn dash(&mut self, from: Option<Expr>, start: Span) -> PResult<Expr> {
         let t = self.bump();
         let capture = t.tok == Tok::CaptureX;
+        if self.peek_tok() == Tok::LParen {
+            let special = match self.peek2().0 {
+                Tok::CastleKing => Some("o-o".to_owned()),
+                Tok::CastleQueen => Some("o-o-o".to_owned()),
+                Tok::Ident(w) if w == "castle" || w == "enpassant" => Some(w),
+                _ => None,
+            };
+            if let Some(what) = special {
+                return Err(self.error(
+                    t.span,
+                    format!("not supported yet: a move dash to `({what})`"),
+                ));
+            }
+        }
         let to = if self.starts_dash_target() {
             Some(Box::new(self.expr(bp::PREFIX)?))
         } else {
