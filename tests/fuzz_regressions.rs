@@ -85,3 +85,110 @@ fn fuzz_regressions_jit_vs_interp() {
     replay("jit_vs_interp");
     sweep(fuzzing::check_jit_vs_interp, 5, 500, 96);
 }
+
+/// The printed queries of the first `n` sweep inputs of up to 96 bytes.
+fn generated_texts(n: u64) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let data = fuzzing::seeded_bytes(i.wrapping_mul(7919) ^ 0x5eed, 1 + (i as usize % 96));
+            cqlj::syntax::print_query(&fuzzing::generate_query_with_sequences(&data))
+        })
+        .collect()
+}
+
+#[test]
+fn fuzz_generator_produces_sequence_and_navigation_filters() {
+    let texts = generated_texts(4000);
+    for spelling in [
+        "line ",
+        "-->",
+        "<--",
+        ")*",
+        ")+",
+        ")?",
+        "){",
+        "firstmatch",
+        "lastposition",
+        "singlecolor",
+        "nestban",
+        "primary",
+        "secondary",
+        "find ",
+        "find all",
+        "find <--",
+        "echo (",
+        "in all",
+        " : ",
+        "parent",
+        "child",
+        "child(",
+        "position ",
+        "initialposition",
+        "currentposition",
+        "ancestor(",
+        "descendant(",
+        "lca(",
+        "distance(",
+        "[<]",
+        "depth",
+        "positionid",
+        "virtualmainline",
+        "consecutivemoves",
+    ] {
+        assert!(
+            texts.iter().any(|t| t.contains(spelling)),
+            "no generated query contains {spelling:?}"
+        );
+    }
+    // Without sequences, the generator keeps to filters the JIT lowers.
+    for i in 0..4000u64 {
+        let data = fuzzing::seeded_bytes(i.wrapping_mul(7919) ^ 0x5eed, 1 + (i as usize % 96));
+        let text = cqlj::syntax::print_query(&fuzzing::generate_query(&data));
+        for keyword in [
+            "-->", "<--", "find ", "echo ", " : ", "position", "parent", "child", "depth",
+        ] {
+            assert!(!text.contains(keyword), "{text:?} has {keyword:?}");
+        }
+    }
+    // Position variables of `echo` are used inside its body.
+    assert!(
+        texts.iter().any(|t| {
+            t.match_indices("echo (").any(|(at, _)| {
+                let head = &t[at + 6..];
+                let names = head.split(')').next().unwrap_or_default();
+                names
+                    .split(' ')
+                    .any(|v| !v.is_empty() && head[names.len()..].contains(v))
+            })
+        }),
+        "no generated echo uses its variables"
+    );
+}
+
+#[test]
+fn fuzz_lines_over_the_automaton_limit_are_expected_errors() {
+    // Some generated lines repeat a repeated group past the parser's
+    // automaton limit: their text is rejected with a clear error, and both
+    // targets take that as an expected outcome, not a failure.
+    let mut over = 0;
+    for i in 0..20_000u64 {
+        let data = fuzzing::seeded_bytes(i ^ 0x11_7e5, 1 + (i as usize % 96));
+        let text = cqlj::syntax::print_query(&fuzzing::generate_query_with_sequences(&data));
+        let Err(d) = cqlj::syntax::parse(&text) else {
+            continue;
+        };
+        let message = d.render("generated", false);
+        assert!(
+            message.contains("this line is too large"),
+            "generated {text:?} is rejected: {message}"
+        );
+        over += 1;
+        fuzzing::check_roundtrip(&data);
+        for first in [0u8, 200] {
+            let mut input = vec![first];
+            input.extend_from_slice(&data);
+            fuzzing::check_jit_vs_interp(&input);
+        }
+    }
+    assert!(over > 0, "no generated line exceeds the automaton limit");
+}
