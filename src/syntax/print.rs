@@ -175,9 +175,11 @@ impl Printer<'_> {
         for (i, e) in items.iter().enumerate() {
             let d = self.doc(e);
             let t = d.text;
-            // A `line` ending in a quantifier (`(F)*`) followed on the same
-            // line by an operand reads as an arithmetic operator.
-            if i + 1 < items.len() && sep != "\n" && matches!(e.node, Node::Line(_)) {
+            // A `line` (also at the end of `P : line ...`) ending in a
+            // quantifier (`(F)*`) followed on the same line by an operand
+            // reads as an arithmetic operator.
+            let has_line = t.contains("-->") || t.contains("<--");
+            if i + 1 < items.len() && sep != "\n" && has_line {
                 if i > 0 {
                     out.push_str(sep);
                 }
