@@ -13,12 +13,18 @@
 //! decisions and no dependency is added.
 //!
 //! - [`check_parse`]: bytes as query text;
-//! - [`check_roundtrip`]: a generated well-kinded query prints and parses
+//! - [`check_roundtrip`]: a generated well-kinded query (set, numeric and
+//!   logical filters, transforms, and the sequence and navigation filters:
+//!   `line`, `find`, `echo`, `:`, game-tree relations) prints and parses
 //!   back to the same IR;
 //! - [`check_pgn_import`]: bytes as PGN followed by one valid game;
 //! - [`check_store_open`]: a small valid store with bytes flipped or cut;
 //! - [`check_jit_vs_interp`]: a generated query, expanded into orbits, on one
-//!   of [`POSITIONS`], by the JIT kernel and by the interpreter.
+//!   of [`POSITIONS`] or at every position of one of [`GAMES`], by the JIT
+//!   kernel and by the interpreter.
+//!
+//! A query over a work limit (the `line` automaton, a `line`'s steps, an
+//! orbit's size, the JIT's code size) is a clean error, an expected outcome.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -28,10 +34,11 @@ use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess};
 
 use crate::import::PgnGames;
-use crate::interp::{EvalOptions, GameView, Interpreter, Value};
+use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, Expr, Kind, Node, PawnSet, PieceSet, PinValue, Query, SetOp,
-    Side, Span, TransformFilter,
+    ArithOp, Bitboard, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind, LineAtom, LineFilter,
+    LineItem, LineParams, Node, PawnSet, PieceSet, PinValue, Query, SetOp, Side, Span,
+    TransformFilter, TreeLeaf, TreeRel, Var, VarId,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -96,11 +103,28 @@ pub fn check_parse(data: &[u8]) {
 }
 
 /// A generated well-kinded query (transforms nested, designators,
-/// directions, attacks, counts, comparisons) from `data`.
+/// directions, attacks, counts, comparisons) from `data`, made of filters
+/// the JIT lowers.
 pub fn generate_query(data: &[u8]) -> Query {
+    generate(data, false)
+}
+
+/// A generated well-kinded query as [`generate_query`]'s, with sequence
+/// and navigation filters too (`line`, `find`, `echo`, `:`, game-tree
+/// relations and leaves, position variables). A byte that selects one
+/// replaces a choice [`generate_query`] makes from the same byte, so the
+/// two agree on inputs that never select one.
+pub fn generate_query_with_sequences(data: &[u8]) -> Query {
+    generate(data, true)
+}
+
+fn generate(data: &[u8], sequences: bool) -> Query {
     let mut g = Gen {
         src: ByteSource::new(data),
         transforms: 0,
+        sequences: if sequences { 0 } else { MAX_SEQUENCES },
+        vars: Vec::new(),
+        scope: Vec::new(),
     };
     let kind = [Kind::Set, Kind::Numeric, Kind::Logical][g.below(3) as usize];
     let body = vec![if g.chance(15) {
@@ -111,7 +135,7 @@ pub fn generate_query(data: &[u8]) -> Query {
     let mut q = Query {
         header: Default::default(),
         body,
-        vars: vec![],
+        vars: g.vars,
     };
     q.body.iter_mut().for_each(canonical);
     q
@@ -119,14 +143,25 @@ pub fn generate_query(data: &[u8]) -> Query {
 
 /// A generated query prints to CQL text that parses again; the parsed IR
 /// prints identically and is a fixed point of print-then-parse (IR
-/// equality ignores spans). The generator may build forms the parser
-/// normalises (a set compared with a number gets an explicit `#`), so the
-/// first parse is compared through its printed text, every later one by IR.
+/// equality ignores spans), unless a `line` is over the automaton limit,
+/// which must be the parser's clear error. The generator may build forms
+/// the parser normalises (a set compared with a number gets an explicit
+/// `#`), so the first parse is compared through its printed text, every
+/// later one by IR.
 pub fn check_roundtrip(data: &[u8]) {
-    let q = generate_query(data);
+    let q = generate_query_with_sequences(data);
     let text = syntax::print_query(&q);
     let q1 = match syntax::parse(&text) {
         Ok(q1) => q1,
+        // A line over the automaton limit is rejected with a clear error.
+        Err(d) if line_over_limit(&q) => {
+            let message = d.render("generated", false);
+            assert!(
+                message.contains("this line is too large"),
+                "generated query {text:?} with a line over the limit: {message}"
+            );
+            return;
+        }
         Err(d) => panic!(
             "generated query {text:?} does not parse: {}",
             d.render("generated", false)
@@ -157,8 +192,9 @@ pub fn check_roundtrip(data: &[u8]) {
 /// is explicit (a set compared with a number, or two sets compared by size
 /// with any operator but `==`/`!=`, is counted); a comparison of numbers
 /// is numeric (its value is its left side); a block has the kind of its
-/// last filter, a transform (not `count`) the kind of its target, an `if`
-/// the kind its branches share (else logical).
+/// last filter, a transform (not `count`) the kind of its target when
+/// that is a set or a number (else logical), `P : F` the kind of F, an
+/// `if` the kind its branches share (else logical).
 /// The operands of `e`'s tree of its own associative operator, in order.
 fn assoc_leaves(e: Expr, same: &dyn Fn(&Node) -> bool, out: &mut Vec<Expr>) {
     if !same(&e.node) {
@@ -229,7 +265,13 @@ fn canonical(e: &mut Expr) {
         }
         Node::Transform {
             count: false, body, ..
-        } => e.kind = body.kind,
+        } => {
+            e.kind = match body.kind {
+                Kind::Set | Kind::Numeric => body.kind,
+                _ => Kind::Logical,
+            }
+        }
+        Node::At { body, .. } => e.kind = body.kind,
         Node::If {
             then, otherwise, ..
         } => {
@@ -536,44 +578,114 @@ fn toml_value(v: &Option<Value>) -> String {
     }
 }
 
-/// A generated well-kinded query, expanded into orbits, evaluated on one
-/// of [`POSITIONS`] (a one-position game, as the conformance corpus does)
-/// by the JIT kernel (values on) and by the interpreter: match and value
-/// agree; the kernel without values (unrolled, two-lane where it applies)
-/// gives the same match at each position of a range of copies. Queries
-/// over the transform limits are skipped. On a disagreement with the
-/// interpreter it panics with a ready-made `[[case]]` for
-/// tests/conformance.
+/// Short games with variations (nested ones, a black-to-move setup, a
+/// mate and a capture en passant) on which [`check_jit_vs_interp`]
+/// evaluates generated sequence and navigation filters at every position.
+pub const GAMES: &[&str] = &[
+    concat!(
+        "[Event \"cqlj fuzz tree\"]\n[Result \"*\"]\n\n",
+        "1. d4 d5 2. c4 (2. Nf3 Nf6 (2... c5 3. dxc5) 3. Bf4) 2... e6 ",
+        "(2... dxc4 3. e3 (3. e4 b5) 3... b5) 3. Nc3 Nf6 4. Bg5 Be7 *\n",
+    ),
+    concat!(
+        "[Event \"cqlj fuzz mate\"]\n[Result \"1-0\"]\n\n",
+        "1. e4 f5 2. e5 d5 (2... Kf7 3. Qf3 g6) 3. exd6 Qxd6 ",
+        "(3... e6 4. Qh5+ g6 5. Qxg6+ hxg6) 4. Qh5+ g6 5. Qxg6+ hxg6 1-0\n",
+    ),
+    concat!(
+        "[Event \"cqlj fuzz setup\"]\n[SetUp \"1\"]\n",
+        "[FEN \"4k3/2P5/8/8/8/8/5p2/4K2R b K - 0 40\"]\n[Result \"*\"]\n\n",
+        "40... f1=Q+ (40... Kd7 41. c8=Q+ Kxc8 42. O-O) 41. Kxf1 Kd7 ",
+        "42. c8=N Kxc8 43. Rh8+ Kd7 *\n",
+    ),
+];
+
+/// The positions of each of [`GAMES`], in store order.
+fn game_positions() -> &'static [Vec<PositionRecord>] {
+    static POSITIONS: OnceLock<Vec<Vec<PositionRecord>>> = OnceLock::new();
+    POSITIONS.get_or_init(|| {
+        GAMES
+            .iter()
+            .map(|pgn| {
+                let item = PgnGames::new(pgn.as_bytes())
+                    .next()
+                    .expect("a fuzzing game is present")
+                    .expect("in-memory PGN reads");
+                item.game.expect("a fuzzing game is valid").positions
+            })
+            .collect()
+    })
+}
+
+/// Whether a `line` in `q` has more automaton states than the parser
+/// accepts (a query a user cannot write: its text is rejected with a clear
+/// error).
+fn line_over_limit(q: &Query) -> bool {
+    fn over(e: &Expr) -> bool {
+        let mut found = matches!(&e.node, Node::Line(l)
+            if l.automaton_states() > syntax::lower::MAX_LINE_STATES);
+        e.for_each_child(|c| found = found || over(c));
+        found
+    }
+    q.body.iter().any(over)
+}
+
+/// A generated well-kinded query, expanded into orbits, evaluated by the
+/// JIT kernel (values on) and by the interpreter: match and value agree;
+/// the kernel without values (unrolled, two-lane where it applies) gives
+/// the same match. The first input byte picks where: below 128, one of
+/// [`POSITIONS`] (a one-position game, as the conformance corpus does,
+/// and the kernel without values runs on a range of copies of it); from
+/// 128, every position of one of [`GAMES`] (variations on), where the
+/// sequence and navigation filters have a game tree to walk. Queries over
+/// the transform limits or the `line` automaton limit are skipped, and so
+/// is a `line` stopped by its step limit (an error, not a disagreement).
+/// On a disagreement with the interpreter it panics with a ready-made
+/// `[[case]]` for tests/conformance.
 pub fn check_jit_vs_interp(data: &[u8]) {
     let Some((&first, rest)) = data.split_first() else {
         return;
     };
-    let fen = POSITIONS[first as usize % POSITIONS.len()];
-    let query = generate_query(rest);
+    let query = generate_query_with_sequences(rest);
     let text = syntax::print_query(&query);
+    if line_over_limit(&query) {
+        return;
+    }
     let Ok(expanded) = transform::expand(&query, &transform::Limits::default()) else {
         return;
     };
     let expanded = expanded.query;
-    let rec = match position_record(fen) {
-        Ok(r) => r,
-        Err(e) => panic!("fixed position {fen}: {e}"),
-    };
     let interp = match Interpreter::new(&expanded) {
         Ok(i) => i,
         Err(e) => panic!("interpreter rejects generated query {text:?}: {e}"),
     };
-    let positions = [rec];
+    let one;
+    let (positions, place, variations): (&[PositionRecord], String, bool) = if first < 128 {
+        let fen = POSITIONS[first as usize % POSITIONS.len()];
+        one = match position_record(fen) {
+            Ok(r) => [r],
+            Err(e) => panic!("fixed position {fen}: {e}"),
+        };
+        (&one, format!("{fen:?}"), false)
+    } else {
+        let g = (first as usize - 128) % GAMES.len();
+        (&game_positions()[g], format!("game {g} of GAMES"), true)
+    };
     let view = GameView {
         number: 1,
         tags: &[],
-        positions: &positions,
+        positions,
     };
-    let mut state = interp.new_state(&EvalOptions::default());
-    let want = match interp.eval_body_at(&view, 0, &mut state) {
-        Ok(v) => v,
-        Err(e) => panic!("interpreter error on {text:?} at {fen}: {e}"),
-    };
+    let mut state = interp.new_state(&EvalOptions { variations });
+    let mut wants = Vec::with_capacity(positions.len());
+    for i in 0..positions.len() {
+        match interp.eval_body_at(&view, i as u32, &mut state) {
+            Ok(v) => wants.push(v),
+            // The step limit of a line is a clean error, not a hang.
+            Err(InterpError::LineTooLarge { .. }) => return,
+            Err(e) => panic!("interpreter error on {text:?} at {place}, position {i}: {e}"),
+        }
+    }
     let opts = JitOptions {
         values: true,
         ..JitOptions::default()
@@ -585,58 +697,80 @@ pub fn check_jit_vs_interp(data: &[u8]) {
         Err(e) => panic!("JIT rejects generated query {text:?}: {e}"),
     };
     let mut chunk = ChunkColumns::new_boxed();
-    chunk.set(0, &rec);
+    for (i, rec) in positions.iter().enumerate() {
+        chunk.set(i, rec);
+    }
     let game = untagged_game_values(&cq);
     let mut out = ChunkOutput::new();
-    if let Err(e) = cq.run(&chunk, 0..1, &game, &mut out) {
-        panic!("JIT run fails on {text:?} at {fen}: {e}");
+    if let Err(e) = cq.run(&chunk, 0..positions.len(), &game, &mut out) {
+        panic!("JIT run fails on {text:?} at {place}: {e}");
     }
-    let got_match = out.matched(0);
-    let agree = if !cq.plan().is_exact() {
-        // The kernel only pre-selects: it must not miss a match.
-        got_match || want.is_none()
-    } else {
-        match (&want, got_match) {
-            (None, false) => true,
-            (Some(v), true) => match (cq.value_kind(), v) {
-                (Some(ValueKind::Set), Value::Set(b)) => b.0 == out.values[0] as u64,
-                (Some(ValueKind::Numeric), Value::Number(n)) => *n == out.values[0],
-                _ => true,
-            },
-            _ => false,
+    for (i, want) in wants.iter().enumerate() {
+        let got_match = out.matched(i);
+        let agree = if !cq.plan().is_exact() {
+            // The kernel only pre-selects: it must not miss a match.
+            got_match || want.is_none()
+        } else {
+            match (want, got_match) {
+                (None, false) => true,
+                (Some(v), true) => match (cq.value_kind(), v) {
+                    (Some(ValueKind::Set), Value::Set(b)) => b.0 == out.values[i] as u64,
+                    (Some(ValueKind::Numeric), Value::Number(n)) => *n == out.values[i],
+                    _ => true,
+                },
+                _ => false,
+            }
+        };
+        if agree {
+            continue;
         }
-    };
-    if !agree {
+        if first < 128 {
+            panic!(
+                "JIT and interpreter disagree; conformance case:\n\n[[case]]\nname = \"jit/fuzz-{:016x}\"\nquery = {text:?}\nsource = \"interpreter (fuzz jit_vs_interp); JIT gave match {got_match} value {}\"\npositions = [{place}]\nmatches = [{}]\nvalues = [{}]\n",
+                crate::runtime::store::checksum64(data),
+                out.values[i],
+                want.is_some(),
+                toml_value(want),
+            );
+        }
         panic!(
-            "JIT and interpreter disagree; conformance case:\n\n[[case]]\nname = \"jit/fuzz-{:016x}\"\nquery = {text:?}\nsource = \"interpreter (fuzz jit_vs_interp); JIT gave match {got_match} value {}\"\npositions = [{fen:?}]\nmatches = [{}]\nvalues = [{}]\n",
-            crate::runtime::store::checksum64(data),
-            out.values[0],
-            want.is_some(),
-            toml_value(&want),
+            "JIT and interpreter disagree on {text:?} at {place}, position {i}: JIT gave match {got_match} value {}, the interpreter {}",
+            out.values[i],
+            toml_value(want),
         );
     }
     // The kernel without values (unrolled, two positions per vector op
-    // where that applies) matches as the single-step one at every offset
-    // of a range that starts off a word and vector boundary.
+    // where that applies) matches as the single-step one at every
+    // position; one position is copied over a range that starts off a
+    // word and vector boundary.
+    let (range, of): (std::ops::Range<usize>, fn(usize) -> usize) = if first < 128 {
+        for i in 1..12 {
+            chunk.set(i, &positions[0]);
+        }
+        (1..12, |_| 0)
+    } else {
+        (0..positions.len(), |i| i)
+    };
     let unrolled_agree = match jit::compile(&expanded, &JitOptions::default()) {
         Ok(plain) => {
-            let range = 1..12;
-            for i in range.clone() {
-                chunk.set(i, &rec);
-            }
             let game = untagged_game_values(&plain);
-            let mut out = ChunkOutput::new();
-            if let Err(e) = plain.run(&chunk, range.clone(), &game, &mut out) {
-                panic!("JIT run (no values) fails on {text:?} at {fen}: {e}");
+            let mut plain_out = ChunkOutput::new();
+            if let Err(e) = plain.run(&chunk, range.clone(), &game, &mut plain_out) {
+                panic!("JIT run (no values) fails on {text:?} at {place}: {e}");
             }
-            range.clone().all(|i| out.matched(i) == got_match)
+            range
+                .clone()
+                .all(|i| plain_out.matched(i) == out.matched(of(i)))
         }
         Err(jit::JitError::TooLarge(..)) => true,
         Err(e) => panic!("JIT (no values) rejects generated query {text:?}: {e}"),
     };
     if !unrolled_agree {
         panic!(
-            "JIT kernels with and without values disagree on {text:?} at {fen} (with values: match {got_match})"
+            "JIT kernels with and without values disagree on {text:?} at {place} (with values: matches {:?})",
+            (0..positions.len())
+                .map(|i| out.matched(i))
+                .collect::<Vec<_>>()
         );
     }
 }
@@ -668,7 +802,26 @@ pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
 struct Gen<'a> {
     src: ByteSource<'a>,
     transforms: u32,
+    /// Sequence and navigation filters generated so far (at most
+    /// [`MAX_SEQUENCES`], so nested walks over a game stay cheap; starts at
+    /// the maximum when none may be generated).
+    sequences: u32,
+    /// The query's variables (position variables of `echo`), in the order
+    /// the parser declares them (first occurrence in the text).
+    vars: Vec<Var>,
+    /// The position variables in scope (inside their `echo`'s body).
+    scope: Vec<VarId>,
 }
+
+/// The most sequence and navigation filters (`line`, `find`, `echo`, `:`,
+/// game-tree relations) in one generated query.
+const MAX_SEQUENCES: u32 = 4;
+
+/// A choice byte at or above this value selects a sequence or navigation
+/// filter instead of the choice it picked before those were generated
+/// (bytes below it choose as they always did, so saved inputs that never
+/// read such a byte at a choice generate the same query).
+const SEQUENCE_ESCAPE: u8 = 240;
 
 impl Gen<'_> {
     /// Eight input bytes, little-endian (zeros past the end).
@@ -683,6 +836,18 @@ impl Gen<'_> {
             u64::from(self.src.byte())
         };
         raw % n.max(1)
+    }
+    /// A number below `n` (`1 <= n <= 256`) from one byte, or `None` when
+    /// that byte is [`SEQUENCE_ESCAPE`] or above and a sequence filter may
+    /// still be generated.
+    fn below_or_sequence(&mut self, n: u64) -> Option<u64> {
+        let b = self.src.byte();
+        if b >= SEQUENCE_ESCAPE && self.sequences < MAX_SEQUENCES {
+            self.sequences += 1;
+            None
+        } else {
+            Some(u64::from(b) % n.max(1))
+        }
     }
     /// True with about `percent`% probability; always true once the input
     /// is exhausted (so generation ends in leaves).
@@ -764,8 +929,12 @@ impl Gen<'_> {
                 | TransformFilter::ShiftVertical
         ) && self.chance(30);
         let body = self.expr(depth + 1, body_kind);
-        // A logical request may yield a set (a set is also a filter).
-        let body_kind = body.kind;
+        // A logical request may yield a set (a set is also a filter); the
+        // transform of a position filter is logical.
+        let body_kind = match body.kind {
+            Kind::Set | Kind::Numeric => body.kind,
+            _ => Kind::Logical,
+        };
         Some(e(
             Node::Transform {
                 filter,
@@ -837,6 +1006,11 @@ impl Gen<'_> {
     }
 
     fn expr(&mut self, depth: u32, kind: Kind) -> Expr {
+        if kind == Kind::Position {
+            // No transform of a position: its value is no set or number.
+            let leaf = depth >= 4 || self.chance(40 + 15 * depth as u64);
+            return self.position(depth, leaf);
+        }
         let leaf = depth >= 4 || self.chance(25 + 15 * depth as u64);
         if !leaf
             && self.chance(12)
@@ -847,6 +1021,7 @@ impl Gen<'_> {
         match kind {
             Kind::Set => self.set(depth, leaf),
             Kind::Numeric => self.numeric(depth, leaf),
+            Kind::Position => self.position(depth, leaf),
             _ => self.logical(depth, leaf),
         }
     }
@@ -878,7 +1053,10 @@ impl Gen<'_> {
             };
         }
         let s = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Set));
-        match self.below(13) {
+        let Some(choice) = self.below_or_sequence(13) else {
+            return self.at(d, Kind::Set);
+        };
+        match choice {
             0 => e(Node::SetBinary(SetOp::Inter, s(self), s(self)), Kind::Set),
             1 => e(Node::SetBinary(SetOp::Union, s(self), s(self)), Kind::Set),
             2 => e(Node::Complement(s(self)), Kind::Set),
@@ -956,7 +1134,10 @@ impl Gen<'_> {
     fn numeric(&mut self, depth: u32, leaf: bool) -> Expr {
         let d = depth + 1;
         if leaf {
-            return match self.below(6) {
+            let Some(choice) = self.below_or_sequence(6) else {
+                return self.numeric_sequence(d, true);
+            };
+            return match choice {
                 0 => e(Node::Number(self.below(12) as i64 - 3), Kind::Numeric),
                 1 => e(Node::Ply, Kind::Numeric),
                 2 => e(Node::MoveNumber, Kind::Numeric),
@@ -966,7 +1147,10 @@ impl Gen<'_> {
             };
         }
         let n = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Numeric));
-        match self.below(10) {
+        let Some(choice) = self.below_or_sequence(10) else {
+            return self.numeric_sequence(d, false);
+        };
+        match choice {
             0 | 1 => e(
                 Node::Count(Box::new(self.expr(d, Kind::Set))),
                 Kind::Numeric,
@@ -1062,13 +1246,16 @@ impl Gen<'_> {
                 Node::Bool(true),
                 Node::Result(crate::ir::GameResult::WhiteWins),
             ];
-            return e(
-                nodes[self.below(nodes.len() as u64) as usize].clone(),
-                Kind::Logical,
-            );
+            let Some(choice) = self.below_or_sequence(nodes.len() as u64) else {
+                return self.logical_sequence(d, true);
+            };
+            return e(nodes[choice as usize].clone(), Kind::Logical);
         }
         let l = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Logical));
-        match self.below(9) {
+        let Some(choice) = self.below_or_sequence(9) else {
+            return self.logical_sequence(d, false);
+        };
+        match choice {
             0 => e(Node::And(l(self), l(self)), Kind::Logical),
             1 => e(Node::Or(l(self), l(self)), Kind::Logical),
             2 => e(Node::Not(l(self)), Kind::Logical),
@@ -1115,6 +1302,338 @@ impl Gen<'_> {
             ),
             _ => self.expr(d, Kind::Set),
         }
+    }
+    /// A position filter: `currentposition`, `parent`, `child`,
+    /// `position N`, `initialposition`, an `echo` variable in scope, and
+    /// (not a leaf) `lca`, `[<]`-like relations, `find`, `line
+    /// lastposition` and `P : Q`.
+    fn position(&mut self, depth: u32, leaf: bool) -> Expr {
+        let d = depth + 1;
+        let room = self.sequences < MAX_SEQUENCES;
+        let choice = if leaf || !room {
+            self.below(7)
+        } else {
+            self.sequences += 1;
+            7 + self.below(6)
+        };
+        match choice {
+            0 => e(Node::CurrentPosition, Kind::Position),
+            1 => e(Node::TreeLeaf(TreeLeaf::Parent), Kind::Position),
+            2 => e(Node::TreeLeaf(TreeLeaf::InitialPosition), Kind::Position),
+            3 => e(Node::Child(None), Kind::Position),
+            4 => {
+                let n = e(Node::Number(self.below(3) as i64), Kind::Numeric);
+                e(Node::Child(Some(Box::new(n))), Kind::Position)
+            }
+            5 => {
+                let n = e(Node::Number(self.below(24) as i64), Kind::Numeric);
+                e(Node::PositionNumbered(Box::new(n)), Kind::Position)
+            }
+            6 => match self.scope.len() {
+                0 => e(Node::TreeLeaf(TreeLeaf::Parent), Kind::Position),
+                n => {
+                    let i = self.below(n as u64) as usize;
+                    e(Node::Var(self.scope[i]), Kind::Position)
+                }
+            },
+            7 => {
+                let (a, b) = self.two_positions(d);
+                e(Node::TreeRel(TreeRel::Lca, a, b), Kind::Position)
+            }
+            8 => {
+                let rel = [
+                    TreeRel::Before,
+                    TreeRel::BeforeEq,
+                    TreeRel::After,
+                    TreeRel::AfterEq,
+                ][self.below(4) as usize];
+                let (a, b) = self.two_positions(d);
+                e(Node::TreeRel(rel, a, b), Kind::Position)
+            }
+            9 => self.find(d, false),
+            10 => self.line(d, true),
+            _ => self.at(d, Kind::Position),
+        }
+    }
+
+    /// Two position filters (the arguments of a game-tree relation).
+    fn two_positions(&mut self, depth: u32) -> (Box<Expr>, Box<Expr>) {
+        let a = Box::new(self.expr(depth, Kind::Position));
+        let b = Box::new(self.expr(depth, Kind::Position));
+        (a, b)
+    }
+
+    /// `P : F` with F of kind `kind` (the value and kind of F).
+    fn at(&mut self, depth: u32, kind: Kind) -> Expr {
+        let pos = Box::new(self.expr(depth, Kind::Position));
+        let body = self.expr(depth, kind);
+        let kind = body.kind;
+        e(
+            Node::At {
+                pos,
+                body: Box::new(body),
+            },
+            kind,
+        )
+    }
+
+    /// A numeric sequence or navigation filter: `depth`, `positionid`,
+    /// `distance`, and (not a leaf) `line`, `find all`, `consecutivemoves`,
+    /// `P : N`.
+    fn numeric_sequence(&mut self, depth: u32, leaf: bool) -> Expr {
+        match self.below(if leaf { 3 } else { 7 }) {
+            0 => e(Node::TreeLeaf(TreeLeaf::Depth), Kind::Numeric),
+            1 => e(Node::TreeLeaf(TreeLeaf::PositionId), Kind::Numeric),
+            2 => {
+                let (a, b) = self.two_positions(depth);
+                e(Node::TreeRel(TreeRel::Distance, a, b), Kind::Numeric)
+            }
+            3 => self.line(depth, false),
+            4 => self.find(depth, true),
+            5 => {
+                let quiet = self.chance(20);
+                let range = self.chance(30).then(|| self.range());
+                let (source, target) = self.two_positions(depth);
+                e(
+                    Node::ConsecutiveMoves {
+                        quiet,
+                        range,
+                        source,
+                        target,
+                    },
+                    Kind::Numeric,
+                )
+            }
+            _ => self.at(depth, Kind::Numeric),
+        }
+    }
+
+    /// A logical sequence or navigation filter: `virtualmainline`,
+    /// `ancestor`, `descendant`, `P : F`, and (not a leaf) `echo`, `line`,
+    /// `find`, position comparisons.
+    fn logical_sequence(&mut self, depth: u32, leaf: bool) -> Expr {
+        match self.below(if leaf { 4 } else { 8 }) {
+            0 => e(Node::TreeLeaf(TreeLeaf::VirtualMainline), Kind::Logical),
+            1 => {
+                let rel = if self.chance(50) {
+                    TreeRel::Ancestor
+                } else {
+                    TreeRel::Descendant
+                };
+                let (a, b) = self.two_positions(depth);
+                e(Node::TreeRel(rel, a, b), Kind::Logical)
+            }
+            2 | 3 => self.at(depth, Kind::Logical),
+            4 => self.echo(depth),
+            5 => self.line(depth, false),
+            6 => self.find(depth, false),
+            _ => {
+                let op = if self.chance(50) {
+                    CmpOp::Eq
+                } else {
+                    CmpOp::Ne
+                };
+                let (a, b) = self.two_positions(depth);
+                e(Node::Compare(op, a, b), Kind::Logical)
+            }
+        }
+    }
+
+    /// A range `a b` (`a <= b`, printed `a` when equal, as the parser
+    /// reads one number) of small counts.
+    fn range(&mut self) -> (i64, Option<i64>) {
+        let a = self.below(4) as i64;
+        (a, Some(a + self.below(4) as i64))
+    }
+
+    /// `find [all] [quiet] [<--] [range] F`: numeric (counting) with `all`
+    /// or a range, else a position.
+    fn find(&mut self, depth: u32, counting: bool) -> Expr {
+        let quiet = self.chance(20);
+        let backward = self.chance(40);
+        let (all, range) = match (counting, self.below(3)) {
+            (false, _) => (false, None),
+            (true, 0) => (true, None),
+            (true, 1) => (false, Some(self.range())),
+            (true, _) => (true, Some(self.range())),
+        };
+        let body = Box::new(self.expr(depth, Kind::Logical));
+        e(
+            Node::Find(Box::new(FindFilter {
+                backward,
+                all,
+                quiet,
+                range,
+                body,
+            })),
+            if counting {
+                Kind::Numeric
+            } else {
+                Kind::Position
+            },
+        )
+    }
+
+    /// `echo [quiet] (s t) [in all] F`, with `s` and `t` fresh position
+    /// variables in scope in F.
+    fn echo(&mut self, depth: u32) -> Expr {
+        let fresh = |g: &mut Gen<'_>, prefix: &str| {
+            let id = VarId(g.vars.len() as u32);
+            g.vars.push(Var {
+                name: format!("{prefix}{}", g.vars.len()),
+                kind: Kind::Position,
+            });
+            id
+        };
+        let source = fresh(self, "s");
+        let target = fresh(self, "t");
+        let quiet = self.chance(20);
+        let all = self.chance(40);
+        self.scope.extend([source, target]);
+        let var = |g: &mut Gen<'_>| {
+            let v = if g.chance(50) { source } else { target };
+            Box::new(e(Node::Var(v), Kind::Position))
+        };
+        let body = match self.below(3) {
+            // `s : F` or `t : F`.
+            0 => {
+                let pos = var(self);
+                let body = self.expr(depth, Kind::Logical);
+                let kind = body.kind;
+                e(
+                    Node::At {
+                        pos,
+                        body: Box::new(body),
+                    },
+                    kind,
+                )
+            }
+            // `{ s == t F }`-like: a relation of the two, then F.
+            1 => {
+                let (a, b) = (var(self), var(self));
+                let relation = match self.below(4) {
+                    0 => e(Node::Compare(CmpOp::Eq, a, b), Kind::Logical),
+                    1 => e(Node::Compare(CmpOp::Ne, a, b), Kind::Logical),
+                    2 => e(Node::TreeRel(TreeRel::Ancestor, a, b), Kind::Logical),
+                    _ => e(Node::TreeRel(TreeRel::Distance, a, b), Kind::Numeric),
+                };
+                let then = self.expr(depth, Kind::Logical);
+                let kind = then.kind;
+                e(Node::Block(vec![relation, then]), kind)
+            }
+            _ => self.expr(depth, Kind::Logical),
+        };
+        let body = Box::new(body);
+        self.scope.truncate(self.scope.len() - 2);
+        e(
+            Node::Echo(Box::new(EchoFilter {
+                source,
+                target,
+                all,
+                quiet,
+                body,
+            })),
+            Kind::Logical,
+        )
+    }
+
+    /// `line [params] --> C --> C ...` (or `<--`): numeric, or a position
+    /// with `lastposition`. Repetitions are small but now and then large
+    /// enough to exceed the automaton limit (a parse error).
+    fn line(&mut self, depth: u32, lastposition: bool) -> Expr {
+        let backward = self.chance(30);
+        let flags = self.byte_flags();
+        let params = LineParams {
+            firstmatch: flags & 1 != 0,
+            lastposition,
+            singlecolor: flags & 2 != 0,
+            nestban: flags & 4 != 0,
+            primary: flags & 0x18 == 0x08,
+            secondary: flags & 0x18 == 0x10,
+            quiet: flags & 0x20 != 0,
+            verbose: false,
+            range: (flags & 0xc0 == 0xc0).then(|| self.range()),
+        };
+        let items = self.line_items(depth, 0);
+        e(
+            Node::Line(Box::new(LineFilter {
+                backward,
+                params,
+                items,
+            })),
+            if lastposition {
+                Kind::Position
+            } else {
+                Kind::Numeric
+            },
+        )
+    }
+
+    /// One byte read as independent flags, each set with probability 1/8
+    /// (three bits must all be one).
+    fn byte_flags(&mut self) -> u8 {
+        let (a, b, c) = (self.src.byte(), self.src.byte(), self.src.byte());
+        a & b & c
+    }
+
+    /// The filter of one constituent. One whose text starts with `(` is
+    /// put in braces: the parser reads `((a) < b)` as a group whose first
+    /// constituent is `(a)` and then fails at `<`.
+    fn line_filter(&mut self, depth: u32) -> Expr {
+        let f = self.expr(depth, Kind::Logical);
+        if syntax::print_expr(&f, &self.vars).starts_with('(') {
+            let kind = f.kind;
+            e(Node::Block(vec![f]), kind)
+        } else {
+            f
+        }
+    }
+
+    /// One to three constituents; a group (two or three constituents)
+    /// nests at most twice.
+    fn line_items(&mut self, depth: u32, nesting: u32) -> Vec<LineItem> {
+        let n = 1 + self.below(3) as usize;
+        (0..n)
+            .map(|_| {
+                let atom = if nesting < 2 && self.chance(20) {
+                    let mut group = self.line_items(depth, nesting + 1);
+                    if group.len() < 2 {
+                        let filter = self.line_filter(depth);
+                        group.push(LineItem {
+                            atom: LineAtom::Filter(filter),
+                            min: 1,
+                            max: Some(1),
+                        });
+                    }
+                    LineAtom::Group(group)
+                } else {
+                    LineAtom::Filter(self.line_filter(depth))
+                };
+                let (min, max) = match self.below(16) {
+                    0..=6 => (1, Some(1)),
+                    7 => (0, None),
+                    8 => (1, None),
+                    9 => (0, Some(1)),
+                    10 => (1 + self.below(3) as u32, None),
+                    11 => {
+                        let m = 1 + self.below(3) as u32;
+                        (m, Some(m))
+                    }
+                    12 | 13 => {
+                        let m = self.below(3) as u32;
+                        (m, Some(m + 1 + self.below(3) as u32))
+                    }
+                    14 => (1 + self.below(4) as u32, None),
+                    // Large (250 to 16,000 copies): over the automaton
+                    // limit now and then, and when nested.
+                    _ => {
+                        let m = 250 * (1 + self.below(64) as u32);
+                        (m, Some(m))
+                    }
+                };
+                LineItem { atom, min, max }
+            })
+            .collect()
     }
 }
 

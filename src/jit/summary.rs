@@ -84,9 +84,9 @@ fn set_bound(e: &Expr, s: &ChunkSummary) -> u64 {
             max,
             arg,
         } => {
-            // Monotone in its argument.
+            // Monotone in its argument; a range from 0 keeps the origin.
             let a = set_bound(arg, s);
-            let mut acc = 0;
+            let mut acc = if *min == 0 { a } else { 0 };
             for d in dirs.iter() {
                 let mut cur = a;
                 for k in 1..=(*max).min(7) {

@@ -74,7 +74,9 @@ pub use print::{print_expr, print_query};
 
 use crate::ir::{self, Bitboard, Span};
 
-/// Detects the CQL 3 dialect: `(match ...` or `(position ...` at the start.
+/// Detects the CQL 3 dialect: `(match ...` or `(position ...` at the start
+/// (not `(position 12 : ...`, CQL 6's `position N` filter: a CQL 3
+/// position list never starts with a number).
 fn cql3_dialect(src: &str, diags: &mut Diagnostics) -> bool {
     let t = src.trim_start();
     let start = src.len() - t.len();
@@ -82,6 +84,7 @@ fn cql3_dialect(src: &str, diags: &mut Diagnostics) -> bool {
         if let Some(rest) = t.strip_prefix(head)
             && (rest.starts_with(|c: char| c.is_whitespace() || c == '(' || c == ')')
                 || rest.is_empty())
+            && !(head == "(position" && rest.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         {
             diags.error(
                     Span::new(start, start + head.len()),

@@ -666,7 +666,9 @@ impl Parser<'_, '_> {
 
     /// Whether the peeked `*`, `+` or `?` ends a `line` constituent (a
     /// quantifier): inside a constituent, when what follows cannot go on
-    /// the expression or stands on a later line.
+    /// the expression (an arrow, a closing bracket, the end, `{`, or a
+    /// keyword that cannot start an operand: `then`, `else`, `and`, `or`)
+    /// or stands on a later line.
     fn at_quantifier(&mut self) -> bool {
         if self.line_depth.is_none_or(|d| self.depth < d) {
             return false;
@@ -685,6 +687,7 @@ impl Parser<'_, '_> {
                     | Tok::Eof
                     | Tok::LBrace
             )
+            || matches!(&next, Tok::Ident(w) if matches!(w.as_str(), "then" | "else" | "and" | "or"))
     }
 
     /// Goes on parsing infix operators after `lhs`.

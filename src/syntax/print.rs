@@ -173,7 +173,21 @@ impl Printer<'_> {
     fn seq(&self, items: &[Expr], sep: &str) -> String {
         let mut out = String::new();
         for (i, e) in items.iter().enumerate() {
-            let t = self.doc(e).text;
+            let d = self.doc(e);
+            let t = d.text;
+            // A `line` (also at the end of `P : line ...`) ending in a
+            // quantifier (`(F)*`) followed on the same line by an operand
+            // reads as an arithmetic operator.
+            let has_line = t.contains("-->") || t.contains("<--");
+            if i + 1 < items.len() && sep != "\n" && has_line {
+                if i > 0 {
+                    out.push_str(sep);
+                }
+                out.push('(');
+                out.push_str(&t);
+                out.push(')');
+                continue;
+            }
             if i > 0 {
                 out.push_str(sep);
                 if continues_previous(&t) {
