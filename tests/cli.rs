@@ -215,6 +215,17 @@ fn assert_speeds(row: &[&str], stdout: &str) {
 }
 
 #[test]
+fn bench_accepts_cql_single_dash_spelling() {
+    let dir = Scratch::new("bench-dash");
+    let (code, stdout, stderr) =
+        bench_sequences(&dir, &["--no-suite", "-cql", "line --> check --> check"]);
+    assert_eq!(code, 0, "{stderr}\n{stdout}");
+    let interp = bench_rows(&stdout, "interp");
+    assert_eq!(interp.len(), 1, "{stdout}");
+    assert_eq!(interp[0][..2], ["1", "3"], "{stdout}");
+}
+
+#[test]
 fn bench_reports_positions_per_second_of_a_line() {
     let dir = Scratch::new("bench-line");
     let (code, stdout, stderr) = bench_sequences(

@@ -80,14 +80,17 @@ impl Args {
     }
 }
 
-/// Accepts CQL's single-dash `-cql TEXT` after `explain` by rewriting it to
-/// `--query TEXT`; other command lines are returned unchanged.
+/// Accepts CQL's single-dash `-cql TEXT` after `explain` (rewritten to
+/// `--query TEXT`) and after `bench` (rewritten to `--cql TEXT`); other
+/// command lines are returned unchanged.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    if args.get(1).is_none_or(|a| a != "explain") {
-        return args;
-    }
+    let long = match args.get(1).and_then(|a| a.to_str()) {
+        Some("explain") => "--query",
+        Some("bench") => "--cql",
+        _ => return args,
+    };
     args.into_iter()
-        .map(|a| if a == "-cql" { "--query".into() } else { a })
+        .map(|a| if a == "-cql" { long.into() } else { a })
         .collect()
 }
 
