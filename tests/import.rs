@@ -152,7 +152,7 @@ fn replay(parent: &Chess, child: &PositionRecord) -> Chess {
         .legal_moves()
         .into_iter()
         .filter(|m| {
-            let packed = cqlj::import::game::pack_move(*m, parent.turn());
+            let packed = cqlj::runtime::layout::chess::pack_move(*m, parent.turn());
             packed == mv
         })
         .collect();

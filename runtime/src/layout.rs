@@ -592,8 +592,50 @@ mod tests {
 pub mod chess {
     use super::*;
     use shakmaty::{
-        CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, Role, Setup, Square,
+        CastlingMode, CastlingSide, Chess, Color, EnPassantMode, FromSetup, Move, Position, Role,
+        Setup, Square,
     };
+
+    /// The packed form of a legal move played by `turn`.
+    pub fn pack_move(m: Move, turn: Color) -> PackedMove {
+        let parts = |from, to, role, captured, promotion, kind| MoveParts {
+            from,
+            to,
+            role,
+            captured,
+            promotion,
+            kind,
+            mover: turn,
+        };
+        PackedMove::new(match m {
+            Move::Normal {
+                role,
+                from,
+                capture,
+                to,
+                promotion,
+            } => parts(from, to, role, capture, promotion, MoveKind::Normal),
+            Move::EnPassant { from, to } => parts(
+                from,
+                to,
+                Role::Pawn,
+                Some(Role::Pawn),
+                None,
+                MoveKind::EnPassant,
+            ),
+            Move::Castle { king, rook } => {
+                let side = CastlingSide::from_king_side(king < rook);
+                let kind = if side.is_king_side() {
+                    MoveKind::CastleKingside
+                } else {
+                    MoveKind::CastleQueenside
+                };
+                parts(king, side.king_to(turn), Role::King, None, None, kind)
+            }
+            // Drops do not occur in chess.
+            Move::Put { role, to } => parts(to, to, role, None, None, MoveKind::Normal),
+        })
+    }
 
     /// The role index (0 = pawn .. 5 = king) of a shakmaty role.
     pub fn role_index(role: Role) -> u8 {

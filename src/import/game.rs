@@ -15,17 +15,13 @@
 
 use std::ops::ControlFlow;
 
-use cqlj_runtime::layout::{
-    MoveKind, MoveParts, PackedMove, PositionRecord, chess as lchess, flags,
-};
+use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
 use cqlj_runtime::store::{GameMeta, game_flags, result};
 
 use super::report::{BadMove, GameWarning, Line, SkipReason};
 use pgn_reader::{KnownOutcome, Outcome, RawTag, SanPlus, Skip, Visitor};
 use shakmaty::fen::Fen;
-use shakmaty::{
-    CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Role, Setup,
-};
+use shakmaty::{CastlingMode, Chess, Color, FromSetup, Move, Position, PositionErrorKinds, Setup};
 
 /// Most positions a game may have (`parent_delta` and `ply` are u16).
 pub const MAX_GAME_POSITIONS: usize = u16::MAX as usize;
@@ -160,47 +156,6 @@ fn result_code(v: &[u8]) -> Option<u8> {
         b"*" => Some(result::UNKNOWN),
         _ => None,
     }
-}
-
-/// The packed form of a legal move played by `turn`.
-pub fn pack_move(m: Move, turn: Color) -> PackedMove {
-    let parts = |from, to, role, captured, promotion, kind| MoveParts {
-        from,
-        to,
-        role,
-        captured,
-        promotion,
-        kind,
-        mover: turn,
-    };
-    PackedMove::new(match m {
-        Move::Normal {
-            role,
-            from,
-            capture,
-            to,
-            promotion,
-        } => parts(from, to, role, capture, promotion, MoveKind::Normal),
-        Move::EnPassant { from, to } => parts(
-            from,
-            to,
-            Role::Pawn,
-            Some(Role::Pawn),
-            None,
-            MoveKind::EnPassant,
-        ),
-        Move::Castle { king, rook } => {
-            let side = shakmaty::CastlingSide::from_king_side(king < rook);
-            let kind = if side.is_king_side() {
-                MoveKind::CastleKingside
-            } else {
-                MoveKind::CastleQueenside
-            };
-            parts(king, side.king_to(turn), Role::King, None, None, kind)
-        }
-        // Drops do not occur in chess.
-        Move::Put { role, to } => parts(to, to, role, None, None, MoveKind::Normal),
-    })
 }
 
 /// `r` with the setup oddities CQL 6.2 reads as they are (an unusable en
@@ -502,7 +457,7 @@ impl Visitor for GameVisitor {
         frame.pos.play_unchecked(m);
         // Mate / stalemate are settled when the line ends.
         let mut rec = lchess::record_of_with(&frame.pos, self.chess960, true);
-        rec.mv = pack_move(m, turn);
+        rec.mv = lchess::pack_move(m, turn);
         rec.parent_delta = (n as u32 - frame.idx) as u16;
         rec.ply = parent_ply + 1;
         if depth == 1 {

@@ -1,6 +1,6 @@
-//! Unit tests of the interpreter on hand-built IR (the parser lives on
-//! another branch): each filter family on FEN positions and small games,
-//! with the expected values worked out by hand.
+//! Unit tests of the interpreter on hand-built IR: each filter family on
+//! FEN positions and small games, with the expected values worked out by
+//! hand.
 
 // The game builder shared with the integration tests, where its items are
 // public.

@@ -4,11 +4,11 @@
 //! parent; mainline/initial/terminal flags). Independent of `crate::import`
 //! so interpreter tests do not depend on the importer.
 
-use cqlj_runtime::layout::chess::record_of;
-use cqlj_runtime::layout::{MoveKind, MoveParts, PackedMove, PositionRecord, flags};
+use cqlj_runtime::layout::chess::{pack_move, record_of};
+use cqlj_runtime::layout::{PackedMove, PositionRecord, flags};
 use shakmaty::fen::Fen;
 use shakmaty::san::San;
-use shakmaty::{CastlingMode, Chess, Move, Position, Role};
+use shakmaty::{CastlingMode, Chess, Move, Position};
 
 /// A game under construction.
 pub struct GameBuilder {
@@ -19,45 +19,7 @@ pub struct GameBuilder {
 
 /// Packs `m`, played in `pos`, as the store does.
 pub fn pack(pos: &Chess, m: &Move) -> PackedMove {
-    let turn = pos.turn();
-    let parts = |from, to, role, captured, promotion, kind| {
-        PackedMove::new(MoveParts {
-            from,
-            to,
-            role,
-            captured,
-            promotion,
-            kind,
-            mover: turn,
-        })
-    };
-    match *m {
-        Move::Normal {
-            role,
-            from,
-            capture,
-            to,
-            promotion,
-        } => parts(from, to, role, capture, promotion, MoveKind::Normal),
-        Move::EnPassant { from, to } => parts(
-            from,
-            to,
-            Role::Pawn,
-            Some(Role::Pawn),
-            None,
-            MoveKind::EnPassant,
-        ),
-        Move::Castle { king, rook } => {
-            let side = shakmaty::CastlingSide::from_king_side(king < rook);
-            let kind = if side.is_king_side() {
-                MoveKind::CastleKingside
-            } else {
-                MoveKind::CastleQueenside
-            };
-            parts(king, side.king_to(turn), Role::King, None, None, kind)
-        }
-        Move::Put { .. } => PackedMove::NONE,
-    }
+    pack_move(*m, pos.turn())
 }
 
 /// The position of a FEN, or the standard start for `"start"`.
