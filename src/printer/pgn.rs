@@ -140,7 +140,11 @@ pub(crate) fn write_match(
         notes.add(*p, text.clone());
     }
     let text = texts.game_text(m.game)?;
-    notes.san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+    // The importer's move numbering (a replay of the game) only places
+    // comments: a game written without any (`-silent`) skips it.
+    if !notes.comments.is_empty() {
+        notes.san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+    }
     write_pgn_game(out, u64::from(m.game) + 1, text, &notes)
 }
 
