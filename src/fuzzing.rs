@@ -36,9 +36,10 @@ use shakmaty::{CastlingMode, Chess};
 use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
-    ArithOp, Bitboard, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind, LineAtom, LineFilter,
-    LineItem, LineParams, Node, PawnSet, PieceSet, PinValue, Query, SetOp, Side, Span,
-    TransformFilter, TreeLeaf, TreeRel, Var, VarId,
+    ArithOp, Bitboard, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind, LineAtom,
+    LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PieceSet,
+    PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel, Var,
+    VarId,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -1300,9 +1301,72 @@ impl Gen<'_> {
                 ]),
                 Kind::Logical,
             ),
+            _ if self.chance(30) => self.move_filter(d),
             _ => self.expr(d, Kind::Set),
         }
     }
+
+    /// A `move` filter, or a dash filter with a target (`N--a4(check)`),
+    /// which only the moves of the game can have.
+    fn move_filter(&mut self, d: u32) -> Expr {
+        let source = [
+            MoveSource::Played,
+            MoveSource::Previous,
+            MoveSource::Legal,
+            MoveSource::PseudoLegal,
+        ][self.below(4) as usize];
+        let target = (source == MoveSource::Played && self.chance(60))
+            .then(|| Box::new(self.expr(d, Kind::Logical)));
+        // The dash form (with a target) takes designators on its sides.
+        let dash = target.is_some();
+        let side = |g: &mut Gen<'_>| {
+            g.chance(50).then(|| {
+                Box::new(if !dash {
+                    g.expr(d, Kind::Set)
+                } else if g.chance(50) {
+                    e(Node::Squares(Bitboard(g.squares())), Kind::Set)
+                } else {
+                    e(
+                        Node::Piece {
+                            pieces: g.pieces(),
+                            squares: Bitboard(g.squares()),
+                        },
+                        Kind::Set,
+                    )
+                })
+            })
+        };
+        let from = side(self);
+        let (to, capture) = if self.chance(30) {
+            (None, side(self))
+        } else {
+            (side(self), None)
+        };
+        let special = if target.is_none() && self.chance(20) {
+            Some(
+                [
+                    SpecialMove::EnPassant,
+                    SpecialMove::Castle(Castle::Kingside),
+                    SpecialMove::Castle(Castle::Queenside),
+                    SpecialMove::Castle(Castle::Either),
+                ][self.below(4) as usize],
+            )
+        } else {
+            None
+        };
+        let m = MoveFilter {
+            from,
+            to,
+            capture,
+            promote: None,
+            special,
+            target,
+            source,
+            value: MoveValue::Destinations,
+        };
+        e(Node::Move(m), Kind::Set)
+    }
+
     /// A position filter: `currentposition`, `parent`, `child`,
     /// `position N`, `initialposition`, an `echo` variable in scope, and
     /// (not a leaf) `lca`, `[<]`-like relations, `find`, `line

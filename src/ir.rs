@@ -551,6 +551,9 @@ pub struct MoveFilter {
     pub promote: Option<Box<Expr>>,
     /// The kind of move required (`None`: any).
     pub special: Option<SpecialMove>,
+    /// A dash's target `(F)`: F must match the position the move leads to
+    /// (only with [`MoveSource::Played`], whose moves are in the game).
+    pub target: Option<Box<Expr>>,
     /// Which moves are examined.
     pub source: MoveSource,
     /// What the filter yields.
@@ -1059,7 +1062,7 @@ impl Expr {
                 }
             }
             Move(m) => {
-                for e in [&m.from, &m.to, &m.capture, &m.promote]
+                for e in [&m.from, &m.to, &m.capture, &m.promote, &m.target]
                     .into_iter()
                     .flatten()
                 {
@@ -1191,9 +1194,15 @@ impl Expr {
                 }
             }
             Move(m) => {
-                for e in [&mut m.from, &mut m.to, &mut m.capture, &mut m.promote]
-                    .into_iter()
-                    .flatten()
+                for e in [
+                    &mut m.from,
+                    &mut m.to,
+                    &mut m.capture,
+                    &mut m.promote,
+                    &mut m.target,
+                ]
+                .into_iter()
+                .flatten()
                 {
                     f(e)
                 }

@@ -173,6 +173,7 @@ fn legal_count() -> Expr {
             capture: None,
             promote: None,
             special: None,
+            target: None,
             source: MoveSource::Legal,
             value: MoveValue::Count,
         }),

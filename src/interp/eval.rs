@@ -523,10 +523,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             let mut moves = Vec::new();
             for &c in &children[..take] {
                 if let Some(f) = MoveFacts::from_packed(self.rec(c)?.mv) {
-                    moves.push(f);
+                    moves.push((f, c));
                 }
             }
-            (moves, Some(at))
+            return self.played_moves(m, at, moves);
         };
         let Some(base) = base else {
             return Ok(if m.value == MoveValue::Count {
@@ -535,50 +535,59 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 None
             });
         };
-        let from = match &m.from {
-            Some(e) => Some(self.set(e, base)?),
-            None => None,
-        };
-        let to = match &m.to {
-            Some(e) => Some(self.set(e, base)?),
-            None => None,
-        };
-        let capture = match &m.capture {
-            Some(e) => Some(self.set(e, base)?),
-            None => None,
-        };
-        let promote = match &m.promote {
-            Some(e) => Some(promotion_roles(e)?),
-            None => None,
-        };
+        let params = self.move_params(m, base)?;
         let mut count = 0i64;
         let mut dest = Bitboard::EMPTY;
-        for mv in candidates {
-            let ok = from.is_none_or(|s| s.contains(mv.from))
-                && to.is_none_or(|s| s.contains(mv.to))
-                && capture.is_none_or(|s| mv.capture_square.is_some_and(|c| s.contains(c)))
-                && promote
-                    .as_ref()
-                    .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
-                && match m.special {
-                    None => true,
-                    Some(SpecialMove::EnPassant) => mv.en_passant,
-                    Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
-                    Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
-                    Some(SpecialMove::Castle(Castle::Either)) => {
-                        mv.castle_kingside || mv.castle_queenside
-                    }
-                };
-            if ok {
-                count += 1;
-                dest.add(mv.to);
-            }
+        for mv in candidates.iter().filter(|mv| params.admits(mv, m.special)) {
+            count += 1;
+            dest.add(mv.to);
         }
-        Ok(Some(if m.value == MoveValue::Count {
-            Value::Number(count)
-        } else {
-            Value::Set(dest)
-        }))
+        Ok(Some(move_value(m, count, dest)))
+    }
+
+    /// The played moves' part of [`move_filter`](Self::move_filter): each
+    /// candidate comes with the position it leads to, where a dash's
+    /// target must match.
+    fn played_moves(
+        &mut self,
+        m: &MoveFilter,
+        at: u32,
+        moves: Vec<(MoveFacts, u32)>,
+    ) -> R<Option<Value>> {
+        let params = self.move_params(m, at)?;
+        let mut count = 0i64;
+        let mut dest = Bitboard::EMPTY;
+        for (mv, child) in moves {
+            if !params.admits(&mv, m.special) {
+                continue;
+            }
+            if let Some(target) = &m.target
+                && !self.matches(target, child)?
+            {
+                continue;
+            }
+            count += 1;
+            dest.add(mv.to);
+        }
+        Ok(Some(move_value(m, count, dest)))
+    }
+
+    /// The square sets and promotion roles of a `move` filter's
+    /// parameters, evaluated at `base` (where the moves are made).
+    fn move_params(&mut self, m: &MoveFilter, base: u32) -> R<MoveParams> {
+        let set = |e: &Option<Box<Expr>>, this: &mut Self| match e {
+            Some(e) => this.set(e, base).map(Some),
+            None => Ok(None),
+        };
+        Ok(MoveParams {
+            from: set(&m.from, self)?,
+            to: set(&m.to, self)?,
+            capture: set(&m.capture, self)?,
+            promote: match &m.promote {
+                Some(e) => Some(promotion_roles(e)?),
+                None => None,
+            },
+        })
     }
 
     /// `square [all] x in S F` / `piece [all] x in S F` (CQL 6): `x` is
@@ -1013,5 +1022,47 @@ fn promotion_roles(e: &Expr) -> R<Vec<shakmaty::Role>> {
             span: span_of(e),
             what: "`promote` needs a piece designator such as Q or [RBN]".into(),
         }),
+    }
+}
+
+/// A `move` filter's parameters, evaluated where its moves are made.
+struct MoveParams {
+    from: Option<Bitboard>,
+    to: Option<Bitboard>,
+    capture: Option<Bitboard>,
+    promote: Option<Vec<shakmaty::Role>>,
+}
+
+impl MoveParams {
+    /// Whether the move satisfies every parameter and the required kind.
+    fn admits(&self, mv: &MoveFacts, special: Option<SpecialMove>) -> bool {
+        self.from.is_none_or(|s| s.contains(mv.from))
+            && self.to.is_none_or(|s| s.contains(mv.to))
+            && self
+                .capture
+                .is_none_or(|s| mv.capture_square.is_some_and(|c| s.contains(c)))
+            && self
+                .promote
+                .as_ref()
+                .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
+            && match special {
+                None => true,
+                Some(SpecialMove::EnPassant) => mv.en_passant,
+                Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
+                Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
+                Some(SpecialMove::Castle(Castle::Either)) => {
+                    mv.castle_kingside || mv.castle_queenside
+                }
+            }
+    }
+}
+
+/// A `move` filter's value from its matching moves: their number with
+/// `count`, else the set of their destinations.
+fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Value {
+    if m.value == MoveValue::Count {
+        Value::Number(count)
+    } else {
+        Value::Set(dest)
     }
 }

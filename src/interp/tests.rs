@@ -72,6 +72,7 @@ fn mv() -> MoveFilter {
         capture: None,
         promote: None,
         special: None,
+        target: None,
         source: MoveSource::Played,
         value: MoveValue::Destinations,
     }

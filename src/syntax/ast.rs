@@ -89,6 +89,15 @@ pub(crate) struct MoveParams {
     pub(crate) value: MoveValue,
 }
 
+/// What the parentheses right after a dash filter hold.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum DashTarget {
+    /// `(o-o)`, `(o-o-o)`, `(castle)`, `(enpassant)`: the kind of move.
+    Special(SpecialMove),
+    /// `(F)`: F must match the position the move leads to.
+    Filter(Box<Expr>),
+}
+
 /// A name and where it was written.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Name {
@@ -135,12 +144,16 @@ pub(crate) enum ExprKind {
         to: Option<Box<Expr>>,
     },
     Move(MoveParams),
-    /// `X--Y`, `X[x]Y` (either side optional), with `=P` promotion.
+    /// `X--Y`, `X[x]Y` (either side optional), with `=P` promotion and a
+    /// target `(F)` written right after it; `legal`/`pseudolegal` before it
+    /// set `source`.
     Dash {
         from: Option<Box<Expr>>,
         to: Option<Box<Expr>>,
         capture: bool,
         promote: Option<Box<Expr>>,
+        target: Option<DashTarget>,
+        source: MoveSource,
     },
     Loop {
         piece: bool,
@@ -343,9 +356,25 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             to,
             capture,
             promote,
+            target,
+            source,
         } => {
             kids.extend([from, to, promote].into_iter().flatten().map(|b| &**b));
-            format!("Dash{}", if *capture { " capture" } else { "" })
+            if let Some(DashTarget::Filter(t)) = target {
+                kids.push(t);
+            }
+            let special = match target {
+                Some(DashTarget::Special(s)) => format!(" {s:?}"),
+                _ => String::new(),
+            };
+            let source = match source {
+                MoveSource::Played => String::new(),
+                s => format!(" {s:?}"),
+            };
+            format!(
+                "Dash{}{special}{source}",
+                if *capture { " capture" } else { "" }
+            )
         }
         ExprKind::Loop {
             piece,

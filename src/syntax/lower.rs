@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
-use crate::syntax::ast::{self, ExprKind, Infix, ListFilter, Prefix};
+use crate::syntax::ast::{self, DashTarget, ExprKind, Infix, ListFilter, Prefix};
 use crate::syntax::diag::{Diagnostics, suggest};
 use crate::syntax::parser::keywords;
 
@@ -364,6 +364,7 @@ impl<'a> Lowerer<'a, '_> {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
                     capture: self.opt_set(&m.capture, "`move capture`")?,
+                    target: None,
                     promote: self.opt_set(&m.promote, "`move promote`")?,
                     special: m.special,
                     source: m.source,
@@ -380,6 +381,8 @@ impl<'a> Lowerer<'a, '_> {
                 to,
                 capture,
                 promote,
+                target: dash_target,
+                source,
             } => {
                 let from = self.opt_set(from, "the left side of a move dash")?;
                 let target = self.opt_set(to, "the right side of a move dash")?;
@@ -400,13 +403,19 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     (target, None)
                 };
+                let (special, target) = match dash_target {
+                    None => (None, None),
+                    Some(DashTarget::Special(s)) => (Some(*s), None),
+                    Some(DashTarget::Filter(f)) => (None, Some(Box::new(self.lower(f)?))),
+                };
                 let mf = ir::MoveFilter {
                     from,
                     to,
                     capture,
                     promote,
-                    special: None,
-                    source: ir::MoveSource::Played,
+                    special,
+                    target,
+                    source: *source,
                     value: ir::MoveValue::Destinations,
                 };
                 self.mk(Node::Move(mf), Kind::Set, span)

@@ -10,7 +10,8 @@ use std::collections::HashSet;
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
 use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilter};
 use crate::syntax::ast::{
-    Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams, Name, Prefix,
+    DashTarget, Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams,
+    Name, Prefix,
 };
 use crate::syntax::diag::{Diagnostics, line_col, suggest};
 use crate::syntax::lexer::{Lexer, Tok, Token};
@@ -788,32 +789,20 @@ impl Parser<'_, '_> {
         Ok(Expr::new(ExprKind::Prefix(op, Box::new(arg)), span))
     }
 
-    /// Can the current token start the right side of a dash move?
+    /// Can the current token start the right side of a dash move? (A `(`
+    /// right after the dash opens its target instead.)
     fn starts_dash_target(&mut self) -> bool {
-        matches!(
-            self.peek_tok(),
-            Tok::Designator { .. } | Tok::LParen | Tok::Tilde
-        )
+        matches!(self.peek_tok(), Tok::Designator { .. } | Tok::Tilde)
     }
 
-    /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`).
+    /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`), with an
+    /// optional promotion `=P` and target `(F)`. As in CQL 6.2 the target's
+    /// `(` must follow without whitespace (a spaced `(` is an error, not a
+    /// second filter), and `(o-o)`, `(o-o-o)`, `(castle)`, `(enpassant)`
+    /// name the kind of move.
     fn dash(&mut self, from: Option<Expr>, start: Span) -> PResult<Expr> {
         let t = self.bump();
         let capture = t.tok == Tok::CaptureX;
-        if self.peek_tok() == Tok::LParen {
-            let special = match self.peek2().0 {
-                Tok::CastleKing => Some("o-o".to_owned()),
-                Tok::CastleQueen => Some("o-o-o".to_owned()),
-                Tok::Ident(w) if w == "castle" || w == "enpassant" => Some(w),
-                _ => None,
-            };
-            if let Some(what) = special {
-                return Err(self.error(
-                    t.span,
-                    format!("not supported yet: a move dash to `({what})`"),
-                ));
-            }
-        }
         let to = if self.starts_dash_target() {
             Some(Box::new(self.expr(bp::PREFIX)?))
         } else {
@@ -824,15 +813,109 @@ impl Parser<'_, '_> {
         } else {
             None
         };
+        let target = if self.peek_tok() == Tok::LParen {
+            let open = self.peek().span;
+            if open.start as usize != self.prev_end {
+                return Err(self.error(
+                    open,
+                    "no whitespace may come between a move dash and the `(` of its target \
+                     (as in CQL 6.2): write `--(F)`, or put the filter in braces",
+                ));
+            }
+            let target = self.dash_target()?;
+            if self.peek_tok() == Tok::LParen && self.peek().span.start as usize == self.prev_end {
+                let second = self.peek().span;
+                return Err(self.error(
+                    second,
+                    "a move dash takes one target: combine the filters in one `( ... )`",
+                ));
+            }
+            Some(target)
+        } else {
+            None
+        };
         Ok(Expr::new(
             ExprKind::Dash {
                 from: from.map(Box::new),
                 to,
                 capture,
                 promote,
+                target,
+                source: MoveSource::Played,
             },
             self.span_from(start),
         ))
+    }
+
+    /// The `( ... )` right after a dash: a kind of move or a filter.
+    fn dash_target(&mut self) -> PResult<DashTarget> {
+        let special = match self.peek2().0 {
+            Tok::CastleKing => Some(SpecialMove::Castle(Castle::Kingside)),
+            Tok::CastleQueen => Some(SpecialMove::Castle(Castle::Queenside)),
+            Tok::Ident(w) if w == "castle" => Some(SpecialMove::Castle(Castle::Either)),
+            Tok::Ident(w) if w == "enpassant" => Some(SpecialMove::EnPassant),
+            _ => None,
+        };
+        if let Some(special) = special {
+            let mut probe = self.lexer.clone();
+            let mut scratch = Diagnostics::new(self.src);
+            probe.next(&mut scratch);
+            if probe.next(&mut scratch).tok == Tok::RParen {
+                self.bump();
+                self.bump();
+                self.expect(&Tok::RParen, "`)` after the kind of move")?;
+                return Ok(DashTarget::Special(special));
+            }
+        }
+        let open = self.bump();
+        let body = self.expr(0)?;
+        let mut items = vec![body];
+        while !matches!(self.peek_tok(), Tok::RParen | Tok::Eof) {
+            items.push(self.expr(0)?);
+        }
+        self.expect(&Tok::RParen, "`)` to close the target of a move dash")?;
+        let span = self.span_from(open.span);
+        Ok(DashTarget::Filter(Box::new(match items.pop() {
+            Some(only) if items.is_empty() => only,
+            Some(last) => {
+                items.push(last);
+                Expr::new(ExprKind::Block(items), span)
+            }
+            None => Expr::new(ExprKind::Block(items), span),
+        })))
+    }
+
+    /// `legal X--Y` / `pseudolegal X--Y`: the dash examines the legal
+    /// (pseudo-legal) moves. Its target may only name a kind of move.
+    fn legal_dash(&mut self, word: &str, start: Span) -> PResult<Expr> {
+        let source = if word == "legal" {
+            MoveSource::Legal
+        } else {
+            MoveSource::PseudoLegal
+        };
+        let mut e = self.expr(bp::PREFIX)?;
+        let span = start.join(e.span);
+        match &mut e.kind {
+            ExprKind::Dash {
+                target: Some(DashTarget::Filter(f)),
+                ..
+            } => Err(self.error(
+                f.span,
+                format!(
+                    "the target of `{word} --` may only be `(o-o)`, `(o-o-o)`, `(castle)` or \
+                     `(enpassant)`: the move is not in the game, so no position follows it"
+                ),
+            )),
+            ExprKind::Dash { source: s, .. } => {
+                *s = source;
+                e.span = span;
+                Ok(e)
+            }
+            _ => Err(self.error(
+                e.span,
+                format!("`{word}` must be followed by a move dash such as `{word} N--`"),
+            )),
+        }
     }
 
     /// After a primary: a dash move may follow (`K--e4`).
@@ -1417,10 +1500,7 @@ impl Parser<'_, '_> {
             "line" => self.line(start),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
-            "legal" | "pseudolegal" => Err(self.error(
-                start,
-                format!("not supported yet: `{w}` before a move dash (`move {w} ...` is)"),
-            )),
+            "legal" | "pseudolegal" => self.legal_dash(&w, start),
             _ if UNSUPPORTED.contains(&w.as_str()) => {
                 Err(self.error(start, format!("not supported yet: {w}")))
             }

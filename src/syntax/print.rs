@@ -10,8 +10,8 @@
 
 use crate::ir::{
     ArithOp, Bitboard, Castle, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem,
-    MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove, TagField,
-    TreeRel, Var,
+    MoveFilter, MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove,
+    TagField, TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -160,6 +160,66 @@ impl Printer<'_> {
     }
 
     /// A parameter of `move` or `pin`.
+    /// A `move` filter with a target, which only the dash form can write:
+    /// `F--G=P(T)` or `F[x]G=P(T)` (the target's `(` right after it).
+    fn dash_doc(&self, m: &MoveFilter) -> Doc {
+        let designator = |x: &Expr| matches!(x.node, Node::Piece { .. } | Node::Squares(_));
+        let mut t = String::new();
+        if let Some(from) = &m.from {
+            // Only a designator or a parenthesized filter takes a dash.
+            if designator(from) {
+                t.push_str(&self.param(from));
+            } else {
+                t.push_str(&format!("({})", self.doc(from).text));
+            }
+        }
+        // The right side is a designator or a complement (a `(` right after
+        // the dash would open the target): anything else is written as its
+        // double complement.
+        // (A complement may stay open to a following infix operator: the
+        // dash's document is then as open as it.)
+        let mut open = ATOM;
+        let mut right = |x: &Expr| {
+            if designator(x) {
+                self.param(x)
+            } else if matches!(x.node, Node::Complement(_)) {
+                let d = self.doc(x);
+                open = d.open;
+                d.text
+            } else {
+                format!("~ ~({})", self.doc(x).text)
+            }
+        };
+        match (&m.capture, &m.to) {
+            (Some(capture), _) => {
+                t.push_str("[x]");
+                t.push_str(&right(capture));
+            }
+            (None, Some(to)) => {
+                t.push_str("--");
+                t.push_str(&right(to));
+            }
+            (None, None) => t.push_str("--"),
+        }
+        if let Some(promote) = &m.promote {
+            t.push('=');
+            t.push_str(&self.param(promote));
+        }
+        if let Some(target) = &m.target {
+            t.push('(');
+            t.push_str(&self.doc(target).text);
+            t.push(')');
+        }
+        Doc {
+            open: if m.promote.is_none() && m.target.is_none() {
+                open
+            } else {
+                ATOM
+            },
+            ..atom(t)
+        }
+    }
+
     fn param(&self, e: &Expr) -> String {
         let d = self.doc(e);
         if d.prec < bp::PREFIX || d.open < bp::PREFIX || d.params_open {
@@ -246,8 +306,14 @@ impl Printer<'_> {
         } else {
             (d.text, d.open, d.params_open)
         };
+        // `~ ~x`, not `~~x` (`~~` is one token).
+        let sep = if head.ends_with('~') && t.starts_with('~') {
+            " "
+        } else {
+            ""
+        };
         Doc {
-            text: format!("{head}{t}"),
+            text: format!("{head}{sep}{t}"),
             prec: ATOM,
             open: open.min(arg_bp),
             params_open: po,
@@ -383,6 +449,7 @@ impl Printer<'_> {
                 "makesquare ({})",
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
+            Node::Move(m) if m.target.is_some() => self.dash_doc(m),
             Node::Move(m) => {
                 let mut t = String::from("move");
                 for (kw, x) in [
