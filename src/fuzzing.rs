@@ -1314,11 +1314,16 @@ impl Gen<'_> {
             MoveSource::Previous,
             MoveSource::Legal,
             MoveSource::PseudoLegal,
-        ][self.below(4) as usize];
-        let target = (source == MoveSource::Played && self.chance(60))
-            .then(|| Box::new(self.expr(d, Kind::Logical)));
-        // The dash form (with a target) takes designators on its sides.
-        let dash = target.is_some();
+            MoveSource::Primary,
+            MoveSource::Secondary,
+        ][self.below(6) as usize];
+        let game_move = matches!(source, MoveSource::Played | MoveSource::Previous);
+        let target = (game_move && self.chance(60)).then(|| Box::new(self.expr(d, Kind::Logical)));
+        let count =
+            !matches!(source, MoveSource::Primary | MoveSource::Secondary) && self.chance(20);
+        // The dash form (with a target, or counting the game's moves) takes
+        // designators on its sides.
+        let dash = target.is_some() || (count && game_move);
         let side = |g: &mut Gen<'_>| {
             g.chance(50).then(|| {
                 Box::new(if !dash {
@@ -1362,9 +1367,13 @@ impl Gen<'_> {
             special,
             target,
             source,
-            value: MoveValue::Destinations,
+            value: if count {
+                MoveValue::Count
+            } else {
+                MoveValue::Destinations
+            },
         };
-        e(Node::Move(m), Kind::Set)
+        e(Node::Move(m), if count { Kind::Numeric } else { Kind::Set })
     }
 
     /// A position filter: `currentposition`, `parent`, `child`,

@@ -502,6 +502,28 @@ pub enum MoveSource {
     /// move, or a move that would be legal but leaves the mover's king in
     /// check. Castling moves are the legal ones.
     PseudoLegal,
+    /// `primary`: the game's first move from this position (the next move
+    /// of its line), whether or not variations are searched.
+    Primary,
+    /// `secondary`: the first moves of the variations branching here
+    /// (none unless variations are searched).
+    Secondary,
+}
+
+/// A fact about the current move (CQL 6.2's current-move filters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CurrentMoveFact {
+    /// `from` (set): the square the moving piece left; for castling, the
+    /// king's and the rook's squares.
+    From,
+    /// `to` (set): the square the moving piece arrived on; for castling,
+    /// the king's and the rook's.
+    To,
+    /// `primary` (logical): the move is the first from its parent (the
+    /// mainline move there).
+    Primary,
+    /// `secondary` (logical): the move starts a variation at its parent.
+    Secondary,
 }
 
 /// The side a castling move is required to be on.
@@ -747,6 +769,9 @@ pub enum Node {
     EnPassant,
     /// `castle`: the move that led here castled.
     Castle,
+    /// `from`, `to`, `primary`, `secondary`: a fact about the current move
+    /// (the move that led here; none at an initial position).
+    CurrentMove(CurrentMoveFact),
     /// `result 1-0` etc.
     Result(GameResult),
     /// `X in Y` (logical: X ⊆ Y).
@@ -918,6 +943,7 @@ impl Node {
             Node::Mainline => "Mainline",
             Node::Variation => "Variation",
             Node::EnPassant => "EnPassant",
+            Node::CurrentMove(_) => "CurrentMove",
             Node::Castle => "Castle",
             Node::Result(..) => "Result",
             Node::In(..) => "In",
@@ -1029,6 +1055,7 @@ impl Expr {
             | Variation
             | EnPassant
             | Castle
+            | CurrentMove(_)
             | Result(_)
             | TreeLeaf(_)
             | Var(_) => {}
@@ -1161,6 +1188,7 @@ impl Expr {
             | Variation
             | EnPassant
             | Castle
+            | CurrentMove(_)
             | Result(_)
             | TreeLeaf(_)
             | Var(_) => {}

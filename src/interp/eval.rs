@@ -10,8 +10,8 @@ use shakmaty::{Bitboard, Square};
 use super::moves::{MoveFacts, legal_moves, pseudo_legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
 use crate::ir::{
-    ArithOp, Castle, CmpOp, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue, Node,
-    OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
+    ArithOp, Castle, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource,
+    MoveValue, Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -362,6 +362,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 let mv = self.rec(at)?.mv;
                 logical(!mv.is_none() && mv.kind().is_castle())
             }
+            CurrentMove(fact) => self.current_move(*fact, at),
             Result(r) => logical(self.result_is(*r)),
             In(x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
             Compare(_, x, y) if game_constant(x) && game_constant(y) => self.once_per_game(e, at),
@@ -515,13 +516,18 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (pseudo_legal_moves(rec, self.game.number, at)?, Some(at))
         } else {
             let children = self.game.children(at);
-            let take = if self.st.variations {
+            let all = if self.st.variations {
                 children.len()
             } else {
                 children.len().min(1)
             };
+            let range = match m.source {
+                MoveSource::Primary => 0..children.len().min(1),
+                MoveSource::Secondary => 1.min(all)..all,
+                _ => 0..all,
+            };
             let mut moves = Vec::new();
-            for &c in &children[..take] {
+            for &c in &children[range] {
                 if let Some(f) = MoveFacts::from_packed(self.rec(c)?.mv) {
                     moves.push((f, c));
                 }
@@ -539,10 +545,55 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         let mut count = 0i64;
         let mut dest = Bitboard::EMPTY;
         for mv in candidates.iter().filter(|mv| params.admits(mv, m.special)) {
+            // `currentmove F--G(T)`: T at the position the move led to.
+            if let Some(target) = &m.target
+                && !(m.source == MoveSource::Previous && self.matches(target, at)?)
+            {
+                continue;
+            }
             count += 1;
             dest.add(mv.to);
         }
         Ok(Some(move_value(m, count, dest)))
+    }
+
+    /// `from`, `to`, `primary`, `secondary`: facts about the move that led
+    /// to `at` (none at an initial position). For castling, `from` and `to`
+    /// hold the king's and the rook's squares.
+    fn current_move(&mut self, fact: CurrentMoveFact, at: u32) -> R<Option<Value>> {
+        let Some(parent) = self.game.parent(at) else {
+            return Ok(match fact {
+                CurrentMoveFact::From | CurrentMoveFact::To => Some(Value::Set(Bitboard::EMPTY)),
+                CurrentMoveFact::Primary | CurrentMoveFact::Secondary => None,
+            });
+        };
+        let first = self.game.children(parent).first() == Some(&at);
+        let squares = |from: bool, mv: &MoveFacts| {
+            let mut set = Bitboard::from_square(if from { mv.from } else { mv.to });
+            if mv.castle_kingside || mv.castle_queenside {
+                let rank = mv.from.rank();
+                let (rook_from, rook_to) = if mv.castle_kingside {
+                    (shakmaty::File::H, shakmaty::File::F)
+                } else {
+                    (shakmaty::File::A, shakmaty::File::D)
+                };
+                set.add(Square::from_coords(
+                    if from { rook_from } else { rook_to },
+                    rank,
+                ));
+            }
+            set
+        };
+        let mv = MoveFacts::from_packed(self.rec(at)?.mv);
+        Ok(match fact {
+            CurrentMoveFact::From | CurrentMoveFact::To => {
+                Some(Value::Set(mv.map_or(Bitboard::EMPTY, |mv| {
+                    squares(fact == CurrentMoveFact::From, &mv)
+                })))
+            }
+            CurrentMoveFact::Primary => first.then_some(Value::Matched),
+            CurrentMoveFact::Secondary => (!first).then_some(Value::Matched),
+        })
     }
 
     /// The played moves' part of [`move_filter`](Self::move_filter): each

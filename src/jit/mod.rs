@@ -199,8 +199,8 @@ pub enum NotLowered {
     /// A `square` or `piece` loop.
     #[error("square/piece loops")]
     SquareLoop,
-    /// A `move` filter.
-    #[error("move filters")]
+    /// A `move` or dash filter, or `from`/`to` of the current move.
+    #[error("move filters and current-move facts")]
     MoveFilter,
     /// A transform or `notransform` not expanded into an orbit.
     #[error("unexpanded transform")]

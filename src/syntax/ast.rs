@@ -154,6 +154,8 @@ pub(crate) enum ExprKind {
         promote: Option<Box<Expr>>,
         target: Option<DashTarget>,
         source: MoveSource,
+        /// `countmoves`: the number of matching moves.
+        value: MoveValue,
     },
     Loop {
         piece: bool,
@@ -358,6 +360,7 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             promote,
             target,
             source,
+            value,
         } => {
             kids.extend([from, to, promote].into_iter().flatten().map(|b| &**b));
             if let Some(DashTarget::Filter(t)) = target {
@@ -372,8 +375,13 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
                 s => format!(" {s:?}"),
             };
             format!(
-                "Dash{}{special}{source}",
-                if *capture { " capture" } else { "" }
+                "Dash{}{special}{source}{}",
+                if *capture { " capture" } else { "" },
+                if *value == MoveValue::Count {
+                    " count"
+                } else {
+                    ""
+                }
             )
         }
         ExprKind::Loop {

@@ -383,6 +383,7 @@ impl<'a> Lowerer<'a, '_> {
                 promote,
                 target: dash_target,
                 source,
+                value,
             } => {
                 let from = self.opt_set(from, "the left side of a move dash")?;
                 let target = self.opt_set(to, "the right side of a move dash")?;
@@ -416,9 +417,13 @@ impl<'a> Lowerer<'a, '_> {
                     special,
                     target,
                     source: *source,
-                    value: ir::MoveValue::Destinations,
+                    value: *value,
                 };
-                self.mk(Node::Move(mf), Kind::Set, span)
+                let kind = match value {
+                    ir::MoveValue::Count => Kind::Numeric,
+                    ir::MoveValue::Destinations => Kind::Set,
+                };
+                self.mk(Node::Move(mf), kind, span)
             }
             ExprKind::Loop {
                 piece,
@@ -1476,7 +1481,9 @@ fn collect_leaves<'a>(op: Infix, e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>)
 fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,
-        Node::PawnStructure(_) | Node::EnPassantSquare => Kind::Set,
+        Node::PawnStructure(_)
+        | Node::EnPassantSquare
+        | Node::CurrentMove(ir::CurrentMoveFact::From | ir::CurrentMoveFact::To) => Kind::Set,
         Node::Ply
         | Node::MoveNumber
         | Node::GameNumber

@@ -97,8 +97,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "pathlastposition",
     "pathdebug",
     "nullmove",
-    "currentmove",
-    "countmoves",
 ];
 
 /// The options of the `cql(...)` header.
@@ -144,6 +142,8 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "between",
     "pin",
     "from",
+    "primary",
+    "secondary",
     "through",
     "to",
     "capture",
@@ -266,6 +266,10 @@ pub(crate) fn direction_keyword(w: &str) -> Option<DirSet> {
 /// Keyword filters without arguments and their IR node.
 fn leaf_keyword(w: &str) -> Option<Node> {
     Some(match w {
+        "from" => Node::CurrentMove(ir::CurrentMoveFact::From),
+        "to" => Node::CurrentMove(ir::CurrentMoveFact::To),
+        "primary" => Node::CurrentMove(ir::CurrentMoveFact::Primary),
+        "secondary" => Node::CurrentMove(ir::CurrentMoveFact::Secondary),
         "check" => Node::Check,
         "mate" => Node::Mate,
         "stalemate" => Node::Stalemate,
@@ -842,6 +846,7 @@ impl Parser<'_, '_> {
                 promote,
                 target,
                 source: MoveSource::Played,
+                value: MoveValue::Destinations,
             },
             self.span_from(start),
         ))
@@ -883,6 +888,45 @@ impl Parser<'_, '_> {
             }
             None => Expr::new(ExprKind::Block(items), span),
         })))
+    }
+
+    /// `currentmove X--Y(T)`: the dash matches the current move (the move
+    /// that led here; T at this position).
+    fn current_move(&mut self, start: Span) -> PResult<Expr> {
+        let mut e = self.expr(bp::PREFIX)?;
+        let span = start.join(e.span);
+        match &mut e.kind {
+            ExprKind::Dash {
+                source: s @ MoveSource::Played,
+                ..
+            } => {
+                *s = MoveSource::Previous;
+                e.span = span;
+                Ok(e)
+            }
+            _ => Err(self.error(
+                e.span,
+                "`currentmove` must be followed by a move dash such as `currentmove N--`",
+            )),
+        }
+    }
+
+    /// `countmoves X--Y(T)`, `countmoves legal X--Y`: the number of moves
+    /// the dash matches.
+    fn count_moves(&mut self, start: Span) -> PResult<Expr> {
+        let mut e = self.expr(bp::PREFIX)?;
+        let span = start.join(e.span);
+        match &mut e.kind {
+            ExprKind::Dash { value, .. } => {
+                *value = MoveValue::Count;
+                e.span = span;
+                Ok(e)
+            }
+            _ => Err(self.error(
+                e.span,
+                "`countmoves` must be followed by a move dash such as `countmoves N--` or `countmoves legal --`",
+            )),
+        }
     }
 
     /// `legal X--Y` / `pseudolegal X--Y`: the dash examines the legal
@@ -1501,6 +1545,8 @@ impl Parser<'_, '_> {
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
             "legal" | "pseudolegal" => self.legal_dash(&w, start),
+            "currentmove" => self.current_move(start),
+            "countmoves" => self.count_moves(start),
             _ if UNSUPPORTED.contains(&w.as_str()) => {
                 Err(self.error(start, format!("not supported yet: {w}")))
             }
@@ -1914,6 +1960,8 @@ impl Parser<'_, '_> {
                 "previous" => Some(MoveSource::Previous),
                 "legal" => Some(MoveSource::Legal),
                 "pseudolegal" => Some(MoveSource::PseudoLegal),
+                "primary" => Some(MoveSource::Primary),
+                "secondary" => Some(MoveSource::Secondary),
                 _ => None,
             };
             if let Some(source) = source {
@@ -1944,17 +1992,23 @@ impl Parser<'_, '_> {
         }
         let span = self.span_from(start);
         if let Some((a, b)) = clash {
-            let message = match (a, b) {
-                (MoveSource::Previous, other) | (other, MoveSource::Previous) => format!(
-                    "`move` cannot take both `{}` and `previous` (the previous move is a game move)",
-                    if other == MoveSource::PseudoLegal {
-                        "pseudolegal"
-                    } else {
-                        "legal"
-                    }
-                ),
-                _ => "`move` cannot take both `legal` and `pseudolegal` (give one move set)".into(),
+            let rank = |s: MoveSource| {
+                [
+                    MoveSource::Legal,
+                    MoveSource::PseudoLegal,
+                    MoveSource::Previous,
+                    MoveSource::Primary,
+                    MoveSource::Secondary,
+                ]
+                .iter()
+                .position(|&x| x == s)
             };
+            let (a, b) = if rank(a) <= rank(b) { (a, b) } else { (b, a) };
+            let message = format!(
+                "`move` cannot take both `{}` and `{}` (give one set of moves)",
+                source_word(a),
+                source_word(b)
+            );
             return Err(self.error(span, message));
         }
         if m.value == MoveValue::Count
@@ -1966,6 +2020,18 @@ impl Parser<'_, '_> {
             ));
         }
         Ok(Expr::new(ExprKind::Move(m), span))
+    }
+}
+
+/// The `move` parameter that selects a set of moves.
+fn source_word(s: MoveSource) -> &'static str {
+    match s {
+        MoveSource::Played => "",
+        MoveSource::Previous => "previous",
+        MoveSource::Legal => "legal",
+        MoveSource::PseudoLegal => "pseudolegal",
+        MoveSource::Primary => "primary",
+        MoveSource::Secondary => "secondary",
     }
 }
 
@@ -2011,6 +2077,7 @@ fn is_logical_ast(e: &Expr) -> bool {
                 | Node::Variation
                 | Node::EnPassant
                 | Node::Castle
+                | Node::CurrentMove(ir::CurrentMoveFact::Primary | ir::CurrentMoveFact::Secondary)
                 | Node::Result(_)
                 | Node::Bool(_)
                 | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)

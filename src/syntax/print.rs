@@ -9,9 +9,9 @@
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
-    ArithOp, Bitboard, Castle, CmpOp, DirSet, Expr, GameResult, Header, LineAtom, LineItem,
-    MoveFilter, MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side, SpecialMove,
-    TagField, TreeRel, Var,
+    ArithOp, Bitboard, Castle, CmpOp, CurrentMoveFact, DirSet, Expr, GameResult, Header, LineAtom,
+    LineItem, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side,
+    SpecialMove, TagField, TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -137,7 +137,23 @@ struct Printer<'v> {
 /// First token of a filter that would continue the previous filter when
 /// two filters are written side by side.
 fn continues_previous(text: &str) -> bool {
-    const WORDS: [&str; 5] = ["enpassant", "white", "black", "o-o", "previous"];
+    const WORDS: [&str; 15] = [
+        "enpassant",
+        "white",
+        "black",
+        "o-o",
+        "previous",
+        "castle",
+        "from",
+        "to",
+        "capture",
+        "promote",
+        "legal",
+        "pseudolegal",
+        "primary",
+        "secondary",
+        "count",
+    ];
     text.starts_with('-')
         || text.starts_with('"')
         || text.starts_with("[x]")
@@ -159,12 +175,22 @@ impl Printer<'_> {
         }
     }
 
-    /// A parameter of `move` or `pin`.
-    /// A `move` filter with a target, which only the dash form can write:
-    /// `F--G=P(T)` or `F[x]G=P(T)` (the target's `(` right after it).
+    /// A `move` filter only the dash form can write (with a target, or a
+    /// count of the game's moves): `F--G=P(T)`, `F[x]G=P(K)` (the target's
+    /// `(` right after it; K a kind of move), after `countmoves`,
+    /// `currentmove`, `legal` or `pseudolegal`.
     fn dash_doc(&self, m: &MoveFilter) -> Doc {
         let designator = |x: &Expr| matches!(x.node, Node::Piece { .. } | Node::Squares(_));
         let mut t = String::new();
+        if m.value == MoveValue::Count {
+            t.push_str("countmoves ");
+        }
+        t.push_str(match m.source {
+            MoveSource::Previous => "currentmove ",
+            MoveSource::Legal => "legal ",
+            MoveSource::PseudoLegal => "pseudolegal ",
+            MoveSource::Played | MoveSource::Primary | MoveSource::Secondary => "",
+        });
         if let Some(from) = &m.from {
             // Only a designator or a parenthesized filter takes a dash.
             if designator(from) {
@@ -209,9 +235,16 @@ impl Printer<'_> {
             t.push('(');
             t.push_str(&self.doc(target).text);
             t.push(')');
+        } else if let Some(special) = m.special {
+            t.push_str(match special {
+                SpecialMove::EnPassant => "(enpassant)",
+                SpecialMove::Castle(Castle::Either) => "(castle)",
+                SpecialMove::Castle(Castle::Kingside) => "(o-o)",
+                SpecialMove::Castle(Castle::Queenside) => "(o-o-o)",
+            });
         }
         Doc {
-            open: if m.promote.is_none() && m.target.is_none() {
+            open: if m.promote.is_none() && m.target.is_none() && m.special.is_none() {
                 open
             } else {
                 ATOM
@@ -220,6 +253,7 @@ impl Printer<'_> {
         }
     }
 
+    /// A parameter of `move` or `pin`.
     fn param(&self, e: &Expr) -> String {
         let d = self.doc(e);
         if d.prec < bp::PREFIX || d.open < bp::PREFIX || d.params_open {
@@ -449,7 +483,13 @@ impl Printer<'_> {
                 "makesquare ({})",
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
-            Node::Move(m) if m.target.is_some() => self.dash_doc(m),
+            Node::Move(m)
+                if m.target.is_some()
+                    || (m.value == MoveValue::Count
+                        && matches!(m.source, MoveSource::Played | MoveSource::Previous)) =>
+            {
+                self.dash_doc(m)
+            }
             Node::Move(m) => {
                 let mut t = String::from("move");
                 for (kw, x) in [
@@ -473,6 +513,8 @@ impl Printer<'_> {
                     MoveSource::Previous => Some("previous"),
                     MoveSource::Legal => Some("legal"),
                     MoveSource::PseudoLegal => Some("pseudolegal"),
+                    MoveSource::Primary => Some("primary"),
+                    MoveSource::Secondary => Some("secondary"),
                 };
                 let value = (m.value == MoveValue::Count).then_some("count");
                 for kw in [special, source, value].into_iter().flatten() {
@@ -575,6 +617,12 @@ impl Printer<'_> {
             Node::Mainline => atom("mainline"),
             Node::Variation => atom("variation"),
             Node::EnPassant => atom("enpassant"),
+            Node::CurrentMove(f) => atom(match f {
+                CurrentMoveFact::From => "from",
+                CurrentMoveFact::To => "to",
+                CurrentMoveFact::Primary => "primary",
+                CurrentMoveFact::Secondary => "secondary",
+            }),
             Node::Castle => atom("castle"),
             Node::Result(r) => atom(format!(
                 "result {}",

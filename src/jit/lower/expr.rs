@@ -5,7 +5,9 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, InstructionData, Opcode, Value, ValueDef, types};
 
 use super::{Comb, Lower, Lowered, V};
-use crate::ir::{ArithOp, CmpOp, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side};
+use crate::ir::{
+    ArithOp, CmpOp, CurrentMoveFact, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side,
+};
 use crate::jit::{GameSlot, JitError, NotLowered, fused};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
 use crate::runtime::helpers;
@@ -26,6 +28,12 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
         Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
         Node::Move(_) => Some(NotLowered::MoveFilter),
+        Node::CurrentMove(CurrentMoveFact::From | CurrentMoveFact::To) => {
+            Some(NotLowered::MoveFilter)
+        }
+        Node::CurrentMove(CurrentMoveFact::Primary | CurrentMoveFact::Secondary) => {
+            Some(NotLowered::TreeNavigation)
+        }
         Node::Transform { .. } | Node::NoTransform(_) => Some(NotLowered::UnexpandedTransform),
         Node::At { .. }
         | Node::TreeLeaf(_)
