@@ -186,7 +186,8 @@ fn open_db(db: Option<&Path>) -> anyhow::Result<Store> {
         let _guards = super::input::cached_store_candidates(&path).map(|c| {
             super::files::TempGuard::new(cqlj::runtime::store::StoreWriter::temp_path(&c))
         });
-        let (store, _) = super::input::cached_store(&path, &mut observer)?;
+        let (store, _) =
+            super::input::cached_store(&path, &mut observer, super::input::Verify::IndexOnly)?;
         return Ok(store);
     }
     Store::open_unverified(&path).with_context(|| format!("cannot open store {}", path.display()))

@@ -65,12 +65,12 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     }
 
     let progress = !quiet && !args.noprogress && io::stderr().is_terminal();
-    let store = input::open_input(settings.input.as_deref(), quiet, progress)?;
-    if args.verify {
-        store
-            .verify()
-            .with_context(|| format!("store {} failed verification", store.path().display()))?;
-    }
+    let verify = if args.verify {
+        input::Verify::Data
+    } else {
+        input::Verify::IndexOnly
+    };
+    let store = input::open_input(settings.input.as_deref(), quiet, progress, verify)?;
     if settings.input.is_none() && !quiet {
         eprintln!(
             "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
