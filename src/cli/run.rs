@@ -88,7 +88,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
         .context("cannot compile the query")?
-        .with_last_game_number(u64::from(games.end));
+        .with_last_game_number(u64::from(games.end))
+        .with_stop(&files::STOP);
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
     }

@@ -210,8 +210,15 @@ impl<'s, W: Write> Printer<'s, W> {
                     self.stopped = true;
                     break;
                 }
-                let m =
-                    (self.rematch)(h.game)?.ok_or(PrintError::Rematch(u64::from(h.game) + 1))?;
+                let Some(m) = (self.rematch)(h.game)? else {
+                    // A matcher polling the same flag skips the game once
+                    // it is set.
+                    if self.stop.load(Ordering::Relaxed) {
+                        self.stopped = true;
+                        break;
+                    }
+                    return Err(PrintError::Rematch(u64::from(h.game) + 1));
+                };
                 self.delivered += 1;
                 self.write(m)?;
             }
@@ -398,6 +405,144 @@ mod tests {
             label: None,
             min,
             value,
+        }
+    }
+
+    /// A store of the golden test games (4 games) in a fresh temp dir,
+    /// removed when the guard drops.
+    struct GoldenStore(std::path::PathBuf);
+
+    impl GoldenStore {
+        fn new(name: &str) -> (GoldenStore, Store) {
+            let dir =
+                std::env::temp_dir().join(format!("cqlj-printer-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let pgn = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/golden/input.pgn");
+            let db = dir.join("golden.cqlj");
+            let mut reports = crate::import::CollectReports::default();
+            crate::import::import_files(&[pgn], &db, &mut reports).unwrap();
+            let store = Store::open(&db).unwrap();
+            (GoldenStore(dir), store)
+        }
+    }
+
+    impl Drop for GoldenStore {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A sorted run's games are written at the end; the stop flag (Ctrl-C)
+    /// ends that writing between two games, and what was written is whole
+    /// games.
+    #[test]
+    fn stop_flag_ends_a_sorted_write_between_games() {
+        let (_dir, store) = GoldenStore::new("sorted-stop");
+        assert_eq!(store.n_games(), 4);
+        for stop_after in [0, 1, 2] {
+            let stop = AtomicBool::new(stop_after == 0);
+            let rematched = std::cell::Cell::new(0u32);
+            // Every game matches at its first position; the flag is set
+            // while the `stop_after`-th game is matched again.
+            let rematch = |g: u32| -> Result<Option<GameMatch>, ScanError> {
+                rematched.set(rematched.get() + 1);
+                if rematched.get() == stop_after {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(Some(GameMatch {
+                    game: g,
+                    positions: vec![0].into(),
+                    ..GameMatch::default()
+                }))
+            };
+            let options = PrinterOptions {
+                form: Form::Pgn(PgnOptions::default()),
+                limit: None,
+                sorted: true,
+                threads: 1,
+                out_name: "test output".into(),
+            };
+            let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
+            for game in 0..4 {
+                let m = GameMatch {
+                    game,
+                    sort_keys: vec![key(false, Some(SortValue::Number(i64::from(game))))],
+                    ..GameMatch::default()
+                };
+                assert!(printer.game(m).is_continue());
+            }
+            let printed = printer.finish().unwrap();
+            let out = String::from_utf8(printer.into_writer().unwrap()).unwrap();
+            assert!(printed.stopped, "stop after {stop_after}");
+            assert_eq!(printed.delivered, u64::from(stop_after));
+            assert_eq!(rematched.get(), stop_after);
+            // Whole games, highest key first: games 4, 3, ...
+            assert_eq!(out.matches("[Event ").count(), stop_after as usize);
+            let rounds: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.strip_prefix("[Round \""))
+                .collect();
+            assert_eq!(rounds, ["4\"]", "3\"]"][..stop_after as usize]);
+            if stop_after > 0 {
+                assert!(out.trim_end().ends_with(['0', '1', '2', '*']), "{out}");
+            }
+        }
+    }
+
+    /// A matcher polling the stop flag skips a game once it is set: a
+    /// sorted write then stops there; without the flag a game that does not
+    /// match again is an error.
+    #[test]
+    fn a_rematch_skipped_by_the_stop_flag_stops_the_write() {
+        let (_dir, store) = GoldenStore::new("rematch-skipped");
+        for set_flag in [true, false] {
+            let stop = AtomicBool::new(false);
+            let rematched = std::cell::Cell::new(0u32);
+            // The second game matched again sees the flag (or misses).
+            let rematch = |g: u32| -> Result<Option<GameMatch>, ScanError> {
+                rematched.set(rematched.get() + 1);
+                if rematched.get() == 2 {
+                    if set_flag {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return Ok(None);
+                }
+                Ok(Some(GameMatch {
+                    game: g,
+                    positions: vec![0].into(),
+                    ..GameMatch::default()
+                }))
+            };
+            let options = PrinterOptions {
+                form: Form::Pgn(PgnOptions::default()),
+                limit: None,
+                sorted: true,
+                threads: 1,
+                out_name: "test output".into(),
+            };
+            let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
+            for game in 0..4 {
+                let m = GameMatch {
+                    game,
+                    sort_keys: vec![key(true, Some(SortValue::Number(i64::from(game))))],
+                    ..GameMatch::default()
+                };
+                assert!(printer.game(m).is_continue());
+            }
+            let result = printer.finish();
+            if set_flag {
+                let printed = result.unwrap();
+                assert!(printed.stopped);
+                assert_eq!(printed.delivered, 1);
+                let out = String::from_utf8(printer.into_writer().unwrap()).unwrap();
+                assert_eq!(out.matches("[Event ").count(), 1);
+                assert!(out.contains("[Round \"1\"]"), "{out}");
+            } else {
+                // `min`: ascending, so game 2 is the second matched again.
+                assert!(matches!(result, Err(PrintError::Rematch(2))), "{result:?}");
+            }
         }
     }
 
