@@ -333,7 +333,7 @@ impl Renderer<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<(), PrintError> {
         match self.form {
-            Form::Pgn(options) => write_match(buf, texts, m, options)?,
+            Form::Pgn(options) => write_match(buf, self.store, texts, m, options)?,
             Form::Jsonl => {
                 let line = match_json(self.store, m)?;
                 buf.extend_from_slice(line.as_bytes());
@@ -408,24 +408,86 @@ mod tests {
         }
     }
 
-    /// A store of the golden test games (4 games) in a fresh temp dir,
-    /// removed when the guard drops.
+    /// A store in a fresh temp dir, removed when the guard drops.
     struct GoldenStore(std::path::PathBuf);
 
     impl GoldenStore {
+        /// The store of the golden test games (4 games).
         fn new(name: &str) -> (GoldenStore, Store) {
+            let pgn = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/golden/input.pgn");
+            GoldenStore::of(name, &std::fs::read(pgn).unwrap())
+        }
+
+        /// The store of the games of `pgn`.
+        fn of(name: &str, pgn: &[u8]) -> (GoldenStore, Store) {
             let dir =
                 std::env::temp_dir().join(format!("cqlj-printer-{}-{name}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
-            let pgn = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/golden/input.pgn");
-            let db = dir.join("golden.cqlj");
+            let input = dir.join("games.pgn");
+            std::fs::write(&input, pgn).unwrap();
+            let db = dir.join("games.cqlj");
             let mut reports = crate::import::CollectReports::default();
-            crate::import::import_files(&[pgn], &db, &mut reports).unwrap();
+            crate::import::import_files(&[input], &db, &mut reports).unwrap();
             let store = Store::open(&db).unwrap();
             (GoldenStore(dir), store)
         }
+    }
+
+    /// The PGN a printer writes for `matches` of `store`.
+    fn printed(store: &Store, matches: Vec<GameMatch>) -> String {
+        let stop = AtomicBool::new(false);
+        let rematch = |_: u32| -> Result<Option<GameMatch>, ScanError> { Ok(None) };
+        let options = PrinterOptions {
+            form: Form::Pgn(PgnOptions {
+                matchstring: Some("CQL".into()),
+            }),
+            limit: None,
+            sorted: false,
+            threads: 1,
+            out_name: "test output".into(),
+        };
+        let mut printer = Printer::new(store, options, Vec::new(), &rematch, &stop);
+        for m in matches {
+            assert!(printer.game(m).is_continue());
+        }
+        printer.finish().unwrap();
+        String::from_utf8(printer.into_writer().unwrap()).unwrap()
+    }
+
+    /// A matching position's comment goes after the move leading to it:
+    /// found by counting moves when the importer stored every move, by its
+    /// replay when it cut a line at an illegal move.
+    #[test]
+    fn comments_follow_their_moves_with_and_without_a_cut_line() {
+        let pgn = b"[Event \"cut\"]\n[Result \"*\"]\n\n1. e4 (1. d4 d5 2. Ng5 Nf6) 1... e5 2. Nf3 *\n\n\
+                    [Event \"whole\"]\n[Result \"*\"]\n\n1. e4 (1. d4 d5 2. Nf3 Nf6) 1... e5 2. Nf3 *\n";
+        let (_dir, store) = GoldenStore::of("cut-line", pgn);
+        assert_eq!(store.n_games(), 2);
+        // Game 1 stores 6 positions for 7 moves (2. Ng5 and Nf6 are cut);
+        // game 2 stores 8 for 7.
+        assert_eq!(store.game(0).unwrap().n_positions, 6);
+        assert_eq!(store.game(1).unwrap().n_positions, 8);
+        let m = |game: u32, positions: Vec<u32>| GameMatch {
+            game,
+            positions: positions.into(),
+            ..GameMatch::default()
+        };
+        let out = printed(&store, vec![m(0, vec![3, 4]), m(1, vec![4, 5])]);
+        let games: Vec<&str> = out.split("[Event ").skip(1).collect();
+        assert_eq!(games.len(), 2, "{out}");
+        // Position 3 is after 1... d5, 4 after 1... e5 (the cut moves have
+        // none).
+        assert!(
+            games[0].contains("(1. d4 d5 {CQL} 2. Ng5 Nf6) 1... e5 {CQL} 2. Nf3 *"),
+            "{out}"
+        );
+        // Position 4 is after 2. Nf3 in the variation, 5 after 2... Nf6.
+        assert!(
+            games[1].contains("(1. d4 d5 2. Nf3 {CQL} 2... Nf6 {CQL}) 1... e5 2. Nf3 *"),
+            "{out}"
+        );
     }
 
     impl Drop for GoldenStore {

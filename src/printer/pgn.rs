@@ -15,7 +15,7 @@ use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visito
 use shakmaty::Color;
 use shakmaty::fen::Fen;
 
-use crate::runtime::store::{StoreError, TextReader};
+use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::GameMatch;
 
 /// What to add to one game when it is written.
@@ -67,6 +67,12 @@ pub fn write_pgn_game(
     text: &[u8],
     notes: &Annotations,
 ) -> Result<(), OutputError> {
+    emit(out, &rewrite(game_number, text, notes)?)
+}
+
+/// Reads `text` as the importer reads it and re-emits it as tokens with
+/// `notes` inserted.
+fn rewrite(game_number: u64, text: &[u8], notes: &Annotations) -> Result<Rewritten, OutputError> {
     // Read as the importer reads it (the game CQL 6.2 reads).
     let mut fixed = text.to_vec();
     let quotes = crate::import::cql_lines(&mut fixed);
@@ -76,9 +82,14 @@ pub fn write_pgn_game(
         .set_supported_tag_line_length(fixed.len().clamp(255, 1 << 20))
         .finish();
     let mut writer = PgnRewriter { notes, quotes };
-    let game = reader
+    reader
         .read_game(&mut writer)?
-        .ok_or(OutputError::NoGame(game_number))?;
+        .ok_or(OutputError::NoGame(game_number))
+}
+
+/// Writes a rewritten game: its tag pairs, a blank line, the movetext
+/// wrapped at [`LINE`] columns, and a blank line.
+fn emit(out: &mut dyn Write, game: &Rewritten) -> Result<(), OutputError> {
     for (name, value) in &game.tags {
         out.write_all(b"[")?;
         out.write_all(name)?;
@@ -115,17 +126,22 @@ pub struct PgnOptions {
     pub matchstring: Option<String>,
 }
 
-/// Writes matching game `m` read through `texts`: the match string after
-/// each matching move, the query's comments after theirs.
+/// Writes matching game `m` of `store` read through `texts`: the match
+/// string after each matching move, the query's comments after theirs.
 ///
-/// The moves are numbered as the importer numbered them
-/// (`import::parse_game`), which is exact also for a game with a variation
-/// the importer cut at an illegal move.
+/// The moves are numbered as the importer numbered them: the importer
+/// stores one position per move of the text, in text order, except for the
+/// moves of a line it cut at an illegal move. So when the text's moves
+/// number one less than the game's stored positions, move k leads to
+/// position k (no chess logic needed); otherwise the importer's replay
+/// (`import::parse_game`) numbers them, which is exact also for a game with
+/// a cut line.
 ///
 /// # Errors
 /// The game's text cannot be read from the store, or writing fails.
 pub(crate) fn write_match(
     out: &mut dyn Write,
+    store: &Store,
     texts: &mut TextReader<'_>,
     m: &GameMatch,
     options: &PgnOptions,
@@ -139,13 +155,17 @@ pub(crate) fn write_match(
     for (p, text) in &m.comments {
         notes.add(*p, text.clone());
     }
+    let game_number = u64::from(m.game) + 1;
+    let stored_moves = store.game(m.game)?.n_positions.saturating_sub(1);
     let text = texts.game_text(m.game)?;
-    // The importer's move numbering (a replay of the game) only places
-    // comments: a game written without any (`-silent`) skips it.
-    if !notes.comments.is_empty() {
+    let mut game = rewrite(game_number, text, &notes)?;
+    // The numbering only places comments: a game written without any
+    // (`-silent`) needs no check.
+    if !notes.comments.is_empty() && game.moves != stored_moves {
         notes.san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+        game = rewrite(game_number, text, &notes)?;
     }
-    write_pgn_game(out, u64::from(m.game) + 1, text, &notes)
+    emit(out, &game)
 }
 
 /// A game as re-emitted: tags and movetext tokens, raw bytes (a comment's
@@ -153,6 +173,8 @@ pub(crate) fn write_match(
 struct Rewritten {
     tags: Vec<(Vec<u8>, Vec<u8>)>,
     tokens: Vec<Vec<u8>>,
+    /// Moves (SAN tokens) of the text, mainline and variations.
+    moves: u32,
 }
 
 struct PgnRewriter<'a> {
@@ -348,6 +370,7 @@ impl Visitor for PgnRewriter<'_> {
         Rewritten {
             tags,
             tokens: mt.tokens,
+            moves: mt.next_index - 1,
         }
     }
 }
