@@ -94,12 +94,43 @@ struct Notes<'a> {
 }
 
 impl Notes<'_> {
-    /// The texts to insert after position `index`.
-    fn at(&self, index: u32) -> &[(u32, &str)] {
-        let from = self.inserts.partition_point(|&(p, _)| p < index);
-        let to = from + self.inserts[from..].partition_point(|&(p, _)| p == index);
-        &self.inserts[from..to]
+    /// The range of `inserts` to insert after position `index`, searched
+    /// from `cursor` (where the last search ended: positions are asked
+    /// for in increasing order, so a game's searches are linear in all),
+    /// which is moved past it.
+    fn at(&self, index: u32, cursor: &mut usize) -> std::ops::Range<usize> {
+        let ins = self.inserts;
+        let mut from = (*cursor).min(ins.len());
+        if from > 0 && ins[from - 1].0 >= index {
+            // Asked out of order: search from the start.
+            from = ins.partition_point(|&(p, _)| p < index);
+        }
+        while ins.get(from).is_some_and(|&(p, _)| p < index) {
+            from += 1;
+        }
+        let mut to = from;
+        while ins.get(to).is_some_and(|&(p, _)| p == index) {
+            to += 1;
+        }
+        *cursor = to;
+        from..to
     }
+}
+
+/// Appends the decimal digits of `n`.
+fn push_decimal(buf: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
 }
 
 /// Reads `text` as the importer reads it and appends it to `out` as
@@ -238,6 +269,8 @@ struct Movetext {
     after_result: bool,
     /// Where a token is built before it is written.
     scratch: Vec<u8>,
+    /// Where the next search of the notes starts ([`Notes::at`]).
+    cursor: usize,
 }
 
 impl Movetext {
@@ -267,8 +300,9 @@ impl Movetext {
     }
 
     fn comment_tokens(&mut self, out: &mut Vec<u8>, index: u32, notes: &Notes<'_>) {
-        let texts = notes.at(index);
-        for (_, t) in texts {
+        let texts = notes.at(index, &mut self.cursor);
+        let found = !texts.is_empty();
+        for &(_, t) in &notes.inserts[texts] {
             self.scratch.clear();
             self.scratch.push(b'{');
             for &b in t.as_bytes() {
@@ -277,7 +311,7 @@ impl Movetext {
             self.scratch.push(b'}');
             self.scratch_token(out);
         }
-        if !texts.is_empty() {
+        if found {
             self.need_number = true;
         }
     }
@@ -351,6 +385,7 @@ impl Visitor for PgnRewriter<'_, '_> {
             after_open: false,
             after_result: false,
             scratch: Vec::new(),
+            cursor: 0,
         };
         mt.comment_tokens(self.out, 0, self.notes);
         ControlFlow::Continue(mt)
@@ -362,7 +397,7 @@ impl Visitor for PgnRewriter<'_, '_> {
         let number = mt.first_move_number + half / 2;
         if half % 2 == 0 || mt.need_number {
             mt.scratch.clear();
-            let _ = write!(mt.scratch, "{number}");
+            push_decimal(&mut mt.scratch, number);
             mt.scratch
                 .extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
             mt.scratch_token(self.out);
@@ -383,7 +418,8 @@ impl Visitor for PgnRewriter<'_, '_> {
 
     fn nag(&mut self, mt: &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
         mt.scratch.clear();
-        let _ = write!(mt.scratch, "${}", nag.0);
+        mt.scratch.push(b'$');
+        push_decimal(&mut mt.scratch, u32::from(nag.0));
         mt.scratch_token(self.out);
         ControlFlow::Continue(())
     }
@@ -493,6 +529,35 @@ mod tests {
             got,
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n{start} 40... Kd7 (40... Kf7 41. Ra7+ {CQL}) 41. Ra7+ *\n\n"
         );
+    }
+
+    #[test]
+    fn decimals_and_note_lookups() {
+        for n in [0, 7, 10, 99, 100, 4_294_967_295] {
+            let mut buf = b"x".to_vec();
+            push_decimal(&mut buf, n);
+            assert_eq!(buf, format!("x{n}").into_bytes());
+        }
+        let inserts = [(0, "a"), (2, "b"), (2, "c"), (5, "d")];
+        let notes = Notes {
+            inserts: &inserts,
+            san_index: None,
+        };
+        let mut cursor = 0;
+        let texts = |i: u32, cursor: &mut usize| -> Vec<&str> {
+            inserts[notes.at(i, cursor)]
+                .iter()
+                .map(|&(_, t)| t)
+                .collect()
+        };
+        assert_eq!(texts(0, &mut cursor), ["a"]);
+        assert_eq!(texts(1, &mut cursor), Vec::<&str>::new());
+        assert_eq!(texts(2, &mut cursor), ["b", "c"]);
+        assert_eq!(texts(5, &mut cursor), ["d"]);
+        assert_eq!(texts(6, &mut cursor), Vec::<&str>::new());
+        // Out of order still finds the texts.
+        assert_eq!(texts(2, &mut cursor), ["b", "c"]);
+        assert_eq!(texts(0, &mut cursor), ["a"]);
     }
 
     #[test]
