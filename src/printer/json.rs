@@ -17,7 +17,7 @@ use crate::scan::{GameMatch, SortValue};
 ///
 /// # Errors
 /// The game's positions cannot be read from the store.
-pub(crate) fn write_match_json(
+pub(crate) fn match_json(
     out: &mut Vec<u8>,
     store: &Store,
     m: &GameMatch,

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
 
-use json::write_match_json;
+use json::match_json;
 use pgn::write_match;
 pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
 
@@ -334,7 +334,7 @@ impl Renderer<'_> {
     ) -> Result<(), PrintError> {
         match self.form {
             Form::Pgn(options) => write_match(buf, self.store, texts, m, options)?,
-            Form::Jsonl => write_match_json(buf, self.store, m)?,
+            Form::Jsonl => match_json(buf, self.store, m)?,
             Form::Count => {}
         }
         Ok(())
