@@ -619,6 +619,55 @@ fn cached_stores_follow_the_pgn_content() {
     assert_eq!(summary(&r.stderr), (1, 1), "{}", r.stderr);
 }
 
+/// A run opens a PGN's cached store in O(index): damaged data is not
+/// read at open; `--verify` reads it, and rebuilds a cache that fails.
+#[test]
+fn verify_rebuilds_a_damaged_cached_store() {
+    use cqlj::runtime::store::{CHUNKS_OFFSET, StoreError};
+    let dir = Scratch::new("cache-verify");
+    let d = &dir.0;
+    let cache = dir.path("cache");
+    std::fs::write(dir.path("games.pgn"), golden_pgn()).expect("write");
+    let run = |verify: bool| {
+        let mut args = vec!["-i", "games.pgn", "-o", "-", "-cql", "true"];
+        if verify {
+            args.push("--verify");
+        }
+        let r = run_in(d, Some(&cache), &args);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        r
+    };
+    assert_eq!(summary(&run(false).stderr), (4, 4));
+    let stores: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .expect("cache dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cqlj"))
+        .collect();
+    let [store] = &stores[..] else {
+        panic!("one cached store expected: {stores:?}")
+    };
+    let mut bytes = std::fs::read(store).expect("read");
+    bytes[CHUNKS_OFFSET as usize + 77] ^= 0x40;
+    std::fs::write(store, &bytes).expect("write");
+    let damaged = || {
+        matches!(
+            Store::open_unverified(store).expect("opens").verify(),
+            Err(StoreError::BadChunkChecksum { chunk: 0 })
+        )
+    };
+    assert!(damaged());
+    // Without --verify the data's checksums are not read: no rebuild.
+    let r = run(false);
+    assert!(!r.stderr.contains("imported"), "{}", r.stderr);
+    assert!(damaged(), "a run without --verify rebuilt the cache");
+    // With --verify the damaged cache is rebuilt and the run answers.
+    let r = run(true);
+    assert!(r.stderr.contains("imported"), "{}", r.stderr);
+    assert_eq!(summary(&r.stderr), (4, 4));
+    Store::open(store).expect("the rebuilt cache verifies");
+}
+
 #[test]
 fn thread_counts_are_capped() {
     let dir = Scratch::new("threads");

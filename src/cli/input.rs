@@ -4,6 +4,13 @@
 //! first and last 64 KiB); a `.cqlj` store opened as a run opens it; the
 //! files a run reads (which its output must not be); and the shared data
 //! folder `cqlj bench` reads.
+//!
+//! Every input store is opened in O(index) (`Store::open_unverified`:
+//! header, index and the bounds of every offset, not the data's
+//! checksums), so the first match does not wait for a read of the whole
+//! store. [`Verify::Data`] (a run's `--verify`) also checks the data's
+//! checksums: a store given as input that fails is refused; a cached store
+//! (of a PGN file, or of the default database) that fails is rebuilt.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -77,16 +84,38 @@ pub fn default_store_path() -> PathBuf {
     cache_dir().join(format!("default-{:016x}.cqlj", fnv1a(DEFAULT_PGN)))
 }
 
+/// What opening an input checks beyond its structure, header and index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// Nothing more: the data is read only where the scan reads it.
+    IndexOnly,
+    /// Every data checksum too (chunks, tags, texts): reads the whole store.
+    Data,
+}
+
+/// The store at `path` opened in O(index), with its data verified when
+/// `verify` asks; `None` if either fails (a cache to rebuild).
+fn open_cached(path: &Path, verify: Verify) -> Option<Store> {
+    let store = Store::open_unverified(path).ok()?;
+    if verify == Verify::Data && store.verify().is_err() {
+        return None;
+    }
+    Some(store)
+}
+
 /// The store of the bundled default database, built in the cache directory
-/// at first use.
+/// at first use (and again when `verify` finds its data damaged).
 ///
 /// # Errors
 /// The cache directory cannot be written, or the import fails.
-pub fn default_store(observer: &mut dyn ImportObserver) -> Result<Store, InputError> {
+pub fn default_store(
+    observer: &mut dyn ImportObserver,
+    verify: Verify,
+) -> Result<Store, InputError> {
     let dir = cache_dir();
     fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let store_path = default_store_path();
-    if let Ok(store) = Store::open(&store_path) {
+    if let Some(store) = open_cached(&store_path, verify) {
         return Ok(store);
     }
     let pgn_path = default_pgn_path();
@@ -94,7 +123,8 @@ pub fn default_store(observer: &mut dyn ImportObserver) -> Result<Store, InputEr
     let imported = import::import_files(std::slice::from_ref(&pgn_path), &store_path, observer);
     let _ = fs::remove_file(&pgn_path);
     imported?;
-    Ok(Store::open(&store_path)?)
+    // Just written and fsynced by this process: its data is not read again.
+    Ok(Store::open_unverified(&store_path)?)
 }
 
 /// The bundled database's PGN, written to the cache directory while its
@@ -191,13 +221,14 @@ fn pgn_key(pgn: &Path) -> std::io::Result<String> {
     ))
 }
 
-/// The cached store at `cache` if its key file matches `key` and it opens.
-fn open_if_fresh(cache: &Path, key: &str) -> Option<Store> {
+/// The cached store at `cache` if its key file matches `key` and it opens
+/// (its data verified when `verify` asks).
+fn open_if_fresh(cache: &Path, key: &str, verify: Verify) -> Option<Store> {
     let stored = fs::read_to_string(key_path(cache)).ok()?;
     if stored != key {
         return None;
     }
-    Store::open(cache).ok()
+    open_cached(cache, verify)
 }
 
 /// Imports `pgn` into `cache` and writes its key file (through a temporary
@@ -227,19 +258,20 @@ fn build_cache(
 /// Opens the cached store of a PGN file, importing it first when the cache
 /// is missing, unreadable, or was built from other content (its key file,
 /// `STORE.key`, records the PGN's canonical path, size, modification time,
-/// inode and a hash of its first and last 64 KiB). Returns the store and
-/// whether it was (re)built.
+/// inode and a hash of its first and last 64 KiB), or when `verify` finds
+/// its data damaged. Returns the store and whether it was (re)built.
 ///
 /// # Errors
 /// The PGN cannot be read or imported, or the cache cannot be written.
 pub fn cached_store(
     pgn: &Path,
     observer: &mut dyn ImportObserver,
+    verify: Verify,
 ) -> Result<(Store, bool), InputError> {
     let key = pgn_key(pgn).map_err(io_err(pgn))?;
     let [mut cache, fallback] = cached_store_candidates(pgn);
     for c in [&cache, &fallback] {
-        if let Some(store) = open_if_fresh(c, &key) {
+        if let Some(store) = open_if_fresh(c, &key, verify) {
             return Ok((store, false));
         }
     }
@@ -254,7 +286,8 @@ pub fn cached_store(
         cache = fallback;
         build_cache(pgn, &cache, &key, observer)?;
     }
-    Ok((Store::open(&cache)?, true))
+    // Just written and fsynced by this process: its data is not read again.
+    Ok((Store::open_unverified(&cache)?, true))
 }
 
 /// True for a path cqlj reads as PGN (through a cached store).
@@ -264,9 +297,15 @@ pub fn is_pgn(path: &Path) -> bool {
 }
 
 /// Opens the input: a store, a PGN file (through its cached store) or the
-/// bundled default database. A cache being built is removed if Ctrl-C
-/// ends the process.
-pub fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::Result<Store> {
+/// bundled default database, in O(index) unless `verify` asks for the
+/// data's checksums too. A cache being built is removed if Ctrl-C ends the
+/// process.
+pub fn open_input(
+    input: Option<&Path>,
+    quiet: bool,
+    progress: bool,
+    verify: Verify,
+) -> anyhow::Result<Store> {
     let path = match input {
         Some(p) => p.to_path_buf(),
         None => {
@@ -275,7 +314,8 @@ pub fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::
                 files::TempGuard::new(default_pgn_path()),
             ];
             let mut observer = super::index::Observer::new(0, quiet || !progress);
-            return default_store(&mut observer).context("cannot build the default database");
+            return default_store(&mut observer, verify)
+                .context("cannot build the default database");
         }
     };
     files::refuse_non_regular_input(&path)?;
@@ -284,7 +324,7 @@ pub fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::
         let mut observer = super::index::Observer::new(if progress { size } else { 0 }, quiet);
         let _guards = cached_store_candidates(&path)
             .map(|c| files::TempGuard::new(StoreWriter::temp_path(&c)));
-        let (store, built) = cached_store(&path, &mut observer)?;
+        let (store, built) = cached_store(&path, &mut observer, verify)?;
         if built && !quiet {
             eprintln!(
                 "cqlj: imported {} into the cached store {} ({} MB, {} games; \
@@ -297,7 +337,13 @@ pub fn open_input(input: Option<&Path>, quiet: bool, progress: bool) -> anyhow::
         }
         Ok(store)
     } else {
-        open_store(&path)
+        let store = open_store(&path)?;
+        if verify == Verify::Data {
+            store
+                .verify()
+                .with_context(|| format!("store {} failed verification", path.display()))?;
+        }
+        Ok(store)
     }
 }
 

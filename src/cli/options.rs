@@ -217,7 +217,8 @@ pub struct RunArgs {
     pub quiet: bool,
     /// Verify the checksums of the store's positions, tags and texts
     /// before the run (reads the whole store; without it, opening reads
-    /// and validates only the header and the index).
+    /// and validates only the header and the index). A damaged cached
+    /// store of a PGN input is rebuilt.
     #[arg(long)]
     pub verify: bool,
     /// Print the game number of each matching game as it is found.

@@ -65,12 +65,12 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     }
 
     let progress = !quiet && !args.noprogress && io::stderr().is_terminal();
-    let store = input::open_input(settings.input.as_deref(), quiet, progress)?;
-    if args.verify {
-        store
-            .verify()
-            .with_context(|| format!("store {} failed verification", store.path().display()))?;
-    }
+    let verify = if args.verify {
+        input::Verify::Data
+    } else {
+        input::Verify::IndexOnly
+    };
+    let store = input::open_input(settings.input.as_deref(), quiet, progress, verify)?;
     if settings.input.is_none() && !quiet {
         eprintln!(
             "cqlj: no input given (-i, or `input` in the query's cql(...) header): running on \
@@ -88,7 +88,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
         .context("cannot compile the query")?
-        .with_last_game_number(u64::from(games.end));
+        .with_last_game_number(u64::from(games.end))
+        .with_stop(&files::STOP);
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
     }

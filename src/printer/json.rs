@@ -1,23 +1,27 @@
 //! The JSON-lines form of a matching game, for scripts.
+//!
+//! The object is written directly into the output buffer, keys in sorted
+//! order and without spaces (the compact form `serde_json` gives a
+//! `Value`), each string escaped by `serde_json`.
 
-use serde_json::json;
 use shakmaty::fen::{Fen, LossyFenError};
 use shakmaty::{Color, EnPassantMode, Position};
 
 use crate::runtime::layout::chess::{chess_of, setup_of};
-use crate::runtime::store::Store;
+use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
 
-/// One JSON object (one line) for a matching game: game number (1-based),
-/// each matching position with its ply and FEN, comments, messages and sort
-/// keys.
+/// Appends one JSON object and a newline for a matching game: game number
+/// (1-based), each matching position with its ply and FEN, comments,
+/// messages and sort keys.
 ///
 /// # Errors
 /// The game's positions cannot be read from the store.
 pub(crate) fn match_json(
+    out: &mut Vec<u8>,
     store: &Store,
     m: &GameMatch,
-) -> Result<String, crate::runtime::store::StoreError> {
+) -> Result<(), StoreError> {
     let positions = store.game_positions(m.game)?;
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
@@ -28,49 +32,131 @@ pub(crate) fn match_json(
             let s = f.as_setup();
             (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
         });
-    let matches: Vec<_> = m
+    out.extend_from_slice(b"{\"comments\":[");
+    for (k, (i, t)) in m.comments.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"index\":");
+        push_integer(out, i64::from(*i));
+        out.extend_from_slice(b",\"text\":");
+        push_string(out, t);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"game\":");
+    push_integer(out, i64::from(m.game) + 1);
+    out.extend_from_slice(b",\"matches\":[");
+    let mut first = true;
+    for (i, p) in m
         .positions
         .iter()
         .filter_map(|i| positions.get(i as usize).map(|p| (i, p)))
-        .map(|(i, p)| {
-            // A position shakmaty cannot play (a setup CQL 6.2 reads with
-            // the side not to move in check) is written from its record as
-            // it stands.
-            let mut setup = match chess_of(p) {
-                Ok(pos) => pos.to_setup(EnPassantMode::Legal),
-                Err(_) => setup_of(p).0,
-            };
-            let half = start_half + u32::from(p.ply);
-            setup.fullmoves = std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
-            let fen = Fen::try_from_setup(setup)
-                .unwrap_or_else(LossyFenError::ignore)
-                .to_string();
-            json!({ "index": i, "ply": p.ply, "fen": fen })
-        })
-        .collect();
-    let sort: Vec<_> = m
-        .sort_keys
-        .iter()
-        .map(|k| {
-            let value = match &k.value {
-                Some(SortValue::Number(n)) => json!(n),
-                Some(SortValue::Text(s)) => json!(s),
-                None => serde_json::Value::Null,
-            };
-            json!({ "label": k.label, "min": k.min, "value": value })
-        })
-        .collect();
-    let comments: Vec<_> = m
-        .comments
-        .iter()
-        .map(|(i, t)| json!({ "index": i, "text": t }))
-        .collect();
-    Ok(json!({
-        "game": u64::from(m.game) + 1,
-        "matches": matches,
-        "comments": comments,
-        "messages": m.messages,
-        "sort": sort,
-    })
-    .to_string())
+    {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        // A position shakmaty cannot play (a setup CQL 6.2 reads with the
+        // side not to move in check) is written from its record as it
+        // stands.
+        let mut setup = match chess_of(p) {
+            Ok(pos) => pos.to_setup(EnPassantMode::Legal),
+            Err(_) => setup_of(p).0,
+        };
+        let half = start_half + u32::from(p.ply);
+        setup.fullmoves = std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
+        // A FEN holds no character JSON escapes.
+        out.extend_from_slice(b"{\"fen\":\"");
+        Fen::try_from_setup(setup)
+            .unwrap_or_else(LossyFenError::ignore)
+            .append_ascii_to(out);
+        out.extend_from_slice(b"\",\"index\":");
+        push_integer(out, i64::from(i));
+        out.extend_from_slice(b",\"ply\":");
+        push_integer(out, i64::from(p.ply));
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"],\"messages\":[");
+    for (k, t) in m.messages.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        push_string(out, t);
+    }
+    out.extend_from_slice(b"],\"sort\":[");
+    for (k, key) in m.sort_keys.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"label\":");
+        match &key.label {
+            Some(l) => push_string(out, l),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(if key.min {
+            b",\"min\":true,\"value\":"
+        } else {
+            b",\"min\":false,\"value\":"
+        });
+        match &key.value {
+            Some(SortValue::Number(n)) => push_integer(out, *n),
+            Some(SortValue::Text(s)) => push_string(out, s),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}\n");
+    Ok(())
+}
+
+/// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
+fn push_string(out: &mut Vec<u8>, s: &str) {
+    // Writing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Appends the decimal form of `n`.
+fn push_integer(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strings_and_integers_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "plain",
+            "q\"uote",
+            "back\\slash",
+            "nl\n\ttab\u{1}",
+            "é♖",
+        ] {
+            let mut out = Vec::new();
+            push_string(&mut out, s);
+            assert_eq!(out, json!(s).to_string().into_bytes());
+        }
+        for n in [0, 1, -1, 42, -90, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            push_integer(&mut out, n);
+            assert_eq!(out, json!(n).to_string().into_bytes());
+        }
+    }
 }

@@ -210,8 +210,15 @@ impl<'s, W: Write> Printer<'s, W> {
                     self.stopped = true;
                     break;
                 }
-                let m =
-                    (self.rematch)(h.game)?.ok_or(PrintError::Rematch(u64::from(h.game) + 1))?;
+                let Some(m) = (self.rematch)(h.game)? else {
+                    // A matcher polling the same flag skips the game once
+                    // it is set.
+                    if self.stop.load(Ordering::Relaxed) {
+                        self.stopped = true;
+                        break;
+                    }
+                    return Err(PrintError::Rematch(u64::from(h.game) + 1));
+                };
                 self.delivered += 1;
                 self.write(m)?;
             }
@@ -326,12 +333,8 @@ impl Renderer<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<(), PrintError> {
         match self.form {
-            Form::Pgn(options) => write_match(buf, texts, m, options)?,
-            Form::Jsonl => {
-                let line = match_json(self.store, m)?;
-                buf.extend_from_slice(line.as_bytes());
-                buf.push(b'\n');
-            }
+            Form::Pgn(options) => write_match(buf, self.store, texts, m, options)?,
+            Form::Jsonl => match_json(buf, self.store, m)?,
             Form::Count => {}
         }
         Ok(())
@@ -398,6 +401,206 @@ mod tests {
             label: None,
             min,
             value,
+        }
+    }
+
+    /// A store in a fresh temp dir, removed when the guard drops.
+    struct GoldenStore(std::path::PathBuf);
+
+    impl GoldenStore {
+        /// The store of the golden test games (4 games).
+        fn new(name: &str) -> (GoldenStore, Store) {
+            let pgn = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/golden/input.pgn");
+            GoldenStore::of(name, &std::fs::read(pgn).unwrap())
+        }
+
+        /// The store of the games of `pgn`.
+        fn of(name: &str, pgn: &[u8]) -> (GoldenStore, Store) {
+            let dir =
+                std::env::temp_dir().join(format!("cqlj-printer-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let input = dir.join("games.pgn");
+            std::fs::write(&input, pgn).unwrap();
+            let db = dir.join("games.cqlj");
+            let mut reports = crate::import::CollectReports::default();
+            crate::import::import_files(&[input], &db, &mut reports).unwrap();
+            let store = Store::open(&db).unwrap();
+            (GoldenStore(dir), store)
+        }
+    }
+
+    /// The PGN a printer writes for `matches` of `store`.
+    fn printed(store: &Store, matches: Vec<GameMatch>) -> String {
+        let stop = AtomicBool::new(false);
+        let rematch = |_: u32| -> Result<Option<GameMatch>, ScanError> { Ok(None) };
+        let options = PrinterOptions {
+            form: Form::Pgn(PgnOptions {
+                matchstring: Some("CQL".into()),
+            }),
+            limit: None,
+            sorted: false,
+            threads: 1,
+            out_name: "test output".into(),
+        };
+        let mut printer = Printer::new(store, options, Vec::new(), &rematch, &stop);
+        for m in matches {
+            assert!(printer.game(m).is_continue());
+        }
+        printer.finish().unwrap();
+        String::from_utf8(printer.into_writer().unwrap()).unwrap()
+    }
+
+    /// A matching position's comment goes after the move leading to it:
+    /// found by counting moves when the importer stored every move, by its
+    /// replay when it cut a line at an illegal move.
+    #[test]
+    fn comments_follow_their_moves_with_and_without_a_cut_line() {
+        let pgn = b"[Event \"cut\"]\n[Result \"*\"]\n\n1. e4 (1. d4 d5 2. Ng5 Nf6) 1... e5 2. Nf3 *\n\n\
+                    [Event \"whole\"]\n[Result \"*\"]\n\n1. e4 (1. d4 d5 2. Nf3 Nf6) 1... e5 2. Nf3 *\n";
+        let (_dir, store) = GoldenStore::of("cut-line", pgn);
+        assert_eq!(store.n_games(), 2);
+        // Game 1 stores 6 positions for 7 moves (2. Ng5 and Nf6 are cut);
+        // game 2 stores 8 for 7.
+        assert_eq!(store.game(0).unwrap().n_positions, 6);
+        assert_eq!(store.game(1).unwrap().n_positions, 8);
+        let m = |game: u32, positions: Vec<u32>| GameMatch {
+            game,
+            positions: positions.into(),
+            ..GameMatch::default()
+        };
+        let out = printed(&store, vec![m(0, vec![3, 4]), m(1, vec![4, 5])]);
+        let games: Vec<&str> = out.split("[Event ").skip(1).collect();
+        assert_eq!(games.len(), 2, "{out}");
+        // Position 3 is after 1... d5, 4 after 1... e5 (the cut moves have
+        // none).
+        assert!(
+            games[0].contains("(1. d4 d5 {CQL} 2. Ng5 Nf6) 1... e5 {CQL} 2. Nf3 *"),
+            "{out}"
+        );
+        // Position 4 is after 2. Nf3 in the variation, 5 after 2... Nf6.
+        assert!(
+            games[1].contains("(1. d4 d5 2. Nf3 {CQL} 2... Nf6 {CQL}) 1... e5 2. Nf3 *"),
+            "{out}"
+        );
+    }
+
+    impl Drop for GoldenStore {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A sorted run's games are written at the end; the stop flag (Ctrl-C)
+    /// ends that writing between two games, and what was written is whole
+    /// games.
+    #[test]
+    fn stop_flag_ends_a_sorted_write_between_games() {
+        let (_dir, store) = GoldenStore::new("sorted-stop");
+        assert_eq!(store.n_games(), 4);
+        for stop_after in [0, 1, 2] {
+            let stop = AtomicBool::new(stop_after == 0);
+            let rematched = std::cell::Cell::new(0u32);
+            // Every game matches at its first position; the flag is set
+            // while the `stop_after`-th game is matched again.
+            let rematch = |g: u32| -> Result<Option<GameMatch>, ScanError> {
+                rematched.set(rematched.get() + 1);
+                if rematched.get() == stop_after {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(Some(GameMatch {
+                    game: g,
+                    positions: vec![0].into(),
+                    ..GameMatch::default()
+                }))
+            };
+            let options = PrinterOptions {
+                form: Form::Pgn(PgnOptions::default()),
+                limit: None,
+                sorted: true,
+                threads: 1,
+                out_name: "test output".into(),
+            };
+            let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
+            for game in 0..4 {
+                let m = GameMatch {
+                    game,
+                    sort_keys: vec![key(false, Some(SortValue::Number(i64::from(game))))],
+                    ..GameMatch::default()
+                };
+                assert!(printer.game(m).is_continue());
+            }
+            let printed = printer.finish().unwrap();
+            let out = String::from_utf8(printer.into_writer().unwrap()).unwrap();
+            assert!(printed.stopped, "stop after {stop_after}");
+            assert_eq!(printed.delivered, u64::from(stop_after));
+            assert_eq!(rematched.get(), stop_after);
+            // Whole games, highest key first: games 4, 3, ...
+            assert_eq!(out.matches("[Event ").count(), stop_after as usize);
+            let rounds: Vec<&str> = out
+                .lines()
+                .filter_map(|l| l.strip_prefix("[Round \""))
+                .collect();
+            assert_eq!(rounds, ["4\"]", "3\"]"][..stop_after as usize]);
+            if stop_after > 0 {
+                assert!(out.trim_end().ends_with(['0', '1', '2', '*']), "{out}");
+            }
+        }
+    }
+
+    /// A matcher polling the stop flag skips a game once it is set: a
+    /// sorted write then stops there; without the flag a game that does not
+    /// match again is an error.
+    #[test]
+    fn a_rematch_skipped_by_the_stop_flag_stops_the_write() {
+        let (_dir, store) = GoldenStore::new("rematch-skipped");
+        for set_flag in [true, false] {
+            let stop = AtomicBool::new(false);
+            let rematched = std::cell::Cell::new(0u32);
+            // The second game matched again sees the flag (or misses).
+            let rematch = |g: u32| -> Result<Option<GameMatch>, ScanError> {
+                rematched.set(rematched.get() + 1);
+                if rematched.get() == 2 {
+                    if set_flag {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    return Ok(None);
+                }
+                Ok(Some(GameMatch {
+                    game: g,
+                    positions: vec![0].into(),
+                    ..GameMatch::default()
+                }))
+            };
+            let options = PrinterOptions {
+                form: Form::Pgn(PgnOptions::default()),
+                limit: None,
+                sorted: true,
+                threads: 1,
+                out_name: "test output".into(),
+            };
+            let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
+            for game in 0..4 {
+                let m = GameMatch {
+                    game,
+                    sort_keys: vec![key(true, Some(SortValue::Number(i64::from(game))))],
+                    ..GameMatch::default()
+                };
+                assert!(printer.game(m).is_continue());
+            }
+            let result = printer.finish();
+            if set_flag {
+                let printed = result.unwrap();
+                assert!(printed.stopped);
+                assert_eq!(printed.delivered, 1);
+                let out = String::from_utf8(printer.into_writer().unwrap()).unwrap();
+                assert_eq!(out.matches("[Event ").count(), 1);
+                assert!(out.contains("[Round \"1\"]"), "{out}");
+            } else {
+                // `min`: ascending, so game 2 is the second matched again.
+                assert!(matches!(result, Err(PrintError::Rematch(2))), "{result:?}");
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visito
 use shakmaty::Color;
 use shakmaty::fen::Fen;
 
-use crate::runtime::store::{StoreError, TextReader};
+use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::GameMatch;
 
 /// What to add to one game when it is written.
@@ -67,6 +67,81 @@ pub fn write_pgn_game(
     text: &[u8],
     notes: &Annotations,
 ) -> Result<(), OutputError> {
+    let mut inserts: Vec<(u32, &str)> = notes
+        .comments
+        .iter()
+        .flat_map(|(&p, texts)| texts.iter().map(move |t| (p, t.as_str())))
+        .collect();
+    inserts.sort_by_key(|&(p, _)| p);
+    let mut buf = Vec::with_capacity(text.len() + text.len() / 4);
+    let notes = Notes {
+        inserts: &inserts,
+        san_index: notes.san_index.as_deref(),
+    };
+    rewrite(&mut buf, game_number, text, &notes)?;
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+/// The comments to insert into one game, as the rewriter reads them.
+struct Notes<'a> {
+    /// (position index, text), sorted by position; a position's texts in
+    /// the order they are written.
+    inserts: &'a [(u32, &'a str)],
+    /// The position each move of the text leads to (see
+    /// [`Annotations::san_index`]); `None`: move k leads to position k.
+    san_index: Option<&'a [Option<u32>]>,
+}
+
+impl Notes<'_> {
+    /// The range of `inserts` to insert after position `index`, searched
+    /// from `cursor` (where the last search ended: positions are asked
+    /// for in increasing order, so a game's searches are linear in all),
+    /// which is moved past it.
+    fn at(&self, index: u32, cursor: &mut usize) -> std::ops::Range<usize> {
+        let ins = self.inserts;
+        let mut from = (*cursor).min(ins.len());
+        if from > 0 && ins[from - 1].0 >= index {
+            // Asked out of order: search from the start.
+            from = ins.partition_point(|&(p, _)| p < index);
+        }
+        while ins.get(from).is_some_and(|&(p, _)| p < index) {
+            from += 1;
+        }
+        let mut to = from;
+        while ins.get(to).is_some_and(|&(p, _)| p == index) {
+            to += 1;
+        }
+        *cursor = to;
+        from..to
+    }
+}
+
+/// Appends the decimal digits of `n`.
+fn push_decimal(buf: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// Reads `text` as the importer reads it and appends it to `out` as
+/// written (tags, movetext with `notes` inserted); returns the number of
+/// moves (SAN tokens) of the text. On an error `out` is left as it was.
+fn rewrite(
+    out: &mut Vec<u8>,
+    game_number: u64,
+    text: &[u8],
+    notes: &Notes<'_>,
+) -> Result<u32, OutputError> {
     // Read as the importer reads it (the game CQL 6.2 reads).
     let mut fixed = text.to_vec();
     let quotes = crate::import::cql_lines(&mut fixed);
@@ -75,36 +150,19 @@ pub fn write_pgn_game(
     let mut reader = Reader::build(io::Cursor::new(&fixed[..]))
         .set_supported_tag_line_length(fixed.len().clamp(255, 1 << 20))
         .finish();
-    let mut writer = PgnRewriter { notes, quotes };
-    let game = reader
-        .read_game(&mut writer)?
-        .ok_or(OutputError::NoGame(game_number))?;
-    for (name, value) in &game.tags {
-        out.write_all(b"[")?;
-        out.write_all(name)?;
-        out.write_all(b" \"")?;
-        out.write_all(value)?;
-        out.write_all(b"\"]\n")?;
-    }
-    out.write_all(b"\n")?;
-    let mut col = 0;
-    let mut prev: &[u8] = b"";
-    for token in &game.tokens {
-        // No space inside parentheses: "(40... Kf7)".
-        let glued = prev == b"(" || token == b")";
-        if col > 0 && col + 1 + token.len() > LINE {
-            out.write_all(b"\n")?;
-            col = 0;
-        } else if col > 0 && !glued {
-            out.write_all(b" ")?;
-            col += 1;
+    let start = out.len();
+    let mut writer = PgnRewriter { notes, quotes, out };
+    match reader.read_game(&mut writer) {
+        Ok(Some(moves)) => Ok(moves),
+        Ok(None) => {
+            writer.out.truncate(start);
+            Err(OutputError::NoGame(game_number))
         }
-        prev = token;
-        out.write_all(token)?;
-        col += token.len();
+        Err(e) => {
+            writer.out.truncate(start);
+            Err(e.into())
+        }
     }
-    out.write_all(b"\n\n")?;
-    Ok(())
 }
 
 /// How matching games are written as PGN.
@@ -115,54 +173,77 @@ pub struct PgnOptions {
     pub matchstring: Option<String>,
 }
 
-/// Writes matching game `m` read through `texts`: the match string after
-/// each matching move, the query's comments after theirs.
+/// Appends matching game `m` of `store` read through `texts` to `out`: the
+/// match string after each matching move, the query's comments after
+/// theirs.
 ///
-/// The moves are numbered as the importer numbered them
-/// (`import::parse_game`), which is exact also for a game with a variation
-/// the importer cut at an illegal move.
+/// The moves are numbered as the importer numbered them: the importer
+/// stores one position per move of the text, in text order, except for the
+/// moves of a line it cut at an illegal move. So when the text's moves
+/// number one less than the game's stored positions, move k leads to
+/// position k (no chess logic needed); otherwise the importer's replay
+/// (`import::parse_game`) numbers them, which is exact also for a game with
+/// a cut line.
 ///
 /// # Errors
-/// The game's text cannot be read from the store, or writing fails.
+/// The game's text cannot be read from the store.
 pub(crate) fn write_match(
-    out: &mut dyn Write,
+    out: &mut Vec<u8>,
+    store: &Store,
     texts: &mut TextReader<'_>,
     m: &GameMatch,
     options: &PgnOptions,
 ) -> Result<(), OutputError> {
-    let mut notes = Annotations::default();
+    let mut inserts: Vec<(u32, &str)> = Vec::new();
     if let Some(s) = &options.matchstring {
-        for p in &m.positions {
-            notes.add(p, s.clone());
-        }
+        inserts.extend(m.positions.iter().map(|p| (p, s.as_str())));
     }
-    for (p, text) in &m.comments {
-        notes.add(*p, text.clone());
-    }
+    inserts.extend(m.comments.iter().map(|(p, t)| (*p, t.as_str())));
+    // Stable: at one position the match string comes first, then the
+    // comments in the order the query made them.
+    inserts.sort_by_key(|&(p, _)| p);
+    let game_number = u64::from(m.game) + 1;
+    let stored_moves = store.game(m.game)?.n_positions.saturating_sub(1);
     let text = texts.game_text(m.game)?;
-    // The importer's move numbering (a replay of the game) only places
-    // comments: a game written without any (`-silent`) skips it.
-    if !notes.comments.is_empty() {
-        notes.san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+    let start = out.len();
+    let mut notes = Notes {
+        inserts: &inserts,
+        san_index: None,
+    };
+    let moves = rewrite(out, game_number, text, &notes)?;
+    // The numbering only places comments: a game written without any
+    // (`-silent`) needs no check.
+    if !inserts.is_empty() && moves != stored_moves {
+        out.truncate(start);
+        let san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
+        notes.san_index = san_index.as_deref();
+        rewrite(out, game_number, text, &notes)?;
     }
-    write_pgn_game(out, u64::from(m.game) + 1, text, &notes)
+    Ok(())
 }
 
-/// A game as re-emitted: tags and movetext tokens, raw bytes (a comment's
-/// bytes are the source's, whatever their encoding).
-struct Rewritten {
-    tags: Vec<(Vec<u8>, Vec<u8>)>,
-    tokens: Vec<Vec<u8>>,
+/// Whether `token` is a game result.
+fn is_result(token: &[u8]) -> bool {
+    matches!(token, b"1-0" | b"0-1" | b"1/2-1/2" | b"*")
 }
 
-struct PgnRewriter<'a> {
-    notes: &'a Annotations,
+/// The visitor writing a game as it is read: tags, then the movetext
+/// wrapped at [`LINE`] columns.
+struct PgnRewriter<'a, 'o> {
+    notes: &'a Notes<'a>,
     /// Tag quotes of the text were rewritten to `import::TAG_QUOTE`.
     quotes: bool,
+    out: &'o mut Vec<u8>,
+}
+
+/// What the tags tell the movetext: the first `FEN` and `Result` values.
+#[derive(Default)]
+struct TagValues {
+    fen: Option<Vec<u8>>,
+    result: Option<Vec<u8>>,
 }
 
 struct Movetext {
-    tokens: Vec<Vec<u8>>,
     /// Position index of the next move (store order).
     next_index: u32,
     /// Plies played from the initial position on the current line.
@@ -177,34 +258,79 @@ struct Movetext {
     /// Position index of the last move, whose annotations are written after
     /// its NAGs (PGN puts NAGs right after the move).
     pending: Option<u32>,
+    /// The game's `Result` tag value (written when the movetext ends
+    /// without a result).
+    result_tag: Option<Vec<u8>>,
+    /// Column of the current output line.
+    col: usize,
+    /// The last token written was `(` (the next one is glued to it).
+    after_open: bool,
+    /// The last token written was a game result.
+    after_result: bool,
+    /// Where a token is built before it is written.
+    scratch: Vec<u8>,
+    /// Where the next search of the notes starts ([`Notes::at`]).
+    cursor: usize,
 }
 
 impl Movetext {
-    fn comment_tokens(&mut self, index: u32, notes: &Annotations) {
-        if let Some(texts) = notes.comments.get(&index) {
-            for t in texts {
-                self.tokens
-                    .push(format!("{{{}}}", t.replace('}', ")")).into_bytes());
+    /// Writes one movetext token: on the current line after a space (none
+    /// inside parentheses: "(40... Kf7)"), or on a new line when it would
+    /// pass [`LINE`] columns.
+    fn token(&mut self, out: &mut Vec<u8>, token: &[u8]) {
+        let glued = self.after_open || token == b")";
+        if self.col > 0 && self.col + 1 + token.len() > LINE {
+            out.push(b'\n');
+            self.col = 0;
+        } else if self.col > 0 && !glued {
+            out.push(b' ');
+            self.col += 1;
+        }
+        out.extend_from_slice(token);
+        self.col += token.len();
+        self.after_open = token == b"(";
+        self.after_result = is_result(token);
+    }
+
+    /// Writes the token built in `scratch`.
+    fn scratch_token(&mut self, out: &mut Vec<u8>) {
+        let token = std::mem::take(&mut self.scratch);
+        self.token(out, &token);
+        self.scratch = token;
+    }
+
+    fn comment_tokens(&mut self, out: &mut Vec<u8>, index: u32, notes: &Notes<'_>) {
+        let texts = notes.at(index, &mut self.cursor);
+        let found = !texts.is_empty();
+        for &(_, t) in &notes.inserts[texts] {
+            self.scratch.clear();
+            self.scratch.push(b'{');
+            for &b in t.as_bytes() {
+                self.scratch.push(if b == b'}' { b')' } else { b });
             }
+            self.scratch.push(b'}');
+            self.scratch_token(out);
+        }
+        if found {
             self.need_number = true;
         }
     }
 
     /// Writes the annotations of the last move, if not written yet.
-    fn flush(&mut self, notes: &Annotations) {
+    fn flush(&mut self, out: &mut Vec<u8>, notes: &Notes<'_>) {
         if let Some(index) = self.pending.take() {
-            self.comment_tokens(index, notes);
+            self.comment_tokens(out, index, notes);
         }
     }
 }
 
-impl Visitor for PgnRewriter<'_> {
-    type Tags = Vec<(Vec<u8>, Vec<u8>)>;
-    type Movetext = (Vec<(Vec<u8>, Vec<u8>)>, Movetext);
-    type Output = Rewritten;
+impl Visitor for PgnRewriter<'_, '_> {
+    type Tags = TagValues;
+    type Movetext = Movetext;
+    type Output = u32;
 
     fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
-        ControlFlow::Continue(Vec::new())
+        ControlFlow::Continue(TagValues::default())
     }
 
     fn tag(
@@ -213,23 +339,32 @@ impl Visitor for PgnRewriter<'_> {
         name: &[u8],
         value: RawTag<'_>,
     ) -> ControlFlow<Self::Output> {
-        let mut value = value.as_bytes().to_vec();
+        let out = &mut *self.out;
+        out.push(b'[');
+        out.extend_from_slice(name);
+        out.extend_from_slice(b" \"");
+        let from = out.len();
+        out.extend_from_slice(value.as_bytes());
         if self.quotes {
-            for b in &mut value {
+            for b in &mut out[from..] {
                 if *b == crate::import::TAG_QUOTE {
                     *b = b'"';
                 }
             }
         }
-        tags.push((name.to_vec(), value));
+        let value = from..out.len();
+        match name {
+            b"FEN" if tags.fen.is_none() => tags.fen = Some(out[value.clone()].to_vec()),
+            b"Result" if tags.result.is_none() => tags.result = Some(out[value].to_vec()),
+            _ => {}
+        }
+        out.extend_from_slice(b"\"]\n");
         ControlFlow::Continue(())
     }
 
     fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
-        let fen = tags
-            .iter()
-            .find(|(n, _)| n.as_slice() == b"FEN")
-            .and_then(|(_, v)| Fen::from_ascii(v).ok());
+        self.out.push(b'\n');
+        let fen = tags.fen.as_deref().and_then(|v| Fen::from_ascii(v).ok());
         let (white_first, first_move_number) = match fen {
             Some(f) => {
                 let setup = f.as_setup();
@@ -238,7 +373,6 @@ impl Visitor for PgnRewriter<'_> {
             None => (true, 1),
         };
         let mut mt = Movetext {
-            tokens: Vec::new(),
             next_index: 1,
             ply: 0,
             stack: Vec::new(),
@@ -246,109 +380,106 @@ impl Visitor for PgnRewriter<'_> {
             first_move_number,
             need_number: true,
             pending: None,
+            result_tag: tags.result,
+            col: 0,
+            after_open: false,
+            after_result: false,
+            scratch: Vec::new(),
+            cursor: 0,
         };
-        mt.comment_tokens(0, self.notes);
-        ControlFlow::Continue((tags, mt))
+        mt.comment_tokens(self.out, 0, self.notes);
+        ControlFlow::Continue(mt)
     }
 
-    fn san(
-        &mut self,
-        (_, mt): &mut Self::Movetext,
-        san_plus: SanPlus,
-    ) -> ControlFlow<Self::Output> {
-        mt.flush(self.notes);
+    fn san(&mut self, mt: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        mt.flush(self.out, self.notes);
         let half = mt.ply + if mt.white_first { 0 } else { 1 };
         let number = mt.first_move_number + half / 2;
-        if half % 2 == 0 {
-            mt.tokens.push(format!("{number}.").into_bytes());
-        } else if mt.need_number {
-            mt.tokens.push(format!("{number}...").into_bytes());
+        if half % 2 == 0 || mt.need_number {
+            mt.scratch.clear();
+            push_decimal(&mut mt.scratch, number);
+            mt.scratch
+                .extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
+            mt.scratch_token(self.out);
         }
         mt.need_number = false;
-        mt.tokens.push(san_plus.to_string().into_bytes());
+        mt.scratch.clear();
+        san_plus.append_ascii_to(&mut mt.scratch);
+        mt.scratch_token(self.out);
         mt.ply += 1;
         let nth = mt.next_index;
         mt.next_index += 1;
-        mt.pending = match &self.notes.san_index {
+        mt.pending = match self.notes.san_index {
             Some(map) => map.get(nth as usize - 1).copied().flatten(),
             None => Some(nth),
         };
         ControlFlow::Continue(())
     }
 
-    fn nag(&mut self, (_, mt): &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
-        mt.tokens.push(format!("${}", nag.0).into_bytes());
+    fn nag(&mut self, mt: &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
+        mt.scratch.clear();
+        mt.scratch.push(b'$');
+        push_decimal(&mut mt.scratch, u32::from(nag.0));
+        mt.scratch_token(self.out);
         ControlFlow::Continue(())
     }
 
     fn comment(
         &mut self,
-        (_, mt): &mut Self::Movetext,
+        mt: &mut Self::Movetext,
         comment: RawComment<'_>,
     ) -> ControlFlow<Self::Output> {
-        mt.flush(self.notes);
-        let mut token = Vec::with_capacity(comment.as_bytes().len() + 2);
-        token.push(b'{');
-        token.extend_from_slice(comment.as_bytes().trim_ascii());
-        token.push(b'}');
-        mt.tokens.push(token);
+        mt.flush(self.out, self.notes);
+        mt.scratch.clear();
+        mt.scratch.push(b'{');
+        mt.scratch
+            .extend_from_slice(comment.as_bytes().trim_ascii());
+        mt.scratch.push(b'}');
+        mt.scratch_token(self.out);
         mt.need_number = true;
         ControlFlow::Continue(())
     }
 
-    fn begin_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
-        mt.flush(self.notes);
+    fn begin_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
+        mt.flush(self.out, self.notes);
         mt.stack.push(mt.ply);
         mt.ply = mt.ply.saturating_sub(1);
-        mt.tokens.push(b"(".to_vec());
+        mt.token(self.out, b"(");
         mt.need_number = true;
         ControlFlow::Continue(Skip(false))
     }
 
-    fn end_variation(&mut self, (_, mt): &mut Self::Movetext) -> ControlFlow<Self::Output> {
-        mt.flush(self.notes);
+    fn end_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output> {
+        mt.flush(self.out, self.notes);
         if let Some(ply) = mt.stack.pop() {
             mt.ply = ply;
-            mt.tokens.push(b")".to_vec());
+            mt.token(self.out, b")");
             mt.need_number = true;
         }
         ControlFlow::Continue(())
     }
 
-    fn outcome(
-        &mut self,
-        (_, mt): &mut Self::Movetext,
-        outcome: Outcome,
-    ) -> ControlFlow<Self::Output> {
-        mt.flush(self.notes);
-        mt.tokens.push(outcome.to_string().into_bytes());
+    fn outcome(&mut self, mt: &mut Self::Movetext, outcome: Outcome) -> ControlFlow<Self::Output> {
+        mt.flush(self.out, self.notes);
+        mt.scratch.clear();
+        let _ = write!(mt.scratch, "{outcome}");
+        mt.scratch_token(self.out);
         ControlFlow::Continue(())
     }
 
-    fn end_game(&mut self, (tags, mut mt): Self::Movetext) -> Self::Output {
-        mt.flush(self.notes);
+    fn end_game(&mut self, mut mt: Self::Movetext) -> Self::Output {
+        mt.flush(self.out, self.notes);
         // Close variations the source left open, and always end with a
         // result token (the Result tag's, else `*`).
         while mt.stack.pop().is_some() {
-            mt.tokens.push(b")".to_vec());
+            mt.token(self.out, b")");
         }
-        let has_result = mt
-            .tokens
-            .last()
-            .is_some_and(|t| matches!(t.as_slice(), b"1-0" | b"0-1" | b"1/2-1/2" | b"*"));
-        if !has_result {
-            let result = tags
-                .iter()
-                .find(|(n, _)| n.as_slice() == b"Result")
-                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-                .filter(|r| matches!(r.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*"))
-                .unwrap_or_else(|| "*".to_owned());
-            mt.tokens.push(result.into_bytes());
+        if !mt.after_result {
+            let result = mt.result_tag.take().filter(|r| is_result(r));
+            mt.token(self.out, result.as_deref().unwrap_or(b"*"));
         }
-        Rewritten {
-            tags,
-            tokens: mt.tokens,
-        }
+        self.out.extend_from_slice(b"\n\n");
+        mt.next_index - 1
     }
 }
 
@@ -398,6 +529,35 @@ mod tests {
             got,
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n{start} 40... Kd7 (40... Kf7 41. Ra7+ {CQL}) 41. Ra7+ *\n\n"
         );
+    }
+
+    #[test]
+    fn decimals_and_note_lookups() {
+        for n in [0, 7, 10, 99, 100, 4_294_967_295] {
+            let mut buf = b"x".to_vec();
+            push_decimal(&mut buf, n);
+            assert_eq!(buf, format!("x{n}").into_bytes());
+        }
+        let inserts = [(0, "a"), (2, "b"), (2, "c"), (5, "d")];
+        let notes = Notes {
+            inserts: &inserts,
+            san_index: None,
+        };
+        let mut cursor = 0;
+        let texts = |i: u32, cursor: &mut usize| -> Vec<&str> {
+            inserts[notes.at(i, cursor)]
+                .iter()
+                .map(|&(_, t)| t)
+                .collect()
+        };
+        assert_eq!(texts(0, &mut cursor), ["a"]);
+        assert_eq!(texts(1, &mut cursor), Vec::<&str>::new());
+        assert_eq!(texts(2, &mut cursor), ["b", "c"]);
+        assert_eq!(texts(5, &mut cursor), ["d"]);
+        assert_eq!(texts(6, &mut cursor), Vec::<&str>::new());
+        // Out of order still finds the texts.
+        assert_eq!(texts(2, &mut cursor), ["b", "c"]);
+        assert_eq!(texts(0, &mut cursor), ["a"]);
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //!   of results), never by the number of games.
 //! - A matcher is shared read-only by all workers; per-worker mutable state
 //!   lives in its [`GameMatcher::Scratch`].
+//! - The stop flag is polled before each batch is evaluated and before each
+//!   batch is delivered, so a stop waits for at most one batch per worker
+//!   (not a whole window), and the sink has then received every match of a
+//!   prefix of the games, ending at a batch boundary.
 
 #![warn(missing_docs, unreachable_pub)]
 
@@ -398,8 +402,9 @@ pub struct ScanStats {
 const WINDOW_PER_THREAD: usize = 4;
 
 /// Runs `matcher` over `games` and feeds the matches to `sink` in game order.
-/// `stop` is polled between windows (e.g. set by a Ctrl-C handler); what was
-/// delivered before it is complete.
+/// `stop` (e.g. set by a Ctrl-C handler) is polled before each batch is
+/// evaluated and before each is delivered; what was delivered before it is
+/// complete: every match of the games up to a batch boundary.
 ///
 /// # Errors
 /// The first error any game produced (in game order), or a thread-pool error.
@@ -427,19 +432,23 @@ pub fn scan<M: GameMatcher>(
     let scratches: Vec<Mutex<M::Scratch>> = (0..threads)
         .map(|_| Mutex::new(matcher.scratch()))
         .collect();
+    // `None`: not evaluated, the stop flag was set.
     let run = |r: &Range<u32>, scratch: &Mutex<M::Scratch>| {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
         let mut scratch = scratch.lock().unwrap_or_else(PoisonError::into_inner);
         let mut out = Vec::new();
         matcher
             .match_games(r.clone(), &mut scratch, &mut out)
-            .map(|()| out)
+            .map(|()| Some(out))
     };
     for window in batches.chunks(threads * WINDOW_PER_THREAD) {
         if stop.load(Ordering::Relaxed) {
             stats.stopped = true;
             break;
         }
-        let results: Vec<Result<Vec<GameMatch>, ScanError>> = if threads == 1 {
+        let results: Vec<Result<Option<Vec<GameMatch>>, ScanError>> = if threads == 1 {
             window.iter().map(|r| run(r, &scratches[0])).collect()
         } else {
             pool.install(|| {
@@ -453,7 +462,12 @@ pub fn scan<M: GameMatcher>(
             })
         };
         for (range, result) in window.iter().zip(results) {
-            for m in result? {
+            let found = result?;
+            let Some(found) = found.filter(|_| !stop.load(Ordering::Relaxed)) else {
+                stats.stopped = true;
+                return Ok(stats);
+            };
+            for m in found {
                 stats.matches += 1;
                 if sink.game(m).is_break() {
                     stats.games += u64::from(range.end - range.start);
@@ -602,6 +616,80 @@ mod tests {
         .unwrap();
         assert_eq!(sink.0, vec![0, 3]);
         assert!(stats.stopped);
+    }
+
+    /// Matches every game; sets `stop` (as Ctrl-C would) while evaluating
+    /// game `at`; counts the games evaluated.
+    struct StopAt<'a> {
+        stop: &'a AtomicBool,
+        at: u32,
+        evaluated: std::sync::atomic::AtomicU32,
+    }
+
+    impl GameMatcher for StopAt<'_> {
+        type Scratch = ();
+        fn scratch(&self) {}
+        fn match_games(
+            &self,
+            games: Range<u32>,
+            _: &mut (),
+            out: &mut Vec<GameMatch>,
+        ) -> Result<(), ScanError> {
+            for g in games {
+                self.evaluated.fetch_add(1, Ordering::Relaxed);
+                if g == self.at {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                out.push(GameMatch {
+                    game: g,
+                    ..GameMatch::default()
+                });
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stop_flag_set_mid_window_skips_the_window_rest() {
+        for threads in [1, 2] {
+            let stop = AtomicBool::new(false);
+            let matcher = StopAt {
+                stop: &stop,
+                at: 5,
+                evaluated: Default::default(),
+            };
+            let mut sink = Collect::default();
+            let stats = scan(
+                &matcher,
+                0..10_000,
+                &ScanOptions {
+                    threads,
+                    batch_games: 4,
+                },
+                &stop,
+                &mut sink,
+            )
+            .unwrap();
+            assert!(stats.stopped);
+            // The window holds 4 batches per thread (16 or 32 games); the
+            // batches not started when the flag was set are skipped: on
+            // one thread, the 2 batches after game 5's; on two, no later
+            // window starts (the other worker may have run ahead within
+            // this one before the flag was set).
+            let evaluated = matcher.evaluated.load(Ordering::Relaxed);
+            if threads == 1 {
+                assert_eq!(evaluated, 8);
+            } else {
+                assert!((8..=32).contains(&evaluated), "{evaluated} evaluated");
+            }
+            // Nothing is delivered once the flag is set: the sink holds
+            // every game of a prefix ending at a batch boundary.
+            let got: Vec<u32> = sink.0.iter().map(|m| m.game).collect();
+            assert_eq!(got, (0..got.len() as u32).collect::<Vec<_>>());
+            assert_eq!(got.len() % 4, 0);
+            assert_eq!(stats.games, got.len() as u64);
+            assert_eq!(stats.matches, got.len() as u64);
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::driver::count_bits;
@@ -80,6 +80,9 @@ pub struct StoreMatcher<'s> {
     /// once the sink has dropped all their games: allocating and freeing one
     /// per batch made the allocator return and re-fault pages.
     arenas: Mutex<Vec<Arc<Vec<u64>>>>,
+    /// When set, games left to the interpreter are not evaluated
+    /// ([`StoreMatcher::with_stop`]).
+    stop: Option<&'s AtomicBool>,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -164,7 +167,24 @@ impl<'s> StoreMatcher<'s> {
             hint_columns,
             hinted: AtomicU64::new(0),
             arenas: Mutex::new(Vec::new()),
+            stop: None,
         })
+    }
+
+    /// Polls `stop` before each game the interpreter evaluates (the slow
+    /// path, where one batch can take seconds): once it is set, a batch
+    /// ends early with the matches of a prefix of its games only. Give it
+    /// the flag the scan polls ([`crate::scan::scan`]'s `stop`): the scan
+    /// then delivers nothing of a batch evaluated after the flag was set,
+    /// so no truncated batch reaches a sink.
+    pub fn with_stop(mut self, stop: &'s AtomicBool) -> StoreMatcher<'s> {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The stop flag of [`StoreMatcher::with_stop`] is set.
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last
@@ -450,6 +470,9 @@ impl<'s> StoreMatcher<'s> {
         // interpreter decides each pre-selected game (and side effects).
         let pending = std::mem::take(found);
         for &(g, _, _) in &pending {
+            if self.stopped() {
+                break;
+            }
             self.interp_game(g, scratch, out)?;
         }
         scratch.found = pending;
@@ -542,6 +565,9 @@ impl GameMatcher for StoreMatcher<'_> {
             return self.jit_batch(cq, games, scratch, out);
         }
         for g in games {
+            if self.stopped() {
+                break;
+            }
             let Some(cq) = &self.jit else {
                 self.interp_game(g, scratch, out)?;
                 continue;
@@ -569,6 +595,44 @@ impl GameMatcher for StoreMatcher<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With its stop flag set, a matcher evaluates no game the interpreter
+    /// would decide; unset, the same batch matches. Every engine.
+    #[test]
+    fn stop_flag_skips_the_interpreters_games() {
+        let dir = std::env::temp_dir().join(format!("cqlj-matcher-stop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pgn =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden/input.pgn");
+        let db = dir.join("golden.cqlj");
+        let mut reports = crate::import::CollectReports::default();
+        crate::import::import_files(&[pgn], &db, &mut reports).unwrap();
+        let store = Store::open(&db).unwrap();
+        // `comment` runs on the interpreter (alone or confirming the
+        // kernel's pre-selection).
+        let query = crate::query::prepare("check comment(\"c\")", &Default::default()).unwrap();
+        for engine in [Engine::Interp, Engine::Jit, Engine::Auto] {
+            let plan = RunPlan {
+                engine,
+                variations: true,
+            };
+            let stop = AtomicBool::new(false);
+            let matcher = StoreMatcher::new(&store, &query.query, &plan)
+                .unwrap()
+                .with_stop(&stop);
+            let mut scratch = matcher.scratch();
+            let mut out = Vec::new();
+            matcher.match_games(0..4, &mut scratch, &mut out).unwrap();
+            assert!(!out.is_empty(), "{engine:?}: the golden games have checks");
+            stop.store(true, Ordering::Relaxed);
+            out.clear();
+            matcher.match_games(0..4, &mut scratch, &mut out).unwrap();
+            assert!(out.is_empty(), "{engine:?}: {out:?}");
+        }
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn mainline_mask_gathers_the_mainline_bit_of_each_position() {
