@@ -405,3 +405,101 @@ fn cql3_explain_orbits_lists_the_expanded_elements() {
             .contains("Transform :shift")
     );
 }
+
+// ---- the command line ------------------------------------------------------
+
+fn cqlj_cmd(args: &[&str], cache: &std::path::Path) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .args(args)
+        .env("CQLJ_CACHE_DIR", cache)
+        .output()
+        .expect("run cqlj");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cql3_cli_translate_explain_and_run_with_overrides() {
+    let dir = std::env::temp_dir().join(format!("cqlj-cql3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (code, out, err) = cqlj_cmd(
+        &["translate", "-cql", "(position Rb2 Bg8 :wtm :flipcolor)"],
+        &dir,
+    );
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "flipcolor {Rb2 Bg8 wtm}\n"),
+        "{err}"
+    );
+    let (code, _, err) = cqlj_cmd(&["translate", "-cql", "flip Ra1"], &dir);
+    assert_eq!(code, 2);
+    assert!(err.contains("not CQL 3 text"), "{err}");
+    let (code, _, err) = cqlj_cmd(&["translate", "-cql", "(position :relation (x))"], &dir);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("`:relation` is not supported") && err.contains("1:11"),
+        "{err}"
+    );
+    let (code, out, err) = cqlj_cmd(
+        &[
+            "explain",
+            "--ast",
+            "--ir",
+            "--orbits",
+            "-cql",
+            "(position Qa4 :shifthorizontal :flipcolor)",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("MatchList (CQL 3)"), "{out}");
+    assert!(out.contains("Transform :shifthorizontal"), "{out}");
+    assert!(
+        out.contains("right^3                  (position Qa-d4)"),
+        "{out}"
+    );
+    assert!(out.contains("flipcolor {Qa4} or {Qa-b4}"), "{out}");
+    assert!(out.contains("orbit 1: flipcolor"), "{out}");
+
+    // :pgn and :output are the header's input and output: -i/-o override.
+    let pgn = dir.join("g.pgn");
+    std::fs::write(
+        &pgn,
+        "[Event \"a\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n\
+         [Event \"b\"]\n[Result \"1/2-1/2\"]\n\n1. e4 e5 2. Qh5 g6 3. Qe2 Nc6 1/2-1/2\n",
+    )
+    .expect("write pgn");
+    let query = dir.join("q.cql");
+    std::fs::write(
+        &query,
+        "; mate after a queen sortie\n(match :pgn missing.pgn :output never.pgn\n  (position Qh5) (position :mate))\n",
+    )
+    .expect("write query");
+    let out_pgn = dir.join("out.pgn");
+    let (code, _, err) = cqlj_cmd(
+        &[
+            "-i",
+            &pgn.to_string_lossy(),
+            "-o",
+            &out_pgn.to_string_lossy(),
+            &query.to_string_lossy(),
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("1 match of 2 games"), "{err}");
+    let written = std::fs::read_to_string(&out_pgn).expect("output written");
+    assert!(
+        written.contains("[Event \"a\"]") && !written.contains("[Event \"b\"]"),
+        "{written}"
+    );
+    assert!(!dir.join("never.pgn").exists());
+    // Without -i the query's :pgn is the input (relative to the query).
+    let (code, _, err) = cqlj_cmd(&[&query.to_string_lossy()], &dir);
+    assert_eq!(code, 1);
+    assert!(err.contains("missing.pgn"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
