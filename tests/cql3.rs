@@ -503,3 +503,34 @@ fn cql3_cli_translate_explain_and_run_with_overrides() {
     assert!(err.contains("missing.pgn"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cql3_limits_are_clear_errors() {
+    // Deep nesting: every accepted depth translates and parses; deeper is
+    // a plain error.
+    let keys = ":flip :flipcolor :fliphorizontal :flipvertical :flipdiagonal";
+    let mut ok_depth = 0;
+    for depth in 1..20 {
+        let mut src = format!("(position Ka1 {keys} :shift)");
+        for _ in 1..depth {
+            src = format!("(position :not {src} {keys})");
+        }
+        let src = format!("(match {src})");
+        match parse(&src) {
+            Ok(_) => ok_depth = depth,
+            Err(d) => {
+                let text = d.to_string();
+                assert!(!text.contains("internal error"), "depth {depth}: {text}");
+                assert!(text.contains("nested deeper"), "depth {depth}: {text}");
+            }
+        }
+    }
+    assert!(ok_depth >= 5, "{ok_depth}");
+    // Shifts in nested lists multiply: past the source limit, an error.
+    let mut src = "(position Pd4 :shift)".to_owned();
+    for _ in 0..4 {
+        src = format!("(position :not {src} :shift)");
+    }
+    let d = parse(&src).expect_err("too large");
+    assert!(d.to_string().contains("expand to more than"), "{d}");
+}

@@ -27,7 +27,28 @@ use super::ast::result_text;
 use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
 use super::transform::explicit_orbit;
 use crate::ir::Bitboard;
+use crate::syntax::parser::MAX_SOURCE_BYTES;
 use crate::syntax::print::squares_text;
+
+/// The translation would exceed the CQL 6 front end's source limit
+/// ([`MAX_SOURCE_BYTES`]): the transformations expand to too many lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge;
+
+/// Bytes of CQL 6 text produced so far (parts of nested lists counted at
+/// each level, so an over-estimate); the expansion stops past the limit.
+struct Budget(usize);
+
+impl Budget {
+    fn take(&mut self, s: String) -> Result<String, TooLarge> {
+        self.0 += s.len();
+        if self.0 > MAX_SOURCE_BYTES {
+            Err(TooLarge)
+        } else {
+            Ok(s)
+        }
+    }
+}
 
 /// A designator in CQL 6 notation.
 pub fn designator(d: &Designator) -> String {
@@ -47,8 +68,8 @@ fn count(d: &Designator, r: &Range) -> String {
     }
 }
 
-fn item(i: &Item) -> String {
-    match i {
+fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
+    Ok(match i {
         Item::Designator(d) => designator(d),
         Item::Flag(f) => match f {
             Flag::Wtm => "wtm",
@@ -60,14 +81,20 @@ fn item(i: &Item) -> String {
         }
         .to_owned(),
         Item::Result(r) => format!("result {}", result_text(*r)),
-        Item::Nested(n) => position(n),
-        Item::Not(n) => format!("not {}", position(n)),
+        Item::Nested(n) => list(n, b)?,
+        Item::Not(n) => format!("not {}", list(n, b)?),
         Item::Or(ls) => {
-            let parts: Vec<String> = ls.iter().map(position).collect();
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
             format!("({})", parts.join(" or "))
         }
         Item::And(ls) => {
-            let parts: Vec<String> = ls.iter().map(position).collect();
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
             format!("{{{}}}", parts.join(" "))
         }
         Item::MoveFrom(d) => format!("move previous from {}", designator(d)),
@@ -80,16 +107,20 @@ fn item(i: &Item) -> String {
                 format!("({} attacks {})", designator(d), designator(e))
             }
         }
-    }
+    })
 }
 
 /// The items of a list without its keywords: `{ ... }`, or `true`.
-fn conjunction(l: &PositionList) -> String {
+fn conjunction(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
     if l.items.is_empty() {
-        return "true".to_owned();
+        return Ok("true".to_owned());
     }
-    let parts: Vec<String> = l.items.iter().map(item).collect();
-    format!("{{{}}}", parts.join(" "))
+    let parts = l
+        .items
+        .iter()
+        .map(|i| item(i, b))
+        .collect::<Result<Vec<_>, _>>()?;
+    b.take(format!("{{{}}}", parts.join(" ")))
 }
 
 /// The CQL 6 transform filters that a list's keywords put around its
@@ -108,21 +139,34 @@ pub fn cql6_wrappers(keys: &[TransformKeyword]) -> Vec<&'static str> {
 }
 
 /// A position list, keywords applied, as one CQL 6 filter.
-pub fn position(l: &PositionList) -> String {
+///
+/// # Errors
+/// [`TooLarge`]: its transformations expand past the source limit.
+pub fn position(l: &PositionList) -> Result<String, TooLarge> {
+    list(l, &mut Budget(0))
+}
+
+fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
     let orbit = explicit_orbit(l);
     let mut core = if orbit.len() <= 1 {
-        conjunction(&PositionList {
-            transforms: Vec::new(),
-            ..l.clone()
-        })
+        conjunction(
+            &PositionList {
+                transforms: Vec::new(),
+                ..l.clone()
+            },
+            b,
+        )?
     } else {
-        let parts: Vec<String> = orbit.iter().map(|(_, x)| conjunction(x)).collect();
-        format!("({})", parts.join(" or "))
+        let parts = orbit
+            .iter()
+            .map(|(_, x)| conjunction(x, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        b.take(format!("({})", parts.join(" or ")))?
     };
     for w in cql6_wrappers(&l.transforms).into_iter().rev() {
         core = format!("{w} {core}");
     }
-    core
+    Ok(core)
 }
 
 fn quote(s: &str) -> String {
@@ -139,7 +183,11 @@ fn quote(s: &str) -> String {
 
 /// The whole query in CQL 6: an optional `cql(...)` header, then one filter
 /// per line.
-pub fn query(m: &MatchList) -> String {
+///
+/// # Errors
+/// [`TooLarge`]: the transformations expand past the source limit.
+pub fn query(m: &MatchList) -> Result<String, TooLarge> {
+    let mut b = Budget(0);
     let mut header = Vec::new();
     if let Some(p) = &m.pgn {
         header.push(format!("input {}", quote(p)));
@@ -168,14 +216,14 @@ pub fn query(m: &MatchList) -> String {
         });
     }
     if let [only] = m.positions.as_slice() {
-        lines.push(position(only));
+        lines.push(list(only, &mut b)?);
     } else {
         lines.push("initial".to_owned());
         for l in &m.positions {
-            lines.push(format!("find quiet {}", position(l)));
+            lines.push(format!("find quiet {}", list(l, &mut b)?));
         }
     }
     let mut out = lines.join("\n");
     out.push('\n');
-    out
+    Ok(out)
 }

@@ -68,7 +68,23 @@ pub fn parse_match(src: &str) -> Result<ast::MatchList, Diagnostics> {
 /// # Errors
 /// The CQL 3 text's errors.
 pub fn translate(src: &str) -> Result<String, Diagnostics> {
-    parse_match(src).map(|m| emit::query(&m))
+    let m = parse_match(src)?;
+    emit_query(src, &m)
+}
+
+/// [`emit::query`], its size error as a diagnostic at the match list.
+fn emit_query(src: &str, m: &ast::MatchList) -> Result<String, Diagnostics> {
+    emit::query(m).map_err(|emit::TooLarge| {
+        let mut diags = Diagnostics::new(src);
+        diags.error(
+            m.span,
+            format!(
+                "the transformation keywords expand to more than {} bytes of CQL 6 (nested shifted lists multiply); use fewer shift keywords in nested lists",
+                crate::syntax::parser::MAX_SOURCE_BYTES
+            ),
+        );
+        diags
+    })
 }
 
 /// Parses CQL 3 text to the IR: its CQL 6 translation parsed by the CQL 6
@@ -79,7 +95,7 @@ pub fn translate(src: &str) -> Result<String, Diagnostics> {
 /// The CQL 3 text's errors.
 pub fn parse(src: &str) -> Result<ir::Query, Diagnostics> {
     let m = parse_match(src)?;
-    let text = emit::query(&m);
+    let text = emit_query(src, &m)?;
     match crate::syntax::parse(&text) {
         Ok(mut q) => {
             for e in &mut q.body {

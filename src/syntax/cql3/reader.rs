@@ -9,7 +9,7 @@ use crate::syntax::diag::Diagnostics;
 
 /// Deepest nesting of lists accepted (deeper text is an error, never a
 /// stack overflow).
-pub const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 12;
 
 /// A read S-expression.
 #[derive(Clone, Debug)]
