@@ -534,3 +534,76 @@ fn cql3_limits_are_clear_errors() {
     let d = parse(&src).expect_err("too large");
     assert!(d.to_string().contains("expand to more than"), "{d}");
 }
+
+#[test]
+fn cql3_arbitrary_text_never_panics() {
+    // A fixed pseudo-random walk over the dialect's alphabet: every text is
+    // accepted or rejected with diagnostics, never a panic.
+    let words = [
+        "(",
+        ")",
+        "(position",
+        "(match",
+        ":shift",
+        ":flip",
+        ":flipcolor",
+        ":not",
+        ":or",
+        ":and",
+        ":piececount",
+        ":attackcount",
+        ":movefrom",
+        ":moveto",
+        ":result",
+        ":year",
+        ":gamenumber",
+        ":pgn",
+        "1",
+        "4",
+        "unlimited",
+        "1-0",
+        "Ra1",
+        "[RQ][a-h1]",
+        "?d4",
+        ".e4",
+        "U",
+        "♘d4",
+        "[a1,h8]",
+        "R?1",
+        "\"x",
+        ";c\n",
+        "é",
+        "[",
+        "]",
+        ":shiftmaindiagonal",
+        ":flipoffdiagonal",
+        "-",
+        ":wtm",
+        "!:check",
+        "\u{1F600}",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut accepted = 0;
+    for _ in 0..3000 {
+        let n = 1 + next() % 14;
+        let mut src = String::from("(match ");
+        for _ in 0..n {
+            src.push_str(words[(next() % words.len() as u64) as usize]);
+            src.push(' ');
+        }
+        if next() % 2 == 0 {
+            src.push_str("(position Ka1))");
+        }
+        if parse(&src).is_ok() {
+            accepted += 1;
+            translate(&src).expect("an accepted query translates");
+        }
+    }
+    assert!(accepted > 0);
+}
