@@ -17,6 +17,8 @@ mod support {
 mod architecture;
 #[path = "conformance.rs"]
 mod conformance;
+#[path = "cql3.rs"]
+mod cql3;
 #[path = "fuzz_regressions.rs"]
 mod fuzz_regressions;
 #[path = "interp.rs"]

@@ -676,7 +676,12 @@ fn syntax_unicode_spelling_of_seed_queries_gives_same_ir() {
     let file: SeedFile = toml::from_str(&data("seed_queries.toml")).expect("valid toml");
     let mut checked = 0;
     let mut failures = Vec::new();
-    for q in file.query.iter().filter(|q| q.error.is_none()) {
+    // CQL 3 keywords (`:flip`) have no Unicode spellings.
+    for q in file
+        .query
+        .iter()
+        .filter(|q| q.error.is_none() && !syntax::cql3::is_cql3(&q.text))
+    {
         let text = match &q.prelude {
             Some(p) => format!("{p}\n{}", q.text),
             None => q.text.clone(),

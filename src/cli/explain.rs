@@ -85,7 +85,7 @@ impl Args {
 /// command lines are returned unchanged.
 pub fn normalize_args(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let long = match args.get(1).and_then(|a| a.to_str()) {
-        Some("explain") => "--query",
+        Some("explain" | "translate") => "--query",
         Some("bench") => "--cql",
         _ => return args,
     };
@@ -133,6 +133,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let use_color = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for stage in args.stages() {
         match stage {
+            Stage::Ast if syntax::cql3::is_cql3(&src) => match syntax::cql3::parse_match(&src) {
+                Ok(m) => print!("{}", syntax::cql3::ast::dump(&m)),
+                Err(d) => {
+                    eprint!("{}", d.render(&name, use_color));
+                    return Ok(ExitCode::from(exit::USAGE));
+                }
+            },
             Stage::Ast => match syntax::parse_ast(&src) {
                 Ok(f) => print!("{}", syntax::ast::dump(&f, &src)),
                 Err(d) => {
@@ -163,10 +170,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                 }
             },
             Stage::Orbits => match syntax::parse(&src) {
-                Ok(q) => print!(
-                    "{}",
-                    cqlj::transform::explain_orbits(&q).map_err(super::usage_error)?
-                ),
+                Ok(q) => {
+                    // CQL 3 text: first the orbits its own rules expand.
+                    if syntax::cql3::is_cql3(&src)
+                        && let Ok(text) = syntax::cql3::explain_orbits(&src)
+                    {
+                        print!("{text}");
+                    }
+                    print!(
+                        "{}",
+                        cqlj::transform::explain_orbits(&q).map_err(super::usage_error)?
+                    )
+                }
                 Err(d) => {
                     eprint!("{}", d.render(&name, use_color));
                     return Ok(ExitCode::from(exit::USAGE));

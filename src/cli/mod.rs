@@ -89,6 +89,7 @@ pub mod info;
 pub mod input;
 pub mod options;
 pub mod run;
+pub mod translate;
 pub mod verify;
 
 /// The subcommands. A first argument that is none of these starts a query run.
@@ -114,13 +115,23 @@ enum Command {
     Verify(verify::Args),
     /// Show how a query is parsed, expanded and compiled.
     Explain(explain::Args),
+    /// Print the CQL 6 query equivalent to a CQL 3 query.
+    Translate(translate::Args),
     /// Run the benchmark query suite over a store (positions/s, bytes read
     /// per position, compile time, chunks skipped, 1→N thread speed-up).
     Bench(bench::Args),
 }
 
 /// Subcommand names; any other first argument starts a query run.
-const SUBCOMMANDS: [&str; 6] = ["index", "info", "verify", "explain", "bench", "help"];
+const SUBCOMMANDS: [&str; 7] = [
+    "index",
+    "info",
+    "verify",
+    "explain",
+    "translate",
+    "bench",
+    "help",
+];
 
 /// Entry point: dispatches on the first argument.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -147,6 +158,7 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         Command::Info(a) => info::main(a),
         Command::Verify(a) => verify::main(a),
         Command::Explain(a) => explain::main(a),
+        Command::Translate(a) => translate::main(a),
         Command::Bench(a) => bench::main(a),
     }
 }

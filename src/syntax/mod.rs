@@ -47,10 +47,9 @@
 //! designators, `_` for an empty square. A function call is replaced by the
 //! function body with the parameters bound to the lowered arguments.
 //!
-//! CQL 3 syntax (`(match (position ...))`, seeds 002 and 004) is rejected
-//! with a "CQL 3 syntax is not supported" diagnostic: its shift rules differ
-//! from CQL 6 (SEMANTICS.md §8), so translating it silently would change
-//! results.
+//! CQL 3 text (`(match (position ...))`, seeds 002 and 004) is read by its
+//! own front end, [`cql3`], and lowered to the same IR through an
+//! equivalent CQL 6 text; [`parse`] dispatches on [`cql3::is_cql3`].
 //!
 //! Limits: text nested deeper than [`parser::MAX_DEPTH`], an IR deeper than
 //! [`lower::MAX_LOWER_DEPTH`] (half of it, so every printed query parses
@@ -63,6 +62,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod ast;
+pub mod cql3;
 pub mod diag;
 pub mod lexer;
 pub mod lower;
@@ -74,28 +74,6 @@ pub use print::{print_expr, print_query};
 
 use crate::ir::{self, Bitboard, Span};
 
-/// Detects the CQL 3 dialect: `(match ...` or `(position ...` at the start
-/// (not `(position 12 : ...`, CQL 6's `position N` filter: a CQL 3
-/// position list never starts with a number).
-fn cql3_dialect(src: &str, diags: &mut Diagnostics) -> bool {
-    let t = src.trim_start();
-    let start = src.len() - t.len();
-    for head in ["(match", "(position", "(cql"] {
-        if let Some(rest) = t.strip_prefix(head)
-            && (rest.starts_with(|c: char| c.is_whitespace() || c == '(' || c == ')')
-                || rest.is_empty())
-            && !(head == "(position" && rest.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        {
-            diags.error(
-                    Span::new(start, start + head.len()),
-                    "CQL 3 syntax is not supported: `(match (position ...))` is the CQL 3 dialect; write CQL 6 filters instead (e.g. `(position Rc2 Bh8 :wtm :flip)` is `flip {Rc2 Bh8 wtm}`)",
-                );
-            return true;
-        }
-    }
-    false
-}
-
 /// Parses query text to its syntax tree (no name resolution or kind
 /// checking).
 ///
@@ -103,7 +81,13 @@ fn cql3_dialect(src: &str, diags: &mut Diagnostics) -> bool {
 /// Syntax errors, with spans; several per file where possible.
 pub fn parse_ast(src: &str) -> Result<ast::File, Diagnostics> {
     let mut diags = Diagnostics::new(src);
-    if cql3_dialect(src, &mut diags) {
+    if cql3::is_cql3(src) {
+        let t = src.trim_start();
+        let start = src.len() - t.len();
+        diags.error(
+            Span::new(start, start + 1),
+            "CQL 3 text has no CQL 6 syntax tree: it is read by the CQL 3 front end (`cqlj explain --ast` shows its tree, `cqlj translate` its CQL 6 equivalent)",
+        );
         return Err(diags);
     }
     match parser::parse_file(src, &mut diags) {
@@ -113,11 +97,14 @@ pub fn parse_ast(src: &str) -> Result<ast::File, Diagnostics> {
 }
 
 /// Parses query text to the typed IR: syntax, name resolution, kind
-/// checking, function inlining.
+/// checking, function inlining (CQL 3 text: see [`cql3::parse`]).
 ///
 /// # Errors
 /// Every syntax and kind error found, with spans.
 pub fn parse(src: &str) -> Result<ir::Query, Diagnostics> {
+    if cql3::is_cql3(src) {
+        return cql3::parse(src);
+    }
     let file = parse_ast(src)?;
     let mut diags = Diagnostics::new(src);
     match lower::lower_file(&file, &mut diags) {

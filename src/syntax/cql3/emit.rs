@@ -1,0 +1,229 @@
+//! CQL 3 syntax tree -> CQL 6 text with the same meaning, which the CQL 6
+//! front end then parses to the IR (so both dialects share the IR, the
+//! transform engine and both engines).
+//!
+//! - A position list is the conjunction `{ ... }` of its items (an empty
+//!   one is `true`); a piece designator keeps its meaning (some piece on
+//!   one of the squares); `:not`, `:or`, `:and` become `not`, `or`, `{ }`.
+//! - `:movefrom D` is `move previous from D` (D is read in the position
+//!   before the move: the moving piece on its square); `:moveto D` (squares
+//!   only) is `move previous to D`; `:piececount D r` compares `#D`;
+//!   `:attackcount D E 1 unlimited` is `D attacks E` (`0 unlimited`:
+//!   `true`).
+//! - Transformation keywords: the shifts and the diagonal flips are
+//!   expanded here with CQL 3's rules (`super::transform`) into an `or` of
+//!   the transformed lists; `:flipvertical`, `:fliphorizontal`, `:flip` and
+//!   `:flipcolor` mean the same in CQL 6 and become the CQL 6 transform
+//!   filters around that (`flipcolor flip fliphorizontal flipvertical X`,
+//!   innermost applied first).
+//! - The match list: `:pgn`/`:output`/`:gamenumber` go to the `cql(...)`
+//!   header (so `-i`/`-o` override them as they override a CQL 6 header),
+//!   `:result` is `result R`, `:year` compares `year`. One position list
+//!   is the body itself (its matching positions are the game's); with
+//!   several, each must match somewhere in the game: the body is `initial`
+//!   and a `find quiet` of each list.
+
+use super::ast::result_text;
+use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
+use super::transform::explicit_orbit;
+use crate::ir::Bitboard;
+use crate::syntax::parser::MAX_SOURCE_BYTES;
+use crate::syntax::print::squares_text;
+
+/// The translation would exceed the CQL 6 front end's source limit
+/// ([`MAX_SOURCE_BYTES`]): the transformations expand to too many lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge;
+
+/// Bytes of CQL 6 text produced so far (parts of nested lists counted at
+/// each level, so an over-estimate); the expansion stops past the limit.
+struct Budget(usize);
+
+impl Budget {
+    fn take(&mut self, s: String) -> Result<String, TooLarge> {
+        self.0 += s.len();
+        if self.0 > MAX_SOURCE_BYTES {
+            Err(TooLarge)
+        } else {
+            Ok(s)
+        }
+    }
+}
+
+/// A designator in CQL 6 notation.
+pub fn designator(d: &Designator) -> String {
+    match d.pieces {
+        None => squares_text(d.squares),
+        Some(p) if d.squares == Bitboard::FULL => p.to_cql(),
+        Some(p) => format!("{}{}", p.to_cql(), squares_text(d.squares)),
+    }
+}
+
+fn count(d: &Designator, r: &Range) -> String {
+    let c = format!("#{}", designator(d));
+    match r.max {
+        Some(m) if m == r.min => format!("({c} == {m})"),
+        Some(m) => format!("({} <= {c} <= {m})", r.min),
+        None => format!("({c} >= {})", r.min),
+    }
+}
+
+fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
+    Ok(match i {
+        Item::Designator(d) => designator(d),
+        Item::Flag(f) => match f {
+            Flag::Wtm => "wtm",
+            Flag::Btm => "btm",
+            Flag::Check => "check",
+            Flag::Mate => "mate",
+            Flag::Stalemate => "stalemate",
+            Flag::Initial => "initial",
+        }
+        .to_owned(),
+        Item::Result(r) => format!("result {}", result_text(*r)),
+        Item::Nested(n) => list(n, b)?,
+        Item::Not(n) => format!("not {}", list(n, b)?),
+        Item::Or(ls) => {
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("({})", parts.join(" or "))
+        }
+        Item::And(ls) => {
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("{{{}}}", parts.join(" "))
+        }
+        Item::MoveFrom(d) => format!("move previous from {}", designator(d)),
+        Item::MoveTo(d) => format!("move previous to {}", designator(d)),
+        Item::PieceCount(d, r) => count(d, r),
+        Item::AttackCount(d, e, r) => {
+            if r.min == 0 {
+                "true".to_owned()
+            } else {
+                format!("({} attacks {})", designator(d), designator(e))
+            }
+        }
+    })
+}
+
+/// The items of a list without its keywords: `{ ... }`, or `true`.
+fn conjunction(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
+    if l.items.is_empty() {
+        return Ok("true".to_owned());
+    }
+    let parts = l
+        .items
+        .iter()
+        .map(|i| item(i, b))
+        .collect::<Result<Vec<_>, _>>()?;
+    b.take(format!("{{{}}}", parts.join(" ")))
+}
+
+/// The CQL 6 transform filters that a list's keywords put around its
+/// explicit orbit, outermost first.
+pub fn cql6_wrappers(keys: &[TransformKeyword]) -> Vec<&'static str> {
+    [
+        (TransformKeyword::FlipColor, "flipcolor"),
+        (TransformKeyword::Flip, "flip"),
+        (TransformKeyword::FlipHorizontal, "fliphorizontal"),
+        (TransformKeyword::FlipVertical, "flipvertical"),
+    ]
+    .into_iter()
+    .filter(|(k, _)| keys.contains(k))
+    .map(|(_, name)| name)
+    .collect()
+}
+
+/// A position list, keywords applied, as one CQL 6 filter.
+///
+/// # Errors
+/// [`TooLarge`]: its transformations expand past the source limit.
+pub fn position(l: &PositionList) -> Result<String, TooLarge> {
+    list(l, &mut Budget(0))
+}
+
+fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
+    let orbit = explicit_orbit(l);
+    let mut core = if orbit.len() <= 1 {
+        conjunction(
+            &PositionList {
+                transforms: Vec::new(),
+                ..l.clone()
+            },
+            b,
+        )?
+    } else {
+        let parts = orbit
+            .iter()
+            .map(|(_, x)| conjunction(x, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        b.take(format!("({})", parts.join(" or ")))?
+    };
+    for w in cql6_wrappers(&l.transforms).into_iter().rev() {
+        core = format!("{w} {core}");
+    }
+    Ok(core)
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// The whole query in CQL 6: an optional `cql(...)` header, then one filter
+/// per line.
+///
+/// # Errors
+/// [`TooLarge`]: the transformations expand past the source limit.
+pub fn query(m: &MatchList) -> Result<String, TooLarge> {
+    let mut b = Budget(0);
+    let mut header = Vec::new();
+    if let Some(p) = &m.pgn {
+        header.push(format!("input {}", quote(p)));
+    }
+    if let Some(o) = &m.output {
+        header.push(format!("output {}", quote(o)));
+    }
+    if let Some((a, b)) = m.gamenumber {
+        header.push(match b {
+            Some(b) => format!("gamenumber {a} {b}"),
+            None => format!("gamenumber {a}"),
+        });
+    }
+    let mut lines = Vec::new();
+    if !header.is_empty() {
+        lines.push(format!("cql({})", header.join(" ")));
+    }
+    if let Some(r) = m.result {
+        lines.push(format!("result {}", result_text(r)));
+    }
+    if let Some(y) = m.year {
+        lines.push(match y.max {
+            Some(b) if b == y.min => format!("(year == {b})"),
+            Some(b) => format!("({} <= year <= {b})", y.min),
+            None => format!("(year >= {})", y.min),
+        });
+    }
+    if let [only] = m.positions.as_slice() {
+        lines.push(list(only, &mut b)?);
+    } else {
+        lines.push("initial".to_owned());
+        for l in &m.positions {
+            lines.push(format!("find quiet {}", list(l, &mut b)?));
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    Ok(out)
+}

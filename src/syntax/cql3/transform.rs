@@ -1,0 +1,352 @@
+//! CQL 3 transformations (seed 002) on position lists, and the orbit of a
+//! position list under its transformation keywords.
+//!
+//! **Unit shifts keep CQL 3's edge rule**, which differs from CQL 6's
+//! full-rank/full-file rule (SEMANTICS.md §3, §8): a unit right shift moves
+//! every square one file right, drops the squares that leave the board and
+//! *keeps the squares of the a-file* (the edge it moves away from); left,
+//! up and down alike. So right-3 of `Qa4` is `Q[a4,b4,c4,d4]`, unit right
+//! of `Q[a2,c2,h2]` is `Q[a2,b2,d2]`, unit up of `R[a1,a8,h1]` is
+//! `R[a1,a2,h1,h2]`, and a designator of all 64 squares never changes.
+//! Unit shifts commute, so a shift is a pair (dx, dy) of unit-shift counts
+//! (`|d| <= 7`: beyond 7 nothing changes any more).
+//!
+//! **Transformation sets** (each holds the identity):
+//! `:shifthorizontal` (dx, 0) and `:shiftvertical` (0, dy) for -7..7;
+//! `:shift` every (dx, dy); `:shiftmaindiagonal` (n, n) and
+//! `:shiftoffdiagonal` (n, -n) for n in -7..7 (the seed defines them from
+//! right-and-up and right-and-down steps; both senses are taken, as for the
+//! horizontal and vertical shifts); `:flipdiagonal` / `:flipoffdiagonal`
+//! the reflection about a1-h8 / a8-h1; `:flipvertical`, `:fliphorizontal`,
+//! `:flip` (the 8 dihedral transformations) and `:flipcolor` (colours
+//! swapped, then a horizontal flip; it also swaps `:wtm`/`:btm` and the
+//! `:result` 1-0/0-1).
+//!
+//! **Several keywords** compose: one transformation of each keyword's set,
+//! applied in one fixed order: shifts first (their counts add), then the
+//! diagonal flips, then `:flip`, `:fliphorizontal`, `:flipvertical`, then
+//! `:flipcolor`. Shifts commute with each other and the shift sets of
+//! `:shift`, `:shifthorizontal` and `:shiftvertical` are closed under the
+//! flips, so for them the order does not change the set.
+//!
+//! **Elision and duplicates**: a transformed list in which some designator
+//! (anywhere, nested lists and keyword parameters included) has no square
+//! left is dropped (seed 002: `(position Rc3 qg3 :shifthorizontal)` has 4
+//! lists, not 15); equal lists are kept once, the first in the order
+//! shifts (dx outer: 0, 1..7, -1..-7; dy alike) then diagonal flips.
+
+use super::ast::{Designator, Flag, Item, PositionList, TransformKeyword};
+use crate::ir::{Bitboard, GameResult};
+
+const FILE_A: u64 = 0x0101_0101_0101_0101;
+const FILE_H: u64 = FILE_A << 7;
+const RANK_1: u64 = 0xff;
+const RANK_8: u64 = 0xff << 56;
+
+/// Unit right shift with CQL 3's edge rule.
+pub fn unit_right(b: Bitboard) -> Bitboard {
+    Bitboard(((b.0 & !FILE_H) << 1) | (b.0 & FILE_A))
+}
+/// Unit left shift with CQL 3's edge rule.
+pub fn unit_left(b: Bitboard) -> Bitboard {
+    Bitboard(((b.0 & !FILE_A) >> 1) | (b.0 & FILE_H))
+}
+/// Unit up shift with CQL 3's edge rule.
+pub fn unit_up(b: Bitboard) -> Bitboard {
+    Bitboard((b.0 << 8) | (b.0 & RANK_1))
+}
+/// Unit down shift with CQL 3's edge rule.
+pub fn unit_down(b: Bitboard) -> Bitboard {
+    Bitboard((b.0 >> 8) | (b.0 & RANK_8))
+}
+
+/// `dx` unit right shifts (left when negative), then `dy` unit up shifts
+/// (down when negative).
+pub fn shift(b: Bitboard, dx: i8, dy: i8) -> Bitboard {
+    let mut b = b;
+    for _ in 0..dx.unsigned_abs() {
+        b = if dx > 0 { unit_right(b) } else { unit_left(b) };
+    }
+    for _ in 0..dy.unsigned_abs() {
+        b = if dy > 0 { unit_up(b) } else { unit_down(b) };
+    }
+    b
+}
+
+/// The reflections the CQL 3 front end applies itself (CQL 6 has no
+/// filter for the diagonal ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reflection {
+    /// No reflection.
+    Identity,
+    /// About the a1-h8 diagonal: (x, y) -> (y, x).
+    Diagonal,
+    /// About the a8-h1 diagonal: (x, y) -> (7-y, 7-x).
+    OffDiagonal,
+    /// Both: (x, y) -> (7-x, 7-y).
+    Rotate180,
+}
+
+impl Reflection {
+    fn map(self, x: u8, y: u8) -> (u8, u8) {
+        match self {
+            Reflection::Identity => (x, y),
+            Reflection::Diagonal => (y, x),
+            Reflection::OffDiagonal => (7 - y, 7 - x),
+            Reflection::Rotate180 => (7 - x, 7 - y),
+        }
+    }
+    /// The reflected square set.
+    pub fn apply(self, b: Bitboard) -> Bitboard {
+        let mut out = 0u64;
+        for sq in 0..64u8 {
+            if b.0 >> sq & 1 == 1 {
+                let (x, y) = self.map(sq % 8, sq / 8);
+                out |= 1 << (8 * y + x);
+            }
+        }
+        Bitboard(out)
+    }
+}
+
+/// One transformation of the explicit part of an orbit: a shift, then a
+/// reflection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transformation {
+    /// Unit right shifts (left when negative).
+    pub dx: i8,
+    /// Unit up shifts (down when negative).
+    pub dy: i8,
+    /// The reflection applied after the shift.
+    pub reflection: Reflection,
+}
+
+impl Transformation {
+    /// Its name in `explain` listings (`identity`, `right^2 up^1`,
+    /// `reflect_a1h8`).
+    pub fn name(&self) -> String {
+        let mut parts = Vec::new();
+        if self.dx != 0 {
+            let d = if self.dx > 0 { "right" } else { "left" };
+            parts.push(format!("{d}^{}", self.dx.unsigned_abs()));
+        }
+        if self.dy != 0 {
+            let d = if self.dy > 0 { "up" } else { "down" };
+            parts.push(format!("{d}^{}", self.dy.unsigned_abs()));
+        }
+        match self.reflection {
+            Reflection::Identity => {}
+            Reflection::Diagonal => parts.push("reflect_a1h8".to_owned()),
+            Reflection::OffDiagonal => parts.push("reflect_a8h1".to_owned()),
+            Reflection::Rotate180 => parts.push("rotate180".to_owned()),
+        }
+        if parts.is_empty() {
+            "identity".to_owned()
+        } else {
+            parts.join(" ")
+        }
+    }
+
+    fn squares(&self, b: Bitboard) -> Bitboard {
+        self.reflection.apply(shift(b, self.dx, self.dy))
+    }
+}
+
+/// Offsets 0, 1..7, -1..-7 (the listing order).
+fn offsets() -> impl Iterator<Item = i8> + Clone {
+    (0..=7).chain((1..=7).map(|n: i8| -n))
+}
+
+/// The explicit transformations of a keyword list: its shifts and its
+/// diagonal reflections composed (CQL 6 transform filters take the other
+/// flips, see `emit`).
+pub fn explicit_set(keys: &[TransformKeyword]) -> Vec<Transformation> {
+    let mut shifts: Vec<(i8, i8)> = vec![(0, 0)];
+    for k in keys {
+        let set: Vec<(i8, i8)> = match k {
+            TransformKeyword::ShiftHorizontal => offsets().map(|d| (d, 0)).collect(),
+            TransformKeyword::ShiftVertical => offsets().map(|d| (0, d)).collect(),
+            TransformKeyword::Shift => offsets()
+                .flat_map(|x| offsets().map(move |y| (x, y)))
+                .collect(),
+            TransformKeyword::ShiftMainDiagonal => offsets().map(|d| (d, d)).collect(),
+            TransformKeyword::ShiftOffDiagonal => offsets().map(|d| (d, -d)).collect(),
+            _ => continue,
+        };
+        let mut next = Vec::new();
+        for &(a, b) in &shifts {
+            for &(c, d) in &set {
+                let s = ((a + c).clamp(-7, 7), (b + d).clamp(-7, 7));
+                if !next.contains(&s) {
+                    next.push(s);
+                }
+            }
+        }
+        shifts = next;
+    }
+    let mut reflections = vec![Reflection::Identity];
+    let diag = keys.contains(&TransformKeyword::FlipDiagonal);
+    let off = keys.contains(&TransformKeyword::FlipOffDiagonal);
+    if diag {
+        reflections.push(Reflection::Diagonal);
+    }
+    if off {
+        reflections.push(Reflection::OffDiagonal);
+    }
+    if diag && off {
+        reflections.push(Reflection::Rotate180);
+    }
+    let mut out = Vec::new();
+    for &(dx, dy) in &shifts {
+        for &reflection in &reflections {
+            out.push(Transformation { dx, dy, reflection });
+        }
+    }
+    out
+}
+
+/// The image of a designator; `None` when no square is left.
+fn designator(d: &Designator, t: &Transformation) -> Option<Designator> {
+    let squares = t.squares(d.squares);
+    (squares.0 != 0).then_some(Designator { squares, ..*d })
+}
+
+/// The image of a position list under `t` (recursively: nested lists and
+/// keyword parameters too; their own keywords are kept). `None` when some
+/// designator loses every square (the element is elided).
+pub fn apply(l: &PositionList, t: &Transformation) -> Option<PositionList> {
+    let lists = |ls: &[PositionList]| ls.iter().map(|x| apply(x, t)).collect::<Option<Vec<_>>>();
+    let items = l
+        .items
+        .iter()
+        .map(|item| {
+            Some(match item {
+                Item::Designator(d) => Item::Designator(designator(d, t)?),
+                Item::Flag(_) | Item::Result(_) => item.clone(),
+                Item::Nested(n) => Item::Nested(apply(n, t)?),
+                Item::Not(n) => Item::Not(apply(n, t)?),
+                Item::Or(ls) => Item::Or(lists(ls)?),
+                Item::And(ls) => Item::And(lists(ls)?),
+                Item::MoveFrom(d) => Item::MoveFrom(designator(d, t)?),
+                Item::MoveTo(d) => Item::MoveTo(designator(d, t)?),
+                Item::PieceCount(d, r) => Item::PieceCount(designator(d, t)?, *r),
+                Item::AttackCount(d, e, r) => {
+                    Item::AttackCount(designator(d, t)?, designator(e, t)?, *r)
+                }
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(PositionList {
+        items,
+        transforms: l.transforms.clone(),
+        span: l.span,
+    })
+}
+
+/// The colour flip of a position list (seed 002): piece colours swapped and
+/// a horizontal flip of every designator, `:wtm` and `:btm` swapped,
+/// `:result` 1-0 and 0-1 swapped; recursively.
+pub fn color_flip(l: &PositionList) -> PositionList {
+    let d = |d: &Designator| Designator {
+        pieces: d.pieces.map(|p| p.invert_colors()),
+        squares: Bitboard(d.squares.0.swap_bytes()),
+        span: d.span,
+    };
+    let items = l
+        .items
+        .iter()
+        .map(|item| match item {
+            Item::Designator(x) => Item::Designator(d(x)),
+            Item::Flag(Flag::Wtm) => Item::Flag(Flag::Btm),
+            Item::Flag(Flag::Btm) => Item::Flag(Flag::Wtm),
+            Item::Flag(f) => Item::Flag(*f),
+            Item::Result(r) => Item::Result(match r {
+                GameResult::WhiteWins => GameResult::BlackWins,
+                GameResult::BlackWins => GameResult::WhiteWins,
+                other => *other,
+            }),
+            Item::Nested(n) => Item::Nested(color_flip(n)),
+            Item::Not(n) => Item::Not(color_flip(n)),
+            Item::Or(ls) => Item::Or(ls.iter().map(color_flip).collect()),
+            Item::And(ls) => Item::And(ls.iter().map(color_flip).collect()),
+            Item::MoveFrom(x) => Item::MoveFrom(d(x)),
+            Item::MoveTo(x) => Item::MoveTo(d(x)),
+            Item::PieceCount(x, r) => Item::PieceCount(d(x), *r),
+            Item::AttackCount(x, y, r) => Item::AttackCount(d(x), d(y), *r),
+        })
+        .collect();
+    PositionList {
+        items,
+        transforms: l.transforms.clone(),
+        span: l.span,
+    }
+}
+
+/// The explicit orbit of a position list: each kept transformation of
+/// [`explicit_set`] with its image, elided and deduplicated (module docs).
+/// The images have no transformation keywords of their own left at the
+/// top level (the caller handles the CQL 6 flips).
+pub fn explicit_orbit(l: &PositionList) -> Vec<(Transformation, PositionList)> {
+    let base = PositionList {
+        transforms: Vec::new(),
+        ..l.clone()
+    };
+    let mut out: Vec<(Transformation, PositionList)> = Vec::new();
+    for t in explicit_set(&l.transforms) {
+        if let Some(img) = apply(&base, &t)
+            && !out.iter().any(|(_, x)| *x == img)
+        {
+            out.push((t, img));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::lexer::square_designator;
+
+    fn sq(s: &str) -> Bitboard {
+        square_designator(s).unwrap_or_else(|| panic!("bad squares {s}"))
+    }
+
+    #[test]
+    fn cql3_unit_shifts_keep_the_trailing_edge() {
+        // Seed 002's examples.
+        assert_eq!(unit_right(sq("d4")), sq("e4"));
+        assert_eq!(unit_right(sq("[c2,h2]")), sq("d2"));
+        assert_eq!(unit_right(sq("[a2,c2,h2]")), sq("[a2,b2,d2]"));
+        assert_eq!(shift(sq("a4"), 3, 0), sq("[a4,b4,c4,d4]"));
+        assert_eq!(shift(sq("d4"), 3, 0), sq("g4"));
+        assert_eq!(unit_up(sq("[a1,a8,h1]")), sq("[a1,a2,h1,h2]"));
+        assert_eq!(shift(sq("b2"), -1, 0), sq("a2"));
+        assert_eq!(shift(sq("[b3,c4]"), 2, 1), sq("[d4,e5]"));
+        // Mutatis mutandis for left and down.
+        assert_eq!(unit_left(sq("[a2,c2,h2]")), sq("[b2,g2,h2]"));
+        assert_eq!(unit_down(sq("[a1,a8,h1]")), sq("[a7,a8]"));
+        // All 64 squares never change; the shifts commute.
+        for (dx, dy) in [(7, 7), (-3, 5), (1, -7)] {
+            assert_eq!(shift(Bitboard::FULL, dx, dy), Bitboard::FULL);
+            let b = sq("[a1,c5,h8,e1]");
+            let h_then_v = shift(shift(b, dx, 0), 0, dy);
+            let v_then_h = shift(shift(b, 0, dy), dx, 0);
+            assert_eq!(h_then_v, v_then_h);
+        }
+        // Eight steps change nothing more than seven.
+        assert_eq!(shift(sq("[a4,c6]"), 7, 0), shift(sq("[a4,c6]"), 8, 0));
+    }
+
+    #[test]
+    fn cql3_reflections() {
+        // Seed 002: diagonal flip of [Aa][a-h1-2,f6,h7] is [Aa][a-b1-8,f6,g8].
+        assert_eq!(
+            Reflection::Diagonal.apply(sq("[a-h1-2,f6,h7]")),
+            sq("[a-b1-8,f6,g8]")
+        );
+        assert_eq!(Reflection::OffDiagonal.apply(sq("a8")), sq("a8"));
+        assert_eq!(Reflection::OffDiagonal.apply(sq("a1-8")), sq("a-h8"));
+        assert_eq!(Reflection::OffDiagonal.apply(sq("b2")), sq("g7"));
+        assert_eq!(Reflection::Diagonal.apply(sq("a8")), sq("h1"));
+    }
+}
