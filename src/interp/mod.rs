@@ -27,13 +27,14 @@ mod eval;
 mod line;
 mod moves;
 mod sequence;
+mod strings;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
 
-use crate::ir::{ExpandedQuery, Expr, Node, Span};
+use crate::ir::{Builtin, ExpandedQuery, Expr, Node, Span};
 use cqlj_runtime::bitboard::Bitboard;
 use cqlj_runtime::layout::PositionRecord;
 
@@ -224,6 +225,8 @@ pub struct Interpreter {
     /// The value of `lastgamenumber`; `None`: unknown, and then each game
     /// is taken to be the last one (its own number).
     last_game_number: Option<u64>,
+    /// The compiled literal patterns of the query's `~~` filters.
+    regexes: HashMap<String, regex::Regex>,
 }
 
 impl Interpreter {
@@ -237,8 +240,19 @@ impl Interpreter {
         let mut sort_index = HashMap::new();
         let nvars = query.vars().len();
         let mut bad_var = None;
+        let mut regexes = HashMap::new();
         for e in query.body() {
             walk(e, &mut |e| match &e.node {
+                Node::Builtin(Builtin::RegexMatch, args) => {
+                    if let Some(Node::Str(p)) = args.get(1).map(|a| &a.node)
+                        && let Ok(re) = Builtin::compile_regex(p)
+                    {
+                        regexes.insert(p.clone(), re);
+                    }
+                }
+                Node::Builtin(f, _) if f.var().is_some_and(|v| v.0 as usize >= nvars) => {
+                    bad_var = f.var().map(|v| v.0);
+                }
                 Node::Sort { label, min, .. } => {
                     let id = sort_id(label, *min, e.span);
                     if !sort_index.contains_key(&id) {
@@ -265,6 +279,7 @@ impl Interpreter {
             sorts,
             sort_index,
             last_game_number: None,
+            regexes,
         })
     }
 
@@ -319,6 +334,8 @@ impl Interpreter {
             sort_values: vec![None; self.sorts.len()],
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
+            groups: strings::Groups::default(),
+            regexes: strings::RegexCache::default(),
         }
     }
 
@@ -415,6 +432,10 @@ pub struct State {
     /// The game tree's index (children, `positionid`s), built at the first
     /// game-tree filter of the game.
     tree: sequence::TreeCache,
+    /// The groups of the game's last successful `~~`.
+    groups: strings::Groups,
+    /// Patterns of `~~` that are not literals, compiled (`None`: invalid).
+    regexes: strings::RegexCache,
 }
 
 impl State {

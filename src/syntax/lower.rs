@@ -209,6 +209,72 @@ impl<'a> Lowerer<'a, '_> {
         ))
     }
 
+    /// A string is needed: anything else is an error naming `what`.
+    fn want_string(&mut self, e: Expr, what: &str) -> LResult {
+        if e.kind == Kind::String {
+            return Ok(e);
+        }
+        Err(self.err(
+            e.span,
+            format!("{what} needs a string, but this is {}", kind_phrase(e.kind)),
+        ))
+    }
+
+    /// A built-in function of strings and numbers, its arguments' kinds
+    /// checked (see [`ir::Builtin`]).
+    fn builtin(&mut self, f: ir::Builtin, args: &'a [ast::Expr], span: Span) -> LResult {
+        use ir::Builtin as B;
+        let what = format!("`{}`", f.keyword());
+        let mut lowered = Vec::with_capacity(args.len());
+        for a in args {
+            lowered.push(self.sub(a)?);
+        }
+        let mut out = Vec::with_capacity(lowered.len());
+        let kind = match f {
+            B::Sqrt => {
+                for a in lowered {
+                    out.push(self.want_num(a, &what)?);
+                }
+                Kind::Numeric
+            }
+            B::Int | B::IndexOf => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::Numeric
+            }
+            B::Lowercase | B::Uppercase => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::String
+            }
+            B::TypeName => {
+                for a in lowered {
+                    out.push(self.want_set(a, &what)?);
+                }
+                Kind::String
+            }
+            B::Ascii => {
+                let mut kind = Kind::String;
+                for a in lowered {
+                    if a.kind == Kind::String {
+                        kind = Kind::Numeric;
+                        out.push(a);
+                    } else {
+                        out.push(self.want_num(a, &what)?);
+                    }
+                }
+                kind
+            }
+            _ => {
+                out = lowered;
+                Kind::String
+            }
+        };
+        self.mk(Node::Builtin(f, out), kind, span)
+    }
+
     /// A number is needed: a set stands for its size.
     fn want_num(&mut self, e: Expr, what: &str) -> LResult {
         match e.kind {
@@ -611,6 +677,47 @@ impl<'a> Lowerer<'a, '_> {
                 )
             }
             ExprKind::Fen(text) => self.fen(text, span),
+            ExprKind::Builtin(f, args) => self.builtin(*f, args, span),
+            ExprKind::VarBuiltin(f, name) => {
+                let Some(&id) = self.var_ids.get(&name.name) else {
+                    return Err(self.err(
+                        name.span,
+                        format!(
+                            "`{}` needs a variable assigned before it, and `{}` is not one",
+                            f.keyword(),
+                            name.name
+                        ),
+                    ));
+                };
+                let f = match f {
+                    ir::Builtin::IsBound(_) => ir::Builtin::IsBound(id),
+                    ir::Builtin::IsUnbound(_) => ir::Builtin::IsUnbound(id),
+                    _ => ir::Builtin::Unbind(id),
+                };
+                self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
+            }
+            ExprKind::Index {
+                target,
+                from,
+                to,
+                slice,
+            } => {
+                let t = self.sub(target)?;
+                let t = self.want_string(t, "indexing `[ ]`")?;
+                let mut args = vec![t];
+                for b in [from, to].into_iter().flatten() {
+                    args.push(self.num_arg(b, "an index inside `[ ]`")?);
+                }
+                let f = if *slice {
+                    ir::Builtin::Substring {
+                        from: from.is_some(),
+                        to: to.is_some(),
+                    }
+                } else {
+                    ir::Builtin::CharAt
+                };
+                self.mk(Node::Builtin(f, args), Kind::String, span)
+            }
             ExprKind::StringMatch { filter, pattern } => {
                 let f = self.sub(filter)?;
                 match pattern {
@@ -935,7 +1042,6 @@ impl<'a> Lowerer<'a, '_> {
                 return self.mk(Node::NoTransform(Box::new(a)), k, span);
             }
             Prefix::Complement => (Node::Complement, Kind::Set),
-            Prefix::Count => (Node::Count, Kind::Numeric),
             Prefix::Power => (Node::Power, Kind::Numeric),
             Prefix::Rank => (Node::Rank, Kind::Numeric),
             Prefix::File => (Node::File, Kind::Numeric),
@@ -948,6 +1054,15 @@ impl<'a> Lowerer<'a, '_> {
             Prefix::Abs => {
                 let a = self.num_arg(arg, "`abs`")?;
                 return self.mk(Node::Abs(Box::new(a)), Kind::Numeric, span);
+            }
+            Prefix::Count => {
+                let a = self.sub(arg)?;
+                if a.kind == Kind::String {
+                    let f = ir::Builtin::Length;
+                    return self.mk(Node::Builtin(f, vec![a]), Kind::Numeric, span);
+                }
+                let a = self.want_set(a, "`#`")?;
+                return self.mk(Node::Count(Box::new(a)), Kind::Numeric, span);
             }
         };
         let what = match op {
@@ -1081,6 +1196,28 @@ impl<'a> Lowerer<'a, '_> {
                 let y = self.want_set(y, what);
                 let (x, y) = (x?, y?);
                 self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+            }
+            Infix::Arith(ir::ArithOp::Add) if x.kind == Kind::String || y.kind == Kind::String => {
+                let x = self.want_string(x, "`+` of strings");
+                let y = self.want_string(y, "`+` of strings");
+                let (x, y) = (x?, y?);
+                self.mk(Node::Builtin(ir::Builtin::Concat, vec![x, y]), Kind::String, span)
+            }
+            Infix::Regex => {
+                let x = self.want_string(x, "`~~`");
+                let y = self.want_string(y, "`~~`");
+                let (x, y) = (x?, y?);
+                if let Node::Str(pattern) = &y.node
+                    && let Err(e) = ir::Builtin::compile_regex(pattern)
+                {
+                    let first = e.to_string();
+                    let first = first.lines().last().unwrap_or("").trim().to_owned();
+                    return Err(self.err(
+                        y.span,
+                        format!("invalid regular expression after `~~`: {first}"),
+                    ));
+                }
+                self.mk(Node::Builtin(ir::Builtin::RegexMatch, vec![x, y]), Kind::String, span)
             }
             Infix::Arith(aop) => {
                 let what = match aop {
@@ -1479,6 +1616,8 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) | Node::CurrentTransform => Kind::String,
         Node::CurrentPosition => Kind::Position,
         Node::TreeLeaf(l) => l.kind(),
+        Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
+        Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }
 }
