@@ -1225,14 +1225,15 @@ impl Expr {
     }
 
     /// True if evaluating this filter can have a side effect (assignment,
-    /// comment, message, sort) anywhere inside it.
+    /// `unbind`, comment, message, sort) anywhere inside it. A `~~` is not
+    /// one: evaluated again, it sets the same groups.
     pub fn has_side_effects(&self) -> bool {
         match &self.node {
             Node::Assign { .. }
             | Node::Sort { .. }
             | Node::Comment(_)
             | Node::Message(_)
-            | Node::Builtin(Builtin::Unbind(_) | Builtin::RegexMatch, _) => true,
+            | Node::Builtin(Builtin::Unbind(_), _) => true,
             _ => {
                 let mut any = false;
                 self.for_each_child(|c| any |= c.has_side_effects());
