@@ -614,6 +614,14 @@ pub enum Builtin {
     /// `unbind x` (logical, always matches): the variable no longer holds
     /// a value.
     Unbind(VarId),
+    /// `persistent [quiet] x = F` (logical): its one argument, an
+    /// assignment, whose variable keeps its value from game to game (it
+    /// starts as 0, "" or the empty set); the run shows its final value
+    /// unless `quiet`.
+    Persistent {
+        /// `quiet`: the final value is not shown.
+        quiet: bool,
+    },
 }
 
 impl Builtin {
@@ -638,6 +646,7 @@ impl Builtin {
             Builtin::IsBound(_) => "isbound",
             Builtin::IsUnbound(_) => "isunbound",
             Builtin::Unbind(_) => "unbind",
+            Builtin::Persistent { .. } => "persistent",
         }
     }
 
@@ -1098,6 +1107,31 @@ pub struct Query {
     pub body: Vec<Expr>,
     /// Every variable, indexed by [`VarId`].
     pub vars: Vec<Var>,
+}
+
+impl Query {
+    /// The persistent variables (`persistent x = ...` somewhere in the
+    /// body), each once, in order of first mention, with `quiet` when some
+    /// `persistent quiet` names it. A query with one runs serially, one
+    /// game after another in game order.
+    pub fn persistent_vars(&self) -> Vec<(VarId, bool)> {
+        fn walk(e: &Expr, out: &mut Vec<(VarId, bool)>) {
+            if let Node::Builtin(Builtin::Persistent { quiet }, args) = &e.node
+                && let Some(Node::Assign { var, .. }) = args.first().map(|a| &a.node)
+            {
+                match out.iter_mut().find(|(v, _)| v == var) {
+                    Some(slot) => slot.1 |= *quiet,
+                    None => out.push((*var, *quiet)),
+                }
+            }
+            e.for_each_child(|c| walk(c, out));
+        }
+        let mut out = Vec::new();
+        for e in &self.body {
+            walk(e, &mut out);
+        }
+        out
+    }
 }
 
 impl Expr {

@@ -113,7 +113,9 @@ impl Evaluator<'_, '_> {
     ///   match if none); its groups are kept for `\N` (the text of group
     ///   N, no match when it did not take part) and `\-N` (its offset);
     /// - `isbound x` / `isunbound x`: whether x holds a value; `unbind x`
-    ///   removes it and matches.
+    ///   removes it and matches;
+    /// - `persistent x = F`: the assignment (x keeps its value across
+    ///   games: see [`super::Interpreter::is_serial`]).
     pub(super) fn builtin(&mut self, f: Builtin, args: &[Expr], at: u32) -> R<Option<Value>> {
         let num = Value::Number;
         let string = Value::Str;
@@ -221,6 +223,8 @@ impl Evaluator<'_, '_> {
                 *self.var_slot(v.0)? = None;
                 Some(Value::Matched)
             }
+            // The assignment; its variable persists (see `Interpreter`).
+            (Builtin::Persistent { .. }, [assign]) => self.eval(assign, at)?,
             (f, _) => {
                 return Err(InterpError::Unsupported {
                     span: (0, 0),

@@ -43,6 +43,8 @@ struct Lowerer<'a, 'd> {
     /// Names already reported (an unknown name, a variable whose assignment
     /// failed): a later use is not reported again, one mistake is one error.
     reported_names: HashSet<String>,
+    /// Variables declared by `persistent`.
+    persistent: HashSet<VarId>,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -72,6 +74,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         fatal: false,
         loop_vars: HashMap::new(),
         reported_names: HashSet::new(),
+        persistent: HashSet::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -224,6 +227,9 @@ impl<'a> Lowerer<'a, '_> {
     /// checked (see [`ir::Builtin`]).
     fn builtin(&mut self, f: ir::Builtin, args: &'a [ast::Expr], span: Span) -> LResult {
         use ir::Builtin as B;
+        if let (B::Persistent { .. }, [assign]) = (f, args) {
+            return self.persistent(f, assign, span);
+        }
         let what = format!("`{}`", f.keyword());
         let mut lowered = Vec::with_capacity(args.len());
         for a in args {
@@ -273,6 +279,83 @@ impl<'a> Lowerer<'a, '_> {
             }
         };
         self.mk(Node::Builtin(f, out), kind, span)
+    }
+
+    /// `persistent [quiet] x = F` (or `x op= F`): the variable must not be
+    /// an ordinary one already; `x op= F` may declare it (its kind is F's:
+    /// a number, a string for `+=` of a string, a set for `|=` and `&=`),
+    /// since a persistent variable starts bound (0, "" or the empty set).
+    fn persistent(&mut self, f: ir::Builtin, assign: &'a ast::Expr, span: Span) -> LResult {
+        let ExprKind::Assign { var, value } = &assign.kind else {
+            return Err(self.err(
+                assign.span,
+                "`persistent` needs an assignment, e.g. `persistent n = 0`",
+            ));
+        };
+        let existing = self.var_ids.get(&var.name).copied();
+        if let Some(id) = existing
+            && !self.persistent.contains(&id)
+        {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "`{}` is already an ordinary variable, so it cannot be declared persistent",
+                    var.name
+                ),
+            ));
+        }
+        let op_form = match &value.kind {
+            ExprKind::Infix(first, rest) if rest.len() == 1 => match &first.kind {
+                ExprKind::Ident(n) if *n == var.name => Some(&rest[0]),
+                _ => None,
+            },
+            _ => None,
+        };
+        let lowered = match (existing, op_form) {
+            (None, Some((op, rhs))) => {
+                // `persistent x += F` first: x is declared by F's kind.
+                let r = self.sub(rhs)?;
+                let kind = match (op, r.kind) {
+                    (ast::Infix::Set(_), _) => Kind::Set,
+                    (_, Kind::String) => Kind::String,
+                    _ => Kind::Numeric,
+                };
+                let id = self.declare(var, kind)?;
+                self.persistent.insert(id);
+                let current = self.mk(Node::Var(id), kind, var.span)?;
+                let v = self.infix(*op, current, r, value.span)?;
+                self.mk(
+                    Node::Assign {
+                        var: id,
+                        value: Box::new(v),
+                    },
+                    Kind::Logical,
+                    assign.span,
+                )?
+            }
+            _ => {
+                if let Some(id) = existing {
+                    self.persistent.insert(id);
+                }
+                let a = self.sub(assign)?;
+                if let Node::Assign { var: id, .. } = a.node {
+                    self.persistent.insert(id);
+                }
+                a
+            }
+        };
+        if let Node::Assign { var: id, .. } = &lowered.node
+            && !matches!(
+                self.vars[id.0 as usize].kind,
+                Kind::Numeric | Kind::String | Kind::Set
+            )
+        {
+            return Err(self.err(
+                assign.span,
+                "a persistent variable holds a number, a string or a set",
+            ));
+        }
+        self.mk(Node::Builtin(f, vec![lowered]), Kind::Logical, span)
     }
 
     /// A number is needed: a set stands for its size.

@@ -62,7 +62,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "writefile",
     "appendfile",
     "pieceid",
-    "persistent",
     "atomic",
     "type",
     "colortype",
@@ -228,6 +227,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "isbound",
     "isunbound",
     "unbind",
+    "persistent",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -1130,6 +1130,29 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(
                     ExprKind::Builtin(ir::Builtin::IndexOf, args),
                     start.join(span),
+                ))
+            }
+            "persistent" => {
+                let quiet = self.eat_ident("quiet").is_some();
+                let name = self.name("a variable name")?;
+                let assign = if let Tok::OpAssign(op) = self.peek_tok() {
+                    self.op_assign(name, op, start)?
+                } else {
+                    self.expect(&Tok::Assign, "`=` after `persistent` and the variable")?;
+                    let value = self.expr(bp::ASSIGN_RHS)?;
+                    let span = name.span.join(value.span);
+                    Expr::new(
+                        ExprKind::Assign {
+                            var: name,
+                            value: Box::new(value),
+                        },
+                        span,
+                    )
+                };
+                let span = start.join(assign.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Persistent { quiet }, vec![assign]),
+                    span,
                 ))
             }
             "isbound" | "isunbound" | "unbind" => {

@@ -331,6 +331,18 @@ impl Printer<'_> {
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::Persistent { quiet }, [assign]) => {
+                let d = self.doc(assign);
+                let head = if quiet {
+                    "persistent quiet "
+                } else {
+                    "persistent "
+                };
+                Doc {
+                    text: format!("{head}{}", d.text),
+                    ..d
+                }
+            }
             // Not built by the parser: printed readably.
             (f, args) => atom(format!("{} ({})", f.keyword(), self.seq(args, " "))),
         }
