@@ -622,6 +622,10 @@ pub enum Builtin {
         /// `quiet`: the final value is not shown.
         quiet: bool,
     },
+    /// `atomic x = F` (logical): its one argument, an assignment. CQL 6.2
+    /// restores an atomic variable when a `path` backtracks; elsewhere it
+    /// is the assignment.
+    Atomic,
 }
 
 impl Builtin {
@@ -647,6 +651,7 @@ impl Builtin {
             Builtin::IsUnbound(_) => "isunbound",
             Builtin::Unbind(_) => "unbind",
             Builtin::Persistent { .. } => "persistent",
+            Builtin::Atomic => "atomic",
         }
     }
 

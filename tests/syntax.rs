@@ -473,6 +473,9 @@ fn logical_expr() -> impl Strategy<Value = String> {
         set_expr().prop_map(|a| format!("s |= {a}")),
         set_expr().prop_map(|a| format!("s &= ({a})")),
         Just("isbound cnt".to_owned()),
+        num_expr().prop_map(|a| format!("persistent pc += {a}")),
+        num_expr().prop_map(|a| format!("persistent quiet pc = ({a})")),
+        num_expr().prop_map(|a| format!("atomic cnt = {a}")),
         Just("isunbound t".to_owned()),
         Just("unbind s".to_owned()),
         (str_expr(), str_expr()).prop_map(|(a, b)| format!("({a}) == ({b})")),
@@ -499,7 +502,7 @@ proptest! {
     #[test]
     fn syntax_round_trip_generated_queries(body in proptest::collection::vec(logical_expr(), 1..4)) {
         // Variables used by the generators are declared first.
-        let text = format!("cnt = 1\ns = K\nt = \"x\"\n{}", body.join("\n"));
+        let text = format!("cnt = 1\ns = K\nt = \"x\"\npersistent pc = 0\n{}", body.join("\n"));
         let q = syntax::parse(&text).map_err(|d| TestCaseError::fail(format!("{text:?}: {d}")))?;
         round_trip(&text, &q).map_err(TestCaseError::fail)?;
     }

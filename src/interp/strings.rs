@@ -115,7 +115,8 @@ impl Evaluator<'_, '_> {
     /// - `isbound x` / `isunbound x`: whether x holds a value; `unbind x`
     ///   removes it and matches;
     /// - `persistent x = F`: the assignment (x keeps its value across
-    ///   games: see [`super::Interpreter::is_serial`]).
+    ///   games: see [`super::Interpreter::is_serial`]); `atomic x = F`: the
+    ///   assignment (atomicity matters only to `path`, which cqlj lacks).
     pub(super) fn builtin(&mut self, f: Builtin, args: &[Expr], at: u32) -> R<Option<Value>> {
         let num = Value::Number;
         let string = Value::Str;
@@ -224,7 +225,7 @@ impl Evaluator<'_, '_> {
                 Some(Value::Matched)
             }
             // The assignment; its variable persists (see `Interpreter`).
-            (Builtin::Persistent { .. }, [assign]) => self.eval(assign, at)?,
+            (Builtin::Persistent { .. } | Builtin::Atomic, [assign]) => self.eval(assign, at)?,
             (f, _) => {
                 return Err(InterpError::Unsupported {
                     span: (0, 0),

@@ -273,6 +273,18 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 kind
             }
+            B::Atomic => {
+                match lowered.first().map(|a| &a.node) {
+                    Some(Node::Assign { .. }) if lowered.len() == 1 => {}
+                    _ => {
+                        return Err(
+                            self.err(span, "`atomic` needs an assignment, e.g. `atomic x = 0`")
+                        );
+                    }
+                }
+                out = lowered;
+                Kind::Logical
+            }
             _ => {
                 out = lowered;
                 Kind::String

@@ -62,7 +62,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "writefile",
     "appendfile",
     "pieceid",
-    "atomic",
     "type",
     "colortype",
     "hascomment",
@@ -228,6 +227,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "isunbound",
     "unbind",
     "persistent",
+    "atomic",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -1132,13 +1132,13 @@ impl Parser<'_, '_> {
                     start.join(span),
                 ))
             }
-            "persistent" => {
-                let quiet = self.eat_ident("quiet").is_some();
+            "persistent" | "atomic" => {
+                let quiet = w == "persistent" && self.eat_ident("quiet").is_some();
                 let name = self.name("a variable name")?;
                 let assign = if let Tok::OpAssign(op) = self.peek_tok() {
                     self.op_assign(name, op, start)?
                 } else {
-                    self.expect(&Tok::Assign, "`=` after `persistent` and the variable")?;
+                    self.expect(&Tok::Assign, &format!("`=` after `{w}` and the variable"))?;
                     let value = self.expr(bp::ASSIGN_RHS)?;
                     let span = name.span.join(value.span);
                     Expr::new(
@@ -1150,10 +1150,12 @@ impl Parser<'_, '_> {
                     )
                 };
                 let span = start.join(assign.span);
-                Ok(Expr::new(
-                    ExprKind::Builtin(ir::Builtin::Persistent { quiet }, vec![assign]),
-                    span,
-                ))
+                let f = if w == "atomic" {
+                    ir::Builtin::Atomic
+                } else {
+                    ir::Builtin::Persistent { quiet }
+                };
+                Ok(Expr::new(ExprKind::Builtin(f, vec![assign]), span))
             }
             "isbound" | "isunbound" | "unbind" => {
                 let placeholder = ir::VarId(0);

@@ -331,12 +331,12 @@ impl Printer<'_> {
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
-            (Builtin::Persistent { quiet }, [assign]) => {
+            (Builtin::Persistent { .. } | Builtin::Atomic, [assign]) => {
                 let d = self.doc(assign);
-                let head = if quiet {
-                    "persistent quiet "
-                } else {
-                    "persistent "
+                let head = match f {
+                    Builtin::Persistent { quiet: true } => "persistent quiet ",
+                    Builtin::Persistent { quiet: false } => "persistent ",
+                    _ => "atomic ",
                 };
                 Doc {
                     text: format!("{head}{}", d.text),
