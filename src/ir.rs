@@ -582,6 +582,129 @@ pub struct MoveFilter {
     pub value: MoveValue,
 }
 
+/// A built-in function of strings, numbers or variables (CQL 6.2), the
+/// operator of a [`Node::Builtin`]. Each names its arguments' kinds and its
+/// own kind in its doc; its meaning is in the interpreter's
+/// `eval::Evaluator::builtin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `sqrt N` (numeric): the integer square root; no match when N < 0.
+    Sqrt,
+    /// `str X` (string): the value of any filter as `message` writes it.
+    Str,
+    /// `int S` (numeric): the decimal integer S spells.
+    Int,
+    /// `lowercase S` (string).
+    Lowercase,
+    /// `uppercase S` (string).
+    Uppercase,
+    /// `ascii N` (string: the character of code N) or `ascii S` (numeric:
+    /// the code of the one character of S); the argument's kind decides.
+    Ascii,
+    /// `indexof (S T)` (numeric): the byte offset of the first S in T.
+    IndexOf,
+    /// `S + T` (string): concatenation.
+    Concat,
+    /// `#S` (numeric): the length of a string.
+    Length,
+    /// `S[i]` (string): the character at offset i (negative: from the end).
+    CharAt,
+    /// `S[i:j]` (string): the characters at offsets i..j; `from` and `to`
+    /// say which bounds are written (an absent bound is not an argument).
+    Substring {
+        /// The start offset `i` is the second argument.
+        from: bool,
+        /// The end offset `j` is the next argument.
+        to: bool,
+    },
+    /// `fen` alone (string): the FEN of the position.
+    Fen,
+    /// `eventdate` (string): the game's `EventDate` tag.
+    EventDate,
+    /// `typename X` (string): the upper-case letter of the piece on the
+    /// single square of X.
+    TypeName,
+    /// `S ~~ R` (string): the part of S the regular expression R matches
+    /// first; its groups are then what `\N` yields.
+    RegexMatch,
+    /// `\N` (string): group N of the last successful `~~` (0: the whole
+    /// match).
+    Group(u8),
+    /// `\-N` (numeric): the offset of group N of the last `~~`.
+    GroupIndex(u8),
+    /// `isbound x` (logical): the variable holds a value.
+    IsBound(VarId),
+    /// `isunbound x` (logical): the variable holds no value.
+    IsUnbound(VarId),
+    /// `unbind x` (logical, always matches): the variable no longer holds
+    /// a value.
+    Unbind(VarId),
+    /// `persistent [quiet] x = F` (logical): its one argument, an
+    /// assignment, whose variable keeps its value from game to game (it
+    /// starts as 0, "" or the empty set); the run shows its final value
+    /// unless `quiet`.
+    Persistent {
+        /// `quiet`: the final value is not shown.
+        quiet: bool,
+    },
+    /// `atomic x = F` (logical): its one argument, an assignment. CQL 6.2
+    /// restores an atomic variable when a `path` backtracks; elsewhere it
+    /// is the assignment.
+    Atomic,
+}
+
+impl Builtin {
+    /// The keyword or operator that writes it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Builtin::Sqrt => "sqrt",
+            Builtin::Str => "str",
+            Builtin::Int => "int",
+            Builtin::Lowercase => "lowercase",
+            Builtin::Uppercase => "uppercase",
+            Builtin::Ascii => "ascii",
+            Builtin::IndexOf => "indexof",
+            Builtin::Concat => "+",
+            Builtin::Length => "#",
+            Builtin::CharAt | Builtin::Substring { .. } => "[]",
+            Builtin::Fen => "fen",
+            Builtin::EventDate => "eventdate",
+            Builtin::TypeName => "typename",
+            Builtin::RegexMatch => "~~",
+            Builtin::Group(_) | Builtin::GroupIndex(_) => "\\",
+            Builtin::IsBound(_) => "isbound",
+            Builtin::IsUnbound(_) => "isunbound",
+            Builtin::Unbind(_) => "unbind",
+            Builtin::Persistent { .. } => "persistent",
+            Builtin::Atomic => "atomic",
+        }
+    }
+
+    /// The largest compiled form of a `~~` pattern (bytes), so that a
+    /// pattern's compile time and memory stay bounded.
+    pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+    /// Compiles the pattern of a `~~` (Rust `regex` syntax, which runs in
+    /// time linear in the subject: no pattern can hang a search).
+    ///
+    /// # Errors
+    /// The pattern is not a valid regular expression, or compiles larger
+    /// than [`Builtin::REGEX_SIZE_LIMIT`].
+    pub fn compile_regex(pattern: &str) -> Result<regex::Regex, regex::Error> {
+        regex::RegexBuilder::new(pattern)
+            .size_limit(Self::REGEX_SIZE_LIMIT)
+            .build()
+    }
+
+    /// The variable it reads or changes, if any.
+    pub fn var(self) -> Option<VarId> {
+        match self {
+            Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 /// One filter of the query, after name resolution and kind checking.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expr {
@@ -873,6 +996,10 @@ pub enum Node {
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.
     Line(Box<LineFilter>),
 
+    // ---- built-in functions ----------------------------------------------
+    /// A built-in function applied to its arguments, in source order.
+    Builtin(Builtin, Vec<Expr>),
+
     // ---- only in an [`ExpandedQuery`] -----------------------------------
     /// An expanded transform filter: its orbit, after elision, deduplication
     /// and composition (SEMANTICS.md §6). Value rules: with `count`, numeric
@@ -969,6 +1096,7 @@ impl Node {
             Node::Echo(..) => "Echo",
             Node::ConsecutiveMoves { .. } => "ConsecutiveMoves",
             Node::Line(..) => "Line",
+            Node::Builtin(..) => "Builtin",
             Node::Orbit { .. } => "Orbit",
         }
     }
@@ -1013,6 +1141,31 @@ pub struct Query {
     pub body: Vec<Expr>,
     /// Every variable, indexed by [`VarId`].
     pub vars: Vec<Var>,
+}
+
+impl Query {
+    /// The persistent variables (`persistent x = ...` somewhere in the
+    /// body), each once, in order of first mention, with `quiet` when some
+    /// `persistent quiet` names it. A query with one runs serially, one
+    /// game after another in game order.
+    pub fn persistent_vars(&self) -> Vec<(VarId, bool)> {
+        fn walk(e: &Expr, out: &mut Vec<(VarId, bool)>) {
+            if let Node::Builtin(Builtin::Persistent { quiet }, args) = &e.node
+                && let Some(Node::Assign { var, .. }) = args.first().map(|a| &a.node)
+            {
+                match out.iter_mut().find(|(v, _)| v == var) {
+                    Some(slot) => slot.1 |= *quiet,
+                    None => out.push((*var, *quiet)),
+                }
+            }
+            e.for_each_child(|c| walk(c, out));
+        }
+        let mut out = Vec::new();
+        for e in &self.body {
+            walk(e, &mut out);
+        }
+        out
+    }
 }
 
 impl Expr {
@@ -1080,7 +1233,8 @@ impl Expr {
             | Min(args)
             | Block(args)
             | Comment(args)
-            | Message(args) => args.iter().for_each(f),
+            | Message(args)
+            | Node::Builtin(_, args) => args.iter().for_each(f),
             Pin {
                 from, through, to, ..
             } => {
@@ -1140,10 +1294,15 @@ impl Expr {
     }
 
     /// True if evaluating this filter can have a side effect (assignment,
-    /// comment, message, sort) anywhere inside it.
+    /// `unbind`, comment, message, sort) anywhere inside it. A `~~` is not
+    /// one: evaluated again, it sets the same groups.
     pub fn has_side_effects(&self) -> bool {
         match &self.node {
-            Node::Assign { .. } | Node::Sort { .. } | Node::Comment(_) | Node::Message(_) => true,
+            Node::Assign { .. }
+            | Node::Sort { .. }
+            | Node::Comment(_)
+            | Node::Message(_)
+            | Node::Builtin(Builtin::Unbind(_), _) => true,
             _ => {
                 let mut any = false;
                 self.for_each_child(|c| any |= c.has_side_effects());
@@ -1213,7 +1372,8 @@ impl Expr {
             | Min(args)
             | Block(args)
             | Comment(args)
-            | Message(args) => args.iter_mut().for_each(f),
+            | Message(args)
+            | Node::Builtin(_, args) => args.iter_mut().for_each(f),
             Pin {
                 from, through, to, ..
             } => {

@@ -414,6 +414,41 @@ fn num_expr() -> impl Strategy<Value = String> {
             inner.clone().prop_map(|a| format!("flipcolor {a}")),
             set_expr().prop_map(|a| format!("flipcolor count {a}")),
             set_expr().prop_map(|a| format!("move legal count to ({a})")),
+            inner.clone().prop_map(|a| format!("sqrt {a}")),
+            str_expr().prop_map(|a| format!("#({a})")),
+            str_expr().prop_map(|a| format!("int ({a})")),
+            str_expr().prop_map(|a| format!("ascii ({a})")),
+            (str_expr(), str_expr()).prop_map(|(a, b)| format!("indexof (({a}) ({b}))")),
+            Just("\\-1".to_owned()),
+        ]
+    })
+}
+
+fn str_expr() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("\"ab\"".to_owned()),
+        Just("\"a\\d+\"".to_owned()),
+        Just("\"q\\\"x\\\\\"".to_owned()),
+        Just("fen".to_owned()),
+        Just("eventdate".to_owned()),
+        Just("\\1".to_owned()),
+        Just("t".to_owned()),
+        Just("event".to_owned()),
+        set_expr().prop_map(|a| format!("typename {a}")),
+    ];
+    leaf.prop_recursive(3, 12, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) + ({b})")),
+            inner.clone().prop_map(|a| format!("lowercase {a}")),
+            inner.clone().prop_map(|a| format!("uppercase ({a})")),
+            inner.clone().prop_map(|a| format!("({a}) ~~ \"x(y)\"")),
+            inner.clone().prop_map(|a| format!("({a}) ~~ (t + \"z\")")),
+            inner.clone().prop_map(|a| format!("({a})[1]")),
+            inner.clone().prop_map(|a| format!("({a})[-2:3]")),
+            inner.clone().prop_map(|a| format!("({a})[:cnt]")),
+            inner.clone().prop_map(|a| format!("({a})[1:]")),
+            (-3i64..300).prop_map(|n| format!("str {n}")),
+            (-3i64..300).prop_map(|n| format!("ascii {n}")),
         ]
     })
 }
@@ -432,6 +467,18 @@ fn logical_expr() -> impl Strategy<Value = String> {
         set_expr(),
         num_expr().prop_map(|a| format!("cnt = ({a})")),
         set_expr().prop_map(|a| format!("s = ({a})")),
+        str_expr().prop_map(|a| format!("t = ({a})")),
+        str_expr().prop_map(|a| format!("t += {a}")),
+        num_expr().prop_map(|a| format!("cnt %= {a}")),
+        set_expr().prop_map(|a| format!("s |= {a}")),
+        set_expr().prop_map(|a| format!("s &= ({a})")),
+        Just("isbound cnt".to_owned()),
+        num_expr().prop_map(|a| format!("persistent pc += {a}")),
+        num_expr().prop_map(|a| format!("persistent quiet pc = ({a})")),
+        num_expr().prop_map(|a| format!("atomic cnt = {a}")),
+        Just("isunbound t".to_owned()),
+        Just("unbind s".to_owned()),
+        (str_expr(), str_expr()).prop_map(|(a, b)| format!("({a}) == ({b})")),
     ];
     leaf.prop_recursive(3, 16, 3, |inner| {
         prop_oneof![
@@ -455,7 +502,7 @@ proptest! {
     #[test]
     fn syntax_round_trip_generated_queries(body in proptest::collection::vec(logical_expr(), 1..4)) {
         // Variables used by the generators are declared first.
-        let text = format!("cnt = 1\ns = K\n{}", body.join("\n"));
+        let text = format!("cnt = 1\ns = K\nt = \"x\"\npersistent pc = 0\n{}", body.join("\n"));
         let q = syntax::parse(&text).map_err(|d| TestCaseError::fail(format!("{text:?}: {d}")))?;
         round_trip(&text, &q).map_err(TestCaseError::fail)?;
     }

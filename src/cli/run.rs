@@ -167,6 +167,14 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         started,
     };
     summary.say(&args, quiet, &finished);
+    if !quiet {
+        // As CQL 6.2 ends a run: each persistent variable's final value.
+        for (name, value, quiet_var) in matcher.persistent_values() {
+            if !quiet_var {
+                eprintln!("{name}: {value}");
+            }
+        }
+    }
     Ok(if stopped {
         ExitCode::from(files::INTERRUPTED)
     } else {

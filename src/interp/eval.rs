@@ -290,12 +290,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Arith(op, a, b) => self.arith(*op, a, b, at),
             Neg(a) => Ok(self
                 .num(a, at)?
-                .and_then(i64::checked_neg)
-                .map(Value::Number)),
+                .map(|n| Value::Number(i64::from((n as i32).wrapping_neg())))),
             Abs(a) => Ok(self
                 .num(a, at)?
-                .and_then(i64::checked_abs)
-                .map(Value::Number)),
+                .map(|n| Value::Number(i64::from((n as i32).wrapping_abs())))),
             Max(args) => self.extremum(args, at, true),
             Min(args) => self.extremum(args, at, false),
             Rank(x) => self.coordinate(x, at, |s| s.rank() as i64 + 1),
@@ -391,6 +389,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 Ok(Some(Value::Matched))
             }
             Orbit { count, elements } => self.orbit(e.kind, *count, elements, at),
+            Builtin(f, args) => self.builtin(*f, args, at),
             At { .. }
             | TreeLeaf(_)
             | Child(_)
@@ -677,21 +676,27 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         })
     }
 
-    /// `X + Y`, `-`, `*`, `/`, `%` on integers: both sides must match;
+    /// `X + Y`, `-`, `*`, `/`, `%` on integers, as CQL 6.2 computes them
+    /// on 32-bit integers: both sides must match; each is taken modulo
+    /// 2^32 and the result wraps (`2147483647 + 1` is `-2147483648`);
     /// division truncates toward zero, `%` takes the sign of the dividend;
-    /// division or modulo by zero, and overflow, do not match.
+    /// division or modulo by zero does not match, nor does
+    /// `-2147483648 / -1` or `% -1` (CQL 6.2 stops with an arithmetic
+    /// fault there). `-X` and `abs X` wrap likewise (`abs -2147483648` is
+    /// itself).
     fn arith(&mut self, op: ArithOp, a: &Expr, b: &Expr, at: u32) -> R<Option<Value>> {
         let (Some(x), Some(y)) = (self.num(a, at)?, self.num(b, at)?) else {
             return Ok(None);
         };
+        let (x, y) = (x as i32, y as i32);
         let v = match op {
-            ArithOp::Add => x.checked_add(y),
-            ArithOp::Sub => x.checked_sub(y),
-            ArithOp::Mul => x.checked_mul(y),
+            ArithOp::Add => Some(x.wrapping_add(y)),
+            ArithOp::Sub => Some(x.wrapping_sub(y)),
+            ArithOp::Mul => Some(x.wrapping_mul(y)),
             ArithOp::Div => x.checked_div(y),
             ArithOp::Mod => x.checked_rem(y),
         };
-        Ok(v.map(Value::Number))
+        Ok(v.map(|v| Value::Number(i64::from(v))))
     }
 
     /// `max (X Y ...)` / `min (...)`: the largest / smallest argument; every
@@ -1002,11 +1007,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             };
             match v {
                 None => out.push_str("<none>"),
-                Some(Value::Set(s)) => out.push_str(&squares_text(s)),
-                Some(Value::Number(n)) => out.push_str(&n.to_string()),
-                Some(Value::Str(s)) => out.push_str(&s),
-                Some(Value::Position(p)) => out.push_str(&self.position_text(p)),
-                Some(Value::Matched) => out.push_str("true"),
+                Some(v) => {
+                    let text = self.value_text(v);
+                    out.push_str(&text);
+                }
             }
         }
         Ok(out)

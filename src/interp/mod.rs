@@ -27,13 +27,15 @@ mod eval;
 mod line;
 mod moves;
 mod sequence;
+mod strings;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use crate::ir::{ExpandedQuery, Expr, Node, Span};
+use crate::ir::{Builtin, ExpandedQuery, Expr, Kind, Node, Span, VarId};
 use cqlj_runtime::bitboard::Bitboard;
 use cqlj_runtime::layout::PositionRecord;
 
@@ -224,6 +226,14 @@ pub struct Interpreter {
     /// The value of `lastgamenumber`; `None`: unknown, and then each game
     /// is taken to be the last one (its own number).
     last_game_number: Option<u64>,
+    /// The compiled literal patterns of the query's `~~` filters.
+    regexes: HashMap<String, regex::Regex>,
+    /// The persistent variables ([`crate::ir::Query::persistent_vars`]).
+    persistent: Vec<(VarId, bool)>,
+    /// Their values between games (indexed by variable; only persistent
+    /// slots are used), shared by the clones of this interpreter. Games
+    /// must then be evaluated one after another in game order.
+    persistent_values: Arc<Mutex<Vec<Option<Value>>>>,
 }
 
 impl Interpreter {
@@ -237,8 +247,19 @@ impl Interpreter {
         let mut sort_index = HashMap::new();
         let nvars = query.vars().len();
         let mut bad_var = None;
+        let mut regexes = HashMap::new();
         for e in query.body() {
             walk(e, &mut |e| match &e.node {
+                Node::Builtin(Builtin::RegexMatch, args) => {
+                    if let Some(Node::Str(p)) = args.get(1).map(|a| &a.node)
+                        && let Ok(re) = Builtin::compile_regex(p)
+                    {
+                        regexes.insert(p.clone(), re);
+                    }
+                }
+                Node::Builtin(f, _) if f.var().is_some_and(|v| v.0 as usize >= nvars) => {
+                    bad_var = f.var().map(|v| v.0);
+                }
                 Node::Sort { label, min, .. } => {
                     let id = sort_id(label, *min, e.span);
                     if !sort_index.contains_key(&id) {
@@ -260,11 +281,25 @@ impl Interpreter {
         if let Some(v) = bad_var {
             return Err(InterpError::UnknownVariable(v));
         }
+        let persistent = query.query().persistent_vars();
+        let mut start = vec![None; nvars];
+        for (v, _) in &persistent {
+            let kind = query.vars().get(v.0 as usize).map(|var| var.kind);
+            start[v.0 as usize] = match kind {
+                Some(Kind::Numeric) => Some(Value::Number(0)),
+                Some(Kind::String) => Some(Value::Str(String::new())),
+                Some(Kind::Set) => Some(Value::Set(Bitboard::EMPTY)),
+                _ => None,
+            };
+        }
         Ok(Interpreter {
             query: query.clone(),
             sorts,
             sort_index,
             last_game_number: None,
+            regexes,
+            persistent,
+            persistent_values: Arc::new(Mutex::new(start)),
         })
     }
 
@@ -309,16 +344,69 @@ impl Interpreter {
         reads
     }
 
-    /// A fresh state for evaluating one game with `opts`.
+    /// Whether the query has persistent variables: its games must be
+    /// evaluated one after another, in game order, by one interpreter (or
+    /// its clones), for each game to see the values the earlier ones left.
+    pub fn is_serial(&self) -> bool {
+        !self.persistent.is_empty()
+    }
+
+    /// The persistent variables' current values (after a run: their final
+    /// values) with their names, and whether each is `quiet`; each value
+    /// as CQL 6.2 shows it at the end of a run: a number, a quoted string,
+    /// a set of squares as `[a1,b2]` (`<unbound>` after `unbind`).
+    pub fn persistent_values(&self) -> Vec<(String, String, bool)> {
+        let values = self
+            .persistent_values
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.persistent
+            .iter()
+            .map(|(v, quiet)| {
+                let name = self
+                    .query
+                    .vars()
+                    .get(v.0 as usize)
+                    .map_or_else(String::new, |var| var.name.clone());
+                let text = match values.get(v.0 as usize).cloned().flatten() {
+                    Some(Value::Number(n)) => n.to_string(),
+                    Some(Value::Str(s)) => format!("\"{s}\""),
+                    Some(Value::Set(b)) => eval::squares_text(b),
+                    Some(Value::Position(p)) => format!("position {p}"),
+                    Some(Value::Matched) => "true".to_owned(),
+                    None => "<unbound>".to_owned(),
+                };
+                (name, text, *quiet)
+            })
+            .collect()
+    }
+
+    /// A fresh state for evaluating one game with `opts` (ordinary
+    /// variables unbound, persistent ones holding their current values).
     pub fn new_state(&self, opts: &EvalOptions) -> State {
+        let mut vars = vec![None; self.query.vars().len()];
+        if !self.persistent.is_empty() {
+            let values = self
+                .persistent_values
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (v, _) in &self.persistent {
+                let i = v.0 as usize;
+                if let (Some(slot), Some(value)) = (vars.get_mut(i), values.get(i)) {
+                    *slot = value.clone();
+                }
+            }
+        }
         State {
-            vars: vec![None; self.query.vars().len()],
+            vars,
             variations: opts.variations,
             comments: Vec::new(),
             messages: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
+            groups: strings::Groups::default(),
+            regexes: strings::RegexCache::default(),
         }
     }
 
@@ -341,6 +429,18 @@ impl Interpreter {
             }
             if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
                 matched.push(i as u32);
+            }
+        }
+        if !self.persistent.is_empty() {
+            let mut values = self
+                .persistent_values
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (v, _) in &self.persistent {
+                let i = v.0 as usize;
+                if let (Some(slot), Some(value)) = (values.get_mut(i), state.vars.get(i)) {
+                    *slot = value.clone();
+                }
             }
         }
         Ok(GameOutcome {
@@ -415,6 +515,10 @@ pub struct State {
     /// The game tree's index (children, `positionid`s), built at the first
     /// game-tree filter of the game.
     tree: sequence::TreeCache,
+    /// The groups of the game's last successful `~~`.
+    groups: strings::Groups,
+    /// Patterns of `~~` that are not literals, compiled (`None`: invalid).
+    regexes: strings::RegexCache,
 }
 
 impl State {

@@ -218,6 +218,10 @@ pub enum NotLowered {
     /// A value of a kind the kernel has no representation for.
     #[error("{0} values")]
     Values(Kind),
+    /// A built-in function of strings, numbers or variables (`sqrt`,
+    /// `str`, `~~`, `isbound`, ...), named by its keyword.
+    #[error("built-in function `{0}`")]
+    Builtin(&'static str),
 }
 
 /// What the kernel writes to the value array for each matching position.

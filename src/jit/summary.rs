@@ -143,10 +143,35 @@ fn num_upper(e: &Expr, s: &ChunkSummary) -> i64 {
     match &e.node {
         Node::Number(n) => *n,
         Node::Count(a) => set_bound(a, s).count_ones() as i64,
-        Node::Arith(ArithOp::Add, a, b) => num_upper(a, s).saturating_add(num_upper(b, s)),
-        Node::Arith(ArithOp::Sub, a, b) => match num_lower(b) {
-            Some(lo) => num_upper(a, s).saturating_sub(lo),
-            None => i64::MAX,
+        // Arithmetic wraps at 32 bits: a bound holds only when no operand
+        // and no result can leave the 32-bit range.
+        Node::Arith(ArithOp::Add, a, b) => match (num_lower(a), num_lower(b)) {
+            (Some(la), Some(lb)) => {
+                let (ua, ub) = (num_upper(a, s), num_upper(b, s));
+                if [la, lb, ua, ub, la.saturating_add(lb), ua.saturating_add(ub)]
+                    .iter()
+                    .all(|v| i32::try_from(*v).is_ok())
+                {
+                    ua + ub
+                } else {
+                    i64::MAX
+                }
+            }
+            _ => i64::MAX,
+        },
+        Node::Arith(ArithOp::Sub, a, b) => match (num_lower(a), num_lower(b)) {
+            (Some(la), Some(lb)) => {
+                let (ua, ub) = (num_upper(a, s), num_upper(b, s));
+                if [la, lb, ua, ub, la.saturating_sub(ub), ua.saturating_sub(lb)]
+                    .iter()
+                    .all(|v| i32::try_from(*v).is_ok())
+                {
+                    ua - lb
+                } else {
+                    i64::MAX
+                }
+            }
+            _ => i64::MAX,
         },
         Node::Max(args) | Node::Min(args) if !args.is_empty() => {
             let ups = args.iter().map(|a| num_upper(a, s));

@@ -255,8 +255,8 @@ fn numeric_compare_power_and_division() {
     assert_eq!(r.iter().map(|p| p.0).collect::<Vec<_>>(), vec![false, true]);
     let q = query(vec![diff]);
     assert_eq!(run(&q, &[START])[0], (true, Some(0)));
-    // Division by zero does not match; i64::MIN / -1 overflows (no match)
-    // and does not trap.
+    // Division by zero does not match; i32::MIN / -1 (CQL 6.2's integers
+    // are 32-bit) does not match and does not trap.
     let div = |a, b| {
         e(
             Node::Arith(crate::ir::ArithOp::Div, Box::new(num(a)), Box::new(num(b))),
@@ -265,7 +265,24 @@ fn numeric_compare_power_and_division() {
     };
     assert!(!run(&query(vec![div(7, 0)]), &[START])[0].0);
     assert_eq!(run(&query(vec![div(7, -2)]), &[START])[0], (true, Some(-3)));
-    assert!(!run(&query(vec![div(i64::MIN, -1)]), &[START])[0].0);
+    assert!(!run(&query(vec![div(i64::from(i32::MIN), -1)]), &[START])[0].0);
+    // Operands are taken modulo 2^32, results wrap.
+    assert_eq!(
+        run(&query(vec![div(i64::MIN, -1)]), &[START])[0],
+        (true, Some(0))
+    );
+    let add = e(
+        Node::Arith(
+            crate::ir::ArithOp::Add,
+            Box::new(num(i64::from(i32::MAX))),
+            Box::new(num(1)),
+        ),
+        Kind::Numeric,
+    );
+    assert_eq!(
+        run(&query(vec![add]), &[START])[0],
+        (true, Some(i64::from(i32::MIN)))
+    );
 }
 
 #[test]

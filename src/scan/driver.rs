@@ -340,6 +340,13 @@ pub trait GameMatcher: Sync {
     /// shared state such as read-ahead bookkeeping).
     fn begin_scan(&self) {}
 
+    /// Whether the games must be evaluated one after another in game order
+    /// (a query whose games share state, such as persistent variables):
+    /// [`scan`] then uses one worker, whatever [`ScanOptions::threads`] says.
+    fn serial(&self) -> bool {
+        false
+    }
+
     /// Evaluates the games in `games`, pushing a [`GameMatch`] for each game
     /// that matches, in increasing game order.
     ///
@@ -415,7 +422,11 @@ pub fn scan<M: GameMatcher>(
     stop: &AtomicBool,
     sink: &mut dyn Sink,
 ) -> Result<ScanStats, ScanError> {
-    let threads = opts.threads.max(1);
+    let threads = if matcher.serial() {
+        1
+    } else {
+        opts.threads.max(1)
+    };
     let batch = opts.batch_games.max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -137,8 +137,17 @@ impl<'s> StoreMatcher<'s> {
         plan: &RunPlan,
         jit_options: &JitOptions,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
+        let serial = !query.query().persistent_vars().is_empty();
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
+            // The kernel skips games; persistent variables need every game.
+            _ if serial => (
+                None,
+                Some(
+                    "using the interpreter alone, one game after another: the query has persistent variables"
+                        .to_owned(),
+                ),
+            ),
             Engine::Jit => (Some(jit::compile(query, jit_options)?), None),
             Engine::Auto => match jit::compile(query, jit_options) {
                 Ok(cq) => (Some(cq), None),
@@ -193,6 +202,12 @@ impl<'s> StoreMatcher<'s> {
         self.interp = self.interp.with_last_game_number(number);
         self.last_game_number = number;
         self
+    }
+
+    /// The persistent variables' values (final ones after a scan), with
+    /// their names and `quiet` flags.
+    pub fn persistent_values(&self) -> Vec<(String, String, bool)> {
+        self.interp.persistent_values()
     }
 
     /// The compiled query, when the JIT runs.
@@ -551,6 +566,10 @@ impl GameMatcher for StoreMatcher<'_> {
 
     fn begin_scan(&self) {
         self.hinted.store(0, Ordering::Relaxed);
+    }
+
+    fn serial(&self) -> bool {
+        self.interp.is_serial()
     }
 
     fn match_games(

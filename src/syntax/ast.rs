@@ -64,6 +64,8 @@ pub(crate) enum Infix {
     Arith(ArithOp),
     Attacks,
     AttackedBy,
+    /// `~~`: a regular expression match.
+    Regex,
 }
 
 /// Which list-argument filter.
@@ -188,6 +190,19 @@ pub(crate) enum ExprKind {
     },
     /// `fen "..."`.
     Fen(String),
+    /// A built-in function with its arguments as written (`sqrt x`,
+    /// `indexof (a b)`, `lowercase s`, ...).
+    Builtin(ir::Builtin, Vec<Expr>),
+    /// `isbound x`, `isunbound x`, `unbind x`: the function (its variable
+    /// a placeholder) and the name written.
+    VarBuiltin(ir::Builtin, Name),
+    /// `S[i]`, or with `slice` `S[i:j]`, `S[i:]`, `S[:j]`, `S[:]`.
+    Index {
+        target: Box<Expr>,
+        from: Option<Box<Expr>>,
+        to: Option<Box<Expr>>,
+        slice: bool,
+    },
     /// `player [white|black] ["name"]`, `event "x"` etc.: a string filter
     /// optionally followed by a string it must contain.
     StringMatch {
@@ -434,6 +449,21 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             format!("Transform {filter:?} count={count} restrict={restrict}")
         }
         ExprKind::Fen(s) => format!("Fen {s:?}"),
+        ExprKind::Builtin(f, args) => {
+            kids.extend(args);
+            format!("Builtin {}", f.keyword())
+        }
+        ExprKind::VarBuiltin(f, var) => format!("Builtin {} {}", f.keyword(), var.name),
+        ExprKind::Index {
+            target,
+            from,
+            to,
+            slice,
+        } => {
+            kids.push(target);
+            kids.extend([from, to].into_iter().flatten().map(|b| &**b));
+            format!("Index slice={slice}")
+        }
         ExprKind::StringMatch { filter, pattern } => {
             kids.push(filter);
             format!("StringMatch {:?}", pattern.as_ref().map(|p| &p.0))

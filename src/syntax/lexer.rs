@@ -100,6 +100,19 @@ pub enum Tok {
     PosAfter,
     /// `[>=]`, `≽`
     PosAfterEq,
+    /// `~~` (a regular expression match)
+    RegexMatch,
+    /// `+=`, `-=`, `*=`, `/=`, `%=`, `|=`, `&=` (`∪=`, `∩=`): compound
+    /// assignment; the operator's character.
+    OpAssign(char),
+    /// `\N`: group N of the last regular expression match.
+    Group(u8),
+    /// `\-N`: the offset of group N of the last match.
+    GroupIndex(u8),
+    /// `[` not starting a designator: string indexing `S[i]`, `S[i:j]`.
+    LBracket,
+    /// `]` closing a [`Tok::LBracket`].
+    RBracket,
     /// The end of the text (returned again on every later call).
     Eof,
 }
@@ -426,6 +439,16 @@ impl<'s> Lexer<'s> {
             (">=", Tok::Ge),
             ("==", Tok::EqEq),
             ("!=", Tok::Ne),
+            ("~~", Tok::RegexMatch),
+            ("+=", Tok::OpAssign('+')),
+            ("-=", Tok::OpAssign('-')),
+            ("*=", Tok::OpAssign('*')),
+            ("/=", Tok::OpAssign('/')),
+            ("%=", Tok::OpAssign('%')),
+            ("|=", Tok::OpAssign('|')),
+            ("&=", Tok::OpAssign('&')),
+            ("∪=", Tok::OpAssign('|')),
+            ("∩=", Tok::OpAssign('&')),
         ] {
             if rest.starts_with(text) {
                 return self.take(text.len(), tok);
@@ -441,11 +464,14 @@ impl<'s> Lexer<'s> {
             let text = &rest[..n];
             self.pos += n;
             return match text.parse::<u64>() {
-                Ok(v) if v <= i64::MAX as u64 => Some(Tok::Num(v)),
+                Ok(v) if v <= i32::MAX as u64 => Some(Tok::Num(v)),
                 _ => {
                     diags.error(
                         Span::new(start, self.pos),
-                        format!("number `{text}` is too large"),
+                        format!(
+                            "number `{text}` is too large (CQL numbers are 32-bit: at most {})",
+                            i32::MAX
+                        ),
                     );
                     Some(Tok::Num(0))
                 }
@@ -460,6 +486,31 @@ impl<'s> Lexer<'s> {
                     squares: Some(Bitboard::EMPTY),
                 },
             );
+        }
+        if c == '\\' {
+            let (neg, digits_at) = match rest.as_bytes().get(1) {
+                Some(b'-') => (true, 2),
+                _ => (false, 1),
+            };
+            let digits = rest[digits_at..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len() - digits_at);
+            self.pos += digits_at + digits;
+            let text = &rest[digits_at..digits_at + digits];
+            return match text.parse::<u8>() {
+                Ok(n) if (1..=2).contains(&digits) => Some(if neg {
+                    Tok::GroupIndex(n)
+                } else {
+                    Tok::Group(n)
+                }),
+                _ => {
+                    diags.error(
+                        Span::new(start, self.pos),
+                        "a backslash outside a string names a group of the last `~~` match: one or two digits follow it (`\\1`, `\\-1`)",
+                    );
+                    None
+                }
+            };
         }
         if starts_unicode_designator(rest) {
             return Some(self.unicode_designator(diags));
@@ -499,6 +550,8 @@ impl<'s> Lexer<'s> {
             '←' => Tok::ArrowLeft,
             '×' => Tok::CaptureX,
             ':' => Tok::Colon,
+            '[' => Tok::LBracket,
+            ']' => Tok::RBracket,
             '?' => Tok::Question,
             '≺' => Tok::PosBefore,
             '≼' => Tok::PosBeforeEq,
@@ -506,13 +559,10 @@ impl<'s> Lexer<'s> {
             '≽' => Tok::PosAfterEq,
             _ => {
                 self.pos += c.len_utf8();
-                let what = if c == '[' {
-                    "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`)"
-                        .to_owned()
-                } else {
-                    format!("unexpected character `{c}`")
-                };
-                diags.error(Span::new(start, self.pos), what);
+                diags.error(
+                    Span::new(start, self.pos),
+                    format!("unexpected character `{c}`"),
+                );
                 return None;
             }
         };
@@ -603,9 +653,16 @@ impl<'s> Lexer<'s> {
                     self.pos = start + 1 + i + 1;
                     return Some(Tok::Str(out));
                 }
-                '\\' => match chars.next() {
-                    Some((_, e)) => out.push(e),
-                    None => break,
+                // As in CQL 6.2 a backslash stands for itself (`"\d+"` is
+                // a regular expression), except that `\"` and `\\` write a
+                // quote and a backslash, so that every string can be
+                // written.
+                '\\' => match chars.clone().next() {
+                    Some((_, e @ ('"' | '\\'))) => {
+                        chars.next();
+                        out.push(e);
+                    }
+                    _ => out.push('\\'),
                 },
                 c => out.push(c),
             }

@@ -43,6 +43,8 @@ struct Lowerer<'a, 'd> {
     /// Names already reported (an unknown name, a variable whose assignment
     /// failed): a later use is not reported again, one mistake is one error.
     reported_names: HashSet<String>,
+    /// Variables declared by `persistent`.
+    persistent: HashSet<VarId>,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -72,6 +74,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         fatal: false,
         loop_vars: HashMap::new(),
         reported_names: HashSet::new(),
+        persistent: HashSet::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -207,6 +210,164 @@ impl<'a> Lowerer<'a, '_> {
                 kind_phrase(e.kind)
             ),
         ))
+    }
+
+    /// A string is needed: anything else is an error naming `what`.
+    fn want_string(&mut self, e: Expr, what: &str) -> LResult {
+        if e.kind == Kind::String {
+            return Ok(e);
+        }
+        Err(self.err(
+            e.span,
+            format!("{what} needs a string, but this is {}", kind_phrase(e.kind)),
+        ))
+    }
+
+    /// A built-in function of strings and numbers, its arguments' kinds
+    /// checked (see [`ir::Builtin`]).
+    fn builtin(&mut self, f: ir::Builtin, args: &'a [ast::Expr], span: Span) -> LResult {
+        use ir::Builtin as B;
+        if let (B::Persistent { .. }, [assign]) = (f, args) {
+            return self.persistent(f, assign, span);
+        }
+        let what = format!("`{}`", f.keyword());
+        let mut lowered = Vec::with_capacity(args.len());
+        for a in args {
+            lowered.push(self.sub(a)?);
+        }
+        let mut out = Vec::with_capacity(lowered.len());
+        let kind = match f {
+            B::Sqrt => {
+                for a in lowered {
+                    out.push(self.want_num(a, &what)?);
+                }
+                Kind::Numeric
+            }
+            B::Int | B::IndexOf => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::Numeric
+            }
+            B::Lowercase | B::Uppercase => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::String
+            }
+            B::TypeName => {
+                for a in lowered {
+                    out.push(self.want_set(a, &what)?);
+                }
+                Kind::String
+            }
+            B::Ascii => {
+                let mut kind = Kind::String;
+                for a in lowered {
+                    if a.kind == Kind::String {
+                        kind = Kind::Numeric;
+                        out.push(a);
+                    } else {
+                        out.push(self.want_num(a, &what)?);
+                    }
+                }
+                kind
+            }
+            B::Atomic => {
+                match lowered.first().map(|a| &a.node) {
+                    Some(Node::Assign { .. }) if lowered.len() == 1 => {}
+                    _ => {
+                        return Err(
+                            self.err(span, "`atomic` needs an assignment, e.g. `atomic x = 0`")
+                        );
+                    }
+                }
+                out = lowered;
+                Kind::Logical
+            }
+            _ => {
+                out = lowered;
+                Kind::String
+            }
+        };
+        self.mk(Node::Builtin(f, out), kind, span)
+    }
+
+    /// `persistent [quiet] x = F` (or `x op= F`): the variable must not be
+    /// an ordinary one already; `x op= F` may declare it (its kind is F's:
+    /// a number, a string for `+=` of a string, a set for `|=` and `&=`),
+    /// since a persistent variable starts bound (0, "" or the empty set).
+    fn persistent(&mut self, f: ir::Builtin, assign: &'a ast::Expr, span: Span) -> LResult {
+        let ExprKind::Assign { var, value } = &assign.kind else {
+            return Err(self.err(
+                assign.span,
+                "`persistent` needs an assignment, e.g. `persistent n = 0`",
+            ));
+        };
+        let existing = self.var_ids.get(&var.name).copied();
+        if let Some(id) = existing
+            && !self.persistent.contains(&id)
+        {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "`{}` is already an ordinary variable, so it cannot be declared persistent",
+                    var.name
+                ),
+            ));
+        }
+        let op_form = match &value.kind {
+            ExprKind::Infix(first, rest) if rest.len() == 1 => match &first.kind {
+                ExprKind::Ident(n) if *n == var.name => Some(&rest[0]),
+                _ => None,
+            },
+            _ => None,
+        };
+        let lowered = match (existing, op_form) {
+            (None, Some((op, rhs))) => {
+                // `persistent x += F` first: x is declared by F's kind.
+                let r = self.sub(rhs)?;
+                let kind = match (op, r.kind) {
+                    (ast::Infix::Set(_), _) => Kind::Set,
+                    (_, Kind::String) => Kind::String,
+                    _ => Kind::Numeric,
+                };
+                let id = self.declare(var, kind)?;
+                self.persistent.insert(id);
+                let current = self.mk(Node::Var(id), kind, var.span)?;
+                let v = self.infix(*op, current, r, value.span)?;
+                self.mk(
+                    Node::Assign {
+                        var: id,
+                        value: Box::new(v),
+                    },
+                    Kind::Logical,
+                    assign.span,
+                )?
+            }
+            _ => {
+                if let Some(id) = existing {
+                    self.persistent.insert(id);
+                }
+                let a = self.sub(assign)?;
+                if let Node::Assign { var: id, .. } = a.node {
+                    self.persistent.insert(id);
+                }
+                a
+            }
+        };
+        if let Node::Assign { var: id, .. } = &lowered.node
+            && !matches!(
+                self.vars[id.0 as usize].kind,
+                Kind::Numeric | Kind::String | Kind::Set
+            )
+        {
+            return Err(self.err(
+                assign.span,
+                "a persistent variable holds a number, a string or a set",
+            ));
+        }
+        self.mk(Node::Builtin(f, vec![lowered]), Kind::Logical, span)
     }
 
     /// A number is needed: a set stands for its size.
@@ -625,6 +786,47 @@ impl<'a> Lowerer<'a, '_> {
                 )
             }
             ExprKind::Fen(text) => self.fen(text, span),
+            ExprKind::Builtin(f, args) => self.builtin(*f, args, span),
+            ExprKind::VarBuiltin(f, name) => {
+                let Some(&id) = self.var_ids.get(&name.name) else {
+                    return Err(self.err(
+                        name.span,
+                        format!(
+                            "`{}` needs a variable assigned before it, and `{}` is not one",
+                            f.keyword(),
+                            name.name
+                        ),
+                    ));
+                };
+                let f = match f {
+                    ir::Builtin::IsBound(_) => ir::Builtin::IsBound(id),
+                    ir::Builtin::IsUnbound(_) => ir::Builtin::IsUnbound(id),
+                    _ => ir::Builtin::Unbind(id),
+                };
+                self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
+            }
+            ExprKind::Index {
+                target,
+                from,
+                to,
+                slice,
+            } => {
+                let t = self.sub(target)?;
+                let t = self.want_string(t, "indexing `[ ]`")?;
+                let mut args = vec![t];
+                for b in [from, to].into_iter().flatten() {
+                    args.push(self.num_arg(b, "an index inside `[ ]`")?);
+                }
+                let f = if *slice {
+                    ir::Builtin::Substring {
+                        from: from.is_some(),
+                        to: to.is_some(),
+                    }
+                } else {
+                    ir::Builtin::CharAt
+                };
+                self.mk(Node::Builtin(f, args), Kind::String, span)
+            }
             ExprKind::StringMatch { filter, pattern } => {
                 let f = self.sub(filter)?;
                 match pattern {
@@ -949,7 +1151,6 @@ impl<'a> Lowerer<'a, '_> {
                 return self.mk(Node::NoTransform(Box::new(a)), k, span);
             }
             Prefix::Complement => (Node::Complement, Kind::Set),
-            Prefix::Count => (Node::Count, Kind::Numeric),
             Prefix::Power => (Node::Power, Kind::Numeric),
             Prefix::Rank => (Node::Rank, Kind::Numeric),
             Prefix::File => (Node::File, Kind::Numeric),
@@ -962,6 +1163,15 @@ impl<'a> Lowerer<'a, '_> {
             Prefix::Abs => {
                 let a = self.num_arg(arg, "`abs`")?;
                 return self.mk(Node::Abs(Box::new(a)), Kind::Numeric, span);
+            }
+            Prefix::Count => {
+                let a = self.sub(arg)?;
+                if a.kind == Kind::String {
+                    let f = ir::Builtin::Length;
+                    return self.mk(Node::Builtin(f, vec![a]), Kind::Numeric, span);
+                }
+                let a = self.want_set(a, "`#`")?;
+                return self.mk(Node::Count(Box::new(a)), Kind::Numeric, span);
             }
         };
         let what = match op {
@@ -1095,6 +1305,28 @@ impl<'a> Lowerer<'a, '_> {
                 let y = self.want_set(y, what);
                 let (x, y) = (x?, y?);
                 self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+            }
+            Infix::Arith(ir::ArithOp::Add) if x.kind == Kind::String || y.kind == Kind::String => {
+                let x = self.want_string(x, "`+` of strings");
+                let y = self.want_string(y, "`+` of strings");
+                let (x, y) = (x?, y?);
+                self.mk(Node::Builtin(ir::Builtin::Concat, vec![x, y]), Kind::String, span)
+            }
+            Infix::Regex => {
+                let x = self.want_string(x, "`~~`");
+                let y = self.want_string(y, "`~~`");
+                let (x, y) = (x?, y?);
+                if let Node::Str(pattern) = &y.node
+                    && let Err(e) = ir::Builtin::compile_regex(pattern)
+                {
+                    let first = e.to_string();
+                    let first = first.lines().last().unwrap_or("").trim().to_owned();
+                    return Err(self.err(
+                        y.span,
+                        format!("invalid regular expression after `~~`: {first}"),
+                    ));
+                }
+                self.mk(Node::Builtin(ir::Builtin::RegexMatch, vec![x, y]), Kind::String, span)
             }
             Infix::Arith(aop) => {
                 let what = match aop {
@@ -1495,6 +1727,8 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) | Node::CurrentTransform => Kind::String,
         Node::CurrentPosition => Kind::Position,
         Node::TreeLeaf(l) => l.kind(),
+        Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
+        Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }
 }

@@ -22,19 +22,27 @@
 //! | 30 | `not` (its operand includes everything below) |
 //! | 40 | `in` / `∊` |
 //! | 50 | `< <= == >= > !=` (`≤ ≥ ≠`); a chain `a == b == c` means `a == b and b == c` |
-//! | 51 | right side of an assignment `x = ...` |
-//! | 60 | `+ -`; the operand of `abs` |
+//! | 51 | right side of an assignment `x = ...` and of `x += ...` (`-= *= /= %= |= &=`: `x op= F` is `x = x op (F)`) |
+//! | 60 | `+ -` (`+` of two strings concatenates); the operand of `abs`, `sqrt` |
 //! | 70 | `* / %`; the operand of unary `-` |
 //! | 80 | `|` / `∪`; the operand of `#`, `power`, `rank`, `file`; the set after `square x in` |
 //! | 90 | `&` / `∩` |
 //! | 100 | `attacks`, `attackedby`, `->` / `→`, `<-` / `←`; the operand of `~` |
-//! | 110 | the operand of a direction (`up 1 K`), `light`, `dark`; the parameters of `move` and `pin`; both sides of a dash move `X--Y`, `X[x]Y` |
+//! | 110 | the operand of a direction (`up 1 K`), `light`, `dark`, `str`, `int`, `lowercase`, `uppercase`, `ascii`; the parameters of `move` and `pin`; both sides of a dash move `X--Y`, `X[x]Y` |
+//! | 115 | `S ~~ R` (regular expression match) |
+//! | highest | `S[i]`, `S[i:j]` (string index and slice, postfix) |
 //!
 //! So `flipcolor wtm and mate` transforms both filters, `flipcolor 2 == A
 //! attacks k` transforms the comparison, `flipcolor wtm mate` transforms only
 //! `wtm`; `A attacks k == 2` is `(A attacks k) == 2`; `up 1 K | Q` is
 //! `(up 1 K) | Q`; `#P + #p` adds two counts; `not mate and Q` is `(not
 //! mate) and Q`.
+//!
+//! Strings are written in double quotes; as in CQL 6.2 a backslash in them
+//! stands for itself (`"\d+"`), except `\"` (a quote) and `\\` (a
+//! backslash). Outside strings `\N` and `\-N` name a group of the last
+//! `~~` match. Numbers are 32-bit, as in CQL 6.2: a literal above
+//! 2147483647 is an error, and arithmetic wraps.
 //!
 //! Kinds: a set in numeric context (arithmetic, `abs`, `max`, `<`, a set
 //! compared with a number, `sort`) stands for its size and is lowered to an

@@ -38,6 +38,9 @@ pub(crate) mod bp {
     pub(crate) const INTER: u8 = 90;
     pub(crate) const ATTACKS: u8 = 100;
     pub(crate) const PREFIX: u8 = 110;
+    /// `S ~~ R`: tighter than every prefix keyword (`uppercase s ~~ r` is
+    /// `uppercase (s ~~ r)`, as in CQL 6.2).
+    pub(crate) const REGEX: u8 = 115;
     /// `P : F`: binds tighter than any other operator.
     pub(crate) const COLON: u8 = 120;
     /// Operand of `abs`: just below addition's operands.
@@ -60,14 +63,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "writefile",
     "appendfile",
     "pieceid",
-    "persistent",
-    "atomic",
-    "sqrt",
-    "int",
-    "str",
-    "ascii",
-    "lowercase",
-    "uppercase",
     "type",
     "colortype",
     "hascomment",
@@ -77,9 +72,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "while",
     "settag",
     "removecomment",
-    "unbind",
-    "isbound",
-    "isunbound",
     "zobristkey",
     "modelmate",
     "idealmate",
@@ -223,6 +215,20 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "maindiagonal",
     "offdiagonal",
     "anydirection",
+    "sqrt",
+    "str",
+    "int",
+    "lowercase",
+    "uppercase",
+    "ascii",
+    "indexof",
+    "typename",
+    "eventdate",
+    "isbound",
+    "isunbound",
+    "unbind",
+    "persistent",
+    "atomic",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -303,6 +309,7 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "positionid" => Node::TreeLeaf(ir::TreeLeaf::PositionId),
         "virtualmainline" => Node::TreeLeaf(ir::TreeLeaf::VirtualMainline),
         "initialposition" => Node::TreeLeaf(ir::TreeLeaf::InitialPosition),
+        "eventdate" => Node::Builtin(ir::Builtin::EventDate, Vec::new()),
         _ => return None,
     })
 }
@@ -748,6 +755,12 @@ impl Parser<'_, '_> {
                 Tok::ArrowRight => (Some(Infix::Attacks), bp::ATTACKS),
                 Tok::Ident(w) if w == "attackedby" => (Some(Infix::AttackedBy), bp::ATTACKS),
                 Tok::ArrowLeft => (Some(Infix::AttackedBy), bp::ATTACKS),
+                Tok::RegexMatch => (Some(Infix::Regex), bp::REGEX),
+                // A postfix operator binding tightest of all.
+                Tok::LBracket => {
+                    lhs = self.index(lhs)?;
+                    continue;
+                }
                 _ => break,
             };
             if lbp < min_bp {
@@ -1062,6 +1075,16 @@ impl Parser<'_, '_> {
                 self.prefix_op(Prefix::Neg, start, bp::NEG_ARG)
             }
             Tok::Tilde => self.prefix_op(Prefix::Complement, start, bp::COMPLEMENT_ARG),
+            // `~~` where a filter starts is not a match operator but two
+            // complements (`~~a1`).
+            Tok::RegexMatch => {
+                let inner = self.prefix_op(Prefix::Complement, start, bp::COMPLEMENT_ARG)?;
+                let span = inner.span;
+                Ok(Expr::new(
+                    ExprKind::Prefix(Prefix::Complement, Box::new(inner)),
+                    span,
+                ))
+            }
             Tok::Hash => self.prefix_op(Prefix::Count, start, bp::SET_ARG),
             Tok::DashDash | Tok::CaptureX => {
                 self.peeked = Some(Token {
@@ -1071,6 +1094,14 @@ impl Parser<'_, '_> {
                 self.dash(None, start)
             }
             Tok::Ident(w) => self.keyword(w, start),
+            Tok::Group(n) => Ok(Expr::new(
+                ExprKind::Leaf(Node::Builtin(ir::Builtin::Group(n), Vec::new())),
+                start,
+            )),
+            Tok::GroupIndex(n) => Ok(Expr::new(
+                ExprKind::Leaf(Node::Builtin(ir::Builtin::GroupIndex(n), Vec::new())),
+                start,
+            )),
             // `o-o` / `o-o-o` alone: the move just played castled on that
             // side (CQL 6.2), i.e. `move previous o-o`.
             Tok::CastleKing | Tok::CastleQueen => {
@@ -1201,6 +1232,71 @@ impl Parser<'_, '_> {
             "light" => self.prefix_op(Prefix::Light, start, bp::PREFIX),
             "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
             "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
+            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename" => {
+                let (f, arg_bp) = match w.as_str() {
+                    "sqrt" => (ir::Builtin::Sqrt, bp::ABS_ARG),
+                    "str" => (ir::Builtin::Str, bp::PREFIX),
+                    "int" => (ir::Builtin::Int, bp::PREFIX),
+                    "lowercase" => (ir::Builtin::Lowercase, bp::PREFIX),
+                    "uppercase" => (ir::Builtin::Uppercase, bp::PREFIX),
+                    "ascii" => (ir::Builtin::Ascii, bp::PREFIX),
+                    _ => (ir::Builtin::TypeName, bp::SET_ARG),
+                };
+                let arg = self.expr(arg_bp)?;
+                let span = start.join(arg.span);
+                Ok(Expr::new(ExprKind::Builtin(f, vec![arg]), span))
+            }
+            "indexof" => {
+                let (args, span) = self.arg_list("indexof")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`indexof` takes two string arguments, e.g. `indexof (\"b\" \"abc\")`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::IndexOf, args),
+                    start.join(span),
+                ))
+            }
+            "persistent" | "atomic" => {
+                let quiet = w == "persistent" && self.eat_ident("quiet").is_some();
+                let name = self.name("a variable name")?;
+                let assign = if let Tok::OpAssign(op) = self.peek_tok() {
+                    self.op_assign(name, op, start)?
+                } else {
+                    self.expect(&Tok::Assign, &format!("`=` after `{w}` and the variable"))?;
+                    let value = self.expr(bp::ASSIGN_RHS)?;
+                    let span = name.span.join(value.span);
+                    Expr::new(
+                        ExprKind::Assign {
+                            var: name,
+                            value: Box::new(value),
+                        },
+                        span,
+                    )
+                };
+                let span = start.join(assign.span);
+                let f = if w == "atomic" {
+                    ir::Builtin::Atomic
+                } else {
+                    ir::Builtin::Persistent { quiet }
+                };
+                Ok(Expr::new(ExprKind::Builtin(f, vec![assign]), span))
+            }
+            "isbound" | "isunbound" | "unbind" => {
+                let placeholder = ir::VarId(0);
+                let f = match w.as_str() {
+                    "isbound" => ir::Builtin::IsBound(placeholder),
+                    "isunbound" => ir::Builtin::IsUnbound(placeholder),
+                    _ => ir::Builtin::Unbind(placeholder),
+                };
+                let var = self.name("a variable name")?;
+                Ok(Expr::new(
+                    ExprKind::VarBuiltin(f, var),
+                    self.span_from(start),
+                ))
+            }
             "ray" | "xray" => {
                 let mut dirs = DirSet::EMPTY;
                 while let Tok::Ident(d) = self.peek_tok() {
@@ -1350,16 +1446,11 @@ impl Parser<'_, '_> {
                     let sp = self.bump().span;
                     Ok(Expr::new(ExprKind::Fen(s), start.join(sp)))
                 }
-                other => {
-                    let sp = self.peek().span;
-                    Err(self.error(
-                        sp,
-                        format!(
-                            "expected a FEN string after `fen`, found {}",
-                            Self::describe(&other)
-                        ),
-                    ))
-                }
+                // `fen` alone: the FEN of the position (a string).
+                _ => Ok(Expr::new(
+                    ExprKind::Leaf(Node::Builtin(ir::Builtin::Fen, Vec::new())),
+                    start,
+                )),
             },
             "result" => self.result(start),
             "elo" => match self.side() {
@@ -1559,6 +1650,9 @@ impl Parser<'_, '_> {
                     name: w,
                     span: start,
                 };
+                if let Tok::OpAssign(op) = self.peek_tok() {
+                    return self.op_assign(name, op, start);
+                }
                 if self.peek().tok == Tok::Assign {
                     self.bump();
                     let value = self.expr(bp::ASSIGN_RHS)?;
@@ -1579,6 +1673,70 @@ impl Parser<'_, '_> {
                 self.maybe_dash(e)
             }
         }
+    }
+
+    /// `x op= F` (`+=`, `-=`, `*=`, `/=`, `%=`, `|=`, `&=`): as in CQL 6.2
+    /// the assignment `x = x op (F)` (for strings, `+=` appends).
+    fn op_assign(&mut self, name: Name, op: char, start: Span) -> PResult<Expr> {
+        let op_span = self.bump().span;
+        let infix = match op {
+            '+' => Infix::Arith(ArithOp::Add),
+            '-' => Infix::Arith(ArithOp::Sub),
+            '*' => Infix::Arith(ArithOp::Mul),
+            '/' => Infix::Arith(ArithOp::Div),
+            '%' => Infix::Arith(ArithOp::Mod),
+            '|' => Infix::Set(SetOp::Union),
+            _ => Infix::Set(SetOp::Inter),
+        };
+        let rhs = self.expr(bp::ASSIGN_RHS)?;
+        let rhs_span = rhs.span;
+        let span = start.join(rhs_span);
+        let current = Expr::new(ExprKind::Ident(name.name.clone()), name.span);
+        let rhs = Expr::new(ExprKind::Paren(Box::new(rhs)), rhs_span);
+        let value = Expr::new(
+            ExprKind::Infix(Box::new(current), vec![(infix, rhs)]),
+            op_span.join(rhs_span),
+        );
+        Ok(Expr::new(
+            ExprKind::Assign {
+                var: name,
+                value: Box::new(value),
+            },
+            span,
+        ))
+    }
+
+    /// `S[i]`, `S[i:j]`, `S[i:]`, `S[:j]` after `S` (the `[` is next).
+    fn index(&mut self, target: Expr) -> PResult<Expr> {
+        let open = self.bump().span;
+        let from = if matches!(self.peek_tok(), Tok::Colon | Tok::RBracket) {
+            None
+        } else {
+            Some(Box::new(self.expr(bp::COLON + 1)?))
+        };
+        let slice = self.eat(&Tok::Colon).is_some();
+        let to = if slice && self.peek_tok() != Tok::RBracket {
+            Some(Box::new(self.expr(bp::COLON + 1)?))
+        } else {
+            None
+        };
+        if !slice && from.is_none() {
+            return Err(self.error(
+                open,
+                "expected an index inside `[ ]`, e.g. `s[0]` or `s[1:3]`",
+            ));
+        }
+        self.expect(&Tok::RBracket, "`]` to close the index")?;
+        let span = target.span.join(open);
+        Ok(Expr::new(
+            ExprKind::Index {
+                target: Box::new(target),
+                from,
+                to,
+                slice,
+            },
+            self.span_from(span),
+        ))
     }
 
     /// A range of one or two numbers (`find 2 5 F`); empty input: none.
@@ -2046,6 +2204,7 @@ fn infix_bp(op: Infix) -> u8 {
         Infix::Set(SetOp::Union) => bp::UNION,
         Infix::Set(SetOp::Inter) => bp::INTER,
         Infix::Attacks | Infix::AttackedBy => bp::ATTACKS,
+        Infix::Regex => bp::REGEX,
     }
 }
 
@@ -2152,6 +2311,12 @@ fn tok_text(t: &Tok) -> String {
         Tok::PosBeforeEq => "[<=]".into(),
         Tok::PosAfter => "[>]".into(),
         Tok::PosAfterEq => "[>=]".into(),
+        Tok::RegexMatch => "~~".into(),
+        Tok::OpAssign(c) => format!("{c}="),
+        Tok::Group(n) => format!("\\{n}"),
+        Tok::GroupIndex(n) => format!("\\-{n}"),
+        Tok::LBracket => "[".into(),
+        Tok::RBracket => "]".into(),
         Tok::Eof => "end".into(),
     }
 }

@@ -9,9 +9,9 @@
 //! readable form that is not meant to be parsed again.
 
 use crate::ir::{
-    ArithOp, Bitboard, Castle, CmpOp, CurrentMoveFact, DirSet, Expr, GameResult, Header, LineAtom,
-    LineItem, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp, Side,
-    SpecialMove, TagField, TreeRel, Var,
+    ArithOp, Bitboard, Builtin, Castle, CmpOp, CurrentMoveFact, DirSet, Expr, GameResult, Header,
+    LineAtom, LineItem, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PinValue, Query, SetOp,
+    Side, SpecialMove, TagField, TreeRel, Var,
 };
 use crate::syntax::parser::bp;
 
@@ -91,10 +91,20 @@ pub fn squares_text(bb: Bitboard) -> String {
     }
 }
 
+/// A string literal the lexer reads back as `s`: a quote is written `\"`,
+/// and a backslash `\\` where it comes before a quote, a backslash or the
+/// end (the lexer's two escapes); any other backslash stands for itself,
+/// as CQL 6.2 reads it (`"\d+"`).
 fn quote(s: &str) -> String {
     let mut out = String::from("\"");
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let escape = match c {
+            '"' => true,
+            '\\' => matches!(chars.peek(), None | Some('"' | '\\')),
+            _ => false,
+        };
+        if escape {
             out.push('\\');
         }
         out.push(c);
@@ -380,6 +390,64 @@ impl Printer<'_> {
         out.join(" ")
     }
 
+    /// A built-in function (see [`crate::ir::Builtin`]).
+    fn builtin(&self, f: Builtin, args: &[Expr]) -> Doc {
+        let var = |v| atom(format!("{} {}", f.keyword(), self.var(v)));
+        match (f, args) {
+            (Builtin::Sqrt, [a]) => self.prefix("sqrt ", a, bp::ABS_ARG),
+            (
+                Builtin::Str
+                | Builtin::Int
+                | Builtin::Lowercase
+                | Builtin::Uppercase
+                | Builtin::Ascii,
+                [a],
+            ) => self.prefix(&format!("{} ", f.keyword()), a, bp::PREFIX),
+            (Builtin::TypeName, [a]) => self.prefix("typename ", a, bp::SET_ARG),
+            (Builtin::Length, [a]) => self.prefix("#", a, bp::SET_ARG),
+            (Builtin::Concat, [a, b]) => self.infix(a, "+", b, bp::ADD, true),
+            (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),
+            (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
+            (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
+                let d = self.doc(target);
+                let t = if d.prec < ATOM || d.open < ATOM {
+                    format!("({})", d.text)
+                } else {
+                    d.text
+                };
+                let mut bounds = rest.iter().map(|e| self.at(e, bp::COLON + 1, None));
+                let inner = match f {
+                    Builtin::Substring { from, to } => {
+                        let i = if from { bounds.next() } else { None };
+                        let j = if to { bounds.next() } else { None };
+                        format!("{}:{}", i.unwrap_or_default(), j.unwrap_or_default())
+                    }
+                    _ => bounds.next().unwrap_or_default(),
+                };
+                atom(format!("{t}[{inner}]"))
+            }
+            (Builtin::Fen, _) => atom("fen"),
+            (Builtin::EventDate, _) => atom("eventdate"),
+            (Builtin::Group(n), _) => atom(format!("\\{n}")),
+            (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
+            (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::Persistent { .. } | Builtin::Atomic, [assign]) => {
+                let d = self.doc(assign);
+                let head = match f {
+                    Builtin::Persistent { quiet: true } => "persistent quiet ",
+                    Builtin::Persistent { quiet: false } => "persistent ",
+                    _ => "atomic ",
+                };
+                Doc {
+                    text: format!("{head}{}", d.text),
+                    ..d
+                }
+            }
+            // Not built by the parser: printed readably.
+            (f, args) => atom(format!("{} ({})", f.keyword(), self.seq(args, " "))),
+        }
+    }
+
     /// A prefix filter whose last part is parsed at the lowest precedence.
     fn low(&self, head: String, body: &Expr) -> Doc {
         let d = self.doc(body);
@@ -413,6 +481,16 @@ impl Printer<'_> {
                 SetOp::Inter => self.infix(a, "&", b, bp::INTER, true),
                 SetOp::Union => self.infix(a, "|", b, bp::UNION, true),
             },
+            // `~~` would read as the match operator `~~` after a filter.
+            Node::Complement(a) if matches!(a.node, Node::Complement(_)) => {
+                let d = self.doc(a);
+                Doc {
+                    text: format!("~({})", d.text),
+                    prec: ATOM,
+                    open: ATOM,
+                    params_open: false,
+                }
+            }
             Node::Complement(a) => self.prefix("~", a, bp::COMPLEMENT_ARG),
             Node::Direction {
                 dirs,
@@ -552,6 +630,7 @@ impl Printer<'_> {
                 }
             }
             Node::Count(a) => self.prefix("#", a, bp::SET_ARG),
+            Node::Builtin(f, args) => self.builtin(*f, args),
             Node::Power(a) => self.prefix("power ", a, bp::SET_ARG),
             Node::Arith(op, a, b) => {
                 let (s, p) = match op {

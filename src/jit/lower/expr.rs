@@ -24,6 +24,7 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::CurrentTransform => Some(NotLowered::CurrentTransform),
         Node::CurrentPosition => Some(NotLowered::PositionValues),
         Node::Var(_) | Node::Assign { .. } => Some(NotLowered::Variables),
+        Node::Builtin(f, _) => Some(NotLowered::Builtin(f.keyword())),
         Node::Sort { .. } => Some(NotLowered::Sort),
         Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
         Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
@@ -693,69 +694,68 @@ impl Lower<'_, '_> {
                 }
             }
             Node::Arith(op, a, b) => {
+                // CQL 6.2's 32-bit integers: the operands taken modulo
+                // 2^32, the result wrapped (the interpreter's `arith`).
                 let (ma, va) = self.num(a)?;
                 let (mb, vb) = self.num(b)?;
                 let both = self.and(ma, mb);
-                // Overflow does not match.
-                let checked = |l: &mut Self, (v, of): (Value, Value)| {
-                    let ok = l.b.ins().bxor_imm_s(of, 1);
-                    V::Num {
-                        m: l.and(both, ok),
-                        v,
-                    }
-                };
+                let x = self.b.ins().ireduce(types::I32, va);
+                let y = self.b.ins().ireduce(types::I32, vb);
                 match op {
-                    ArithOp::Add => {
-                        let r = self.b.ins().sadd_overflow(va, vb);
-                        checked(self, r)
-                    }
-                    ArithOp::Sub => {
-                        let r = self.b.ins().ssub_overflow(va, vb);
-                        checked(self, r)
-                    }
-                    ArithOp::Mul => {
-                        let r = self.b.ins().smul_overflow(va, vb);
-                        checked(self, r)
+                    ArithOp::Add | ArithOp::Sub | ArithOp::Mul => {
+                        let r = match op {
+                            ArithOp::Add => self.b.ins().iadd(x, y),
+                            ArithOp::Sub => self.b.ins().isub(x, y),
+                            _ => self.b.ins().imul(x, y),
+                        };
+                        V::Num {
+                            m: both,
+                            v: self.b.ins().sextend(types::I64, r),
+                        }
                     }
                     ArithOp::Div | ArithOp::Mod => {
-                        // Division by zero and i64::MIN / -1 (overflow) do
-                        // not match; a divisor of 0 or -1 is replaced by 1 so
-                        // sdiv/srem cannot trap; x / -1 = -x, x % -1 = 0.
-                        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, vb, 0);
-                        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, vb, -1);
-                        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, vb, 0);
+                        // Division by zero and i32::MIN / -1 do not match; a
+                        // divisor of 0 or -1 is replaced by 1 so sdiv/srem
+                        // cannot trap; x / -1 = -x, x % -1 = 0.
+                        let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, y, 0);
+                        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
                         let unsafe_div = self.b.ins().bor(m1, zero);
-                        let one = self.i64c(1);
-                        let d = self.b.ins().select(unsafe_div, one, vb);
+                        let one = self.b.ins().iconst(types::I32, 1);
+                        let d = self.b.ins().select(unsafe_div, one, y);
                         let (q, special) = if *op == ArithOp::Div {
-                            (self.b.ins().sdiv(va, d), self.b.ins().ineg(va))
+                            (self.b.ins().sdiv(x, d), self.b.ins().ineg(x))
                         } else {
-                            (self.b.ins().srem(va, d), self.i64c(0))
+                            (self.b.ins().srem(x, d), self.b.ins().iconst(types::I32, 0))
                         };
                         let v = self.b.ins().select(m1, special, q);
-                        let is_min = self.b.ins().icmp_imm_s(IntCC::Equal, va, i64::MIN);
-                        // (i64::MIN % -1 is an overflow for checked_rem too.)
+                        let is_min = self
+                            .b
+                            .ins()
+                            .icmp_imm_s(IntCC::Equal, x, i64::from(i32::MIN));
                         let overflow = self.b.ins().band(is_min, m1);
                         let ok = self.b.ins().bxor_imm_s(overflow, 1);
                         let m = self.and(both, nz);
                         V::Num {
                             m: self.and(m, ok),
-                            v,
+                            v: self.b.ins().sextend(types::I64, v),
                         }
                     }
                 }
             }
             Node::Neg(a) | Node::Abs(a) => {
-                // -i64::MIN and abs(i64::MIN) overflow: no match.
+                // 32-bit and wrapping: -(-2147483648) and its abs are itself.
                 let (m, v) = self.num(a)?;
-                let is_min = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, i64::MIN);
-                let m = self.and(m, is_min);
-                let v = if matches!(e.node, Node::Neg(_)) {
-                    self.b.ins().ineg(v)
+                let x = self.b.ins().ireduce(types::I32, v);
+                let r = if matches!(e.node, Node::Neg(_)) {
+                    self.b.ins().ineg(x)
                 } else {
-                    self.b.ins().iabs(v)
+                    self.b.ins().iabs(x)
                 };
-                V::Num { m, v }
+                V::Num {
+                    m,
+                    v: self.b.ins().sextend(types::I64, r),
+                }
             }
             Node::Max(args) | Node::Min(args) => {
                 let max = matches!(e.node, Node::Max(_));
