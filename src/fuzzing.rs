@@ -1354,7 +1354,8 @@ impl Gen<'_> {
                     SpecialMove::Castle(Castle::Kingside),
                     SpecialMove::Castle(Castle::Queenside),
                     SpecialMove::Castle(Castle::Either),
-                ][self.below(4) as usize],
+                    SpecialMove::Null,
+                ][self.below(if dash { 4 } else { 5 }) as usize],
             )
         } else {
             None

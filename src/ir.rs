@@ -524,6 +524,8 @@ pub enum CurrentMoveFact {
     Primary,
     /// `secondary` (logical): the move starts a variation at its parent.
     Secondary,
+    /// `nullmove` (logical): the move was a null move.
+    Null,
 }
 
 /// The side a castling move is required to be on.
@@ -544,6 +546,9 @@ pub enum SpecialMove {
     EnPassant,
     /// `o-o`, `o-o-o`, `castle`: castling on the given side.
     Castle(Castle),
+    /// `null`: a null move (a pass; CQL 6.2 sees a king move from its
+    /// square to the same square).
+    Null,
 }
 
 /// What a `move` filter yields.

@@ -234,6 +234,24 @@ impl PackedMove {
     pub fn is_none(self) -> bool {
         self.role() == Self::NO_ROLE
     }
+    /// A null move (`--` in PGN) by `mover`, whose king stands on `king`:
+    /// as CQL 6.2 sees it, a king move from its square to the same square
+    /// (no real move has equal from and to squares).
+    pub fn null(king: shakmaty::Square, mover: shakmaty::Color) -> PackedMove {
+        PackedMove::new(MoveParts {
+            from: king,
+            to: king,
+            role: shakmaty::Role::King,
+            captured: None,
+            promotion: None,
+            kind: MoveKind::Normal,
+            mover,
+        })
+    }
+    /// Whether this is a null move ([`PackedMove::null`]).
+    pub fn is_null(self) -> bool {
+        !self.is_none() && self.from() == self.to()
+    }
     /// The from square (0 = a1 .. 63 = h8).
     pub fn from(self) -> u8 {
         self.field(move_bits::FROM_SHIFT, move_bits::SQUARE_MASK)

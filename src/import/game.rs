@@ -422,6 +422,30 @@ impl Visitor for GameVisitor {
             return ControlFlow::Continue(());
         }
         let parent_ply = self.records[frame.idx as usize].ply;
+        if matches!(san_plus.san, shakmaty::san::San::Null)
+            && let Some(king) = frame.pos.board().king_of(frame.pos.turn())
+            && !frame.pos.is_check()
+            && let Ok(after) = frame.pos.clone().swap_turn()
+        {
+            // A null move (CQL 6.2 reads it: the side to move passes).
+            if n >= MAX_GAME_POSITIONS {
+                return self.fail(SkipReason::TooManyPositions);
+            }
+            let turn = frame.pos.turn();
+            let before = std::mem::replace(&mut frame.pos, after);
+            let mut rec = lchess::record_of_with(&frame.pos, self.chess960, true);
+            rec.mv = PackedMove::null(king, turn);
+            rec.parent_delta = (n as u32 - frame.idx) as u16;
+            rec.ply = parent_ply + 1;
+            if depth == 1 {
+                rec.flags |= flags::MAINLINE;
+            }
+            frame.prev = Some((before, frame.idx));
+            frame.idx = n as u32;
+            self.records.push(rec);
+            self.san_index.push(Some(n as u32));
+            return ControlFlow::Continue(());
+        }
         let m = match san_plus.san.to_move(&frame.pos) {
             Ok(m) => m,
             Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,

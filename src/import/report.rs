@@ -107,7 +107,7 @@ impl std::fmt::Display for Line {
 /// A move that cannot be replayed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BadMove {
-    /// A null move (`--`, `Z0`).
+    /// A null move (`--`, `Z0`) by a side in check.
     Null,
     /// A move that is not legal in its position.
     Illegal {
@@ -121,7 +121,7 @@ pub enum BadMove {
 impl std::fmt::Display for BadMove {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BadMove::Null => f.write_str("null move (not supported)"),
+            BadMove::Null => f.write_str("null move by a side in check"),
             BadMove::Illegal { san, error } => write!(f, "illegal move {san} ({error})"),
         }
     }
@@ -326,7 +326,7 @@ mod tests {
         };
         assert_eq!(
             warning.to_string(),
-            "a.pgn:5: game 2: warning: variation cut short: null move (not supported) at ply 4"
+            "a.pgn:5: game 2: warning: variation cut short: null move by a side in check at ply 4"
         );
         let empty = Report::NoGame {
             file: "a.pgn".to_owned(),

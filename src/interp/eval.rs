@@ -563,7 +563,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         let Some(parent) = self.game.parent(at) else {
             return Ok(match fact {
                 CurrentMoveFact::From | CurrentMoveFact::To => Some(Value::Set(Bitboard::EMPTY)),
-                CurrentMoveFact::Primary | CurrentMoveFact::Secondary => None,
+                CurrentMoveFact::Primary | CurrentMoveFact::Secondary | CurrentMoveFact::Null => {
+                    None
+                }
             });
         };
         let first = self.game.children(parent).first() == Some(&at);
@@ -592,6 +594,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             }
             CurrentMoveFact::Primary => first.then_some(Value::Matched),
             CurrentMoveFact::Secondary => (!first).then_some(Value::Matched),
+            CurrentMoveFact::Null => mv.is_some_and(|mv| mv.null).then_some(Value::Matched),
         })
     }
 
@@ -1108,6 +1111,7 @@ impl MoveParams {
                 Some(SpecialMove::Castle(Castle::Either)) => {
                     mv.castle_kingside || mv.castle_queenside
                 }
+                Some(SpecialMove::Null) => mv.null,
             }
     }
 }

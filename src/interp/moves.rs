@@ -22,6 +22,8 @@ pub(crate) struct MoveFacts {
     pub en_passant: bool,
     pub castle_kingside: bool,
     pub castle_queenside: bool,
+    /// A null move (from and to are the mover's king's square).
+    pub null: bool,
 }
 
 impl MoveFacts {
@@ -57,6 +59,7 @@ impl MoveFacts {
             en_passant,
             castle_kingside: mv.kind() == MoveKind::CastleKingside,
             castle_queenside: mv.kind() == MoveKind::CastleQueenside,
+            null: mv.is_null(),
         })
     }
 
@@ -77,6 +80,7 @@ impl MoveFacts {
                 en_passant: false,
                 castle_kingside: false,
                 castle_queenside: false,
+                null: false,
             },
             Move::EnPassant { from, to } => MoveFacts {
                 from,
@@ -86,6 +90,7 @@ impl MoveFacts {
                 en_passant: true,
                 castle_kingside: false,
                 castle_queenside: false,
+                null: false,
             },
             Move::Castle { king, rook } => {
                 let side = shakmaty::CastlingSide::from_king_side(king < rook);
@@ -97,6 +102,7 @@ impl MoveFacts {
                     en_passant: false,
                     castle_kingside: side.is_king_side(),
                     castle_queenside: side.is_queen_side(),
+                    null: false,
                 }
             }
             Move::Put { .. } => return None,

@@ -1716,6 +1716,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::PawnStructure(_)
         | Node::EnPassantSquare
         | Node::CurrentMove(ir::CurrentMoveFact::From | ir::CurrentMoveFact::To) => Kind::Set,
+        Node::CurrentMove(_) => Kind::Logical,
         Node::Ply
         | Node::MoveNumber
         | Node::GameNumber

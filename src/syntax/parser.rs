@@ -88,7 +88,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "pathstart",
     "pathlastposition",
     "pathdebug",
-    "nullmove",
 ];
 
 /// The options of the `cql(...)` header.
@@ -276,6 +275,7 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "to" => Node::CurrentMove(ir::CurrentMoveFact::To),
         "primary" => Node::CurrentMove(ir::CurrentMoveFact::Primary),
         "secondary" => Node::CurrentMove(ir::CurrentMoveFact::Secondary),
+        "nullmove" => Node::CurrentMove(ir::CurrentMoveFact::Null),
         "check" => Node::Check,
         "mate" => Node::Mate,
         "stalemate" => Node::Stalemate,
@@ -1118,6 +1118,12 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Move(m), start))
             }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
+            // `[` only indexes a string or dictionary: where a filter
+            // starts, it is a designator the lexer could not read.
+            Tok::LBracket => Err(self.error(
+                start,
+                "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`)",
+            )),
             other => {
                 // `check = 3`: the keyword ended its filter, so `=` starts one.
                 if other == Tok::Assign
@@ -2079,11 +2085,18 @@ impl Parser<'_, '_> {
                 Tok::CastleQueen => Some(SpecialMove::Castle(Castle::Queenside)),
                 Tok::Ident(w) if w == "castle" => Some(SpecialMove::Castle(Castle::Either)),
                 Tok::Ident(w) if w == "enpassant" => Some(SpecialMove::EnPassant),
+                Tok::Ident(w) if w == "null" => Some(SpecialMove::Null),
                 _ => None,
             };
             if let Some(special) = special {
                 match (m.special, special) {
                     (None, _) => {}
+                    (Some(SpecialMove::Null), _) | (_, SpecialMove::Null) => {
+                        return Err(self.error(
+                            t.span,
+                            "`null` cannot be given twice or with `enpassant` or castling in this `move`",
+                        ));
+                    }
                     (Some(SpecialMove::EnPassant), SpecialMove::EnPassant) => {
                         return Err(self.error(t.span, "`enpassant` is given twice in this `move`"));
                     }
@@ -2236,7 +2249,11 @@ fn is_logical_ast(e: &Expr) -> bool {
                 | Node::Variation
                 | Node::EnPassant
                 | Node::Castle
-                | Node::CurrentMove(ir::CurrentMoveFact::Primary | ir::CurrentMoveFact::Secondary)
+                | Node::CurrentMove(
+                    ir::CurrentMoveFact::Primary
+                        | ir::CurrentMoveFact::Secondary
+                        | ir::CurrentMoveFact::Null
+                )
                 | Node::Result(_)
                 | Node::Bool(_)
                 | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)

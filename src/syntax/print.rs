@@ -251,6 +251,8 @@ impl Printer<'_> {
                 SpecialMove::Castle(Castle::Either) => "(castle)",
                 SpecialMove::Castle(Castle::Kingside) => "(o-o)",
                 SpecialMove::Castle(Castle::Queenside) => "(o-o-o)",
+                // No dash names a null move: the parser never makes one.
+                SpecialMove::Null => "",
             });
         }
         Doc {
@@ -585,6 +587,7 @@ impl Printer<'_> {
                     SpecialMove::Castle(Castle::Either) => "castle",
                     SpecialMove::Castle(Castle::Kingside) => "o-o",
                     SpecialMove::Castle(Castle::Queenside) => "o-o-o",
+                    SpecialMove::Null => "null",
                 });
                 let source = match m.source {
                     MoveSource::Played => None,
@@ -701,6 +704,7 @@ impl Printer<'_> {
                 CurrentMoveFact::To => "to",
                 CurrentMoveFact::Primary => "primary",
                 CurrentMoveFact::Secondary => "secondary",
+                CurrentMoveFact::Null => "nullmove",
             }),
             Node::Castle => atom("castle"),
             Node::Result(r) => atom(format!(

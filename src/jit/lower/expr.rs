@@ -29,7 +29,7 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
         Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
         Node::Move(_) => Some(NotLowered::MoveFilter),
-        Node::CurrentMove(CurrentMoveFact::From | CurrentMoveFact::To) => {
+        Node::CurrentMove(CurrentMoveFact::From | CurrentMoveFact::To | CurrentMoveFact::Null) => {
             Some(NotLowered::MoveFilter)
         }
         Node::CurrentMove(CurrentMoveFact::Primary | CurrentMoveFact::Secondary) => {
