@@ -630,14 +630,17 @@ mod tests {
         let store = Store::open(&db).unwrap();
         // `comment` runs on the interpreter (alone or confirming the
         // kernel's pre-selection).
-        let query = crate::query::prepare("check comment(\"c\")", &Default::default()).unwrap();
+        let parsed = crate::syntax::parse("check comment(\"c\")").unwrap();
+        let query = crate::transform::expand(&parsed, &crate::transform::Limits::default())
+            .unwrap()
+            .query;
         for engine in [Engine::Interp, Engine::Jit, Engine::Auto] {
             let plan = RunPlan {
                 engine,
                 variations: true,
             };
             let stop = AtomicBool::new(false);
-            let matcher = StoreMatcher::new(&store, &query.query, &plan)
+            let matcher = StoreMatcher::new(&store, &query, &plan)
                 .unwrap()
                 .with_stop(&stop);
             let mut scratch = matcher.scratch();
