@@ -1301,7 +1301,12 @@ impl Gen<'_> {
                 ]),
                 Kind::Logical,
             ),
-            _ if self.chance(30) => self.move_filter(d),
+            // Move filters visit other positions (children, the parent): like
+            // sequences, only where the interpreter may confirm them.
+            _ if self.sequences < MAX_SEQUENCES && self.chance(30) => {
+                self.sequences += 1;
+                self.move_filter(d)
+            }
             _ => self.expr(d, Kind::Set),
         }
     }
