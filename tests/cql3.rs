@@ -521,11 +521,23 @@ fn cql3_limits_are_clear_errors() {
             Err(d) => {
                 let text = d.to_string();
                 assert!(!text.contains("internal error"), "depth {depth}: {text}");
-                assert!(text.contains("nested deeper"), "depth {depth}: {text}");
+                assert!(
+                    text.contains("nested deeper") || text.contains("expand to more than"),
+                    "depth {depth}: {text}"
+                );
             }
         }
     }
-    assert!(ok_depth >= 5, "{ok_depth}");
+    assert!(ok_depth >= 3, "{ok_depth}");
+    // Without keywords in the nested lists, every accepted depth parses.
+    for depth in 1..6 {
+        let mut src = "(position Ka1 :shift)".to_owned();
+        for _ in 1..depth {
+            src = format!("(position :not {src})");
+        }
+        let src = format!("(match (position {src} {keys}))");
+        parse(&src).unwrap_or_else(|d| panic!("depth {depth}: {d}"));
+    }
     // Shifts in nested lists multiply: past the source limit, an error.
     let mut src = "(position Pd4 :shift)".to_owned();
     for _ in 0..4 {
@@ -606,4 +618,28 @@ fn cql3_arbitrary_text_never_panics() {
         }
     }
     assert!(accepted > 0);
+}
+
+#[test]
+fn cql3_nested_keywords_expand_every_outer_keyword() {
+    // Without nested keywords the CQL 6 filters carry the flips.
+    let t = translate("(position (position Rb1) :flip)").expect("translates");
+    assert_eq!(t.trim(), "flip {{Rb1}}");
+    // With them, the outer flips are expanded here, before the inner shifts.
+    let t = translate("(position (position Rb1 :shifthorizontal) :flip)").expect("translates");
+    assert!(!t.contains("flip"), "{t}");
+    let o = explicit("(position (position Rb1 :shifthorizontal) :flip)");
+    assert_eq!(o.len(), 8);
+    assert!(has(
+        &o,
+        "reflect_a1h8",
+        "(position (position Ra2 :shifthorizontal))"
+    ));
+    let o = explicit("(position (position Kg1 :shifthorizontal) Pf2 :flipcolor :flipvertical)");
+    assert_eq!(o.len(), 4);
+    assert!(has(
+        &o,
+        "flipcolor reflect_v",
+        "(position (position kb8 :shifthorizontal) pc7)"
+    ));
 }

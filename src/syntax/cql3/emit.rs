@@ -15,7 +15,8 @@
 //!   the transformed lists; `:flipvertical`, `:fliphorizontal`, `:flip` and
 //!   `:flipcolor` mean the same in CQL 6 and become the CQL 6 transform
 //!   filters around that (`flipcolor flip fliphorizontal flipvertical X`,
-//!   innermost applied first).
+//!   innermost applied first), unless a nested list has keywords of its
+//!   own (then they are expanded here too, see `super::transform`).
 //! - The match list: `:pgn`/`:output`/`:gamenumber` go to the `cql(...)`
 //!   header (so `-i`/`-o` override them as they override a CQL 6 header),
 //!   `:result` is `result R`, `:year` compares `year`. One position list
@@ -25,7 +26,7 @@
 
 use super::ast::result_text;
 use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
-use super::transform::explicit_orbit;
+use super::transform::{explicit_orbit, has_nested_keywords};
 use crate::ir::Bitboard;
 use crate::syntax::parser::MAX_SOURCE_BYTES;
 use crate::syntax::print::squares_text;
@@ -163,8 +164,10 @@ fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
             .collect::<Result<Vec<_>, _>>()?;
         b.take(format!("({})", parts.join(" or ")))?
     };
-    for w in cql6_wrappers(&l.transforms).into_iter().rev() {
-        core = format!("{w} {core}");
+    if !has_nested_keywords(l) {
+        for w in cql6_wrappers(&l.transforms).into_iter().rev() {
+            core = format!("{w} {core}");
+        }
     }
     Ok(core)
 }
