@@ -144,13 +144,9 @@ pub fn explain_orbits(src: &str) -> Result<String, Diagnostics> {
                 "  keywords {}: {} element(s) expanded with CQL 3's rules{}",
                 keys.join(" "),
                 orbit.len(),
-                if transform::has_nested_keywords(l) {
-                    String::new()
-                } else {
-                    match emit::cql6_wrappers(&l.transforms).as_slice() {
-                        [] => String::new(),
-                        ws => format!(", inside CQL 6 `{}`", ws.join(" ")),
-                    }
+                match emit::cql6_wrappers(l).as_slice() {
+                    [] => String::new(),
+                    ws => format!(", inside CQL 6 `{}`", ws.join(" ")),
                 }
             );
             for (t, x) in &orbit {
