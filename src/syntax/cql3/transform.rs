@@ -41,8 +41,9 @@
 //! **Elision and duplicates**: a transformed list in which some designator
 //! (anywhere, nested lists and keyword parameters included) has no square
 //! left is dropped (seed 002: `(position Rc3 qg3 :shifthorizontal)` has 4
-//! lists, not 15); equal lists are kept once, the first in the order
-//! shifts (dx outer: 0, 1..7, -1..-7; dy alike) then diagonal flips.
+//! lists, not 15); equal lists are kept once, the first in the order:
+//! without then with the colour flip, the shifts (dx outer: 0, 1..7,
+//! -1..-7; dy alike), then the dihedral transformations.
 
 use super::ast::{Designator, Flag, Item, PositionList, TransformKeyword};
 use crate::ir::{Bitboard, GameResult};
