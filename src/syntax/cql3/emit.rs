@@ -12,10 +12,13 @@
 //!   `true`).
 //! - Transformation keywords: the shifts and the diagonal flips are
 //!   expanded here with CQL 3's rules (`super::transform`) into an `or` of
-//!   the transformed lists; `:flipvertical`, `:fliphorizontal`, `:flip` and
+//!   the transformed lists (a lone `:shift`, `:shifthorizontal` or
+//!   `:shiftvertical` of a list with no square on an edge is CQL 6's
+//!   filter of the same name, `super::transform::cql6_shift`); `:flipvertical`, `:fliphorizontal`, `:flip` and
 //!   `:flipcolor` mean the same in CQL 6 and become the CQL 6 transform
 //!   filters around that (`flipcolor flip fliphorizontal flipvertical X`,
-//!   innermost applied first).
+//!   innermost applied first), unless a nested list has keywords of its
+//!   own (then they are expanded here too, see `super::transform`).
 //! - The match list: `:pgn`/`:output`/`:gamenumber` go to the `cql(...)`
 //!   header (so `-i`/`-o` override them as they override a CQL 6 header),
 //!   `:result` is `result R`, `:year` compares `year`. One position list
@@ -25,7 +28,7 @@
 
 use super::ast::result_text;
 use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
-use super::transform::explicit_orbit;
+use super::transform::{cql6_shift, explicit_orbit, has_nested_keywords};
 use crate::ir::Bitboard;
 use crate::syntax::parser::MAX_SOURCE_BYTES;
 use crate::syntax::print::squares_text;
@@ -124,18 +127,24 @@ fn conjunction(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
 }
 
 /// The CQL 6 transform filters that a list's keywords put around its
-/// explicit orbit, outermost first.
-pub fn cql6_wrappers(keys: &[TransformKeyword]) -> Vec<&'static str> {
-    [
+/// explicit orbit, outermost first (none when a nested list has keywords
+/// of its own; the shift of [`cql6_shift`] innermost).
+pub fn cql6_wrappers(l: &PositionList) -> Vec<&'static str> {
+    if has_nested_keywords(l) {
+        return Vec::new();
+    }
+    let mut out: Vec<&'static str> = [
         (TransformKeyword::FlipColor, "flipcolor"),
         (TransformKeyword::Flip, "flip"),
         (TransformKeyword::FlipHorizontal, "fliphorizontal"),
         (TransformKeyword::FlipVertical, "flipvertical"),
     ]
     .into_iter()
-    .filter(|(k, _)| keys.contains(k))
+    .filter(|(k, _)| l.transforms.contains(k))
     .map(|(_, name)| name)
-    .collect()
+    .collect();
+    out.extend(cql6_shift(l).map(|k| k.keyword()));
+    out
 }
 
 /// A position list, keywords applied, as one CQL 6 filter.
@@ -163,7 +172,7 @@ fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
             .collect::<Result<Vec<_>, _>>()?;
         b.take(format!("({})", parts.join(" or ")))?
     };
-    for w in cql6_wrappers(&l.transforms).into_iter().rev() {
+    for w in cql6_wrappers(l).into_iter().rev() {
         core = format!("{w} {core}");
     }
     Ok(core)

@@ -144,7 +144,7 @@ pub fn explain_orbits(src: &str) -> Result<String, Diagnostics> {
                 "  keywords {}: {} element(s) expanded with CQL 3's rules{}",
                 keys.join(" "),
                 orbit.len(),
-                match emit::cql6_wrappers(&l.transforms).as_slice() {
+                match emit::cql6_wrappers(l).as_slice() {
                     [] => String::new(),
                     ws => format!(", inside CQL 6 `{}`", ws.join(" ")),
                 }

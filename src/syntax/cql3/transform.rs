@@ -23,17 +23,27 @@
 //! `:result` 1-0/0-1).
 //!
 //! **Several keywords** compose: one transformation of each keyword's set,
-//! applied in one fixed order: shifts first (their counts add), then the
-//! diagonal flips, then `:flip`, `:fliphorizontal`, `:flipvertical`, then
-//! `:flipcolor`. Shifts commute with each other and the shift sets of
-//! `:shift`, `:shifthorizontal` and `:shiftvertical` are closed under the
-//! flips, so for them the order does not change the set.
+//! applied in one fixed order: shifts first (their counts add), then
+//! `:flipdiagonal`, `:flipoffdiagonal`, `:flipvertical`,
+//! `:fliphorizontal`, `:flip`, then `:flipcolor`. Shifts commute with each
+//! other and the shift sets of `:shift`, `:shifthorizontal` and
+//! `:shiftvertical` are closed under the flips, so for them the order does
+//! not change the set.
+//!
+//! **Nested lists**: a transformation of a list acts on the designators of
+//! the lists nested in it, and a nested list's own keywords then act on
+//! the result (seed 002). The emitter hands `:flip`, `:flipvertical`,
+//! `:fliphorizontal` and `:flipcolor` to the equal CQL 6 transform filters
+//! unless some nested list has keywords of its own
+//! ([`has_nested_keywords`]): CQL 6 would apply them after the nested
+//! orbit, so then every keyword is expanded here.
 //!
 //! **Elision and duplicates**: a transformed list in which some designator
 //! (anywhere, nested lists and keyword parameters included) has no square
 //! left is dropped (seed 002: `(position Rc3 qg3 :shifthorizontal)` has 4
-//! lists, not 15); equal lists are kept once, the first in the order
-//! shifts (dx outer: 0, 1..7, -1..-7; dy alike) then diagonal flips.
+//! lists, not 15); equal lists are kept once, the first in the order:
+//! without then with the colour flip, the shifts (dx outer: 0, 1..7,
+//! -1..-7; dy alike), then the dihedral transformations.
 
 use super::ast::{Designator, Flag, Item, PositionList, TransformKeyword};
 use crate::ir::{Bitboard, GameResult};
@@ -73,29 +83,68 @@ pub fn shift(b: Bitboard, dx: i8, dy: i8) -> Bitboard {
     b
 }
 
-/// The reflections the CQL 3 front end applies itself (CQL 6 has no
-/// filter for the diagonal ones).
+/// One of the eight dihedral transformations of the board: optionally the
+/// a1-h8 reflection (x, y) -> (y, x), then optionally x -> 7-x, then
+/// optionally y -> 7-y.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reflection {
-    /// No reflection.
-    Identity,
-    /// About the a1-h8 diagonal: (x, y) -> (y, x).
-    Diagonal,
-    /// About the a8-h1 diagonal: (x, y) -> (7-y, 7-x).
-    OffDiagonal,
-    /// Both: (x, y) -> (7-x, 7-y).
-    Rotate180,
+pub struct Dihedral {
+    /// Reflect about the a1-h8 diagonal first.
+    pub transpose: bool,
+    /// Then mirror the files (reflection about the vertical bisector).
+    pub mirror_x: bool,
+    /// Then mirror the ranks (reflection about the horizontal bisector).
+    pub mirror_y: bool,
 }
 
-impl Reflection {
-    fn map(self, x: u8, y: u8) -> (u8, u8) {
-        match self {
-            Reflection::Identity => (x, y),
-            Reflection::Diagonal => (y, x),
-            Reflection::OffDiagonal => (7 - y, 7 - x),
-            Reflection::Rotate180 => (7 - x, 7 - y),
+impl Dihedral {
+    /// The identity.
+    pub const IDENTITY: Dihedral = Dihedral::new(false, false, false);
+    /// Reflection about the a1-h8 diagonal (`:flipdiagonal`).
+    pub const DIAGONAL: Dihedral = Dihedral::new(true, false, false);
+    /// Reflection about the a8-h1 diagonal (`:flipoffdiagonal`).
+    pub const OFF_DIAGONAL: Dihedral = Dihedral::new(true, true, true);
+    /// Reflection about the vertical bisector (`:flipvertical`: f6 -> c6).
+    pub const VERTICAL: Dihedral = Dihedral::new(false, true, false);
+    /// Reflection about the horizontal bisector (`:fliphorizontal`: f6 -> f3).
+    pub const HORIZONTAL: Dihedral = Dihedral::new(false, false, true);
+
+    const fn new(transpose: bool, mirror_x: bool, mirror_y: bool) -> Dihedral {
+        Dihedral {
+            transpose,
+            mirror_x,
+            mirror_y,
         }
     }
+
+    /// All eight.
+    pub fn all() -> Vec<Dihedral> {
+        (0..8)
+            .map(|i| Dihedral::new(i & 4 != 0, i & 2 != 0, i & 1 != 0))
+            .collect()
+    }
+
+    fn map(self, x: u8, y: u8) -> (u8, u8) {
+        let (mut x, mut y) = if self.transpose { (y, x) } else { (x, y) };
+        if self.mirror_x {
+            x = 7 - x;
+        }
+        if self.mirror_y {
+            y = 7 - y;
+        }
+        (x, y)
+    }
+
+    /// `self` after `first`: the element mapping (x, y) to
+    /// `self(first(x, y))` (one generic point tells the eight apart).
+    pub fn after(self, first: Dihedral) -> Dihedral {
+        let (x, y) = first.map(1, 2);
+        let want = self.map(x, y);
+        Dihedral::all()
+            .into_iter()
+            .find(|d| d.map(1, 2) == want)
+            .unwrap_or(Dihedral::IDENTITY)
+    }
+
     /// The reflected square set.
     pub fn apply(self, b: Bitboard) -> Bitboard {
         let mut out = 0u64;
@@ -107,25 +156,44 @@ impl Reflection {
         }
         Bitboard(out)
     }
+
+    /// The `currenttransform`-style name (`reflect_a1h8`, `clockwise90`).
+    pub fn name(self) -> &'static str {
+        match (self.transpose, self.mirror_x, self.mirror_y) {
+            (false, false, false) => "identity",
+            (false, true, false) => "reflect_v",
+            (false, false, true) => "reflect_h",
+            (false, true, true) => "rotate180",
+            (true, false, false) => "reflect_a1h8",
+            (true, true, true) => "reflect_a8h1",
+            (true, true, false) => "counterclockwise90",
+            (true, false, true) => "clockwise90",
+        }
+    }
 }
 
-/// One transformation of the explicit part of an orbit: a shift, then a
-/// reflection.
+/// One transformation of an explicit orbit: a shift, then a dihedral
+/// transformation, then (if `color`) the colour flip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transformation {
     /// Unit right shifts (left when negative).
     pub dx: i8,
     /// Unit up shifts (down when negative).
     pub dy: i8,
-    /// The reflection applied after the shift.
-    pub reflection: Reflection,
+    /// The dihedral transformation applied after the shift.
+    pub dihedral: Dihedral,
+    /// The colour flip, applied last.
+    pub color: bool,
 }
 
 impl Transformation {
     /// Its name in `explain` listings (`identity`, `right^2 up^1`,
-    /// `reflect_a1h8`).
+    /// `reflect_a1h8`, `invertcolor reflect_h`).
     pub fn name(&self) -> String {
         let mut parts = Vec::new();
+        if self.color {
+            parts.push("flipcolor".to_owned());
+        }
         if self.dx != 0 {
             let d = if self.dx > 0 { "right" } else { "left" };
             parts.push(format!("{d}^{}", self.dx.unsigned_abs()));
@@ -134,11 +202,8 @@ impl Transformation {
             let d = if self.dy > 0 { "up" } else { "down" };
             parts.push(format!("{d}^{}", self.dy.unsigned_abs()));
         }
-        match self.reflection {
-            Reflection::Identity => {}
-            Reflection::Diagonal => parts.push("reflect_a1h8".to_owned()),
-            Reflection::OffDiagonal => parts.push("reflect_a8h1".to_owned()),
-            Reflection::Rotate180 => parts.push("rotate180".to_owned()),
+        if self.dihedral != Dihedral::IDENTITY {
+            parts.push(self.dihedral.name().to_owned());
         }
         if parts.is_empty() {
             "identity".to_owned()
@@ -148,7 +213,7 @@ impl Transformation {
     }
 
     fn squares(&self, b: Bitboard) -> Bitboard {
-        self.reflection.apply(shift(b, self.dx, self.dy))
+        self.dihedral.apply(shift(b, self.dx, self.dy))
     }
 }
 
@@ -157,10 +222,26 @@ fn offsets() -> impl Iterator<Item = i8> + Clone {
     (0..=7).chain((1..=7).map(|n: i8| -n))
 }
 
-/// The explicit transformations of a keyword list: its shifts and its
-/// diagonal reflections composed (CQL 6 transform filters take the other
-/// flips, see `emit`).
-pub fn explicit_set(keys: &[TransformKeyword]) -> Vec<Transformation> {
+/// The products `b ∘ a` of two sets of dihedral transformations (`a`
+/// first), without repeats.
+fn product(first: &[Dihedral], then: &[Dihedral]) -> Vec<Dihedral> {
+    let mut out = Vec::new();
+    for a in first {
+        for b in then {
+            let c = b.after(*a);
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// Which keywords an explicit orbit expands: the shifts and the diagonal
+/// flips always (CQL 6 has no filter for them); `:flip`,
+/// `:fliphorizontal`, `:flipvertical` and `:flipcolor` too when `all`
+/// (else they become CQL 6 transform filters around the orbit).
+pub fn explicit_set(keys: &[TransformKeyword], all: bool) -> Vec<Transformation> {
     let mut shifts: Vec<(i8, i8)> = vec![(0, 0)];
     for k in keys {
         let set: Vec<(i8, i8)> = match k {
@@ -184,22 +265,46 @@ pub fn explicit_set(keys: &[TransformKeyword]) -> Vec<Transformation> {
         }
         shifts = next;
     }
-    let mut reflections = vec![Reflection::Identity];
-    let diag = keys.contains(&TransformKeyword::FlipDiagonal);
-    let off = keys.contains(&TransformKeyword::FlipOffDiagonal);
-    if diag {
-        reflections.push(Reflection::Diagonal);
+    let id = Dihedral::IDENTITY;
+    let mut dihedral = vec![id];
+    let mut order = vec![
+        (TransformKeyword::FlipDiagonal, vec![id, Dihedral::DIAGONAL]),
+        (
+            TransformKeyword::FlipOffDiagonal,
+            vec![id, Dihedral::OFF_DIAGONAL],
+        ),
+    ];
+    if all {
+        order.extend([
+            (TransformKeyword::FlipVertical, vec![id, Dihedral::VERTICAL]),
+            (
+                TransformKeyword::FlipHorizontal,
+                vec![id, Dihedral::HORIZONTAL],
+            ),
+            (TransformKeyword::Flip, Dihedral::all()),
+        ]);
     }
-    if off {
-        reflections.push(Reflection::OffDiagonal);
+    for (k, set) in order {
+        if keys.contains(&k) {
+            dihedral = product(&dihedral, &set);
+        }
     }
-    if diag && off {
-        reflections.push(Reflection::Rotate180);
-    }
+    let colors: &[bool] = if all && keys.contains(&TransformKeyword::FlipColor) {
+        &[false, true]
+    } else {
+        &[false]
+    };
     let mut out = Vec::new();
-    for &(dx, dy) in &shifts {
-        for &reflection in &reflections {
-            out.push(Transformation { dx, dy, reflection });
+    for &color in colors {
+        for &(dx, dy) in &shifts {
+            for &d in &dihedral {
+                out.push(Transformation {
+                    dx,
+                    dy,
+                    dihedral: d,
+                    color,
+                });
+            }
         }
     }
     out
@@ -215,7 +320,17 @@ fn designator(d: &Designator, t: &Transformation) -> Option<Designator> {
 /// keyword parameters too; their own keywords are kept). `None` when some
 /// designator loses every square (the element is elided).
 pub fn apply(l: &PositionList, t: &Transformation) -> Option<PositionList> {
-    let lists = |ls: &[PositionList]| ls.iter().map(|x| apply(x, t)).collect::<Option<Vec<_>>>();
+    let image = geometry(l, t)?;
+    Some(if t.color { color_flip(&image) } else { image })
+}
+
+/// The shift and dihedral part of [`apply`], recursively.
+fn geometry(l: &PositionList, t: &Transformation) -> Option<PositionList> {
+    let lists = |ls: &[PositionList]| {
+        ls.iter()
+            .map(|x| geometry(x, t))
+            .collect::<Option<Vec<_>>>()
+    };
     let items = l
         .items
         .iter()
@@ -223,8 +338,8 @@ pub fn apply(l: &PositionList, t: &Transformation) -> Option<PositionList> {
             Some(match item {
                 Item::Designator(d) => Item::Designator(designator(d, t)?),
                 Item::Flag(_) | Item::Result(_) => item.clone(),
-                Item::Nested(n) => Item::Nested(apply(n, t)?),
-                Item::Not(n) => Item::Not(apply(n, t)?),
+                Item::Nested(n) => Item::Nested(geometry(n, t)?),
+                Item::Not(n) => Item::Not(geometry(n, t)?),
                 Item::Or(ls) => Item::Or(lists(ls)?),
                 Item::And(ls) => Item::And(lists(ls)?),
                 Item::MoveFrom(d) => Item::MoveFrom(designator(d, t)?),
@@ -282,17 +397,97 @@ pub fn color_flip(l: &PositionList) -> PositionList {
     }
 }
 
+/// Whether some position list nested in `l` (at any depth) has
+/// transformation keywords of its own. Then CQL 3 transforms the nested
+/// list's designators before its own keywords act (seed 002), which CQL 6
+/// transform filters around the expansion would not: every keyword of `l`
+/// is expanded explicitly.
+pub fn has_nested_keywords(l: &PositionList) -> bool {
+    l.items.iter().any(|item| match item {
+        Item::Nested(n) | Item::Not(n) => !n.transforms.is_empty() || has_nested_keywords(n),
+        Item::Or(ls) | Item::And(ls) => ls
+            .iter()
+            .any(|n| !n.transforms.is_empty() || has_nested_keywords(n)),
+        _ => false,
+    })
+}
+
+const EDGES: u64 = FILE_A | FILE_H | RANK_1 | RANK_8;
+
+fn designators_off_edges(l: &PositionList) -> bool {
+    let ok = |d: &Designator| d.squares == Bitboard::FULL || d.squares.0 & EDGES == 0;
+    l.items.iter().all(|item| match item {
+        Item::Designator(d) | Item::MoveFrom(d) | Item::MoveTo(d) | Item::PieceCount(d, _) => ok(d),
+        Item::AttackCount(d, e, _) => ok(d) && ok(e),
+        Item::Flag(_) | Item::Result(_) => true,
+        Item::Nested(n) | Item::Not(n) => designators_off_edges(n),
+        Item::Or(ls) | Item::And(ls) => ls.iter().all(designators_off_edges),
+    })
+}
+
+/// The shift keyword of `l` that CQL 6's filter of the same name computes
+/// exactly: `l` has one shift keyword, `:shift`, `:shifthorizontal` or
+/// `:shiftvertical`, no diagonal flip, no nested list with keywords, and
+/// every designator is all 64 squares or has no square on an edge. Then
+/// the edge rule never acts (a square never moves back onto the edge it
+/// left before leaving the board, and an edge-free set holds no whole
+/// rank or file), so CQL 3's and CQL 6's shifts give the same lists.
+pub fn cql6_shift(l: &PositionList) -> Option<TransformKeyword> {
+    use TransformKeyword as T;
+    let mut shifts = l.transforms.iter().filter(|k| {
+        matches!(
+            k,
+            T::Shift
+                | T::ShiftHorizontal
+                | T::ShiftVertical
+                | T::ShiftMainDiagonal
+                | T::ShiftOffDiagonal
+        )
+    });
+    let only = *shifts.next()?;
+    let ok = shifts.next().is_none()
+        && matches!(only, T::Shift | T::ShiftHorizontal | T::ShiftVertical)
+        && !l
+            .transforms
+            .iter()
+            .any(|k| matches!(k, T::FlipDiagonal | T::FlipOffDiagonal))
+        && !has_nested_keywords(l)
+        && designators_off_edges(l);
+    ok.then_some(only)
+}
+
 /// The explicit orbit of a position list: each kept transformation of
-/// [`explicit_set`] with its image, elided and deduplicated (module docs).
-/// The images have no transformation keywords of their own left at the
-/// top level (the caller handles the CQL 6 flips).
+/// [`explicit_set`] (all keywords when [`has_nested_keywords`]; without
+/// the [`cql6_shift`] keyword) with its image, elided and deduplicated
+/// (module docs). The images keep no transformation keywords of their own
+/// at the top level.
 pub fn explicit_orbit(l: &PositionList) -> Vec<(Transformation, PositionList)> {
+    let keys: Vec<TransformKeyword> = match cql6_shift(l) {
+        Some(k) => l.transforms.iter().copied().filter(|t| *t != k).collect(),
+        None => l.transforms.clone(),
+    };
+    orbit_of(l, &keys, has_nested_keywords(l))
+}
+
+/// The orbit of a position list under CQL 3's rules for its shift and
+/// diagonal-flip keywords (`all`: every keyword), whatever part of it the
+/// emitter hands to CQL 6 filters: the reference the tests hold the
+/// emitted orbits to.
+pub fn cql3_orbit(l: &PositionList, all: bool) -> Vec<(Transformation, PositionList)> {
+    orbit_of(l, &l.transforms, all)
+}
+
+fn orbit_of(
+    l: &PositionList,
+    keys: &[TransformKeyword],
+    all: bool,
+) -> Vec<(Transformation, PositionList)> {
     let base = PositionList {
         transforms: Vec::new(),
         ..l.clone()
     };
     let mut out: Vec<(Transformation, PositionList)> = Vec::new();
-    for t in explicit_set(&l.transforms) {
+    for t in explicit_set(keys, all) {
         if let Some(img) = apply(&base, &t)
             && !out.iter().any(|(_, x)| *x == img)
         {
@@ -341,12 +536,38 @@ mod tests {
     fn cql3_reflections() {
         // Seed 002: diagonal flip of [Aa][a-h1-2,f6,h7] is [Aa][a-b1-8,f6,g8].
         assert_eq!(
-            Reflection::Diagonal.apply(sq("[a-h1-2,f6,h7]")),
+            Dihedral::DIAGONAL.apply(sq("[a-h1-2,f6,h7]")),
             sq("[a-b1-8,f6,g8]")
         );
-        assert_eq!(Reflection::OffDiagonal.apply(sq("a8")), sq("a8"));
-        assert_eq!(Reflection::OffDiagonal.apply(sq("a1-8")), sq("a-h8"));
-        assert_eq!(Reflection::OffDiagonal.apply(sq("b2")), sq("g7"));
-        assert_eq!(Reflection::Diagonal.apply(sq("a8")), sq("h1"));
+        assert_eq!(Dihedral::OFF_DIAGONAL.apply(sq("a8")), sq("a8"));
+        assert_eq!(Dihedral::OFF_DIAGONAL.apply(sq("a1-8")), sq("a-h8"));
+        assert_eq!(Dihedral::OFF_DIAGONAL.apply(sq("b2")), sq("g7"));
+        assert_eq!(Dihedral::DIAGONAL.apply(sq("a8")), sq("h1"));
+        assert_eq!(Dihedral::VERTICAL.apply(sq("f6")), sq("c6"));
+        assert_eq!(Dihedral::HORIZONTAL.apply(sq("f6")), sq("f3"));
+        // Seed 002: the eight dihedral images of c2.
+        let images: Vec<Bitboard> = Dihedral::all()
+            .into_iter()
+            .map(|d| d.apply(sq("c2")))
+            .collect();
+        for want in ["c2", "b3", "b6", "c7", "f7", "g6", "g3", "f2"] {
+            assert!(images.contains(&sq(want)), "{want}");
+        }
+        // Names match SEMANTICS.md §2 (d3 -> f4 is counterclockwise90).
+        let ccw = Dihedral::all()
+            .into_iter()
+            .find(|d| d.apply(sq("d3")) == sq("f4"));
+        assert_eq!(ccw.map(Dihedral::name), Some("counterclockwise90"));
+        let cw = Dihedral::all()
+            .into_iter()
+            .find(|d| d.apply(sq("f4")) == sq("d3"));
+        assert_eq!(cw.map(Dihedral::name), Some("clockwise90"));
+        // Composition: diagonal after horizontal is a rotation.
+        assert_eq!(
+            Dihedral::DIAGONAL
+                .after(Dihedral::HORIZONTAL)
+                .apply(sq("d3")),
+            sq("f4")
+        );
     }
 }
