@@ -991,6 +991,10 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Move(m), start))
             }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
+            Tok::LBracket => Err(self.error(
+                start,
+                "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`); after a string it indexes it (`s[1]`, `s[1:3]`)",
+            )),
             other => {
                 // `check = 3`: the keyword ended its filter, so `=` starts one.
                 if other == Tok::Assign
