@@ -68,6 +68,26 @@ fn help_subcommand_shows_the_query_run() {
 const USAGE: i32 = 2;
 
 #[test]
+fn parse_prints_the_query_and_does_not_run_it() {
+    // No input is opened: the bundled database is not imported either.
+    let (code, out, err) = cqlj(&[
+        "-parse",
+        "-i",
+        "/nonexistent/x.pgn",
+        "-cql",
+        "N--a4(check)  mate",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "N--a4(check)\nmate\n");
+    let (code, _, err) = cqlj(&["-parse", "-cql", "N-- (check)"]);
+    assert_eq!(code, USAGE);
+    assert!(
+        err.contains("no whitespace may come between a move dash"),
+        "{err}"
+    );
+}
+
+#[test]
 fn query_errors_have_one_label_and_one_exit_status() {
     // A query given as text is `<query>` in a run and in every explain stage.
     let q = "check = 3";

@@ -78,8 +78,9 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 27] = [
+const CQL_LONG_OPTIONS: [&str; 28] = [
     "cql",
+    "parse",
     "input",
     "output",
     "gamenumber",
@@ -137,7 +138,7 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 21] = [
+const CQL_UNSUPPORTED: [&str; 20] = [
     "a",
     "alwayscomment",
     "assign",
@@ -153,7 +154,6 @@ const CQL_UNSUPPORTED: [&str; 21] = [
     "noheader",
     "noremovecomment",
     "nosettag",
-    "parse",
     "similarposition",
     "u",
     "vi",
@@ -228,6 +228,10 @@ pub struct RunArgs {
     /// capped).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Parse the query and print it as cqlj reads it (CQL 3 text as CQL
+    /// 6); do not run it.
+    #[arg(long)]
+    pub parse: bool,
     /// One worker thread (`-threads 1`; `-s` abbreviates).
     #[arg(short = 's', long, conflicts_with = "threads")]
     pub singlethreaded: bool,

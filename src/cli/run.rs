@@ -56,6 +56,13 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
             eprintln!("{w}");
         }
     }
+    if args.parse {
+        // `-parse` (CQL): parse only, do not run.
+        if let Ok(q) = cqlj::syntax::parse(&text.source) {
+            print!("{}", cqlj::syntax::print_query(&q));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // Checked before the input is opened (which may import it).
     settings.games(0).map_err(usage_error)?;
     if settings.output.as_os_str() != "-" && !args.count {
