@@ -955,15 +955,8 @@ fn cql_command_line_conventions() {
     };
     // CQL 6.2 options cqlj lacks; unknown options whole, with a suggestion.
     err(
-        &[
-            "-fen",
-            "8/8/8/8/8/8/8/KNk5",
-            "-i",
-            "in.cqlj",
-            "-cql",
-            "mate",
-        ],
-        "CQL option `-fen` is not supported",
+        &["-alwayscomment", "-i", "in.cqlj", "-cql", "mate"],
+        "CQL option `-alwayscomment` is not supported",
     );
     err(
         &["-i", "in.cqlj", "-matchcount", "2", "-cql", "mate"],
@@ -1018,6 +1011,23 @@ fn cql_command_line_conventions() {
             .expect("output")
             .contains("Qh4#")
     );
+    // -fen FEN: the positions with FEN's board (CQL 6.2's option).
+    let r = run_in(
+        d,
+        Some(&cache),
+        &[
+            "-i",
+            "q/in.pgn",
+            "-o",
+            "-",
+            "-fen",
+            "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR",
+            "-cql",
+            "mate",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(summary(&r.stderr), (1, 1));
     // No input anywhere: said on stderr.
     std::fs::write(dir.path("q/any.cql"), "mate\n").expect("write");
     let r = run_in(d, Some(&cache), &["-o", "-", "q/any.cql"]);

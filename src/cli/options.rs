@@ -78,7 +78,7 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 28] = [
+const CQL_LONG_OPTIONS: [&str; 29] = [
     "cql",
     "parse",
     "input",
@@ -97,6 +97,7 @@ const CQL_LONG_OPTIONS: [&str; 28] = [
     "black",
     "event",
     "site",
+    "fen",
     "year",
     "result",
     "engine",
@@ -111,7 +112,7 @@ const CQL_LONG_OPTIONS: [&str; 28] = [
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
 /// is optional and numeric).
-const VALUE_OPTIONS: [(&str, usize, usize); 19] = [
+const VALUE_OPTIONS: [(&str, usize, usize); 20] = [
     ("cql", 1, 1),
     ("input", 1, 1),
     ("i", 1, 1),
@@ -127,6 +128,7 @@ const VALUE_OPTIONS: [(&str, usize, usize); 19] = [
     ("black", 1, 1),
     ("event", 1, 1),
     ("site", 1, 1),
+    ("fen", 1, 1),
     ("result", 1, 1),
     ("engine", 1, 1),
     ("format", 1, 1),
@@ -138,12 +140,11 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 20] = [
+const CQL_UNSUPPORTED: [&str; 19] = [
     "a",
     "alwayscomment",
     "assign",
     "btm",
-    "fen",
     "gui",
     "hhdb",
     "html",
@@ -250,6 +251,9 @@ pub struct RunArgs {
     /// Only games whose Site tag contains TEXT.
     #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub site: Option<String>,
+    /// Only positions whose board is FEN's (`fen "FEN"`).
+    #[arg(long, value_name = "FEN", allow_hyphen_values = true)]
+    pub fen: Option<String>,
     /// Only games of year Y, or of years Y..=B.
     #[arg(long, num_args = 1..=2, value_names = ["Y", "B"], allow_negative_numbers = true)]
     pub year: Option<Vec<i64>>,
@@ -408,6 +412,9 @@ pub fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     }
     if let Some(s) = &args.site {
         f.push(format!("site {}", cql_string(s)));
+    }
+    if let Some(fen) = &args.fen {
+        f.push(format!("fen {}", cql_string(fen)));
     }
     match args.year.as_deref() {
         Some([y]) => f.push(format!("year == {y}")),
