@@ -338,6 +338,18 @@ fn cql3_position_keywords_translate() {
             "{{{Ka1} {ka8}} {R}}",
         ),
         ("(position :attackcount R k 0 unlimited)", "{true}"),
+        (
+            "(position :sequence ((position Ka1) (position Kb1 :btm)))",
+            "{(line --> {Ka1} --> {Kb1 btm})}",
+        ),
+        (
+            "(position :gappedsequence ((position Ka1) (position) (position Kb1)))",
+            "{(line --> {Ka1} --> true* --> true --> true* --> {Kb1})}",
+        ),
+        (
+            "(position Ra1 :sequence ((position Ka1) (position Kb1)) :flipcolor)",
+            "flipcolor {Ra1 (line --> {Ka1} --> {Kb1})}",
+        ),
     ];
     for (src, want) in cases {
         assert_eq!(translate(src).expect(src).trim(), want, "{src}");
@@ -349,9 +361,14 @@ fn cql3_position_keywords_translate() {
 fn cql3_errors_name_the_keyword_and_its_position() {
     let cases = [
         (
-            "(match (position :sequence ((position Ka1))))",
-            "`:sequence`",
+            "(match (position :tagmatch ((position Ka1))))",
+            "`:tagmatch`",
             17,
+        ),
+        (
+            "(match (position :sequence (position Ka1)))",
+            "`:sequence` needs a list of position lists",
+            27,
         ),
         ("(match (position :relation (x)))", "`:relation`", 17),
         ("(match :player kasparov (position))", "`:player`", 7),

@@ -145,6 +145,12 @@ pub enum Item {
     Or(Vec<PositionList>),
     /// `:and ((position ...) ...)`: every list matches.
     And(Vec<PositionList>),
+    /// `:sequence ((position ...) ...)`: the first list matches here, the
+    /// second at the next position of the game, and so on.
+    Sequence(Vec<PositionList>),
+    /// `:gappedsequence ((position ...) ...)`: the first list matches here,
+    /// each next one at some later position (any number between).
+    GappedSequence(Vec<PositionList>),
     /// `:movefrom D`: the move that led here moved a piece of D from a
     /// square of D.
     MoveFrom(Designator),
@@ -274,6 +280,8 @@ fn item_text(item: &Item) -> String {
         Item::Not(l) => format!(":not {}", position_text(l)),
         Item::Or(ls) => format!(":or {}", lists_text(ls)),
         Item::And(ls) => format!(":and {}", lists_text(ls)),
+        Item::Sequence(ls) => format!(":sequence {}", lists_text(ls)),
+        Item::GappedSequence(ls) => format!(":gappedsequence {}", lists_text(ls)),
         Item::MoveFrom(d) => format!(":movefrom {}", designator_text(d)),
         Item::MoveTo(d) => format!(":moveto {}", designator_text(d)),
         Item::PieceCount(d, r) => format!(":piececount {} {}", designator_text(d), range_text(*r)),
@@ -329,11 +337,12 @@ fn dump_list(l: &PositionList, depth: usize, out: &mut String) {
                 let _ = writeln!(out, "{pad}  :not");
                 dump_list(n, depth + 2, out);
             }
-            Item::Or(ls) | Item::And(ls) => {
-                let k = if matches!(item, Item::Or(_)) {
-                    "or"
-                } else {
-                    "and"
+            Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => {
+                let k = match item {
+                    Item::Or(_) => "or",
+                    Item::And(_) => "and",
+                    Item::Sequence(_) => "sequence",
+                    _ => "gappedsequence",
                 };
                 let _ = writeln!(out, "{pad}  :{k}");
                 for n in ls {

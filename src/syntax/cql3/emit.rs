@@ -100,6 +100,18 @@ fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
                 .collect::<Result<Vec<_>, _>>()?;
             format!("{{{}}}", parts.join(" "))
         }
+        Item::Sequence(ls) | Item::GappedSequence(ls) => {
+            let gap = if matches!(i, Item::GappedSequence(_)) {
+                " --> true*"
+            } else {
+                ""
+            };
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("(line --> {})", parts.join(&format!("{gap} --> ")))
+        }
         Item::MoveFrom(d) => format!("move previous from {}", designator(d)),
         Item::MoveTo(d) => format!("move previous to {}", designator(d)),
         Item::PieceCount(d, r) => count(d, r),

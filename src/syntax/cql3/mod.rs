@@ -156,7 +156,10 @@ pub fn explain_orbits(src: &str) -> Result<String, Diagnostics> {
         for item in &l.items {
             match item {
                 ast::Item::Nested(n) | ast::Item::Not(n) => walk(n, out),
-                ast::Item::Or(ls) | ast::Item::And(ls) => ls.iter().for_each(|n| walk(n, out)),
+                ast::Item::Or(ls)
+                | ast::Item::And(ls)
+                | ast::Item::Sequence(ls)
+                | ast::Item::GappedSequence(ls) => ls.iter().for_each(|n| walk(n, out)),
                 _ => {}
             }
         }

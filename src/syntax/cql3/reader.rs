@@ -367,10 +367,8 @@ fn range_params(rest: &[Sexp], at: Span, k: &str, unlimited_ok: bool) -> R<(Rang
 }
 
 /// Standard position-list keywords that cqlj does not implement.
-const UNSUPPORTED_POSITION: [&str; 9] = [
+const UNSUPPORTED_POSITION: [&str; 7] = [
     "matchcount",
-    "sequence",
-    "gappedsequence",
     "relation",
     "variations",
     "variationsonly",
@@ -457,7 +455,7 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                 }
                 Item::Not(position_list(p)?)
             }
-            "or" | "and" => {
+            "or" | "and" | "sequence" | "gappedsequence" => {
                 let p = next(&mut i, "a list of `(position ...)` lists")?;
                 let lists = match p {
                     Sexp::List { items: ls, .. } if !ls.is_empty() && p.head().is_none() => ls
@@ -479,10 +477,11 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                         ));
                     }
                 };
-                if k == "or" {
-                    Item::Or(lists)
-                } else {
-                    Item::And(lists)
+                match k {
+                    "or" => Item::Or(lists),
+                    "and" => Item::And(lists),
+                    "sequence" => Item::Sequence(lists),
+                    _ => Item::GappedSequence(lists),
                 }
             }
             "movefrom" | "moveto" => {
