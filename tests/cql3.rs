@@ -309,6 +309,42 @@ fn cql3_match_list_translation() {
 }
 
 #[test]
+fn cql3_player_and_variations_translate() {
+    let t = translate("(match :player \"Van-Der (x)\" :variations (position Ra1 :variationsonly))")
+        .expect("translates");
+    let re = "\"[vV][aA][nN]-[dD][eE][rR] [(][xX][)]\"";
+    assert_eq!(
+        t,
+        format!(
+            "cql(variations)\n(player white ~~ {re} or player black ~~ {re})\n{{Ra1 variation}}\n"
+        )
+    );
+    for name in [
+        "Van-Der (x)",
+        "a.b+c*d?e|f{g}h$i^j[k]l\\m",
+        "Ölçü, 1",
+        "#&~ ,'",
+    ] {
+        let re = cqlj::syntax::cql3::emit::name_regex(name);
+        let re = cqlj::ir::Builtin::compile_regex(&re).expect("compiles");
+        for subject in [
+            name.to_owned(),
+            name.to_uppercase(),
+            format!("x {} y", name.to_lowercase()),
+        ] {
+            assert!(re.is_match(&subject), "{name}: {subject}");
+        }
+        assert!(
+            !re.is_match(&name.chars().skip(1).collect::<String>()),
+            "{name}"
+        );
+    }
+    let q = parse("(position Ra1 :variations)").expect("parses");
+    assert!(q.header.variations);
+    assert!(!parse("(position Ra1)").expect("parses").header.variations);
+}
+
+#[test]
 fn cql3_position_keywords_translate() {
     let cases = [
         ("(position)", "true"),
@@ -371,7 +407,21 @@ fn cql3_errors_name_the_keyword_and_its_position() {
             27,
         ),
         ("(match (position :relation (x)))", "`:relation`", 17),
-        ("(match :player kasparov (position))", "`:player`", 7),
+        (
+            "(match :player (position))",
+            "`:player` needs a player name",
+            15,
+        ),
+        (
+            "(match (position Ra1 :variations) (position Kb1))",
+            "`:variations` in some position lists only",
+            7,
+        ),
+        (
+            "(match (position (position Ra1 :variationsonly)))",
+            "`:variations` in a nested position list",
+            17,
+        ),
         ("(match :forany x R (position))", "`:forany`", 7),
         ("(match (position :frobnicate))", "`:frobnicate`", 17),
         ("(match :frob (position))", "`:frob`", 7),

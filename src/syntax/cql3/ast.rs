@@ -41,6 +41,12 @@ pub enum Flag {
     Stalemate,
     /// `:initial`: the game's initial position.
     Initial,
+    /// `:variations`: the list is searched in the variations too (every
+    /// position list of the match list must have it, or the match list).
+    Variations,
+    /// `:variationsonly`: the list is searched in the variations only (as
+    /// `:variations`, and the position is not on the main line).
+    VariationsOnly,
 }
 
 impl Flag {
@@ -53,6 +59,8 @@ impl Flag {
             Flag::Mate => "mate",
             Flag::Stalemate => "stalemate",
             Flag::Initial => "initial",
+            Flag::Variations => "variations",
+            Flag::VariationsOnly => "variationsonly",
         }
     }
 }
@@ -189,6 +197,11 @@ pub struct MatchList {
     pub year: Option<Range>,
     /// `:gamenumber min [max]`.
     pub gamenumber: Option<(u64, Option<u64>)>,
+    /// `:player NAME`, each given: White's or Black's name contains NAME,
+    /// letters compared ignoring case.
+    pub players: Vec<String>,
+    /// `:variations`: every position list also searches the variations.
+    pub variations: bool,
     /// The position lists; each must match some position of the game.
     pub positions: Vec<PositionList>,
     /// The match list's text.
@@ -317,6 +330,12 @@ pub fn dump(m: &MatchList) -> String {
             "gamenumber",
             b.map_or(a.to_string(), |b| format!("{a} {b}")),
         );
+    }
+    for p in &m.players {
+        line("player", p.clone());
+    }
+    if m.variations {
+        line("variations", String::new());
     }
     for l in &m.positions {
         dump_list(l, 1, &mut out);
