@@ -656,6 +656,25 @@ pub enum Builtin {
     /// restores an atomic variable when a `path` backtracks; elsewhere it
     /// is the assignment.
     Atomic,
+    /// `[local] dictionary D[...]` (its argument's kind): the first use of
+    /// dictionary D, its one argument. A dictionary is persistent (its
+    /// entries are kept from game to game) unless `local`.
+    Dictionary {
+        /// The dictionary.
+        dict: VarId,
+        /// `local`: emptied at the start of each game.
+        local: bool,
+    },
+    /// `D[k]` (the kind of D's values): the value stored under key k (one
+    /// argument); no match when there is none.
+    DictGet(VarId),
+    /// `D[k] = v` (logical): stores v under k (two arguments); no match
+    /// when k or v does not match.
+    DictSet(VarId),
+    /// `#D` (numeric): the number of entries.
+    DictCount(VarId),
+    /// `unbind D[k]` (logical, always matches): removes the entry of key k.
+    DictRemove(VarId),
 }
 
 impl Builtin {
@@ -682,6 +701,10 @@ impl Builtin {
             Builtin::Unbind(_) => "unbind",
             Builtin::Persistent { .. } => "persistent",
             Builtin::Atomic => "atomic",
+            Builtin::Dictionary { .. } => "dictionary",
+            Builtin::DictGet(_) | Builtin::DictSet(_) => "[]",
+            Builtin::DictCount(_) => "#",
+            Builtin::DictRemove(_) => "unbind",
         }
     }
 
@@ -704,7 +727,14 @@ impl Builtin {
     /// The variable it reads or changes, if any.
     pub fn var(self) -> Option<VarId> {
         match self {
-            Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v) => Some(v),
+            Builtin::IsBound(v)
+            | Builtin::IsUnbound(v)
+            | Builtin::Unbind(v)
+            | Builtin::Dictionary { dict: v, .. }
+            | Builtin::DictGet(v)
+            | Builtin::DictSet(v)
+            | Builtin::DictCount(v)
+            | Builtin::DictRemove(v) => Some(v),
             _ => None,
         }
     }
@@ -1149,6 +1179,30 @@ pub struct Query {
 }
 
 impl Query {
+    /// The dictionaries (`[local] dictionary D[...]`), each with `local`.
+    pub fn dictionaries(&self) -> Vec<(VarId, bool)> {
+        fn walk(e: &Expr, out: &mut Vec<(VarId, bool)>) {
+            if let Node::Builtin(Builtin::Dictionary { dict, local }, _) = &e.node
+                && !out.iter().any(|(d, _)| d == dict)
+            {
+                out.push((*dict, *local));
+            }
+            e.for_each_child(|c| walk(c, out));
+        }
+        let mut out = Vec::new();
+        for e in &self.body {
+            walk(e, &mut out);
+        }
+        out
+    }
+
+    /// Whether the games must be evaluated one after another in game
+    /// order: the query has persistent variables or a dictionary that is
+    /// not `local` (their values carry from game to game).
+    pub fn is_serial(&self) -> bool {
+        !self.persistent_vars().is_empty() || self.dictionaries().iter().any(|(_, local)| !local)
+    }
+
     /// The persistent variables (`persistent x = ...` somewhere in the
     /// body), each once, in order of first mention, with `quiet` when some
     /// `persistent quiet` names it. A query with one runs serially, one
@@ -1307,7 +1361,9 @@ impl Expr {
             | Node::Sort { .. }
             | Node::Comment(_)
             | Node::Message(_)
-            | Node::Builtin(Builtin::Unbind(_), _) => true,
+            | Node::Builtin(Builtin::Unbind(_) | Builtin::DictSet(_) | Builtin::DictRemove(_), _) => {
+                true
+            }
             _ => {
                 let mut any = false;
                 self.for_each_child(|c| any |= c.has_side_effects());

@@ -145,9 +145,16 @@ fn assert_moves_and_flags_agree(store: &Store) -> (u64, u64, u64) {
     (checks, mates, stalemates)
 }
 
-/// The position after the legal move of `parent` that `child.mv` describes.
+/// The position after the legal move of `parent` that `child.mv` describes
+/// (a null move: the side to move passes).
 fn replay(parent: &Chess, child: &PositionRecord) -> Chess {
     let mv = child.mv;
+    if mv.is_null() {
+        let king = parent.board().king_of(parent.turn()).expect("a king");
+        assert_eq!(mv.from() as u32, king as u32, "a null move is the king's");
+        assert!(!parent.is_check(), "no null move out of check");
+        return parent.clone().swap_turn().expect("a pass");
+    }
     let found: Vec<_> = parent
         .legal_moves()
         .into_iter()

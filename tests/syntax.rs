@@ -444,6 +444,7 @@ fn str_expr() -> impl Strategy<Value = String> {
             inner.clone().prop_map(|a| format!("({a}) ~~ \"x(y)\"")),
             inner.clone().prop_map(|a| format!("({a}) ~~ (t + \"z\")")),
             inner.clone().prop_map(|a| format!("({a})[1]")),
+            inner.clone().prop_map(|a| format!("(({a})[1])[0]")),
             inner.clone().prop_map(|a| format!("({a})[-2:3]")),
             inner.clone().prop_map(|a| format!("({a})[:cnt]")),
             inner.clone().prop_map(|a| format!("({a})[1:]")),
@@ -473,6 +474,9 @@ fn logical_expr() -> impl Strategy<Value = String> {
         set_expr().prop_map(|a| format!("s |= {a}")),
         set_expr().prop_map(|a| format!("s &= ({a})")),
         Just("isbound cnt".to_owned()),
+        (str_expr(), num_expr()).prop_map(|(k, v)| format!("dd[{k}] = {v}")),
+        str_expr().prop_map(|k| format!("unbind dd[({k})]")),
+        str_expr().prop_map(|k| format!("(dd[{k}]) < #dd")),
         num_expr().prop_map(|a| format!("persistent pc += {a}")),
         num_expr().prop_map(|a| format!("persistent quiet pc = ({a})")),
         num_expr().prop_map(|a| format!("atomic cnt = {a}")),
@@ -502,7 +506,7 @@ proptest! {
     #[test]
     fn syntax_round_trip_generated_queries(body in proptest::collection::vec(logical_expr(), 1..4)) {
         // Variables used by the generators are declared first.
-        let text = format!("cnt = 1\ns = K\nt = \"x\"\npersistent pc = 0\n{}", body.join("\n"));
+        let text = format!("cnt = 1\ns = K\nt = \"x\"\npersistent pc = 0\nlocal dictionary dd[\"k\"] = 1\n{}", body.join("\n"));
         let q = syntax::parse(&text).map_err(|d| TestCaseError::fail(format!("{text:?}: {d}")))?;
         round_trip(&text, &q).map_err(TestCaseError::fail)?;
     }

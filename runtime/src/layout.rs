@@ -236,7 +236,8 @@ impl PackedMove {
     }
     /// A null move (`--` in PGN) by `mover`, whose king stands on `king`:
     /// as CQL 6.2 sees it, a king move from its square to the same square
-    /// (no real move has equal from and to squares).
+    /// (no other move of kind [`MoveKind::Normal`] has equal from and to
+    /// squares; a Chess960 castling may, and is of a castling kind).
     pub fn null(king: shakmaty::Square, mover: shakmaty::Color) -> PackedMove {
         PackedMove::new(MoveParts {
             from: king,
@@ -250,7 +251,7 @@ impl PackedMove {
     }
     /// Whether this is a null move ([`PackedMove::null`]).
     pub fn is_null(self) -> bool {
-        !self.is_none() && self.from() == self.to()
+        !self.is_none() && self.from() == self.to() && self.kind() == MoveKind::Normal
     }
     /// The from square (0 = a1 .. 63 = h8).
     pub fn from(self) -> u8 {
@@ -569,6 +570,29 @@ mod tests {
         assert_eq!(p.mv.to(), 28);
         assert!(p.mv.white());
         assert!(PackedMove::NONE.is_none());
+    }
+
+    #[test]
+    fn null_move_is_not_a_castling_in_place() {
+        use shakmaty::{Color, Role, Square};
+        let null = PackedMove::null(Square::E8, Color::Black);
+        assert!(null.is_null() && !null.is_none());
+        assert_eq!(
+            (null.from(), null.to()),
+            (Square::E8 as u8, Square::E8 as u8)
+        );
+        // Chess960: a king on c1 castling queenside stays on c1.
+        let castle = PackedMove::new(MoveParts {
+            from: Square::C1,
+            to: Square::C1,
+            role: Role::King,
+            captured: None,
+            promotion: None,
+            kind: MoveKind::CastleQueenside,
+            mover: Color::White,
+        });
+        assert!(!castle.is_null());
+        assert!(!PackedMove::NONE.is_null());
     }
 
     #[test]

@@ -268,13 +268,13 @@ pub fn filter_engines(n_filters: usize, cq: Option<&CompiledQuery>) -> Vec<Filte
 fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<String> {
     use std::fmt::Write as _;
     let opts = cqlj::jit::JitOptions::default();
-    let serial = !query.query().persistent_vars().is_empty();
+    let serial = query.query().is_serial();
     let (cq, why_not) = match engine {
         Engine::Interp => (None, Some("--engine interp".to_owned())),
         _ if serial => (
             None,
             Some(
-                "persistent variables: every game, one after another in game order, on one thread"
+                "persistent variables or dictionaries: every game, one after another in game order, on one thread"
                     .to_owned(),
             ),
         ),

@@ -422,66 +422,54 @@ impl Visitor for GameVisitor {
             return ControlFlow::Continue(());
         }
         let parent_ply = self.records[frame.idx as usize].ply;
-        if matches!(san_plus.san, shakmaty::san::San::Null)
-            && let Some(king) = frame.pos.board().king_of(frame.pos.turn())
+        let turn = frame.pos.turn();
+        // The position after the move, and the move as the store packs it.
+        let (after, mv) = if matches!(san_plus.san, shakmaty::san::San::Null)
+            && let Some(king) = frame.pos.board().king_of(turn)
             && !frame.pos.is_check()
             && let Ok(after) = frame.pos.clone().swap_turn()
         {
             // A null move (CQL 6.2 reads it: the side to move passes).
-            if n >= MAX_GAME_POSITIONS {
-                return self.fail(SkipReason::TooManyPositions);
-            }
-            let turn = frame.pos.turn();
-            let before = std::mem::replace(&mut frame.pos, after);
-            let mut rec = lchess::record_of_with(&frame.pos, self.chess960, true);
-            rec.mv = PackedMove::null(king, turn);
-            rec.parent_delta = (n as u32 - frame.idx) as u16;
-            rec.ply = parent_ply + 1;
-            if depth == 1 {
-                rec.flags |= flags::MAINLINE;
-            }
-            frame.prev = Some((before, frame.idx));
-            frame.idx = n as u32;
-            self.records.push(rec);
-            self.san_index.push(Some(n as u32));
-            return ControlFlow::Continue(());
-        }
-        let m = match san_plus.san.to_move(&frame.pos) {
-            Ok(m) => m,
-            Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
-            Err(e) => {
-                let bad = if matches!(san_plus.san, shakmaty::san::San::Null) {
-                    BadMove::Null
-                } else {
-                    BadMove::Illegal {
-                        san: san_plus.to_string(),
-                        error: e.to_string(),
-                    }
-                };
-                frame.dead = true;
-                self.warnings.push(GameWarning::CutShort {
-                    // CQL 6.2 keeps the game up to the move it cannot read.
-                    line: if depth == 1 {
-                        Line::Game
+            (after, PackedMove::null(king, turn))
+        } else {
+            let m = match san_plus.san.to_move(&frame.pos) {
+                Ok(m) => m,
+                Err(_) if let Some(m) = uci_fallback(san_plus.san, &frame.pos) => m,
+                Err(e) => {
+                    let bad = if matches!(san_plus.san, shakmaty::san::San::Null) {
+                        BadMove::Null
                     } else {
-                        Line::Variation
-                    },
-                    bad,
-                    ply: parent_ply as u32 + 1,
-                });
-                self.san_index.push(None);
-                return ControlFlow::Continue(());
-            }
+                        BadMove::Illegal {
+                            san: san_plus.to_string(),
+                            error: e.to_string(),
+                        }
+                    };
+                    frame.dead = true;
+                    self.warnings.push(GameWarning::CutShort {
+                        // CQL 6.2 keeps the game up to the move it cannot read.
+                        line: if depth == 1 {
+                            Line::Game
+                        } else {
+                            Line::Variation
+                        },
+                        bad,
+                        ply: parent_ply as u32 + 1,
+                    });
+                    self.san_index.push(None);
+                    return ControlFlow::Continue(());
+                }
+            };
+            let mut after = frame.pos.clone();
+            after.play_unchecked(m);
+            (after, lchess::pack_move(m, turn))
         };
         if n >= MAX_GAME_POSITIONS {
             return self.fail(SkipReason::TooManyPositions);
         }
-        let turn = frame.pos.turn();
-        let before = frame.pos.clone();
-        frame.pos.play_unchecked(m);
+        let before = std::mem::replace(&mut frame.pos, after);
         // Mate / stalemate are settled when the line ends.
         let mut rec = lchess::record_of_with(&frame.pos, self.chess960, true);
-        rec.mv = lchess::pack_move(m, turn);
+        rec.mv = mv;
         rec.parent_delta = (n as u32 - frame.idx) as u16;
         rec.ply = parent_ply + 1;
         if depth == 1 {

@@ -234,6 +234,10 @@ pub struct Interpreter {
     /// slots are used), shared by the clones of this interpreter. Games
     /// must then be evaluated one after another in game order.
     persistent_values: Arc<Mutex<Vec<Option<Value>>>>,
+    /// The dictionaries that are not `local`.
+    persistent_dicts: Vec<VarId>,
+    /// Their entries between games, shared like `persistent_values`.
+    dict_values: Arc<Mutex<HashMap<u32, strings::DictEntries>>>,
 }
 
 impl Interpreter {
@@ -300,6 +304,14 @@ impl Interpreter {
             regexes,
             persistent,
             persistent_values: Arc::new(Mutex::new(start)),
+            persistent_dicts: query
+                .query()
+                .dictionaries()
+                .into_iter()
+                .filter(|(_, local)| !local)
+                .map(|(d, _)| d)
+                .collect(),
+            dict_values: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
@@ -348,7 +360,7 @@ impl Interpreter {
     /// evaluated one after another, in game order, by one interpreter (or
     /// its clones), for each game to see the values the earlier ones left.
     pub fn is_serial(&self) -> bool {
-        !self.persistent.is_empty()
+        !self.persistent.is_empty() || !self.persistent_dicts.is_empty()
     }
 
     /// The persistent variables' current values (after a run: their final
@@ -397,6 +409,14 @@ impl Interpreter {
                 }
             }
         }
+        let dicts = if self.persistent_dicts.is_empty() {
+            HashMap::new()
+        } else {
+            self.dict_values
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        };
         State {
             vars,
             variations: opts.variations,
@@ -407,6 +427,7 @@ impl Interpreter {
             tree: sequence::TreeCache::default(),
             groups: strings::Groups::default(),
             regexes: strings::RegexCache::default(),
+            dicts,
         }
     }
 
@@ -429,6 +450,22 @@ impl Interpreter {
             }
             if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
                 matched.push(i as u32);
+            }
+        }
+        if !self.persistent_dicts.is_empty() {
+            let mut dicts = self
+                .dict_values
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for d in &self.persistent_dicts {
+                match state.dicts.get(&d.0) {
+                    Some(entries) => {
+                        dicts.insert(d.0, entries.clone());
+                    }
+                    None => {
+                        dicts.remove(&d.0);
+                    }
+                }
             }
         }
         if !self.persistent.is_empty() {
@@ -519,6 +556,8 @@ pub struct State {
     groups: strings::Groups,
     /// Patterns of `~~` that are not literals, compiled (`None`: invalid).
     regexes: strings::RegexCache,
+    /// The entries of each dictionary, by variable.
+    dicts: HashMap<u32, strings::DictEntries>,
 }
 
 impl State {

@@ -24,6 +24,22 @@ type R<T> = Result<T, InterpError>;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Groups(Vec<Option<(usize, String)>>);
 
+/// A dictionary key: the value of a key filter, ordered.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum DictKey {
+    /// A number.
+    Number(i64),
+    /// A string.
+    Str(String),
+    /// A set of squares, as its bits.
+    Set(u64),
+    /// A position, as its index in the game.
+    Position(u32),
+}
+
+/// A dictionary's entries.
+pub(super) type DictEntries = std::collections::BTreeMap<DictKey, Value>;
+
 /// Compiled `~~` patterns that are not literals, keyed by their text
 /// (`None`: not a valid pattern). A cache: it takes no part in a state's
 /// equality.
@@ -116,7 +132,11 @@ impl Evaluator<'_, '_> {
     ///   removes it and matches;
     /// - `persistent x = F`: the assignment (x keeps its value across
     ///   games: see [`super::Interpreter::is_serial`]); `atomic x = F`: the
-    ///   assignment (atomicity matters only to `path`, which cqlj lacks).
+    ///   assignment (atomicity matters only to `path`, which cqlj lacks);
+    /// - `D[k]`: the value stored under key k (no match if none); `D[k] =
+    ///   v` stores it; `#D` counts the entries; `unbind D[k]` removes one;
+    ///   a dictionary that is not `local` keeps its entries from game to
+    ///   game (as persistent variables do).
     pub(super) fn builtin(&mut self, f: Builtin, args: &[Expr], at: u32) -> R<Option<Value>> {
         let num = Value::Number;
         let string = Value::Str;
@@ -224,6 +244,39 @@ impl Evaluator<'_, '_> {
                 *self.var_slot(v.0)? = None;
                 Some(Value::Matched)
             }
+            (Builtin::Dictionary { .. }, [access]) => self.eval(access, at)?,
+            (Builtin::DictGet(d), [key]) => match self.dict_key(key, at)? {
+                Some(k) => self.st.dicts.get(&d.0).and_then(|m| m.get(&k)).cloned(),
+                None => None,
+            },
+            (Builtin::DictSet(d), [key, value]) => {
+                let Some(k) = self.dict_key(key, at)? else {
+                    return Ok(None);
+                };
+                let v = if value.kind == Kind::Set {
+                    Some(Value::Set(self.set(value, at)?))
+                } else {
+                    self.eval(value, at)?
+                };
+                match v {
+                    Some(v) => {
+                        self.st.dicts.entry(d.0).or_default().insert(k, v);
+                        Some(Value::Matched)
+                    }
+                    None => None,
+                }
+            }
+            (Builtin::DictCount(d), _) => {
+                Some(num(self.st.dicts.get(&d.0).map_or(0, |m| m.len() as i64)))
+            }
+            (Builtin::DictRemove(d), [key]) => {
+                if let Some(k) = self.dict_key(key, at)?
+                    && let Some(m) = self.st.dicts.get_mut(&d.0)
+                {
+                    m.remove(&k);
+                }
+                Some(Value::Matched)
+            }
             // The assignment; its variable persists (see `Interpreter`).
             (Builtin::Persistent { .. } | Builtin::Atomic, [assign]) => self.eval(assign, at)?,
             (f, _) => {
@@ -232,6 +285,21 @@ impl Evaluator<'_, '_> {
                     what: format!("`{}` with {} arguments", f.keyword(), args.len()),
                 });
             }
+        })
+    }
+
+    /// A dictionary key's value (a set's, even empty), `None` when it does
+    /// not match.
+    fn dict_key(&mut self, key: &Expr, at: u32) -> R<Option<DictKey>> {
+        if key.kind == Kind::Set {
+            return Ok(Some(DictKey::Set(self.set(key, at)?.0)));
+        }
+        Ok(match self.eval(key, at)? {
+            Some(Value::Number(n)) => Some(DictKey::Number(n)),
+            Some(Value::Str(s)) => Some(DictKey::Str(s)),
+            Some(Value::Set(b)) => Some(DictKey::Set(b.0)),
+            Some(Value::Position(p)) => Some(DictKey::Position(p)),
+            _ => None,
         })
     }
 

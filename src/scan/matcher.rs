@@ -137,14 +137,14 @@ impl<'s> StoreMatcher<'s> {
         plan: &RunPlan,
         jit_options: &JitOptions,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
-        let serial = !query.query().persistent_vars().is_empty();
+        let serial = query.query().is_serial();
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
             // The kernel skips games; persistent variables need every game.
             _ if serial => (
                 None,
                 Some(
-                    "using the interpreter alone, one game after another: the query has persistent variables"
+                    "using the interpreter alone, one game after another: the query has persistent variables or dictionaries"
                         .to_owned(),
                 ),
             ),

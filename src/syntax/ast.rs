@@ -196,6 +196,18 @@ pub(crate) enum ExprKind {
     /// `isbound x`, `isunbound x`, `unbind x`: the function (its variable
     /// a placeholder) and the name written.
     VarBuiltin(ir::Builtin, Name),
+    /// `[local] dictionary D[k]` / `... = v`: the access that follows.
+    Dictionary {
+        local: bool,
+        access: Box<Expr>,
+    },
+    /// `D[k] = v`: `index` is the [`ExprKind::Index`] `D[k]`.
+    IndexAssign {
+        index: Box<Expr>,
+        value: Box<Expr>,
+    },
+    /// `unbind D[k]`: `index` is the [`ExprKind::Index`] `D[k]`.
+    UnbindIndex(Box<Expr>),
     /// `S[i]`, or with `slice` `S[i:j]`, `S[i:]`, `S[:j]`, `S[:]`.
     Index {
         target: Box<Expr>,
@@ -454,6 +466,19 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             format!("Builtin {}", f.keyword())
         }
         ExprKind::VarBuiltin(f, var) => format!("Builtin {} {}", f.keyword(), var.name),
+        ExprKind::Dictionary { local, access } => {
+            kids.push(access);
+            format!("Dictionary local={local}")
+        }
+        ExprKind::IndexAssign { index, value } => {
+            kids.push(index);
+            kids.push(value);
+            "IndexAssign".to_owned()
+        }
+        ExprKind::UnbindIndex(index) => {
+            kids.push(index);
+            "UnbindIndex".to_owned()
+        }
         ExprKind::Index {
             target,
             from,

@@ -109,7 +109,8 @@ pub enum Tok {
     Group(u8),
     /// `\-N`: the offset of group N of the last match.
     GroupIndex(u8),
-    /// `[` not starting a designator: string indexing `S[i]`, `S[i:j]`.
+    /// `[` right after a name, a string or `)` and not starting a
+    /// designator: string indexing `S[i]`, `S[i:j]`.
     LBracket,
     /// `]` closing a [`Tok::LBracket`].
     RBracket,
@@ -318,12 +319,18 @@ fn unicode_keyword(c: char) -> Option<&'static str> {
 pub struct Lexer<'s> {
     src: &'s str,
     pos: usize,
+    /// String indexes `S[` opened and not yet closed by their `]`.
+    open_indexes: usize,
 }
 
 impl<'s> Lexer<'s> {
     /// A lexer at the start of `src`.
     pub fn new(src: &'s str) -> Lexer<'s> {
-        Lexer { src, pos: 0 }
+        Lexer {
+            src,
+            pos: 0,
+            open_indexes: 0,
+        }
     }
 
     fn rest(&self) -> &'s str {
@@ -550,8 +557,19 @@ impl<'s> Lexer<'s> {
             '←' => Tok::ArrowLeft,
             '×' => Tok::CaptureX,
             ':' => Tok::Colon,
-            '[' => Tok::LBracket,
-            ']' => Tok::RBracket,
+            // An index `S[i]`: right after a name, a string or `)`.
+            '[' if self.src[..start]
+                .chars()
+                .next_back()
+                .is_some_and(|p| is_ident_char(p) || p == '"' || p == ')') =>
+            {
+                self.open_indexes += 1;
+                Tok::LBracket
+            }
+            ']' if self.open_indexes > 0 => {
+                self.open_indexes -= 1;
+                Tok::RBracket
+            }
             '?' => Tok::Question,
             '≺' => Tok::PosBefore,
             '≼' => Tok::PosBeforeEq,
@@ -559,10 +577,13 @@ impl<'s> Lexer<'s> {
             '≽' => Tok::PosAfterEq,
             _ => {
                 self.pos += c.len_utf8();
-                diags.error(
-                    Span::new(start, self.pos),
-                    format!("unexpected character `{c}`"),
-                );
+                let what = if c == '[' {
+                    "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`); right after a string it indexes it (`s[1]`, `s[1:3]`)"
+                        .to_owned()
+                } else {
+                    format!("unexpected character `{c}`")
+                };
+                diags.error(Span::new(start, self.pos), what);
                 return None;
             }
         };

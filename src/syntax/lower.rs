@@ -45,6 +45,17 @@ struct Lowerer<'a, 'd> {
     reported_names: HashSet<String>,
     /// Variables declared by `persistent`.
     persistent: HashSet<VarId>,
+    /// Dictionaries by name.
+    dicts: HashMap<String, Dict>,
+}
+
+/// A dictionary: its variable once a value was stored (the variable's kind
+/// is that of the values), the kind of its keys, and `local`.
+#[derive(Clone, Copy)]
+struct Dict {
+    var: Option<VarId>,
+    key: Option<Kind>,
+    local: bool,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -75,6 +86,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         loop_vars: HashMap::new(),
         reported_names: HashSet::new(),
         persistent: HashSet::new(),
+        dicts: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
     let header = file
@@ -210,6 +222,179 @@ impl<'a> Lowerer<'a, '_> {
                 kind_phrase(e.kind)
             ),
         ))
+    }
+
+    /// The dictionary an AST target names, if it names one.
+    fn dict_name<'e>(&self, target: &'e ast::Expr) -> Option<&'e str> {
+        match &target.kind {
+            ExprKind::Ident(name) if self.dicts.contains_key(name) => Some(name),
+            _ => None,
+        }
+    }
+
+    /// `[local] dictionary D[...]`: declares D (a name not otherwise used;
+    /// `local` as at its first declaration), then the access.
+    fn dictionary(&mut self, local: bool, access: &'a ast::Expr, span: Span) -> LResult {
+        let index = match &access.kind {
+            ExprKind::IndexAssign { index, .. } => index,
+            _ => access,
+        };
+        let ExprKind::Index {
+            target,
+            from: Some(_),
+            to: None,
+            slice: false,
+        } = &index.kind
+        else {
+            return Err(self.err(access.span, "`dictionary D` is followed by `[key]`"));
+        };
+        let ExprKind::Ident(name) = &target.kind else {
+            return Err(self.err(target.span, "expected a dictionary name"));
+        };
+        match self.dicts.get(name) {
+            Some(d) if d.local != local => {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "dictionary `{name}` was declared {}local before",
+                        if d.local { "" } else { "not " }
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                if self.var_ids.contains_key(name) || self.functions.contains_key(name) {
+                    return Err(self.err(
+                        target.span,
+                        format!("`{name}` is already a variable or function, so it cannot name a dictionary"),
+                    ));
+                }
+                self.dicts.insert(
+                    name.clone(),
+                    Dict {
+                        var: None,
+                        key: None,
+                        local,
+                    },
+                );
+            }
+        }
+        let inner = self.sub(access)?;
+        let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
+            return Err(self.err(access.span, format!("dictionary `{name}` has no entry type yet: its first use stores one (`dictionary {name}[k] = v`)")));
+        };
+        let kind = inner.kind;
+        self.mk(
+            Node::Builtin(ir::Builtin::Dictionary { dict, local }, vec![inner]),
+            kind,
+            span,
+        )
+    }
+
+    /// The dictionary and the lowered key of `D[k]` (the key's kind must be
+    /// the dictionary's: a number, a string or a set, fixed by its first
+    /// use).
+    fn dict_key(&mut self, index: &'a ast::Expr) -> Result<(VarId, Expr), Failed> {
+        let ExprKind::Index {
+            target,
+            from: Some(key),
+            to: None,
+            slice: false,
+        } = &index.kind
+        else {
+            return Err(self.err(index.span, "expected a dictionary entry `D[key]`"));
+        };
+        let Some(name) = self.dict_name(target) else {
+            return Err(self.err(
+                target.span,
+                "only a dictionary entry `D[key]` can be assigned or unbound here",
+            ));
+        };
+        let name = name.to_owned();
+        let k = self.sub(key)?;
+        if !matches!(k.kind, Kind::Numeric | Kind::String | Kind::Set) {
+            return Err(self.err(
+                k.span,
+                format!(
+                    "a dictionary key is a number, a string or a set, but this is {}",
+                    kind_phrase(k.kind)
+                ),
+            ));
+        }
+        let Some(d) = self.dicts.get_mut(&name) else {
+            return Err(Failed);
+        };
+        match d.key {
+            Some(kind) if kind != k.kind => {
+                let msg = format!(
+                    "dictionary `{name}` has {kind} keys, but this key is {}",
+                    kind_phrase(k.kind)
+                );
+                return Err(self.err(k.span, msg));
+            }
+            _ => d.key = Some(k.kind),
+        }
+        match d.var {
+            Some(v) => Ok((v, k)),
+            None => Err(self.err(
+                index.span,
+                format!(
+                    "dictionary `{name}` has no entry type yet: store one first (`{name}[k] = v`)"
+                ),
+            )),
+        }
+    }
+
+    /// `D[k] = v`: the first store fixes the kind of D's values.
+    fn dict_set(&mut self, index: &'a ast::Expr, value: &'a ast::Expr, span: Span) -> LResult {
+        let target_name = match &index.kind {
+            ExprKind::Index { target, .. } => self.dict_name(target).map(str::to_owned),
+            _ => None,
+        };
+        let Some(name) = target_name else {
+            return Err(self.err(
+                index.span,
+                "only a dictionary entry `D[key]` can be assigned",
+            ));
+        };
+        let v = self.sub(value)?;
+        if !matches!(v.kind, Kind::Numeric | Kind::String | Kind::Set) {
+            return Err(self.err(
+                v.span,
+                format!(
+                    "a dictionary value is a number, a string or a set, but this is {}",
+                    kind_phrase(v.kind)
+                ),
+            ));
+        }
+        if let Some(d) = self.dicts.get(&name).copied()
+            && d.var.is_none()
+        {
+            let id = VarId(self.vars.len() as u32);
+            self.vars.push(Var {
+                name: name.clone(),
+                kind: v.kind,
+            });
+            if let Some(d) = self.dicts.get_mut(&name) {
+                d.var = Some(id);
+            }
+        }
+        let (dict, key) = self.dict_key(index)?;
+        let want = self.vars[dict.0 as usize].kind;
+        if want != v.kind {
+            return Err(self.err(
+                v.span,
+                format!(
+                    "dictionary `{name}` holds {want} values, but this is {}",
+                    kind_phrase(v.kind)
+                ),
+            ));
+        }
+        self.mk(
+            Node::Builtin(ir::Builtin::DictSet(dict), vec![key, v]),
+            Kind::Logical,
+            span,
+        )
     }
 
     /// A string is needed: anything else is an error naming `what`.
@@ -805,6 +990,31 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
             }
+            ExprKind::Dictionary { local, access } => self.dictionary(*local, access, span),
+            ExprKind::IndexAssign { index, value } => self.dict_set(index, value, span),
+            ExprKind::UnbindIndex(index) => {
+                let (dict, key) = self.dict_key(index)?;
+                self.mk(
+                    Node::Builtin(ir::Builtin::DictRemove(dict), vec![key]),
+                    Kind::Logical,
+                    span,
+                )
+            }
+            ExprKind::Index {
+                target,
+                from: Some(key),
+                to: None,
+                slice: false,
+            } if self.dict_name(target).is_some() => {
+                let (dict, key) = self.dict_key(e)?;
+                let kind = self.vars[dict.0 as usize].kind;
+                let _ = target;
+                self.mk(
+                    Node::Builtin(ir::Builtin::DictGet(dict), vec![key]),
+                    kind,
+                    span,
+                )
+            }
             ExprKind::Index {
                 target,
                 from,
@@ -1093,6 +1303,12 @@ impl<'a> Lowerer<'a, '_> {
     }
 
     fn ident(&mut self, name: &str, span: Span) -> LResult {
+        if self.dicts.contains_key(name) {
+            return Err(self.err(
+                span,
+                format!("`{name}` is a dictionary: write `{name}[key]`, `#{name}` or `unbind {name}[key]`"),
+            ));
+        }
         if let Some(b) = self.bindings.last()
             && let Some(x) = b.get(name)
         {
@@ -1165,6 +1381,16 @@ impl<'a> Lowerer<'a, '_> {
                 return self.mk(Node::Abs(Box::new(a)), Kind::Numeric, span);
             }
             Prefix::Count => {
+                if let Some(name) = self.dict_name(arg) {
+                    let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
+                        return Err(self.err(arg.span, format!("dictionary `{name}` has no entry type yet: store one first (`{name}[k] = v`)")));
+                    };
+                    return self.mk(
+                        Node::Builtin(ir::Builtin::DictCount(dict), Vec::new()),
+                        Kind::Numeric,
+                        span,
+                    );
+                }
                 let a = self.sub(arg)?;
                 if a.kind == Kind::String {
                     let f = ir::Builtin::Length;

@@ -42,7 +42,11 @@
 //! stands for itself (`"\d+"`), except `\"` (a quote) and `\\` (a
 //! backslash). Outside strings `\N` and `\-N` name a group of the last
 //! `~~` match. Numbers are 32-bit, as in CQL 6.2: a literal above
-//! 2147483647 is an error, and arithmetic wraps.
+//! 2147483647 is an error, and arithmetic wraps. `[` right after a name,
+//! a string or `)` indexes (`s[1:3]`, a dictionary's `D[key]`); elsewhere
+//! it starts a designator. A dictionary is declared at its first use
+//! (`[local] dictionary D[key] = value`), which fixes its key and value
+//! kinds.
 //!
 //! Kinds: a set in numeric context (arithmetic, `abs`, `max`, `<`, a set
 //! compared with a number, `sort`) stands for its size and is lowered to an

@@ -58,7 +58,6 @@ pub(crate) mod bp {
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
     "path",
-    "dictionary",
     "readfile",
     "writefile",
     "appendfile",
@@ -67,7 +66,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "colortype",
     "hascomment",
     "originalcomment",
-    "local",
     "loop",
     "while",
     "settag",
@@ -228,6 +226,8 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "unbind",
     "persistent",
     "atomic",
+    "dictionary",
+    "local",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -344,6 +344,7 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         line_depth: None,
         logical_stop: None,
         open_brackets: 0,
+        colon_stop: None,
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -372,6 +373,9 @@ struct Parser<'s, 'd> {
     /// `(` and `{` consumed and not yet closed by a consumed `)` or `}`
     /// (error recovery skips to where they are closed).
     open_brackets: usize,
+    /// The nesting depth of an index bound being parsed (`s[i:j]`): there
+    /// a `:` ends the bound instead of being the position operator.
+    colon_stop: Option<usize>,
 }
 
 impl Parser<'_, '_> {
@@ -710,7 +714,7 @@ impl Parser<'_, '_> {
             }
             let tok = self.peek_tok();
             if tok == Tok::Colon {
-                if bp::COLON < min_bp {
+                if bp::COLON < min_bp || self.colon_stop == Some(self.depth) {
                     break;
                 }
                 self.bump();
@@ -1118,11 +1122,9 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Move(m), start))
             }
             Tok::Eof => Err(self.error(start, "expected a filter, found the end of the query")),
-            // `[` only indexes a string or dictionary: where a filter
-            // starts, it is a designator the lexer could not read.
             Tok::LBracket => Err(self.error(
                 start,
-                "`[` does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`)",
+                "`[` here does not start a valid piece or square designator (e.g. `[RQ]`, `[a1-8,b3]`); right after a string it indexes it (`s[1]`, `s[1:3]`)",
             )),
             other => {
                 // `check = 3`: the keyword ended its filter, so `=` starts one.
@@ -1289,6 +1291,38 @@ impl Parser<'_, '_> {
                     ir::Builtin::Persistent { quiet }
                 };
                 Ok(Expr::new(ExprKind::Builtin(f, vec![assign]), span))
+            }
+            "dictionary" | "local" => {
+                let local = w == "local";
+                if local && self.eat_ident("dictionary").is_none() {
+                    let sp = self.peek().span;
+                    return Err(self.error(sp, "expected `dictionary` after `local`"));
+                }
+                let name = self.name("a dictionary name")?;
+                if self.peek_tok() != Tok::LBracket {
+                    let sp = self.peek().span;
+                    return Err(self.error(
+                        sp,
+                        format!("expected `[` after `dictionary {}` (e.g. `dictionary {}[\"key\"] = 1`)", name.name, name.name),
+                    ));
+                }
+                let target = Expr::new(ExprKind::Ident(name.name), name.span);
+                let access = self.dict_access(target)?;
+                let span = start.join(access.span);
+                Ok(Expr::new(
+                    ExprKind::Dictionary {
+                        local,
+                        access: Box::new(access),
+                    },
+                    span,
+                ))
+            }
+            "unbind" if matches!(self.peek2().0, Tok::LBracket) => {
+                let name = self.name("a dictionary name")?;
+                let target = Expr::new(ExprKind::Ident(name.name), name.span);
+                let index = self.index(target)?;
+                let span = start.join(index.span);
+                Ok(Expr::new(ExprKind::UnbindIndex(Box::new(index)), span))
             }
             "isbound" | "isunbound" | "unbind" => {
                 let placeholder = ir::VarId(0);
@@ -1659,6 +1693,11 @@ impl Parser<'_, '_> {
                 if let Tok::OpAssign(op) = self.peek_tok() {
                     return self.op_assign(name, op, start);
                 }
+                if self.peek_tok() == Tok::LBracket {
+                    let target = Expr::new(ExprKind::Ident(name.name), start);
+                    // `D[k] = v` here; `S[i]` and `D[k]` go on as operands.
+                    return self.dict_access(target);
+                }
                 if self.peek().tok == Tok::Assign {
                     self.bump();
                     let value = self.expr(bp::ASSIGN_RHS)?;
@@ -1712,20 +1751,48 @@ impl Parser<'_, '_> {
         ))
     }
 
-    /// `S[i]`, `S[i:j]`, `S[i:]`, `S[:j]` after `S` (the `[` is next).
-    fn index(&mut self, target: Expr) -> PResult<Expr> {
-        let open = self.bump().span;
+    /// `D[k]` or `D[k] = v` after the name `D` (the `[` is next); `D[k]`
+    /// may also index a string.
+    fn dict_access(&mut self, target: Expr) -> PResult<Expr> {
+        let index = self.index(target)?;
+        if self.eat(&Tok::Assign).is_none() {
+            return Ok(index);
+        }
+        let value = self.expr(bp::ASSIGN_RHS)?;
+        let span = index.span.join(value.span);
+        Ok(Expr::new(
+            ExprKind::IndexAssign {
+                index: Box::new(index),
+                value: Box::new(value),
+            },
+            span,
+        ))
+    }
+
+    /// The bounds inside `[ ]`: `i`, `i:j`, `i:`, `:j`, `:`.
+    #[allow(clippy::type_complexity)]
+    fn index_bounds(&mut self) -> PResult<(Option<Box<Expr>>, bool, Option<Box<Expr>>)> {
         let from = if matches!(self.peek_tok(), Tok::Colon | Tok::RBracket) {
             None
         } else {
-            Some(Box::new(self.expr(bp::COLON + 1)?))
+            Some(Box::new(self.expr(bp::LOWEST)?))
         };
         let slice = self.eat(&Tok::Colon).is_some();
         let to = if slice && self.peek_tok() != Tok::RBracket {
-            Some(Box::new(self.expr(bp::COLON + 1)?))
+            Some(Box::new(self.expr(bp::LOWEST)?))
         } else {
             None
         };
+        Ok((from, slice, to))
+    }
+
+    /// `S[i]`, `S[i:j]`, `S[i:]`, `S[:j]` after `S` (the `[` is next).
+    fn index(&mut self, target: Expr) -> PResult<Expr> {
+        let open = self.bump().span;
+        let saved = self.colon_stop.replace(self.depth + 1);
+        let bounds = self.index_bounds();
+        self.colon_stop = saved;
+        let (from, slice, to) = bounds?;
         if !slice && from.is_none() {
             return Err(self.error(
                 open,

@@ -392,6 +392,17 @@ impl Printer<'_> {
         out.join(" ")
     }
 
+    /// An index bound or dictionary key inside `[ ]`: a `:` at its top
+    /// would end it, so a position operator there is parenthesized.
+    fn bound(&self, e: &Expr) -> String {
+        let t = self.doc(e).text;
+        if matches!(e.node, Node::At { .. }) {
+            format!("({t})")
+        } else {
+            t
+        }
+    }
+
     /// A built-in function (see [`crate::ir::Builtin`]).
     fn builtin(&self, f: Builtin, args: &[Expr]) -> Doc {
         let var = |v| atom(format!("{} {}", f.keyword(), self.var(v)));
@@ -412,12 +423,17 @@ impl Printer<'_> {
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
-                let t = if d.prec < ATOM || d.open < ATOM {
+                // The lexer reads `[` as an index only right after a name,
+                // a string or `)`.
+                let indexable = d.text.ends_with(|c: char| {
+                    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '"' | ')')
+                });
+                let t = if d.prec < ATOM || d.open < ATOM || !indexable {
                     format!("({})", d.text)
                 } else {
                     d.text
                 };
-                let mut bounds = rest.iter().map(|e| self.at(e, bp::COLON + 1, None));
+                let mut bounds = rest.iter().map(|e| self.bound(e));
                 let inner = match f {
                     Builtin::Substring { from, to } => {
                         let i = if from { bounds.next() } else { None };
@@ -433,6 +449,37 @@ impl Printer<'_> {
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::Dictionary { local, .. }, [access]) => {
+                let d = self.doc(access);
+                let head = if local {
+                    "local dictionary "
+                } else {
+                    "dictionary "
+                };
+                Doc {
+                    text: format!("{head}{}", d.text),
+                    ..d
+                }
+            }
+            (Builtin::DictGet(v), [key]) => atom(format!("{}[{}]", self.var(v), self.bound(key))),
+            (Builtin::DictSet(v), [key, value]) => {
+                let d = self.doc(value);
+                let (t, open, po) = if d.prec < bp::ASSIGN_RHS {
+                    (format!("({})", d.text), ATOM, false)
+                } else {
+                    (d.text, d.open, d.params_open)
+                };
+                Doc {
+                    text: format!("{}[{}] = {t}", self.var(v), self.bound(key)),
+                    prec: ATOM,
+                    open: open.min(bp::ASSIGN_RHS),
+                    params_open: po,
+                }
+            }
+            (Builtin::DictCount(v), _) => atom(format!("#{}", self.var(v))),
+            (Builtin::DictRemove(v), [key]) => {
+                atom(format!("unbind {}[{}]", self.var(v), self.bound(key)))
+            }
             (Builtin::Persistent { .. } | Builtin::Atomic, [assign]) => {
                 let d = self.doc(assign);
                 let head = match f {
@@ -489,7 +536,8 @@ impl Printer<'_> {
                 Doc {
                     text: format!("~({})", d.text),
                     prec: ATOM,
-                    open: ATOM,
+                    // The outer `~` takes what binds like its operand.
+                    open: bp::COMPLEMENT_ARG,
                     params_open: false,
                 }
             }
