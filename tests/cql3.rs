@@ -309,6 +309,42 @@ fn cql3_match_list_translation() {
 }
 
 #[test]
+fn cql3_player_and_variations_translate() {
+    let t = translate("(match :player \"Van-Der (x)\" :variations (position Ra1 :variationsonly))")
+        .expect("translates");
+    let re = "\"[vV][aA][nN]-[dD][eE][rR] [(][xX][)]\"";
+    assert_eq!(
+        t,
+        format!(
+            "cql(variations)\n(player white ~~ {re} or player black ~~ {re})\n{{Ra1 variation}}\n"
+        )
+    );
+    for name in [
+        "Van-Der (x)",
+        "a.b+c*d?e|f{g}h$i^j[k]l\\m",
+        "Ölçü, 1",
+        "#&~ ,'",
+    ] {
+        let re = cqlj::syntax::cql3::emit::name_regex(name);
+        let re = cqlj::ir::Builtin::compile_regex(&re).expect("compiles");
+        for subject in [
+            name.to_owned(),
+            name.to_uppercase(),
+            format!("x {} y", name.to_lowercase()),
+        ] {
+            assert!(re.is_match(&subject), "{name}: {subject}");
+        }
+        assert!(
+            !re.is_match(&name.chars().skip(1).collect::<String>()),
+            "{name}"
+        );
+    }
+    let q = parse("(position Ra1 :variations)").expect("parses");
+    assert!(q.header.variations);
+    assert!(!parse("(position Ra1)").expect("parses").header.variations);
+}
+
+#[test]
 fn cql3_position_keywords_translate() {
     let cases = [
         ("(position)", "true"),
@@ -338,6 +374,18 @@ fn cql3_position_keywords_translate() {
             "{{{Ka1} {ka8}} {R}}",
         ),
         ("(position :attackcount R k 0 unlimited)", "{true}"),
+        (
+            "(position :sequence ((position Ka1) (position Kb1 :btm)))",
+            "{(line --> {Ka1} --> {Kb1 btm})}",
+        ),
+        (
+            "(position :gappedsequence ((position Ka1) (position) (position Kb1)))",
+            "{(line --> {Ka1} --> true* --> true --> true* --> {Kb1})}",
+        ),
+        (
+            "(position Ra1 :sequence ((position Ka1) (position Kb1)) :flipcolor)",
+            "flipcolor {Ra1 (line --> {Ka1} --> {Kb1})}",
+        ),
     ];
     for (src, want) in cases {
         assert_eq!(translate(src).expect(src).trim(), want, "{src}");
@@ -349,12 +397,31 @@ fn cql3_position_keywords_translate() {
 fn cql3_errors_name_the_keyword_and_its_position() {
     let cases = [
         (
-            "(match (position :sequence ((position Ka1))))",
-            "`:sequence`",
+            "(match (position :tagmatch ((position Ka1))))",
+            "`:tagmatch`",
             17,
         ),
+        (
+            "(match (position :sequence (position Ka1)))",
+            "`:sequence` needs a list of position lists",
+            27,
+        ),
         ("(match (position :relation (x)))", "`:relation`", 17),
-        ("(match :player kasparov (position))", "`:player`", 7),
+        (
+            "(match :player (position))",
+            "`:player` needs a player name",
+            15,
+        ),
+        (
+            "(match (position Ra1 :variations) (position Kb1))",
+            "`:variations` in some position lists only",
+            7,
+        ),
+        (
+            "(match (position (position Ra1 :variationsonly)))",
+            "`:variations` in a nested position list",
+            17,
+        ),
         ("(match :forany x R (position))", "`:forany`", 7),
         ("(match (position :frobnicate))", "`:frobnicate`", 17),
         ("(match :frob (position))", "`:frob`", 7),

@@ -41,6 +41,12 @@ pub enum Flag {
     Stalemate,
     /// `:initial`: the game's initial position.
     Initial,
+    /// `:variations`: the list is searched in the variations too (every
+    /// position list of the match list must have it, or the match list).
+    Variations,
+    /// `:variationsonly`: the list is searched in the variations only (as
+    /// `:variations`, and the position is not on the main line).
+    VariationsOnly,
 }
 
 impl Flag {
@@ -53,6 +59,8 @@ impl Flag {
             Flag::Mate => "mate",
             Flag::Stalemate => "stalemate",
             Flag::Initial => "initial",
+            Flag::Variations => "variations",
+            Flag::VariationsOnly => "variationsonly",
         }
     }
 }
@@ -145,6 +153,12 @@ pub enum Item {
     Or(Vec<PositionList>),
     /// `:and ((position ...) ...)`: every list matches.
     And(Vec<PositionList>),
+    /// `:sequence ((position ...) ...)`: the first list matches here, the
+    /// second at the next position of the game, and so on.
+    Sequence(Vec<PositionList>),
+    /// `:gappedsequence ((position ...) ...)`: the first list matches here,
+    /// each next one at some later position (any number between).
+    GappedSequence(Vec<PositionList>),
     /// `:movefrom D`: the move that led here moved a piece of D from a
     /// square of D.
     MoveFrom(Designator),
@@ -183,6 +197,11 @@ pub struct MatchList {
     pub year: Option<Range>,
     /// `:gamenumber min [max]`.
     pub gamenumber: Option<(u64, Option<u64>)>,
+    /// `:player NAME`, each given: White's or Black's name contains NAME,
+    /// letters compared ignoring case.
+    pub players: Vec<String>,
+    /// `:variations`: every position list also searches the variations.
+    pub variations: bool,
     /// The position lists; each must match some position of the game.
     pub positions: Vec<PositionList>,
     /// The match list's text.
@@ -274,6 +293,8 @@ fn item_text(item: &Item) -> String {
         Item::Not(l) => format!(":not {}", position_text(l)),
         Item::Or(ls) => format!(":or {}", lists_text(ls)),
         Item::And(ls) => format!(":and {}", lists_text(ls)),
+        Item::Sequence(ls) => format!(":sequence {}", lists_text(ls)),
+        Item::GappedSequence(ls) => format!(":gappedsequence {}", lists_text(ls)),
         Item::MoveFrom(d) => format!(":movefrom {}", designator_text(d)),
         Item::MoveTo(d) => format!(":moveto {}", designator_text(d)),
         Item::PieceCount(d, r) => format!(":piececount {} {}", designator_text(d), range_text(*r)),
@@ -310,6 +331,12 @@ pub fn dump(m: &MatchList) -> String {
             b.map_or(a.to_string(), |b| format!("{a} {b}")),
         );
     }
+    for p in &m.players {
+        line("player", p.clone());
+    }
+    if m.variations {
+        line("variations", String::new());
+    }
     for l in &m.positions {
         dump_list(l, 1, &mut out);
     }
@@ -329,11 +356,12 @@ fn dump_list(l: &PositionList, depth: usize, out: &mut String) {
                 let _ = writeln!(out, "{pad}  :not");
                 dump_list(n, depth + 2, out);
             }
-            Item::Or(ls) | Item::And(ls) => {
-                let k = if matches!(item, Item::Or(_)) {
-                    "or"
-                } else {
-                    "and"
+            Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => {
+                let k = match item {
+                    Item::Or(_) => "or",
+                    Item::And(_) => "and",
+                    Item::Sequence(_) => "sequence",
+                    _ => "gappedsequence",
                 };
                 let _ = writeln!(out, "{pad}  :{k}");
                 for n in ls {

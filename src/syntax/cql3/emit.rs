@@ -9,7 +9,10 @@
 //!   before the move: the moving piece on its square); `:moveto D` (squares
 //!   only) is `move previous to D`; `:piececount D r` compares `#D`;
 //!   `:attackcount D E 1 unlimited` is `D attacks E` (`0 unlimited`:
-//!   `true`).
+//!   `true`); `:sequence (A B ...)` is `line --> A --> B ...`,
+//!   `:gappedsequence` puts `true*` between the lists; `:variations` is
+//!   `true` and `:variationsonly` is `variation` (with the header's
+//!   `variations`).
 //! - Transformation keywords: the shifts and the diagonal flips are
 //!   expanded here with CQL 3's rules (`super::transform`) into an `or` of
 //!   the transformed lists (a lone `:shift`, `:shifthorizontal` or
@@ -21,7 +24,9 @@
 //!   own (then they are expanded here too, see `super::transform`).
 //! - The match list: `:pgn`/`:output`/`:gamenumber` go to the `cql(...)`
 //!   header (so `-i`/`-o` override them as they override a CQL 6 header),
-//!   `:result` is `result R`, `:year` compares `year`. One position list
+//!   `:result` is `result R`, `:year` compares `year`, `:variations` is
+//!   the header's, `:player NAME` is `player white ~~ R or player black
+//!   ~~ R` with [`name_regex`]. One position list
 //!   is the body itself (its matching positions are the game's); with
 //!   several, each must match somewhere in the game: the body is `initial`
 //!   and a `find quiet` of each list.
@@ -81,6 +86,8 @@ fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
             Flag::Mate => "mate",
             Flag::Stalemate => "stalemate",
             Flag::Initial => "initial",
+            Flag::Variations => "true",
+            Flag::VariationsOnly => "variation",
         }
         .to_owned(),
         Item::Result(r) => format!("result {}", result_text(*r)),
@@ -99,6 +106,18 @@ fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
                 .map(|l| list(l, b))
                 .collect::<Result<Vec<_>, _>>()?;
             format!("{{{}}}", parts.join(" "))
+        }
+        Item::Sequence(ls) | Item::GappedSequence(ls) => {
+            let gap = if matches!(i, Item::GappedSequence(_)) {
+                " --> true*"
+            } else {
+                ""
+            };
+            let parts = ls
+                .iter()
+                .map(|l| list(l, b))
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("(line --> {})", parts.join(&format!("{gap} --> ")))
         }
         Item::MoveFrom(d) => format!("move previous from {}", designator(d)),
         Item::MoveTo(d) => format!("move previous to {}", designator(d)),
@@ -190,6 +209,37 @@ fn quote(s: &str) -> String {
     out
 }
 
+/// A regular expression (the common part of Rust's and ECMAScript's
+/// syntax, so CQL 6.2 reads it the same) that finds `name` in a string,
+/// letters matched ignoring case: `[kK][aA]...`; the operators
+/// `.+*?()|{}$` as one-character classes (`[.]`), `^[]\` escaped with a
+/// backslash (which CQL 6.2 would read as itself), the rest as it is.
+pub fn name_regex(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let (mut lo, mut up) = (c.to_lowercase(), c.to_uppercase());
+        match (lo.next(), lo.next(), up.next(), up.next()) {
+            (Some(l), None, Some(u), None) if l != u => {
+                out.push('[');
+                out.push(l);
+                out.push(u);
+                out.push(']');
+            }
+            _ if ".+*?()|{}$".contains(c) => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            _ if "^[]\\".contains(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// The whole query in CQL 6: an optional `cql(...)` header, then one filter
 /// per line.
 ///
@@ -204,6 +254,9 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
     if let Some(o) = &m.output {
         header.push(format!("output {}", quote(o)));
     }
+    if m.variations {
+        header.push("variations".to_owned());
+    }
     if let Some((a, b)) = m.gamenumber {
         header.push(match b {
             Some(b) => format!("gamenumber {a} {b}"),
@@ -216,6 +269,10 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
     }
     if let Some(r) = m.result {
         lines.push(format!("result {}", result_text(r)));
+    }
+    for p in &m.players {
+        let re = quote(&name_regex(p));
+        lines.push(format!("(player white ~~ {re} or player black ~~ {re})"));
     }
     if let Some(y) = m.year {
         lines.push(match y.max {

@@ -8,7 +8,7 @@
 //! `(match (position ...))`); `;` starts a comment to the end of the line.
 //! Match-list keywords: `:pgn FILE`, `:output FILE`, `:result R` (`1-0`,
 //! `0-1`, `1/2-1/2`, `1/2`), `:year N [M]`, `:gamenumber N [M]` (one
-//! number: exactly N), then one or more `(position ...)` lists, each of
+//! number: exactly N), `:player NAME`, `:variations`, then one or more `(position ...)` lists, each of
 //! which must match some position of the game (the initial position
 //! included). Position-list items: piece designators (`Ra1`, `[RQ][a-h1]`,
 //! `?d4` any piece or empty, `.d4` empty, `U` any piece, `A`/`a` any
@@ -16,7 +16,8 @@
 //! rank: all of them; the seeds' symbols ♔..♟, ○ ● ◑), nested position
 //! lists, `:wtm :btm :check :mate :stalemate :initial`, `:result R`,
 //! `:not (position ...)`, `:or ((position ...) ...)`, `:and (...)`,
-//! `:movefrom D`, `:moveto D` (squares only), `:piececount D N [M|unlimited]`,
+//! `:sequence (...)`, `:gappedsequence (...)`, `:variations`,
+//! `:variationsonly` (in every top-level list or none), `:movefrom D`, `:moveto D` (squares only), `:piececount D N [M|unlimited]`,
 //! `:attackcount D E 0|1 unlimited`, and the transformation keywords of
 //! seed 002 (see [`transform`] for their rules, CQL 3's shift edge rule
 //! and the composition order). Any other keyword is an error naming it.
@@ -156,7 +157,10 @@ pub fn explain_orbits(src: &str) -> Result<String, Diagnostics> {
         for item in &l.items {
             match item {
                 ast::Item::Nested(n) | ast::Item::Not(n) => walk(n, out),
-                ast::Item::Or(ls) | ast::Item::And(ls) => ls.iter().for_each(|n| walk(n, out)),
+                ast::Item::Or(ls)
+                | ast::Item::And(ls)
+                | ast::Item::Sequence(ls)
+                | ast::Item::GappedSequence(ls) => ls.iter().for_each(|n| walk(n, out)),
                 _ => {}
             }
         }

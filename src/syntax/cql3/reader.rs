@@ -169,11 +169,15 @@ fn read_inner(src: &str) -> R<MatchList> {
     }
     match top.head() {
         Some("match") => match_list(&top),
-        Some("position") => Ok(MatchList {
-            span: top.span(),
-            positions: vec![position_list(&top)?],
-            ..MatchList::default()
-        }),
+        Some("position") => {
+            let mut m = MatchList {
+                span: top.span(),
+                positions: vec![position_list(&top)?],
+                ..MatchList::default()
+            };
+            list_variations(&mut m)?;
+            Ok(m)
+        }
         _ => Err((
             top.span(),
             "a CQL 3 query is one `(match ...)` list (or one `(position ...)` list)".to_owned(),
@@ -192,9 +196,6 @@ fn list_items(s: &Sexp) -> &[Sexp] {
 /// reason.
 fn unsupported_match_keyword(k: &str) -> Option<&'static str> {
     Some(match k {
-        "player" => {
-            "CQL 3 compares player names ignoring case, which CQL 6's `player` (and cqlj) cannot"
-        }
         "forany" => "tagging (`:forany`) is not implemented",
         _ => return None,
     })
@@ -263,6 +264,19 @@ fn match_list(top: &Sexp) -> R<MatchList> {
                     m.output = Some(name);
                 }
             }
+            "player" => {
+                let p = param("a player name")?;
+                match p {
+                    Sexp::Atom { text, .. } if !text.is_empty() => m.players.push(text.clone()),
+                    _ => {
+                        return Err((p.span(), "`:player` needs a player name".to_owned()));
+                    }
+                }
+            }
+            "variations" => {
+                once(m.variations)?;
+                m.variations = true;
+            }
             "result" => {
                 once(m.result.is_some())?;
                 m.result = Some(result_param(param("a result")?)?);
@@ -290,7 +304,7 @@ fn match_list(top: &Sexp) -> R<MatchList> {
                 let msg = match unsupported_match_keyword(other) {
                     Some(why) => format!("CQL 3 keyword `:{other}` is not supported: {why}"),
                     None => format!(
-                        "unknown or unsupported CQL 3 match-list keyword `:{other}` (supported: :pgn :output :result :year :gamenumber)"
+                        "unknown or unsupported CQL 3 match-list keyword `:{other}` (supported: :pgn :output :result :year :gamenumber :player :variations)"
                     ),
                 };
                 return Err((span, msg));
@@ -303,7 +317,58 @@ fn match_list(top: &Sexp) -> R<MatchList> {
             "a CQL 3 match list needs at least one `(position ...)` list".to_owned(),
         ));
     }
+    list_variations(&mut m)?;
     Ok(m)
+}
+
+/// Whether a list's own items (not its nested lists') hold `:variations`
+/// or `:variationsonly`.
+fn searches_variations(l: &PositionList) -> bool {
+    l.items
+        .iter()
+        .any(|i| matches!(i, Item::Flag(Flag::Variations | Flag::VariationsOnly)))
+}
+
+/// The first nested list (at any depth below `l`) with `:variations`.
+fn nested_variations(l: &PositionList) -> Option<Span> {
+    l.items.iter().find_map(|i| {
+        let inner: &[PositionList] = match i {
+            Item::Nested(n) | Item::Not(n) => std::slice::from_ref(n),
+            Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => ls,
+            _ => &[],
+        };
+        inner.iter().find_map(|n| {
+            if searches_variations(n) {
+                Some(n.span)
+            } else {
+                nested_variations(n)
+            }
+        })
+    })
+}
+
+/// A position list's `:variations` (or `:variationsonly`) becomes the
+/// match list's when every position list of the match list has it; cqlj
+/// searches variations for the whole query or not at all, so a mix, or
+/// the keyword in a nested list, is an error.
+fn list_variations(m: &mut MatchList) -> R<()> {
+    if let Some(span) = m.positions.iter().find_map(nested_variations) {
+        return Err((
+            span,
+            "`:variations` in a nested position list is not supported (put it in the match list)"
+                .to_owned(),
+        ));
+    }
+    let with: Vec<bool> = m.positions.iter().map(searches_variations).collect();
+    if with.iter().all(|w| *w) {
+        m.variations = true;
+    } else if let Some(i) = with.iter().position(|w| *w) {
+        return Err((
+            m.positions[i].span,
+            "`:variations` in some position lists only is not supported: give it in every position list, or once in the match list".to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 fn result_param(p: &Sexp) -> R<GameResult> {
@@ -367,13 +432,9 @@ fn range_params(rest: &[Sexp], at: Span, k: &str, unlimited_ok: bool) -> R<(Rang
 }
 
 /// Standard position-list keywords that cqlj does not implement.
-const UNSUPPORTED_POSITION: [&str; 9] = [
+const UNSUPPORTED_POSITION: [&str; 5] = [
     "matchcount",
-    "sequence",
-    "gappedsequence",
     "relation",
-    "variations",
-    "variationsonly",
     "nocheck",
     "noenpassant",
     "tagmatch",
@@ -435,6 +496,8 @@ fn position_list(s: &Sexp) -> R<PositionList> {
             "mate" => Some(Flag::Mate),
             "stalemate" => Some(Flag::Stalemate),
             "initial" => Some(Flag::Initial),
+            "variations" => Some(Flag::Variations),
+            "variationsonly" => Some(Flag::VariationsOnly),
             _ => None,
         };
         if let Some(f) = flag {
@@ -457,7 +520,7 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                 }
                 Item::Not(position_list(p)?)
             }
-            "or" | "and" => {
+            "or" | "and" | "sequence" | "gappedsequence" => {
                 let p = next(&mut i, "a list of `(position ...)` lists")?;
                 let lists = match p {
                     Sexp::List { items: ls, .. } if !ls.is_empty() && p.head().is_none() => ls
@@ -479,10 +542,11 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                         ));
                     }
                 };
-                if k == "or" {
-                    Item::Or(lists)
-                } else {
-                    Item::And(lists)
+                match k {
+                    "or" => Item::Or(lists),
+                    "and" => Item::And(lists),
+                    "sequence" => Item::Sequence(lists),
+                    _ => Item::GappedSequence(lists),
                 }
             }
             "movefrom" | "moveto" => {

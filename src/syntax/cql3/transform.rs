@@ -342,6 +342,8 @@ fn geometry(l: &PositionList, t: &Transformation) -> Option<PositionList> {
                 Item::Not(n) => Item::Not(geometry(n, t)?),
                 Item::Or(ls) => Item::Or(lists(ls)?),
                 Item::And(ls) => Item::And(lists(ls)?),
+                Item::Sequence(ls) => Item::Sequence(lists(ls)?),
+                Item::GappedSequence(ls) => Item::GappedSequence(lists(ls)?),
                 Item::MoveFrom(d) => Item::MoveFrom(designator(d, t)?),
                 Item::MoveTo(d) => Item::MoveTo(designator(d, t)?),
                 Item::PieceCount(d, r) => Item::PieceCount(designator(d, t)?, *r),
@@ -384,6 +386,8 @@ pub fn color_flip(l: &PositionList) -> PositionList {
             Item::Not(n) => Item::Not(color_flip(n)),
             Item::Or(ls) => Item::Or(ls.iter().map(color_flip).collect()),
             Item::And(ls) => Item::And(ls.iter().map(color_flip).collect()),
+            Item::Sequence(ls) => Item::Sequence(ls.iter().map(color_flip).collect()),
+            Item::GappedSequence(ls) => Item::GappedSequence(ls.iter().map(color_flip).collect()),
             Item::MoveFrom(x) => Item::MoveFrom(d(x)),
             Item::MoveTo(x) => Item::MoveTo(d(x)),
             Item::PieceCount(x, r) => Item::PieceCount(d(x), *r),
@@ -405,7 +409,7 @@ pub fn color_flip(l: &PositionList) -> PositionList {
 pub fn has_nested_keywords(l: &PositionList) -> bool {
     l.items.iter().any(|item| match item {
         Item::Nested(n) | Item::Not(n) => !n.transforms.is_empty() || has_nested_keywords(n),
-        Item::Or(ls) | Item::And(ls) => ls
+        Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => ls
             .iter()
             .any(|n| !n.transforms.is_empty() || has_nested_keywords(n)),
         _ => false,
@@ -421,7 +425,9 @@ fn designators_off_edges(l: &PositionList) -> bool {
         Item::AttackCount(d, e, _) => ok(d) && ok(e),
         Item::Flag(_) | Item::Result(_) => true,
         Item::Nested(n) | Item::Not(n) => designators_off_edges(n),
-        Item::Or(ls) | Item::And(ls) => ls.iter().all(designators_off_edges),
+        Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => {
+            ls.iter().all(designators_off_edges)
+        }
     })
 }
 
