@@ -1161,6 +1161,9 @@ pub struct Header {
     pub matchstring: Option<String>,
     /// `gamenumber A [B]`.
     pub gamenumber: Option<(u64, Option<u64>)>,
+    /// `matchcount A [B]`: a game matches iff its number of matching
+    /// positions is in A..=B (B defaults to A; 0 admits games without one).
+    pub matchcount: Option<(u64, Option<u64>)>,
     /// `silent`: no match comments in the output games.
     pub silent: bool,
     /// `quiet`: no warnings or summary, only errors.

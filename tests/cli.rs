@@ -68,6 +68,55 @@ fn help_subcommand_shows_the_query_run() {
 const USAGE: i32 = 2;
 
 #[test]
+fn matchcount_selects_games_by_their_number_of_matches() {
+    let dir = Scratch::new("matchcount");
+    // Checks: game 1 two, game 2 one, game 3 none.
+    let pgn = "[Event \"two\"]\n[Result \"*\"]\n\n1. e4 f5 2. Qh5+ g6 3. Qxg6+ *\n\n\
+               [Event \"one\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n\
+               [Event \"none\"]\n[Result \"*\"]\n\n1. e4 e5 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let games = |args: &[&str]| {
+        let input = dir.path("in.pgn");
+        let cache = dir.path("cache");
+        let mut all = vec!["-i", input.to_str().expect("utf-8")];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "jsonl", "-o", "-"]);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args(&all)
+            .env("CQLJ_CACHE_DIR", &cache)
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let at = l.find("\"game\":").expect("a game number") + 7;
+                l[at..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(games(&["-cql", "check"]), ["1", "2"]);
+    assert_eq!(games(&["-matchcount", "2", "-cql", "check"]), ["1"]);
+    assert_eq!(games(&["-matchcount", "0", "-cql", "check"]), ["3"]);
+    assert_eq!(
+        games(&["-matchcount", "0", "1", "-cql", "check"]),
+        ["2", "3"]
+    );
+    assert_eq!(games(&["-cql", "cql(matchcount 1 2) check"]), ["1", "2"]);
+    let (code, _, err) = cqlj(&["-parse", "-cql", "cql(matchcount 3 1) check"]);
+    assert_eq!(code, USAGE);
+    assert!(err.contains("the range is reversed"), "{err}");
+}
+
+#[test]
 fn parse_prints_the_query_and_does_not_run_it() {
     // No input is opened: the bundled database is not imported either.
     let (code, out, err) = cqlj(&[

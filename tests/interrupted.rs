@@ -959,8 +959,12 @@ fn cql_command_line_conventions() {
         "CQL option `-alwayscomment` is not supported",
     );
     err(
-        &["-i", "in.cqlj", "-matchcount", "2", "-cql", "mate"],
-        "CQL option `-matchcount` is not supported",
+        &["-i", "in.cqlj", "-lineincrement", "2", "-cql", "mate"],
+        "CQL option `-lineincrement` is not supported",
+    );
+    err(
+        &["-i", "in.cqlj", "-matchcount", "3", "2", "-cql", "mate"],
+        "reversed",
     );
     err(
         &["-i", "in.cqlj", "-flipcolr", "-cql", "mate"],

@@ -78,12 +78,13 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 29] = [
+const CQL_LONG_OPTIONS: [&str; 30] = [
     "cql",
     "parse",
     "input",
     "output",
     "gamenumber",
+    "matchcount",
     "variations",
     "mainline",
     "matchstring",
@@ -112,13 +113,14 @@ const CQL_LONG_OPTIONS: [&str; 29] = [
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
 /// is optional and numeric).
-const VALUE_OPTIONS: [(&str, usize, usize); 20] = [
+const VALUE_OPTIONS: [(&str, usize, usize); 21] = [
     ("cql", 1, 1),
     ("input", 1, 1),
     ("i", 1, 1),
     ("output", 1, 1),
     ("o", 1, 1),
     ("gamenumber", 1, 2),
+    ("matchcount", 1, 2),
     ("g", 1, 2),
     ("year", 1, 2),
     ("matchstring", 1, 1),
@@ -140,7 +142,7 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 19] = [
+const CQL_UNSUPPORTED: [&str; 18] = [
     "a",
     "alwayscomment",
     "assign",
@@ -151,7 +153,6 @@ const CQL_UNSUPPORTED: [&str; 19] = [
     "lex",
     "lineincrement",
     "m",
-    "matchcount",
     "noheader",
     "noremovecomment",
     "nosettag",
@@ -201,6 +202,10 @@ pub struct RunArgs {
     /// Only games A..=B (1-based; B defaults to A; `-g` abbreviates).
     #[arg(short = 'g', long, num_args = 1..=2, value_names = ["A", "B"])]
     pub gamenumber: Option<Vec<u64>>,
+    /// Only games with A..=B matching positions (B defaults to A; with
+    /// 0, games without one too).
+    #[arg(long, num_args = 1..=2, value_names = ["A", "B"])]
+    pub matchcount: Option<Vec<u64>>,
     /// Search variations too.
     #[arg(long)]
     pub variations: bool,
@@ -424,6 +429,11 @@ pub fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
         Some([a, b]) => f.push(format!("year >= {a} and year <= {b}")),
         _ => {}
     }
+    if let Some([a, b]) = args.matchcount.as_deref()
+        && b < a
+    {
+        bail!("-matchcount {a} {b}: the range is reversed (give the smaller number first)")
+    }
     if let Some(r) = &args.result {
         if !matches!(r.as_str(), "1-0" | "0-1" | "1/2-1/2" | "*") {
             bail!("-result takes 1-0, 0-1 or 1/2-1/2, not {r:?}");
@@ -535,6 +545,9 @@ pub struct Settings {
     /// The option was not given (errors then name the header's
     /// `gamenumber`).
     pub gamenumber_from_header: bool,
+    /// `matchcount A [B]`, the option's, else the header's, as a range of
+    /// numbers of matching positions.
+    pub matchcount: Option<std::ops::RangeInclusive<u64>>,
 }
 
 impl Settings {
@@ -575,6 +588,12 @@ impl Settings {
             matchstring: (!(args.silent || header.silent)).then_some(matchstring),
             gamenumber: gamenumber.or(header.gamenumber),
             gamenumber_from_header: gamenumber.is_none(),
+            matchcount: args
+                .matchcount
+                .as_deref()
+                .map(|v| (v[0], v.get(1).copied()))
+                .or(header.matchcount)
+                .map(|(a, b)| a..=b.unwrap_or(a)),
         }
     }
 
@@ -623,9 +642,10 @@ mod tests {
         assert!(check(&["cqlj", "-gamenumber", "3", "7", "-year", "1990", "q.cql"]).is_ok());
         assert!(check(&["cqlj", "-threads=2", "--", "-weird.cql"]).is_ok());
         assert!(check(&["cqlj", "-gamenumber", "3", "-fen", "x"]).is_ok());
-        let e = check(&["cqlj", "-gamenumber", "3", "-matchcount", "2"]).unwrap_err();
+        assert!(check(&["cqlj", "-gamenumber", "3", "-matchcount", "2", "5"]).is_ok());
+        let e = check(&["cqlj", "-gamenumber", "3", "-alwayscomment"]).unwrap_err();
         assert!(
-            e.contains("CQL option `-matchcount` is not supported"),
+            e.contains("CQL option `-alwayscomment` is not supported"),
             "{e}"
         );
         let e = check(&["cqlj", "--gamenumbr", "3"]).unwrap_err();

@@ -100,6 +100,12 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
     }
+    // `matchcount A B`: games by their number of matching positions
+    // (without it, games with at least one).
+    let matcher = scan::MatchCount {
+        inner: matcher,
+        range: settings.matchcount.unwrap_or(1..=u64::MAX),
+    };
 
     let (target, file) = if args.count {
         (
@@ -176,7 +182,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     summary.say(&args, quiet, &finished);
     if !quiet {
         // As CQL 6.2 ends a run: each persistent variable's final value.
-        for (name, value, quiet_var) in matcher.persistent_values() {
+        for (name, value, quiet_var) in matcher.inner.persistent_values() {
             if !quiet_var {
                 eprintln!("{name}: {value}");
             }

@@ -493,6 +493,61 @@ pub fn scan<M: GameMatcher>(
     Ok(stats)
 }
 
+/// `matchcount A B` (CQL 6.2): a game matches iff its number of matching
+/// positions is in `range`. With 0 in the range a game without a matching
+/// position matches too (it is written without match comments).
+#[derive(Debug)]
+pub struct MatchCount<M> {
+    /// The matcher whose games are counted.
+    pub inner: M,
+    /// How many matching positions a matching game has.
+    pub range: std::ops::RangeInclusive<u64>,
+}
+
+impl<M: GameMatcher> GameMatcher for MatchCount<M> {
+    type Scratch = (M::Scratch, Vec<GameMatch>);
+
+    fn scratch(&self) -> Self::Scratch {
+        (self.inner.scratch(), Vec::new())
+    }
+
+    fn begin_scan(&self) {
+        self.inner.begin_scan();
+    }
+
+    fn serial(&self) -> bool {
+        self.inner.serial()
+    }
+
+    fn match_games(
+        &self,
+        games: Range<u32>,
+        scratch: &mut Self::Scratch,
+        out: &mut Vec<GameMatch>,
+    ) -> Result<(), ScanError> {
+        let (inner, found) = scratch;
+        found.clear();
+        self.inner.match_games(games.clone(), inner, found)?;
+        let zero = self.range.contains(&0);
+        let mut found = found.drain(..).peekable();
+        for g in games {
+            match found.next_if(|m| m.game == g) {
+                Some(m) if self.range.contains(&(m.positions.len() as u64)) => out.push(m),
+                Some(_) => {}
+                None if zero => out.push(GameMatch {
+                    game: g,
+                    positions: Positions::from(Vec::new()),
+                    comments: Vec::new(),
+                    messages: Vec::new(),
+                    sort_keys: Vec::new(),
+                }),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A sink that keeps every match (for tests and for `sort`, which must see
 /// all keys before writing).
 #[derive(Debug, Default)]

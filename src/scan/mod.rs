@@ -11,7 +11,7 @@ pub mod driver;
 pub mod matcher;
 
 pub use driver::{
-    Collect, GameMatch, GameMatcher, Positions, PositionsIter, ScanError, ScanOptions, ScanStats,
-    Sink, SortKey, SortValue, scan,
+    Collect, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError, ScanOptions,
+    ScanStats, Sink, SortKey, SortValue, scan,
 };
 pub use matcher::{Engine, RunPlan, StoreMatcher};

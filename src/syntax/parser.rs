@@ -89,12 +89,13 @@ pub const UNSUPPORTED: &[&str] = &[
 ];
 
 /// The options of the `cql(...)` header.
-const HEADER_OPTIONS: [&str; 7] = [
+const HEADER_OPTIONS: [&str; 8] = [
     "input",
     "output",
     "variations",
     "matchstring",
     "gamenumber",
+    "matchcount",
     "silent",
     "quiet",
 ];
@@ -541,13 +542,14 @@ impl Parser<'_, '_> {
             if let Tok::Ident(w) = &t.tok
                 && matches!(
                     w.as_str(),
-                    "input" | "output" | "matchstring" | "gamenumber"
+                    "input" | "output" | "matchstring" | "gamenumber" | "matchcount"
                 )
             {
                 let given = match w.as_str() {
                     "input" => h.input.is_some(),
                     "output" => h.output.is_some(),
                     "matchstring" => h.matchstring.is_some(),
+                    "matchcount" => h.matchcount.is_some(),
                     _ => h.gamenumber.is_some(),
                 };
                 if given {
@@ -592,24 +594,39 @@ impl Parser<'_, '_> {
                             return Err(self.error(t.span, "expected a string after `matchstring`"));
                         }
                     },
-                    "gamenumber" => {
+                    "gamenumber" | "matchcount" => {
                         let a = match self.bump() {
                             Token {
                                 tok: Tok::Num(n), ..
                             } => n,
                             t => {
-                                return Err(
-                                    self.error(t.span, "expected a game number after `gamenumber`")
-                                );
+                                return Err(self.error(
+                                    t.span,
+                                    if w == "gamenumber" {
+                                        "expected a game number after `gamenumber`"
+                                    } else {
+                                        "expected a number of positions after `matchcount`"
+                                    },
+                                ));
                             }
                         };
                         let b = if let Tok::Num(n) = self.peek_tok() {
-                            self.bump();
+                            let t = self.bump();
+                            if n < a && w == "matchcount" {
+                                return Err(self.error(
+                                    t.span,
+                                    format!("`{w} {a} {n}`: the range is reversed"),
+                                ));
+                            }
                             Some(n)
                         } else {
                             None
                         };
-                        h.gamenumber = Some((a, b));
+                        if w == "gamenumber" {
+                            h.gamenumber = Some((a, b));
+                        } else {
+                            h.matchcount = Some((a, b));
+                        }
                     }
                     other => {
                         let hint = match suggest(other, HEADER_OPTIONS) {

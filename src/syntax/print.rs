@@ -1002,11 +1002,13 @@ fn header_text(h: &Header) -> Option<String> {
     if let Some(m) = &h.matchstring {
         parts.push(format!("matchstring {}", quote(m)));
     }
-    if let Some((a, b)) = h.gamenumber {
-        parts.push(match b {
-            Some(b) => format!("gamenumber {a} {b}"),
-            None => format!("gamenumber {a}"),
-        });
+    for (word, range) in [("gamenumber", h.gamenumber), ("matchcount", h.matchcount)] {
+        if let Some((a, b)) = range {
+            parts.push(match b {
+                Some(b) => format!("{word} {a} {b}"),
+                None => format!("{word} {a}"),
+            });
+        }
     }
     if h.silent {
         parts.push("silent".to_owned());
