@@ -7,13 +7,18 @@
 use shakmaty::fen::{Fen, LossyFenError};
 use shakmaty::{Color, EnPassantMode, Position};
 
-use crate::runtime::layout::chess::{chess_of, setup_of};
+use crate::runtime::layout::PositionRecord;
+use crate::runtime::layout::chess::{chess_of, pack_move, setup_of};
 use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
 
+/// The tags a JSON line carries (when the game has them), in key order.
+const JSON_TAGS: [&str; 5] = ["Black", "Date", "Event", "Result", "White"];
+
 /// Appends one JSON object and a newline for a matching game: game number
-/// (1-based), each matching position with its ply and FEN, comments,
-/// messages and sort keys.
+/// (1-based), each matching position with its ply, FEN and the move that
+/// led to it (SAN; `null` at the first position), comments, messages, sort
+/// keys and the tags White, Black, Event, Date and Result it has.
 ///
 /// # Errors
 /// The game's positions cannot be read from the store.
@@ -72,6 +77,14 @@ pub(crate) fn match_json(
             .append_ascii_to(out);
         out.extend_from_slice(b"\",\"index\":");
         push_integer(out, i64::from(i));
+        out.extend_from_slice(b",\"move\":");
+        let parent = (p.parent_delta != 0)
+            .then(|| positions.get((i as usize).wrapping_sub(usize::from(p.parent_delta))))
+            .flatten();
+        match parent.and_then(|parent| san_of(parent, p)) {
+            Some(san) => push_string(out, &san),
+            None => out.extend_from_slice(b"null"),
+        }
         out.extend_from_slice(b",\"ply\":");
         push_integer(out, i64::from(p.ply));
         out.push(b'}');
@@ -105,8 +118,38 @@ pub(crate) fn match_json(
         }
         out.push(b'}');
     }
-    out.extend_from_slice(b"]}\n");
+    out.extend_from_slice(b"],\"tags\":{");
+    let tags = store.game_tags_raw(m.game)?;
+    let mut first = true;
+    for name in JSON_TAGS {
+        if let Some((_, value)) = tags.iter().find(|(n, _)| *n == name.as_bytes()) {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            push_string(out, name);
+            out.push(b':');
+            push_string(out, &String::from_utf8_lossy(value));
+        }
+    }
+    out.extend_from_slice(b"}}\n");
     Ok(())
+}
+
+/// The move from `parent` to `child` in SAN with its check or mate sign
+/// (`--` for a null move); `None` where the records give no legal move
+/// (a setup without moves, a damaged record).
+fn san_of(parent: &PositionRecord, child: &PositionRecord) -> Option<String> {
+    if child.mv.is_null() {
+        return Some("--".to_owned());
+    }
+    let pos = chess_of(parent).ok()?;
+    let turn = pos.turn();
+    let m = pos
+        .legal_moves()
+        .into_iter()
+        .find(|m| pack_move(*m, turn) == child.mv)?;
+    Some(shakmaty::san::SanPlus::from_move(pos, m).to_string())
 }
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
