@@ -5,10 +5,11 @@
 //! `Value`), each string escaped by `serde_json`.
 
 use shakmaty::fen::{Fen, LossyFenError};
-use shakmaty::{Color, EnPassantMode, Position};
+use shakmaty::san::San;
+use shakmaty::{CastlingSide, Color, EnPassantMode, Move, Position, Square};
 
-use crate::runtime::layout::PositionRecord;
-use crate::runtime::layout::chess::{chess_of, pack_move, setup_of};
+use crate::runtime::layout::chess::{chess_of, role_of, setup_of};
+use crate::runtime::layout::{MoveKind, PositionRecord, flags};
 use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
 
@@ -137,19 +138,45 @@ pub(crate) fn match_json(
 }
 
 /// The move from `parent` to `child` in SAN with its check or mate sign
-/// (`--` for a null move); `None` where the records give no legal move
-/// (a setup without moves, a damaged record).
+/// (`--` for a null move); `None` where the records give no move (a setup
+/// without moves, a damaged record). The move is rebuilt from the packed
+/// move (no move generation) and the sign read from the child's flags.
 fn san_of(parent: &PositionRecord, child: &PositionRecord) -> Option<String> {
-    if child.mv.is_null() {
+    let mv = child.mv;
+    if mv.is_null() {
         return Some("--".to_owned());
     }
     let pos = chess_of(parent).ok()?;
-    let turn = pos.turn();
-    let m = pos
-        .legal_moves()
-        .into_iter()
-        .find(|m| pack_move(*m, turn) == child.mv)?;
-    Some(shakmaty::san::SanPlus::from_move(pos, m).to_string())
+    let from = Square::try_from(mv.from()).ok()?;
+    let to = Square::try_from(mv.to()).ok()?;
+    let m = match mv.kind() {
+        MoveKind::Normal => Move::Normal {
+            role: role_of(mv.role())?,
+            from,
+            capture: role_of(mv.captured()),
+            to,
+            promotion: role_of(mv.promotion()),
+        },
+        MoveKind::EnPassant => Move::EnPassant { from, to },
+        kind => {
+            let side = if kind == MoveKind::CastleKingside {
+                CastlingSide::KingSide
+            } else {
+                CastlingSide::QueenSide
+            };
+            Move::Castle {
+                king: from,
+                rook: pos.castles().rook(pos.turn(), side)?,
+            }
+        }
+    };
+    let mut san = San::from_move(&pos, m).to_string();
+    if child.has(flags::MATE) {
+        san.push('#');
+    } else if child.has(flags::CHECK) {
+        san.push('+');
+    }
+    Some(san)
 }
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
