@@ -327,12 +327,12 @@ pub fn open_input(
         let (store, built) = cached_store(&path, &mut observer, verify)?;
         if built && !quiet {
             eprintln!(
-                "cqlj: imported {} into the cached store {} ({} MB, {} games; \
+                "cqlj: imported {} into the cached store {} ({} MB, {}; \
                  reused while the PGN is unchanged; CQLJ_CACHE_DIR puts caches elsewhere)",
                 path.display(),
                 store.path().display(),
                 thousands(store.file_len().div_ceil(1_000_000)),
-                thousands(u64::from(store.n_games())),
+                super::counted(u64::from(store.n_games()), "game", "games"),
             );
         }
         Ok(store)
