@@ -6,7 +6,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use cqlj::jit::CompiledQuery;
 use cqlj::scan::Engine;
 use cqlj::syntax;
@@ -113,23 +112,7 @@ fn ir_tree(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var], depth: usize, out: &mut S
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let (name, src) = match (&args.query, &args.file) {
-        (Some(q), None) => (super::QUERY_TEXT_NAME.to_owned(), q.clone()),
-        (None, Some(f)) => (
-            f.display().to_string(),
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
-        ),
-        (Some(_), Some(_)) => {
-            return Err(usage!(
-                "give either a query file or --query/-cql TEXT, not both"
-            ));
-        }
-        (None, None) => {
-            return Err(usage!(
-                "no query: give a QUERY.cql file or --query/-cql TEXT"
-            ));
-        }
-    };
+    let (name, src) = super::query_text(args.query.as_ref(), args.file.as_ref(), "--query/-cql")?;
     let use_color = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for stage in args.stages() {
         match stage {

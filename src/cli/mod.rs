@@ -25,6 +25,30 @@ pub mod exit {
 /// query file has its path: `<query>:1:5`.
 pub const QUERY_TEXT_NAME: &str = "<query>";
 
+/// The query of a subcommand that takes inline text (`flag`, e.g.
+/// `--query/-cql`) or a file, exactly one: its name for diagnostics and
+/// its text.
+pub fn query_text(
+    inline: Option<&String>,
+    file: Option<&std::path::PathBuf>,
+    flag: &str,
+) -> anyhow::Result<(String, String)> {
+    use anyhow::Context;
+    match (inline, file) {
+        (Some(q), None) => Ok((QUERY_TEXT_NAME.to_owned(), q.clone())),
+        (None, Some(f)) => Ok((
+            f.display().to_string(),
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
+        )),
+        (Some(_), Some(_)) => Err(usage_error(anyhow::anyhow!(
+            "give either a query file or {flag} TEXT, not both"
+        ))),
+        (None, None) => Err(usage_error(anyhow::anyhow!(
+            "no query: give a QUERY.cql file or {flag} TEXT"
+        ))),
+    }
+}
+
 /// An error in what the user asked for (exit status [`exit::USAGE`]);
 /// displayed as the error it wraps.
 #[derive(Debug)]

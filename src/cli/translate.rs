@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use cqlj::syntax::cql3;
 
 use super::exit;
@@ -20,17 +19,7 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let (name, src) = match (&args.query, &args.file) {
-        (Some(q), None) => (super::QUERY_TEXT_NAME.to_owned(), q.clone()),
-        (None, Some(f)) => (
-            f.display().to_string(),
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
-        ),
-        (Some(_), Some(_)) => {
-            return Err(usage!("give either a query file or --query TEXT, not both"));
-        }
-        (None, None) => return Err(usage!("no query: give a QUERY.cql file or --query TEXT")),
-    };
+    let (name, src) = super::query_text(args.query.as_ref(), args.file.as_ref(), "--query")?;
     if !cql3::is_cql3(&src) {
         return Err(usage!(
             "{name} is not CQL 3 text (a CQL 3 query starts with `(match` or `(position`); CQL 6 text needs no translation"

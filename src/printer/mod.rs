@@ -515,13 +515,7 @@ mod tests {
                     ..GameMatch::default()
                 }))
             };
-            let options = PrinterOptions {
-                form: Form::Pgn(PgnOptions::default()),
-                limit: None,
-                sorted: true,
-                threads: 1,
-                out_name: "test output".into(),
-            };
+            let options = sorted_pgn_options();
             let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
             for game in 0..4 {
                 let m = GameMatch {
@@ -549,6 +543,17 @@ mod tests {
         }
     }
 
+    /// Sorted PGN into a test buffer, on one thread.
+    fn sorted_pgn_options() -> PrinterOptions {
+        PrinterOptions {
+            form: Form::Pgn(PgnOptions::default()),
+            limit: None,
+            sorted: true,
+            threads: 1,
+            out_name: "test output".into(),
+        }
+    }
+
     /// A matcher polling the stop flag skips a game once it is set: a
     /// sorted write then stops there; without the flag a game that does not
     /// match again is an error.
@@ -573,13 +578,7 @@ mod tests {
                     ..GameMatch::default()
                 }))
             };
-            let options = PrinterOptions {
-                form: Form::Pgn(PgnOptions::default()),
-                limit: None,
-                sorted: true,
-                threads: 1,
-                out_name: "test output".into(),
-            };
+            let options = sorted_pgn_options();
             let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
             for game in 0..4 {
                 let m = GameMatch {

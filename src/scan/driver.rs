@@ -536,10 +536,7 @@ impl<M: GameMatcher> GameMatcher for MatchCount<M> {
                 Some(_) => {}
                 None if zero => out.push(GameMatch {
                     game: g,
-                    positions: Positions::from(Vec::new()),
-                    comments: Vec::new(),
-                    messages: Vec::new(),
-                    sort_keys: Vec::new(),
+                    ..GameMatch::default()
                 }),
                 None => {}
             }
