@@ -24,7 +24,9 @@ use cqlj::runtime::layout::{
     CHUNK_POSITIONS, ChunkColumns, PositionRecord, chess::record_of, flags,
 };
 use cqlj::runtime::store::{GameMeta, Store, StoreWriter};
-use cqlj::scan::{Collect, Engine, GameMatch, RunPlan, ScanOptions, StoreMatcher, scan};
+use cqlj::scan::{
+    Collect, Engine, GameMatch, MatchCount, RunPlan, ScanOptions, StoreMatcher, scan,
+};
 use cqlj::syntax;
 use cqlj::transform::{self, Limits};
 use serde::Deserialize;
@@ -530,6 +532,14 @@ fn scan_store_matches(
     };
     let matcher =
         StoreMatcher::with_jit_options(store, q, &plan, &cfg.jit).map_err(|e| e.to_string())?;
+    // The header's `matchcount A [B]`, as the command line applies it.
+    let matcher = MatchCount {
+        inner: matcher,
+        range: match q.header().matchcount {
+            Some((a, b)) => a..=b.unwrap_or(a),
+            None => 1..=u64::MAX,
+        },
+    };
     let mut sink = Collect::default();
     scan(
         &matcher,

@@ -408,6 +408,21 @@ fn cql3_errors_name_the_keyword_and_its_position() {
         ),
         ("(match (position :relation (x)))", "`:relation`", 17),
         (
+            "(match (position (position :matchcount 2 3)))",
+            "`:matchcount` counts the game's positions",
+            17,
+        ),
+        (
+            "(match (position :matchcount 1 2 :matchcount 3))",
+            "`:matchcount` is given twice",
+            33,
+        ),
+        (
+            "(match (position :matchcount 9999999999))",
+            "`:matchcount`: a count lies in",
+            17,
+        ),
+        (
             "(match :player (position))",
             "`:player` needs a player name",
             15,

@@ -180,6 +180,10 @@ pub struct PositionList {
     pub items: Vec<Item>,
     /// Its transformation keywords, in source order (duplicates kept).
     pub transforms: Vec<TransformKeyword>,
+    /// `:matchcount min [max|unlimited]` (top-level lists only): the game
+    /// matches only if the number of its positions the list matches lies in
+    /// the range (none: at least one).
+    pub matchcount: Option<Range>,
     /// The list's text, from `(` to `)`.
     pub span: Span,
 }
@@ -273,6 +277,9 @@ pub fn position_text(l: &PositionList) -> String {
     for item in &l.items {
         parts.push(item_text(item));
     }
+    if let Some(r) = l.matchcount {
+        parts.push(format!(":matchcount {}", range_text(r)));
+    }
     for t in &l.transforms {
         parts.push(format!(":{}", t.keyword()));
     }
@@ -346,6 +353,9 @@ pub fn dump(m: &MatchList) -> String {
 fn dump_list(l: &PositionList, depth: usize, out: &mut String) {
     let pad = "  ".repeat(depth);
     let _ = writeln!(out, "{pad}PositionList");
+    if let Some(r) = l.matchcount {
+        let _ = writeln!(out, "{pad}  :matchcount {}", range_text(r));
+    }
     for t in &l.transforms {
         let _ = writeln!(out, "{pad}  Transform :{}", t.keyword());
     }

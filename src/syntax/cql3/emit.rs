@@ -30,6 +30,9 @@
 //!   is the body itself (its matching positions are the game's); with
 //!   several, each must match somewhere in the game: the body is `initial`
 //!   and a `find quiet` of each list.
+//! - `:matchcount r` of a top-level list: the number of the game's
+//!   positions the list matches must lie in r. Alone, the list's range is
+//!   the header's `matchcount`; among several, its `find quiet r`.
 
 use super::ast::result_text;
 use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
@@ -197,6 +200,12 @@ fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
     Ok(core)
 }
 
+/// A `:matchcount` range as the two numbers of CQL 6's ranges (`unlimited`
+/// is the largest integer).
+fn range_numbers(r: Range) -> String {
+    format!("{} {}", r.min, r.max.unwrap_or(i64::from(i32::MAX)))
+}
+
 fn quote(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -263,6 +272,11 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
             None => format!("gamenumber {a}"),
         });
     }
+    if let [only] = m.positions.as_slice()
+        && let Some(r) = only.matchcount
+    {
+        header.push(format!("matchcount {}", range_numbers(r)));
+    }
     let mut lines = Vec::new();
     if !header.is_empty() {
         lines.push(format!("cql({})", header.join(" ")));
@@ -286,7 +300,11 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
     } else {
         lines.push("initial".to_owned());
         for l in &m.positions {
-            lines.push(format!("find quiet {}", list(l, &mut b)?));
+            let range = l
+                .matchcount
+                .map(|r| format!("{} ", range_numbers(r)))
+                .unwrap_or_default();
+            lines.push(format!("find quiet {range}{}", list(l, &mut b)?));
         }
     }
     let mut out = lines.join("\n");

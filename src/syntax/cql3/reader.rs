@@ -331,6 +331,12 @@ fn searches_variations(l: &PositionList) -> bool {
 
 /// The first nested list (at any depth below `l`) with `:variations`.
 fn nested_variations(l: &PositionList) -> Option<Span> {
+    find_nested(l, &searches_variations)
+}
+
+/// The span of the first list nested in `l` (at any depth) for which
+/// `pred` holds.
+fn find_nested(l: &PositionList, pred: &dyn Fn(&PositionList) -> bool) -> Option<Span> {
     l.items.iter().find_map(|i| {
         let inner: &[PositionList] = match i {
             Item::Nested(n) | Item::Not(n) => std::slice::from_ref(n),
@@ -338,10 +344,10 @@ fn nested_variations(l: &PositionList) -> Option<Span> {
             _ => &[],
         };
         inner.iter().find_map(|n| {
-            if searches_variations(n) {
+            if pred(n) {
                 Some(n.span)
             } else {
-                nested_variations(n)
+                find_nested(n, pred)
             }
         })
     })
@@ -350,8 +356,19 @@ fn nested_variations(l: &PositionList) -> Option<Span> {
 /// A position list's `:variations` (or `:variationsonly`) becomes the
 /// match list's when every position list of the match list has it; cqlj
 /// searches variations for the whole query or not at all, so a mix, or
-/// the keyword in a nested list, is an error.
+/// the keyword in a nested list, is an error. `:matchcount` in a nested
+/// list is an error too.
 fn list_variations(m: &mut MatchList) -> R<()> {
+    if let Some(span) = m
+        .positions
+        .iter()
+        .find_map(|l| find_nested(l, &|n| n.matchcount.is_some()))
+    {
+        return Err((
+            span,
+            "`:matchcount` counts the game's positions a top-level position list matches; it is not allowed in a nested position list".to_owned(),
+        ));
+    }
     if let Some(span) = m.positions.iter().find_map(nested_variations) {
         return Err((
             span,
@@ -432,13 +449,7 @@ fn range_params(rest: &[Sexp], at: Span, k: &str, unlimited_ok: bool) -> R<(Rang
 }
 
 /// Standard position-list keywords that cqlj does not implement.
-const UNSUPPORTED_POSITION: [&str; 5] = [
-    "matchcount",
-    "relation",
-    "nocheck",
-    "noenpassant",
-    "tagmatch",
-];
+const UNSUPPORTED_POSITION: [&str; 4] = ["relation", "nocheck", "noenpassant", "tagmatch"];
 
 fn position_list(s: &Sexp) -> R<PositionList> {
     let all = list_items(s);
@@ -446,6 +457,7 @@ fn position_list(s: &Sexp) -> R<PositionList> {
     let mut l = PositionList {
         items: Vec::new(),
         transforms: Vec::new(),
+        matchcount: None,
         span: s.span(),
     };
     let mut i = 0;
@@ -563,6 +575,21 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                     }
                     Item::MoveTo(d)
                 }
+            }
+            "matchcount" => {
+                if l.matchcount.is_some() {
+                    return Err((span, "`:matchcount` is given twice".to_owned()));
+                }
+                let (r, used) = range_params(&items[i..], span, k, true)?;
+                i += used;
+                if r.max.unwrap_or(r.min) > i64::from(i32::MAX) || r.min < 0 {
+                    return Err((
+                        span,
+                        format!("`:matchcount`: a count lies in 0..={}", i32::MAX),
+                    ));
+                }
+                l.matchcount = Some(r);
+                continue;
             }
             "piececount" => {
                 let d = designator_param(next(&mut i, "a piece designator")?)?;

@@ -356,6 +356,7 @@ fn geometry(l: &PositionList, t: &Transformation) -> Option<PositionList> {
     Some(PositionList {
         items,
         transforms: l.transforms.clone(),
+        matchcount: l.matchcount,
         span: l.span,
     })
 }
@@ -397,6 +398,7 @@ pub fn color_flip(l: &PositionList) -> PositionList {
     PositionList {
         items,
         transforms: l.transforms.clone(),
+        matchcount: l.matchcount,
         span: l.span,
     }
 }
