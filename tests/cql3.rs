@@ -406,7 +406,37 @@ fn cql3_errors_name_the_keyword_and_its_position() {
             "`:sequence` needs a list of position lists",
             27,
         ),
-        ("(match (position :relation (x)))", "`:relation`", 17),
+        (
+            "(match (position :relation (x)))",
+            "expected a relation keyword",
+            28,
+        ),
+        (
+            "(match (position :relation x))",
+            "`:relation` needs a relation",
+            27,
+        ),
+        (
+            "(match (position :relation (:pattern :pattern)))",
+            "`:pattern` is given twice",
+            37,
+        ),
+        (
+            "(match (position :relation (:shift)))",
+            "`:shift` in a relation specifier",
+            28,
+        ),
+        (
+            "(match (position :relation (:samesidetomove :ignoresidetomove)))",
+            "names the side to move twice",
+            44,
+        ),
+        (
+            "(match (position :relation (:newpiececount)))",
+            "`:newpiececount` needs a piece designator",
+            28,
+        ),
+        ("(match (position :relation (:frob)))", "`:frob`", 28),
         (
             "(match (position (position :matchcount 2 3)))",
             "`:matchcount` counts the game's positions",
@@ -527,10 +557,10 @@ fn cql3_cli_translate_explain_and_run_with_overrides() {
     let (code, _, err) = cqlj_cmd(&["translate", "-cql", "flip Ra1"], &dir);
     assert_eq!(code, 2);
     assert!(err.contains("not CQL 3 text"), "{err}");
-    let (code, _, err) = cqlj_cmd(&["translate", "-cql", "(position :relation (x))"], &dir);
+    let (code, _, err) = cqlj_cmd(&["translate", "-cql", "(position :noenpassant)"], &dir);
     assert_eq!(code, 2);
     assert!(
-        err.contains("`:relation` is not supported") && err.contains("1:11"),
+        err.contains("`:noenpassant` is not supported") && err.contains("1:11"),
         "{err}"
     );
     let (code, out, err) = cqlj_cmd(

@@ -171,6 +171,94 @@ pub enum Item {
     /// `:attackcount D E 1 unlimited`: a piece of D attacks a piece of E
     /// (0 as the minimum: always true).
     AttackCount(Designator, Designator, Range),
+    /// `:relation (...)`: some later position of the game relates to this
+    /// one as the specifier says.
+    Relation(Box<Relation>),
+}
+
+/// Which side to move the later position of a `:relation` must have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SideRule {
+    /// `:samesidetomove` (the default): the same side as this position.
+    #[default]
+    Same,
+    /// `:changesidetomove`: the other side.
+    Change,
+    /// `:ignoresidetomove`: either.
+    Ignore,
+}
+
+impl SideRule {
+    /// The CQL 3 keyword (without `:`).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            SideRule::Same => "samesidetomove",
+            SideRule::Change => "changesidetomove",
+            SideRule::Ignore => "ignoresidetomove",
+        }
+    }
+}
+
+/// A `:relation` specifier (CQL 3 manual): a position P1 matches iff some
+/// later position P2 of the game (a strict descendant on a searched line)
+/// satisfies every parameter, comparing the *allowable* squares (those of
+/// the list's top-level designators with `:pattern`, else all 64):
+/// - on no allowable square does P2 hold a piece other than P1's (a
+///   square may only keep its piece, lose it or gain one);
+/// - the pieces of P1 missing in P2 (on squares empty in P2) that match
+///   `missing`'s designator number in its range (default `U 0`: none);
+///   likewise the pieces of P2 new on squares empty in P1 (`new`);
+/// - `different`: the allowable squares whose contents differ;
+///   `same`: the non-empty allowable squares with the same piece;
+/// - the side to move as [`SideRule`] says.
+///
+/// The list's transformation keywords move the allowable squares with the
+/// list's designators, never the designators of `missing` and `new`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Relation {
+    /// `:pattern`: only the squares of the list's top-level designators
+    /// are allowable.
+    pub pattern: bool,
+    /// `:originaldifferentcount r`.
+    pub different: Option<Range>,
+    /// `:originalsamecount r`.
+    pub same: Option<Range>,
+    /// `:samesidetomove`, `:changesidetomove`, `:ignoresidetomove`.
+    pub side: SideRule,
+    /// `:missingpiececount D r` (default `U 0`).
+    pub missing: (Designator, Range),
+    /// `:newpiececount D r` (default `U 0`).
+    pub new: (Designator, Range),
+    /// The specifier's text.
+    pub span: Span,
+}
+
+impl Relation {
+    /// The specifier in CQL 3 notation, every parameter written out.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        if self.pattern {
+            parts.push(":pattern".to_owned());
+        }
+        if let Some(r) = self.different {
+            parts.push(format!(":originaldifferentcount {}", range_text(r)));
+        }
+        if let Some(r) = self.same {
+            parts.push(format!(":originalsamecount {}", range_text(r)));
+        }
+        parts.push(format!(
+            ":missingpiececount {} {}",
+            designator_text(&self.missing.0),
+            range_text(self.missing.1)
+        ));
+        parts.push(format!(
+            ":newpiececount {} {}",
+            designator_text(&self.new.0),
+            range_text(self.new.1)
+        ));
+        parts.push(format!(":{}", self.side.keyword()));
+        format!("({})", parts.join(" "))
+    }
 }
 
 /// A `(position ...)` list.
@@ -311,6 +399,7 @@ fn item_text(item: &Item) -> String {
             designator_text(e),
             range_text(*r)
         ),
+        Item::Relation(r) => format!(":relation {}", r.text()),
     }
 }
 

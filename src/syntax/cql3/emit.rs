@@ -10,7 +10,9 @@
 //!   only) is `move previous to D`; `:piececount D r` compares `#D`;
 //!   `:attackcount D E 1 unlimited` is `D attacks E` (`0 unlimited`:
 //!   `true`); `:sequence (A B ...)` is `line --> A --> B ...`,
-//!   `:gappedsequence` puts `true*` between the lists; `:variations` is
+//!   `:gappedsequence` puts `true*` between the lists; `:relation` is an
+//!   `echo` over the later positions comparing them with this one
+//!   (`relation`); `:variations` is
 //!   `true` and `:variationsonly` is `variation` (with the header's
 //!   `variations`).
 //! - Transformation keywords: the shifts and the diagonal flips are
@@ -35,7 +37,9 @@
 //!   the header's `matchcount`; among several, its `find quiet r`.
 
 use super::ast::result_text;
-use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
+use super::ast::{
+    Designator, Flag, Item, MatchList, PositionList, Range, Relation, SideRule, TransformKeyword,
+};
 use super::transform::{cql6_shift, explicit_orbit, has_nested_keywords};
 use crate::ir::Bitboard;
 use crate::syntax::parser::MAX_SOURCE_BYTES;
@@ -48,12 +52,18 @@ pub struct TooLarge;
 
 /// Bytes of CQL 6 text produced so far (parts of nested lists counted at
 /// each level, so an over-estimate); the expansion stops past the limit.
-struct Budget(usize);
+/// Also numbers the `:relation`s, whose `echo` variables need their own
+/// names.
+#[derive(Default)]
+struct Budget {
+    bytes: usize,
+    relations: usize,
+}
 
 impl Budget {
     fn take(&mut self, s: String) -> Result<String, TooLarge> {
-        self.0 += s.len();
-        if self.0 > MAX_SOURCE_BYTES {
+        self.bytes += s.len();
+        if self.bytes > MAX_SOURCE_BYTES {
             Err(TooLarge)
         } else {
             Ok(s)
@@ -79,7 +89,59 @@ fn count(d: &Designator, r: &Range) -> String {
     }
 }
 
-fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
+/// `N` (a count) compared with a `:relation` range, in parentheses.
+fn in_range(n: &str, r: &Range) -> String {
+    match r.max {
+        Some(m) if m == r.min => format!("({n} == {m})"),
+        Some(m) => format!("({} <= {n} <= {m})", r.min),
+        None => format!("({n} >= {})", r.min),
+    }
+}
+
+/// A `:relation` as CQL 6's `echo` (see [`Relation`] for the meaning): with
+/// the current position as the source S, some target T that S is a strict
+/// ancestor of satisfies every parameter. `allowable`: the squares compared
+/// (`None`: all).
+fn relation(r: &Relation, allowable: Option<Bitboard>, b: &mut Budget) -> String {
+    b.relations += 1;
+    let n = b.relations;
+    let (s, t) = (format!("RelationSource{n}"), format!("RelationTarget{n}"));
+    let a = allowable.map_or(String::new(), |sq| format!("{} & ", squares_text(sq)));
+    let union: Vec<String> = "KQRBNPkqrbnp"
+        .chars()
+        .map(|c| format!("{s}:{c} & {c}"))
+        .collect();
+    let mut parts = vec![
+        format!("{s} [<] {t}"),
+        format!("({a}[Aa] & {s}:[Aa]) in ({})", union.join(" | ")),
+    ];
+    let mut count = |n: String, range: Range| {
+        if range.min > 0 || range.max.is_some() {
+            parts.push(in_range(&n, &range));
+        }
+    };
+    count(
+        format!("#({a}{s}:{} & _)", designator(&r.missing.0)),
+        r.missing.1,
+    );
+    count(format!("#({a}{s}:_ & {})", designator(&r.new.0)), r.new.1);
+    if let Some(range) = r.different {
+        count(format!("#({a}{s}:[Aa] & _) + #({a}{s}:_ & [Aa])"), range);
+    }
+    if let Some(range) = r.same {
+        count(format!("#({a}{s}:[Aa] & [Aa])"), range);
+    }
+    match r.side {
+        SideRule::Same => parts.push(format!("({s}:sidetomove) == sidetomove")),
+        SideRule::Change => parts.push(format!("({s}:sidetomove) != sidetomove")),
+        SideRule::Ignore => {}
+    }
+    format!("(echo quiet ({s} {t}) {{{}}})", parts.join(" "))
+}
+
+/// One item of a list; `pattern`: the squares of the list's top-level
+/// designators (a `:relation`'s allowable squares with `:pattern`).
+fn item(i: &Item, pattern: Bitboard, b: &mut Budget) -> Result<String, TooLarge> {
     Ok(match i {
         Item::Designator(d) => designator(d),
         Item::Flag(f) => match f {
@@ -132,6 +194,7 @@ fn item(i: &Item, b: &mut Budget) -> Result<String, TooLarge> {
                 format!("({} attacks {})", designator(d), designator(e))
             }
         }
+        Item::Relation(r) => relation(r, r.pattern.then_some(pattern), b),
     })
 }
 
@@ -140,10 +203,18 @@ fn conjunction(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
     if l.items.is_empty() {
         return Ok("true".to_owned());
     }
+    let pattern = l
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Designator(d) => Some(d.squares),
+            _ => None,
+        })
+        .fold(Bitboard::EMPTY, |a, sq| Bitboard(a.0 | sq.0));
     let parts = l
         .items
         .iter()
-        .map(|i| item(i, b))
+        .map(|i| item(i, pattern, b))
         .collect::<Result<Vec<_>, _>>()?;
     b.take(format!("{{{}}}", parts.join(" ")))
 }
@@ -174,7 +245,7 @@ pub fn cql6_wrappers(l: &PositionList) -> Vec<&'static str> {
 /// # Errors
 /// [`TooLarge`]: its transformations expand past the source limit.
 pub fn position(l: &PositionList) -> Result<String, TooLarge> {
-    list(l, &mut Budget(0))
+    list(l, &mut Budget::default())
 }
 
 fn list(l: &PositionList, b: &mut Budget) -> Result<String, TooLarge> {
@@ -255,7 +326,7 @@ pub fn name_regex(name: &str) -> String {
 /// # Errors
 /// [`TooLarge`]: the transformations expand past the source limit.
 pub fn query(m: &MatchList) -> Result<String, TooLarge> {
-    let mut b = Budget(0);
+    let mut b = Budget::default();
     let mut header = Vec::new();
     if let Some(p) = &m.pgn {
         header.push(format!("input {}", quote(p)));

@@ -18,7 +18,8 @@
 //! `:not (position ...)`, `:or ((position ...) ...)`, `:and (...)`,
 //! `:sequence (...)`, `:gappedsequence (...)`, `:variations`,
 //! `:variationsonly` (in every top-level list or none), `:movefrom D`, `:moveto D` (squares only), `:piececount D N [M|unlimited]`,
-//! `:attackcount D E 0|1 unlimited`, and the transformation keywords of
+//! `:attackcount D E 0|1 unlimited`, `:matchcount N [M|unlimited]`
+//! (top-level lists), `:relation (...)` (see [`ast::Relation`]), and the transformation keywords of
 //! seed 002 (see [`transform`] for their rules, CQL 3's shift edge rule
 //! and the composition order). Any other keyword is an error naming it.
 

@@ -3,7 +3,9 @@
 //! with their keyword parameters. Every error names the word and its
 //! position; a keyword cqlj does not implement is refused by name.
 
-use super::ast::{Designator, Flag, Item, MatchList, PositionList, Range, TransformKeyword};
+use super::ast::{
+    Designator, Flag, Item, MatchList, PositionList, Range, Relation, SideRule, TransformKeyword,
+};
 use crate::ir::{Bitboard, GameResult, PieceSet, Span};
 use crate::syntax::diag::Diagnostics;
 
@@ -591,6 +593,10 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                 l.matchcount = Some(r);
                 continue;
             }
+            "relation" => {
+                let p = next(&mut i, "a relation specifier `(...)`")?;
+                Item::Relation(Box::new(relation(p)?))
+            }
             "piececount" => {
                 let d = designator_param(next(&mut i, "a piece designator")?)?;
                 let (r, used) = range_params(&items[i..], span, k, true)?;
@@ -626,6 +632,109 @@ fn position_list(s: &Sexp) -> R<PositionList> {
         l.items.push(item);
     }
     Ok(l)
+}
+
+/// A `:relation` specifier: a list of relation keywords (see
+/// [`Relation`]). `:shift` and `:flip`, which compare a transformed later
+/// position, are refused by name.
+fn relation(p: &Sexp) -> R<Relation> {
+    let Sexp::List { items, span } = p else {
+        return Err((
+            p.span(),
+            "`:relation` needs a relation specifier: a list such as `(:missingpiececount A 1 100)`"
+                .to_owned(),
+        ));
+    };
+    let any = Designator {
+        pieces: Some(PieceSet::WHITE.union(PieceSet::BLACK)),
+        squares: Bitboard::FULL,
+        span: *span,
+    };
+    let none = Range {
+        min: 0,
+        max: Some(0),
+    };
+    let mut r = Relation {
+        pattern: false,
+        different: None,
+        same: None,
+        side: SideRule::Same,
+        missing: (any, none),
+        new: (any, none),
+        span: *span,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut side_given = false;
+    let mut i = 0;
+    while i < items.len() {
+        let it = &items[i];
+        i += 1;
+        let at = it.span();
+        let Some(k) = it.word().and_then(|w| w.strip_prefix(':')) else {
+            return Err((
+                at,
+                "expected a relation keyword (`:pattern`, `:originaldifferentcount`, `:originalsamecount`, `:missingpiececount`, `:newpiececount`, `:samesidetomove`, `:changesidetomove`, `:ignoresidetomove`)".to_owned(),
+            ));
+        };
+        if seen.contains(&k) {
+            return Err((
+                at,
+                format!("`:{k}` is given twice in the relation specifier"),
+            ));
+        }
+        seen.push(k);
+        match k {
+            "pattern" => r.pattern = true,
+            "originaldifferentcount" | "originalsamecount" => {
+                let (range, used) = range_params(&items[i..], at, k, true)?;
+                i += used;
+                if k == "originalsamecount" {
+                    r.same = Some(range);
+                } else {
+                    r.different = Some(range);
+                }
+            }
+            "missingpiececount" | "newpiececount" => {
+                let d = designator_param(items.get(i).ok_or_else(|| {
+                    (at, format!("`:{k}` needs a piece designator and a range"))
+                })?)?;
+                i += 1;
+                let (range, used) = range_params(&items[i..], at, k, true)?;
+                i += used;
+                if k == "missingpiececount" {
+                    r.missing = (d, range);
+                } else {
+                    r.new = (d, range);
+                }
+            }
+            "samesidetomove" | "changesidetomove" | "ignoresidetomove" => {
+                if side_given {
+                    return Err((
+                        at,
+                        "the relation specifier names the side to move twice".to_owned(),
+                    ));
+                }
+                side_given = true;
+                r.side = match k {
+                    "samesidetomove" => SideRule::Same,
+                    "changesidetomove" => SideRule::Change,
+                    _ => SideRule::Ignore,
+                };
+            }
+            "shift" | "flip" => {
+                return Err((
+                    at,
+                    format!(
+                        "`:{k}` in a relation specifier (comparing with a transformed later position) is not supported by cqlj"
+                    ),
+                ));
+            }
+            other => {
+                return Err((at, format!("unknown relation keyword `:{other}`")));
+            }
+        }
+    }
+    Ok(r)
 }
 
 fn designator_param(p: &Sexp) -> R<Designator> {

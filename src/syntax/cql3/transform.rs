@@ -350,6 +350,9 @@ fn geometry(l: &PositionList, t: &Transformation) -> Option<PositionList> {
                 Item::AttackCount(d, e, r) => {
                     Item::AttackCount(designator(d, t)?, designator(e, t)?, *r)
                 }
+                // The relation's designators are never transformed (the
+                // CQL 3 manual); its allowable squares follow the list's.
+                Item::Relation(_) => item.clone(),
             })
         })
         .collect::<Option<Vec<_>>>()?;
@@ -393,6 +396,7 @@ pub fn color_flip(l: &PositionList) -> PositionList {
             Item::MoveTo(x) => Item::MoveTo(d(x)),
             Item::PieceCount(x, r) => Item::PieceCount(d(x), *r),
             Item::AttackCount(x, y, r) => Item::AttackCount(d(x), d(y), *r),
+            Item::Relation(_) => item.clone(),
         })
         .collect();
     PositionList {
@@ -407,9 +411,12 @@ pub fn color_flip(l: &PositionList) -> PositionList {
 /// transformation keywords of its own. Then CQL 3 transforms the nested
 /// list's designators before its own keywords act (seed 002), which CQL 6
 /// transform filters around the expansion would not: every keyword of `l`
-/// is expanded explicitly.
+/// is expanded explicitly. So is every keyword of a list that holds a
+/// `:relation` (at any depth): CQL 6 transform filters would transform the
+/// relation's own designators, which CQL 3 leaves alone.
 pub fn has_nested_keywords(l: &PositionList) -> bool {
     l.items.iter().any(|item| match item {
+        Item::Relation(_) => true,
         Item::Nested(n) | Item::Not(n) => !n.transforms.is_empty() || has_nested_keywords(n),
         Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => ls
             .iter()
@@ -425,7 +432,7 @@ fn designators_off_edges(l: &PositionList) -> bool {
     l.items.iter().all(|item| match item {
         Item::Designator(d) | Item::MoveFrom(d) | Item::MoveTo(d) | Item::PieceCount(d, _) => ok(d),
         Item::AttackCount(d, e, _) => ok(d) && ok(e),
-        Item::Flag(_) | Item::Result(_) => true,
+        Item::Flag(_) | Item::Result(_) | Item::Relation(_) => true,
         Item::Nested(n) | Item::Not(n) => designators_off_edges(n),
         Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => {
             ls.iter().all(designators_off_edges)
