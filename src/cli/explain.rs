@@ -272,6 +272,10 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
     };
     let body = query.body();
     let engines = filter_engines(body.len(), cq.as_ref());
+    let line_notes = cq
+        .as_ref()
+        .map(|cq| cqlj::scan::line_pre::explain(query, cq, &opts))
+        .unwrap_or_default();
     let mut s = String::new();
     let overall = match (&cq, &why_not) {
         (None, Some(why)) => format!("interpreter only ({why})"),
@@ -279,9 +283,11 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
         (Some(cq), _) if cq.plan().is_exact() => {
             "JIT exact (the kernel's matches are the answer)".to_owned()
         }
-        (Some(cq), _) if cq.plan().jit.is_empty() => "interpreter only (the kernel lowers \
-                                                       no filter, so every game goes to the interpreter)"
-            .to_owned(),
+        (Some(cq), _) if cq.plan().jit.is_empty() && line_notes.is_empty() => {
+            "interpreter only (the kernel lowers \
+             no filter, so every game goes to the interpreter)"
+                .to_owned()
+        }
         (Some(_), _) => "JIT pre-selection + interpreter confirmation (the interpreter \
                          evaluates each game the kernel pre-selects)"
             .to_owned(),
@@ -304,6 +310,9 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
             .find(|(j, _)| *j == i)
             .map_or(String::new(), |(_, w)| format!("  ({w})"));
         let _ = writeln!(s, "  [{i}] {:<44} {text}{why}", engine.label());
+    }
+    for note in &line_notes {
+        let _ = writeln!(s, "{note}");
     }
     if let Some(cq) = &cq {
         // The kernel's details (its own per-filter lines are the ones above).

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::driver::count_bits;
+use super::line_pre::LinePreselect;
 use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
@@ -83,6 +84,10 @@ pub struct StoreMatcher<'s> {
     /// When set, games left to the interpreter are not evaluated
     /// ([`StoreMatcher::with_stop`]).
     stop: Option<&'s AtomicBool>,
+    /// Automata of the body's top-level `line` filters over their
+    /// constituents' kernels (`jit_batch` skips a pre-selected game where
+    /// one cannot match); empty without the JIT or with an exact plan.
+    lines: Vec<LinePreselect>,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -107,6 +112,15 @@ pub struct Scratch {
     found: Vec<(u32, Range<usize>, usize)>,
     /// The last chunk whose summary was tested, and the answer.
     last_chunk: Option<(u64, bool)>,
+    /// A line constituent kernel's output for one chunk (zero between
+    /// calls, as `out`).
+    line_out: ChunkOutput,
+    /// Match bits of each line constituent over the batch (as
+    /// `batch_bits`), in the order of the lines' kernels.
+    line_bits: Vec<Vec<u64>>,
+    /// The automaton's state sets of the game being decided, by position
+    /// in the game (children's sets OR-ed in before their parent's).
+    line_sets: Vec<u64>,
 }
 
 impl<'s> StoreMatcher<'s> {
@@ -164,6 +178,22 @@ impl<'s> StoreMatcher<'s> {
             hint_columns.push(Column::Flags);
         }
         let last_game_number = u64::from(store.n_games());
+        let lines = match &jit {
+            Some(cq) if !cq.plan().is_exact() => LinePreselect::for_query(query, jit_options),
+            _ => Vec::new(),
+        };
+        for l in &lines {
+            for cq in l.kernels().iter().flatten() {
+                for c in cq.columns() {
+                    if !hint_columns.contains(c) {
+                        hint_columns.push(*c);
+                    }
+                }
+            }
+        }
+        if !lines.is_empty() && !hint_columns.contains(&Column::ParentDelta) {
+            hint_columns.push(Column::ParentDelta);
+        }
         Ok(StoreMatcher {
             store,
             interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
@@ -177,6 +207,7 @@ impl<'s> StoreMatcher<'s> {
             hinted: AtomicU64::new(0),
             arenas: Mutex::new(Vec::new()),
             stop: None,
+            lines,
         })
     }
 
@@ -384,17 +415,44 @@ impl<'s> StoreMatcher<'s> {
         bits.clear();
         bits.resize((c_end - c0) as usize * words_per_chunk, 0);
         let mut any = false;
+        let n_line_kernels: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
+        scratch.line_bits.resize_with(n_line_kernels, Vec::new);
+        for lb in &mut scratch.line_bits {
+            lb.clear();
+            lb.resize(bits.len(), 0);
+        }
         for c in c0..c_end {
             let info = self.store.chunk_info(c).map_err(err(games.start))?;
-            if !cq.may_match(&info.summary) {
-                continue;
-            }
-            let chunk = self.store.chunk(c);
             let chunk_first = c * chunk_len;
             let (a, b) = (
                 (first.max(chunk_first) - chunk_first) as usize,
                 (end.min(chunk_first + chunk_len) - chunk_first) as usize,
             );
+            if n_line_kernels != 0 {
+                let chunk = self.store.chunk(c);
+                let kernels = self.lines.iter().flat_map(|l| l.kernels());
+                for (k, dst) in kernels.zip(scratch.line_bits.iter_mut()) {
+                    let dst = &mut dst[(c - c0) as usize * words_per_chunk..][..words_per_chunk];
+                    match k {
+                        Some(k) if !k.may_match(&info.summary) => {}
+                        Some(k) => {
+                            k.run(chunk, a..b, &[], &mut scratch.line_out)
+                                .map_err(|e| ScanError::Game {
+                                    game: u64::from(games.start) + 1,
+                                    message: e.to_string(),
+                                })?;
+                            for (d, src) in dst.iter_mut().zip(scratch.line_out.bits.iter_mut()) {
+                                *d = std::mem::take(src);
+                            }
+                        }
+                        None => dst.fill(u64::MAX),
+                    }
+                }
+            }
+            if !cq.may_match(&info.summary) {
+                continue;
+            }
+            let chunk = self.store.chunk(c);
             cq.run(chunk, a..b, &scratch.game_values, &mut scratch.out)
                 .map_err(|e| ScanError::Game {
                     game: u64::from(games.start) + 1,
@@ -484,14 +542,59 @@ impl<'s> StoreMatcher<'s> {
         // The kernel's pre-selection is a necessary condition; the
         // interpreter decides each pre-selected game (and side effects).
         let pending = std::mem::take(found);
-        for &(g, _, _) in &pending {
+        for &(g, ref range, _) in &pending {
             if self.stopped() {
                 break;
+            }
+            if !self.lines.is_empty() && !self.lines_may_match(base, range.clone(), scratch) {
+                continue;
             }
             self.interp_game(g, scratch, out)?;
         }
         scratch.found = pending;
         Ok(())
+    }
+
+    /// Whether every top-level line can match at some pre-selected
+    /// position of the game whose positions are bits `range` of the batch
+    /// (first position `base`): its automaton run backwards over the game
+    /// with the constituents' bits (see `line_pre`).
+    fn lines_may_match(&self, base: u64, range: Range<usize>, scratch: &mut Scratch) -> bool {
+        let chunk_len = CHUNK_POSITIONS;
+        let bit = |words: &[u64], i: usize| (words[i / 64] >> (i % 64)) & 1 != 0;
+        let mut first_kernel = 0;
+        for line in &self.lines {
+            let kernels = first_kernel..first_kernel + line.kernels().len();
+            first_kernel = kernels.end;
+            let sets = &mut scratch.line_sets;
+            sets.clear();
+            sets.resize(range.len(), 0);
+            let mut found = false;
+            for i in range.clone().rev() {
+                let pos = base + i as u64;
+                let chunk = self.store.chunk(pos / chunk_len as u64);
+                let at = (pos % chunk_len as u64) as usize;
+                if !self.opts.variations && chunk.flags[at] & flags::MAINLINE == 0 {
+                    continue;
+                }
+                let set = line.step(
+                    |k| bit(&scratch.line_bits[kernels.start + k], i),
+                    sets[i - range.start],
+                );
+                if line.accepts(set) && bit(&scratch.batch_bits, i) {
+                    found = true;
+                    break;
+                }
+                let delta = usize::from(chunk.parent_delta[at]);
+                if delta != 0 && i >= range.start + delta {
+                    sets[i - delta - range.start] |= set;
+                }
+            }
+            if !found {
+                return false;
+            }
+        }
+        true
     }
 
     /// An unshared match bitmap: a pooled one whose games were all
@@ -561,6 +664,9 @@ impl GameMatcher for StoreMatcher<'_> {
             batch_bits: Vec::new(),
             found: Vec::new(),
             last_chunk: None,
+            line_out: ChunkOutput::new(),
+            line_bits: Vec::new(),
+            line_sets: Vec::new(),
         }
     }
 

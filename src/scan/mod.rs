@@ -8,6 +8,7 @@
 //! (`printer`, a sink).
 
 pub mod driver;
+pub mod line_pre;
 pub mod matcher;
 
 pub use driver::{

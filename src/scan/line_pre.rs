@@ -1,0 +1,307 @@
+//! Pre-selection for `line` filters: the JIT evaluates each constituent
+//! filter of a top-level `line --> C1 --> C2 ...` over whole chunks (one
+//! kernel per constituent, a match bitmap each), and a Thompson automaton
+//! over those bitmaps decides, per game, whether the line can match at some
+//! position the main kernel pre-selected. Games where it cannot are not
+//! handed to the interpreter, which still decides every other game exactly
+//! (values, comments, `firstmatch`, ranges ...).
+//!
+//! **Soundness.** The automaton accepts at a position whenever the
+//! interpreter's line could: a constituent's bitmap is a necessary
+//! condition for it (exact when the JIT lowers it whole; a constituent the
+//! JIT does not lower, such as one reading a variable, is all ones), every
+//! visible child is followed (ignoring `primary`/`secondary`, which only
+//! remove paths), and `nestban` and ranges, which only reject matches, are
+//! ignored. Lines the automaton does not model (`<--`, `singlecolor`, more
+//! than 64 states) are not pre-selected.
+//!
+//! **How it runs.** Positions are stored in PGN order, so every child
+//! comes after its parent. Walking a game's positions backwards, the set
+//! of states from which the rest of the line can be matched starting at a
+//! position is computed from its constituent bits and the union of its
+//! visible children's sets (a `u64`, one bit per state); the line can
+//! match at a position iff the start state is in its set.
+
+use crate::ir::{ExpandedQuery, Expr, LineAtom, LineFilter, LineItem, Node, Query};
+use crate::jit::{self, CompiledQuery, JitOptions};
+
+/// One automaton state.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// Consumes a position where constituent `.0` matches, then `.1`.
+    Test(usize, usize),
+    /// Goes on to both without consuming.
+    Split(usize, usize),
+    /// The line matched.
+    Accept,
+}
+
+/// A top-level line's automaton and its constituents' kernels.
+pub(super) struct LinePreselect {
+    states: Vec<State>,
+    start: usize,
+    /// Bit `s`: `Accept` is reachable from state `s` without consuming.
+    eps_accept: u64,
+    /// The kernel of each constituent (index of [`State::Test`]); `None`:
+    /// not compiled (treated as matching everywhere).
+    kernels: Vec<Option<CompiledQuery>>,
+}
+
+/// Most states the automaton may have (one bit each in a `u64`).
+const MAX_STATES: usize = 64;
+
+impl LinePreselect {
+    /// The pre-selectors of `q`'s top-level `line` filters that the
+    /// automaton models (none when none does).
+    pub(super) fn for_query(q: &ExpandedQuery, opts: &JitOptions) -> Vec<LinePreselect> {
+        q.body()
+            .iter()
+            .filter_map(|e| match &e.node {
+                Node::Line(l) => LinePreselect::new(q, l, opts),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn new(q: &ExpandedQuery, line: &LineFilter, opts: &JitOptions) -> Option<LinePreselect> {
+        if line.backward || line.params.singlecolor || line.automaton_states() > MAX_STATES {
+            return None;
+        }
+        let mut b = Builder {
+            states: vec![State::Accept],
+            filters: Vec::new(),
+        };
+        let start = b.seq(&line.items, 0);
+        if b.states.len() > MAX_STATES {
+            return None;
+        }
+        let opts = JitOptions {
+            values: false,
+            ..opts.clone()
+        };
+        let kernels = b
+            .filters
+            .iter()
+            .map(|f| {
+                let one = ExpandedQuery::new_unchecked(Query {
+                    header: q.header().clone(),
+                    body: vec![(*f).clone()],
+                    vars: q.vars().to_vec(),
+                });
+                jit::compile(&one, &opts)
+                    .ok()
+                    .filter(|cq| cq.game_slots().is_empty())
+            })
+            .collect();
+        let mut eps_accept = 1u64 << 0;
+        loop {
+            let before = eps_accept;
+            for (s, st) in b.states.iter().enumerate() {
+                if let State::Split(x, y) = *st
+                    && (eps_accept >> x) & 1 | (eps_accept >> y) & 1 != 0
+                {
+                    eps_accept |= 1 << s;
+                }
+            }
+            if eps_accept == before {
+                break;
+            }
+        }
+        Some(LinePreselect {
+            states: b.states,
+            start,
+            eps_accept,
+            kernels,
+        })
+    }
+
+    /// The constituents' kernels (`None`: matches everywhere).
+    pub(super) fn kernels(&self) -> &[Option<CompiledQuery>] {
+        &self.kernels
+    }
+
+    /// The states reachable at a position: `bit(k)` says whether
+    /// constituent `k` matches there, `children` is the union of the sets of
+    /// its visible children. The result always holds `Accept`.
+    pub(super) fn step(&self, bit: impl Fn(usize) -> bool, children: u64) -> u64 {
+        let mut ok = 1u64; // Accept is state 0.
+        for (s, st) in self.states.iter().enumerate() {
+            if let State::Test(k, next) = *st
+                && ((self.eps_accept | children) >> next) & 1 != 0
+                && bit(k)
+            {
+                ok |= 1 << s;
+            }
+        }
+        loop {
+            let before = ok;
+            for (s, st) in self.states.iter().enumerate() {
+                if let State::Split(x, y) = *st
+                    && ((ok >> x) | (ok >> y)) & 1 != 0
+                {
+                    ok |= 1 << s;
+                }
+            }
+            if ok == before {
+                return ok;
+            }
+        }
+    }
+
+    /// Whether a set from [`LinePreselect::step`] lets the line match at
+    /// its position.
+    pub(super) fn accepts(&self, set: u64) -> bool {
+        (set >> self.start) & 1 != 0
+    }
+
+    /// One line of `explain --plan`: the automaton's states and what its
+    /// constituents' kernels compute.
+    pub(super) fn describe(&self) -> String {
+        let exact = self
+            .kernels
+            .iter()
+            .flatten()
+            .filter(|k| k.plan().is_exact())
+            .count();
+        format!(
+            "an automaton of {} states over the bitmaps of {} constituent kernel(s) ({} exact, {} a pre-selection, {} not compiled: all positions) skips the games where the line cannot match",
+            self.states.len(),
+            self.kernels.len(),
+            exact,
+            self.kernels.iter().flatten().count() - exact,
+            self.kernels.iter().filter(|k| k.is_none()).count(),
+        )
+    }
+}
+
+/// `explain --plan`'s lines on the pre-selection of `q`'s top-level
+/// `line` filters (none when the kernel's plan is exact or no line is
+/// modelled).
+pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<String> {
+    if cq.plan().is_exact() {
+        return Vec::new();
+    }
+    LinePreselect::for_query(q, opts)
+        .iter()
+        .map(|l| format!("line pre-selection: {}", l.describe()))
+        .collect()
+}
+
+/// Thompson construction (the interpreter's, over constituent indices).
+struct Builder<'e> {
+    states: Vec<State>,
+    filters: Vec<&'e Expr>,
+}
+
+impl<'e> Builder<'e> {
+    fn push(&mut self, s: State) -> usize {
+        self.states.push(s);
+        self.states.len() - 1
+    }
+
+    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
+        items
+            .iter()
+            .rev()
+            .fold(next, |next, it| self.item(it, next))
+    }
+
+    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Filter(e) => {
+                self.filters.push(e);
+                self.push(State::Test(self.filters.len() - 1, next))
+            }
+            LineAtom::Group(g) => self.seq(g, next),
+        }
+    }
+
+    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
+        let mut next = next;
+        match it.max {
+            None => {
+                let split = self.push(State::Split(0, next));
+                let body = self.atom(&it.atom, split);
+                self.states[split] = State::Split(body, next);
+                next = split;
+            }
+            Some(max) => {
+                for _ in it.min..max {
+                    let body = self.atom(&it.atom, next);
+                    next = self.push(State::Split(body, next));
+                }
+            }
+        }
+        for _ in 0..it.min {
+            next = self.atom(&it.atom, next);
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preselect(text: &str) -> Option<LinePreselect> {
+        let parsed = crate::syntax::parse(text).expect("parses");
+        let q = crate::transform::expand(&parsed, &crate::transform::Limits::default())
+            .expect("expands")
+            .query;
+        LinePreselect::for_query(&q, &JitOptions::default()).pop()
+    }
+
+    /// Runs the automaton backwards over one line of play whose positions
+    /// have the given constituent bits; the positions where it accepts.
+    fn accepting(l: &LinePreselect, bits: &[&[bool]]) -> Vec<usize> {
+        let mut child = 0u64;
+        let mut out = Vec::new();
+        for i in (0..bits.len()).rev() {
+            let set = l.step(|k| bits[i][k], child);
+            if l.accepts(set) {
+                out.push(i);
+            }
+            child = set;
+        }
+        out.reverse();
+        out
+    }
+
+    #[test]
+    fn line_automaton_accepts_where_the_sequence_starts() {
+        let l = preselect("line --> check --> check --> check").expect("modelled");
+        assert_eq!(l.kernels().len(), 3);
+        let c = [true, true, true];
+        let n = [false, false, false];
+        // Checks at 1, 2, 3 and 4: the line starts at 1 and 2.
+        assert_eq!(accepting(&l, &[&n, &c, &c, &c, &c, &n]), vec![1, 2]);
+        assert_eq!(accepting(&l, &[&c, &c, &n, &c, &c]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn line_automaton_handles_repetition_and_empty_matches() {
+        // `check+ --> mate`: one or more checks, then a mate.
+        let l = preselect("line --> check+ --> mate").expect("modelled");
+        let check = |c: bool, m: bool| -> Vec<bool> {
+            // One kernel per Test state, built back to front: `mate` first,
+            // then the copies of `check`.
+            (0..l.kernels().len())
+                .map(|k| if k == 0 { m } else { c })
+                .collect()
+        };
+        let (c, m, n) = (check(true, false), check(false, true), check(false, false));
+        assert_eq!(accepting(&l, &[&n, &c, &c, &m]), vec![1, 2]);
+        // `check*` alone matches everywhere (an empty match).
+        let l = preselect("line --> check*").expect("modelled");
+        let n = vec![false; l.kernels().len()];
+        assert_eq!(accepting(&l, &[&n, &n]), vec![0, 1]);
+    }
+
+    #[test]
+    fn lines_the_automaton_does_not_model_are_left_alone() {
+        assert!(preselect("line <-- check <-- check").is_none());
+        assert!(preselect("line singlecolor --> check --> check").is_none());
+        assert!(preselect("line --> check{70}").is_none());
+        assert!(preselect("check").is_none());
+    }
+}
