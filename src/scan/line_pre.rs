@@ -1,8 +1,11 @@
-//! Pre-selection for `line` filters: the JIT evaluates each constituent
-//! filter of a top-level `line --> C1 --> C2 ...` over whole chunks (one
-//! kernel per constituent, a match bitmap each), and a Thompson automaton
-//! over those bitmaps decides, per game, whether the line can match at some
-//! position the main kernel pre-selected. Games where it cannot are not
+//! Pre-selection for `line` and `find` filters: the JIT evaluates each
+//! constituent filter of a top-level `line --> C1 --> C2 ...` over whole
+//! chunks (one kernel per constituent, a match bitmap each; the kernel of
+//! a constituent `A and B` or `{A B}` lowers the conjuncts it can), and a
+//! Thompson automaton over those bitmaps decides, per game, whether the
+//! line can match at some position the main kernel pre-selected. A
+//! top-level forward `find F` (whose range, if any, needs a position) is
+//! the line `true* --> F`. Games where it cannot are not
 //! handed to the interpreter, which still decides every other game exactly
 //! (values, comments, `firstmatch`, ranges ...).
 //!
@@ -22,7 +25,7 @@
 //! visible children's sets (a `u64`, one bit per state); the line can
 //! match at a position iff the start state is in its set.
 
-use crate::ir::{ExpandedQuery, Expr, LineAtom, LineFilter, LineItem, Node, Query};
+use crate::ir::{ExpandedQuery, Expr, FindFilter, LineAtom, LineFilter, LineItem, Node, Query};
 use crate::jit::{self, CompiledQuery, JitOptions};
 
 /// One automaton state.
@@ -57,13 +60,14 @@ impl LinePreselect {
         q.body()
             .iter()
             .filter_map(|e| match &e.node {
-                Node::Line(l) => LinePreselect::new(q, l, opts),
+                Node::Line(l) => LinePreselect::line(q, l, opts),
+                Node::Find(f) => LinePreselect::find(q, f, opts),
                 _ => None,
             })
             .collect()
     }
 
-    fn new(q: &ExpandedQuery, line: &LineFilter, opts: &JitOptions) -> Option<LinePreselect> {
+    fn line(q: &ExpandedQuery, line: &LineFilter, opts: &JitOptions) -> Option<LinePreselect> {
         if line.backward || line.params.singlecolor || line.automaton_states() > MAX_STATES {
             return None;
         }
@@ -75,6 +79,33 @@ impl LinePreselect {
         if b.states.len() > MAX_STATES {
             return None;
         }
+        LinePreselect::compile(q, b, start, opts)
+    }
+
+    /// A forward `find` that needs a position where F matches (not one
+    /// whose range admits none): the line `true* --> F`, F's own position
+    /// included.
+    fn find(q: &ExpandedQuery, f: &FindFilter, opts: &JitOptions) -> Option<LinePreselect> {
+        if f.backward || f.range.is_some_and(|(min, _)| min < 1) {
+            return None;
+        }
+        let mut b = Builder {
+            states: vec![State::Accept],
+            filters: vec![None, Some(&*f.body)],
+        };
+        let found = b.push(State::Test(1, 0));
+        let split = b.push(State::Split(found, 0));
+        let skip = b.push(State::Test(0, split));
+        b.states[split] = State::Split(found, skip);
+        LinePreselect::compile(q, b, split, opts)
+    }
+
+    fn compile(
+        q: &ExpandedQuery,
+        b: Builder<'_>,
+        start: usize,
+        opts: &JitOptions,
+    ) -> Option<LinePreselect> {
         let opts = JitOptions {
             values: false,
             ..opts.clone()
@@ -83,9 +114,11 @@ impl LinePreselect {
             .filters
             .iter()
             .map(|f| {
+                let mut body = Vec::new();
+                conjuncts(f.as_deref()?, &mut body);
                 let one = ExpandedQuery::new_unchecked(Query {
                     header: q.header().clone(),
-                    body: vec![(*f).clone()],
+                    body,
                     vars: q.vars().to_vec(),
                 });
                 jit::compile(&one, &opts)
@@ -164,7 +197,7 @@ impl LinePreselect {
             .filter(|k| k.plan().is_exact())
             .count();
         format!(
-            "an automaton of {} states over the bitmaps of {} constituent kernel(s) ({} exact, {} a pre-selection, {} not compiled: all positions) skips the games where the line cannot match",
+            "an automaton of {} states over the bitmaps of {} constituent kernel(s) ({} exact, {} a pre-selection, {} not compiled: all positions) skips the games where the line or find cannot match",
             self.states.len(),
             self.kernels.len(),
             exact,
@@ -183,14 +216,33 @@ pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<
     }
     LinePreselect::for_query(q, opts)
         .iter()
-        .map(|l| format!("line pre-selection: {}", l.describe()))
+        .map(|l| format!("sequence pre-selection: {}", l.describe()))
         .collect()
 }
 
-/// Thompson construction (the interpreter's, over constituent indices).
+/// `e`'s conjuncts, each a filter that must match wherever `e` matches:
+/// the operands of `and` and the filters of a `{ }` block, recursively (so
+/// that the JIT lowers those it can even when it cannot lower all).
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match &e.node {
+        Node::And(a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        Node::Block(items) if !items.is_empty() => {
+            for i in items {
+                conjuncts(i, out);
+            }
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+/// Thompson construction (the interpreter's, over constituent indices;
+/// a `None` constituent matches everywhere).
 struct Builder<'e> {
     states: Vec<State>,
-    filters: Vec<&'e Expr>,
+    filters: Vec<Option<&'e Expr>>,
 }
 
 impl<'e> Builder<'e> {
@@ -209,7 +261,7 @@ impl<'e> Builder<'e> {
     fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
             LineAtom::Filter(e) => {
-                self.filters.push(e);
+                self.filters.push(Some(e));
                 self.push(State::Test(self.filters.len() - 1, next))
             }
             LineAtom::Group(g) => self.seq(g, next),
@@ -303,5 +355,20 @@ mod tests {
         assert!(preselect("line singlecolor --> check --> check").is_none());
         assert!(preselect("line --> check{70}").is_none());
         assert!(preselect("check").is_none());
+        assert!(preselect("find <-- check").is_none());
+        assert!(preselect("find 0 3 check").is_none());
+    }
+
+    #[test]
+    fn find_is_true_star_then_its_filter() {
+        let l = preselect("find quiet (mate and parent:check)").expect("modelled");
+        // `true` (not compiled) and F, whose conjunct `mate` is lowered.
+        assert!(l.kernels()[0].is_none());
+        assert!(l.kernels()[1].is_some());
+        let (m, n) = ([true, true], [true, false]);
+        // A mate at 3: every position up to it may find it.
+        assert_eq!(accepting(&l, &[&n, &n, &n, &m, &n]), vec![0, 1, 2, 3]);
+        assert!(preselect("find all mate").is_some());
+        assert!(preselect("find 2 5 mate").is_some());
     }
 }
