@@ -7,8 +7,9 @@
 //! Two suites: the anchor queries ([`SUITE`], the default), evaluated
 //! position by position where the JIT's kernels apply, and the sequence
 //! queries ([`SEQUENCES`], `--suite sequences`), which relate several
-//! positions of a game (`line`, `find`, `echo`) and which the JIT leaves
-//! to the interpreter.
+//! positions of a game (`line`, `find`, `echo`): the JIT pre-selects the
+//! games where a top-level `line` or `find` can match (`scan::line_pre`)
+//! and leaves the rest, and `echo`, to the interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
 //! default it runs on a prefix of the store (`--interp-games`); on that
@@ -411,8 +412,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                         .count() as u64;
                     // A kernel that lowers no filter sends every game to the
                     // interpreter, so it is as slow as the interpreter: it is
-                    // timed on the interpreter's prefix.
-                    let interp_only = cq.plan().jit.is_empty();
+                    // timed on the interpreter's prefix. A sequence
+                    // pre-selection (`line`, `find`) skips games: the whole
+                    // store.
+                    let sequence_notes = cqlj::scan::line_pre::explain(
+                        &prepared.query,
+                        cq,
+                        &cqlj::jit::JitOptions::default(),
+                    );
+                    let interp_only = cq.plan().jit.is_empty() && sequence_notes.is_empty();
                     let (games, n_games) = if interp_only {
                         (&prefix, n_prefix)
                     } else {
@@ -442,6 +450,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                         skipped,
                         store.n_chunks()
                     );
+                    for note in &sequence_notes {
+                        println!("{:<46} plan   {note}", "");
+                    }
                     if interp_only {
                         println!(
                             "{:<46} plan   interpreter only: the kernel lowers no filter{}",
