@@ -61,13 +61,8 @@ pub const UNSUPPORTED: &[&str] = &[
     "readfile",
     "writefile",
     "appendfile",
-    "pieceid",
-    "type",
-    "colortype",
     "hascomment",
     "originalcomment",
-    "loop",
-    "while",
     "settag",
     "removecomment",
     "zobristkey",
@@ -229,6 +224,12 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "atomic",
     "dictionary",
     "local",
+    "pieceid",
+    "piecename",
+    "type",
+    "colortype",
+    "loop",
+    "while",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -1257,8 +1258,13 @@ impl Parser<'_, '_> {
             "light" => self.prefix_op(Prefix::Light, start, bp::PREFIX),
             "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
             "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
-            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename" => {
+            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename"
+            | "pieceid" | "piecename" | "type" | "colortype" => {
                 let (f, arg_bp) = match w.as_str() {
+                    "pieceid" => (ir::Builtin::PieceId, bp::SET_ARG),
+                    "piecename" => (ir::Builtin::PieceName, bp::SET_ARG),
+                    "type" => (ir::Builtin::Type, bp::SET_ARG),
+                    "colortype" => (ir::Builtin::ColorType, bp::SET_ARG),
                     "sqrt" => (ir::Builtin::Sqrt, bp::ABS_ARG),
                     "str" => (ir::Builtin::Str, bp::PREFIX),
                     "int" => (ir::Builtin::Int, bp::PREFIX),
@@ -1427,6 +1433,19 @@ impl Parser<'_, '_> {
             "square" | "piece" => {
                 let all = self.eat_ident("all").is_some();
                 let var = self.name("a variable name")?;
+                if w == "piece" && !all && self.peek().tok == Tok::Assign {
+                    // `piece x = S`: a piece assignment.
+                    self.bump();
+                    let value = self.expr(bp::ASSIGN_RHS)?;
+                    let span = start.join(value.span);
+                    return Ok(Expr::new(
+                        ExprKind::PieceAssign {
+                            var,
+                            value: Box::new(value),
+                        },
+                        span,
+                    ));
+                }
                 if self.eat_ident("in").is_none() {
                     let got = self.peek().clone();
                     return Err(self.error(
@@ -1449,6 +1468,25 @@ impl Parser<'_, '_> {
                         domain: Box::new(domain),
                         body: Box::new(body),
                     },
+                    span,
+                ))
+            }
+            "loop" => {
+                let body = self.expr(bp::LOWEST)?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Loop, vec![body]),
+                    span,
+                ))
+            }
+            "while" => {
+                self.expect(&Tok::LParen, "`(` after `while`")?;
+                let cond = self.expr(bp::LOWEST)?;
+                self.expect(&Tok::RParen, "`)` after the condition of `while (...`")?;
+                let body = self.expr(bp::LOWEST)?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::While, vec![cond, body]),
                     span,
                 ))
             }
