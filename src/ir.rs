@@ -688,7 +688,8 @@ pub enum Builtin {
     /// square of S (pieces are numbered from 0 in ascending square order
     /// a1, b1, ..., h8 in the game's first position; a piece keeps its
     /// number when it moves or promotes); no match unless S is one
-    /// occupied square.
+    /// occupied square. Of a piece variable (CQL 6.2): the id of its piece,
+    /// also where that piece is not on the board.
     PieceId,
     /// `piecename S` (string): the letter of the piece on the one square of
     /// S, upper case for white, lower case for black, `_` when empty; no

@@ -245,6 +245,17 @@ impl Evaluator<'_, '_> {
             }
             (Builtin::PieceVar(v), _) => Some(Value::Set(self.piece_var_set(v.0, at)?)),
             (Builtin::PieceAssign(v), [a]) => self.piece_assign(v.0, a, at)?,
+            // CQL 6.2: `pieceid x` of a piece variable is its piece's id,
+            // also where the piece is not on the board.
+            (Builtin::PieceId, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
+                match &a.node {
+                    Node::Builtin(Builtin::PieceVar(v), _) => match self.var_slot(v.0)? {
+                        Some(Value::Piece(id)) => Some(num(i64::from(id.0))),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
             (Builtin::PieceId, [a]) => self
                 .single_square(a, at)?
                 .and_then(|sq| self.piece_ids().id_at(at, sq))

@@ -407,6 +407,11 @@ impl Parser<'_, '_> {
         t
     }
 
+    /// Whether the next token is a name that is not a keyword.
+    fn peek_is_name(&mut self) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(s) if !is_keyword(s))
+    }
+
     fn at_ident(&mut self, w: &str) -> bool {
         matches!(&self.peek().tok, Tok::Ident(s) if s == w)
     }
@@ -445,6 +450,49 @@ impl Parser<'_, '_> {
             Tok::Eof => "the end of the query".to_owned(),
             other => format!("`{}`", tok_text(other)),
         }
+    }
+
+    /// `square [all] x in S F`, `piece [all] x in S F` (after the keyword
+    /// and `all`), and `piece x = S`.
+    fn square_loop(&mut self, w: &str, all: bool, start: Span) -> PResult<Expr> {
+        let var = self.name("a variable name")?;
+        if w == "piece" && !all && self.peek().tok == Tok::Assign {
+            // `piece x = S`: a piece assignment.
+            self.bump();
+            let value = self.expr(bp::ASSIGN_RHS)?;
+            let span = start.join(value.span);
+            return Ok(Expr::new(
+                ExprKind::PieceAssign {
+                    var,
+                    value: Box::new(value),
+                },
+                span,
+            ));
+        }
+        if self.eat_ident("in").is_none() {
+            let got = self.peek().clone();
+            return Err(self.error(
+                got.span,
+                format!(
+                    "expected `in` after `{w} {}`, found {}",
+                    var.name,
+                    Self::describe(&got.tok)
+                ),
+            ));
+        }
+        let domain = self.expr(bp::SET_ARG)?;
+        let body = self.expr(bp::LOWEST)?;
+        let span = start.join(body.span);
+        Ok(Expr::new(
+            ExprKind::Loop {
+                piece: w == "piece",
+                all,
+                var,
+                domain: Box::new(domain),
+                body: Box::new(body),
+            },
+            span,
+        ))
     }
 
     fn expect(&mut self, t: &Tok, what: &str) -> PResult<Span> {
@@ -1430,46 +1478,18 @@ impl Parser<'_, '_> {
                 ))
             }
             "move" => self.move_filter(start),
+            // `∀x∊S F` is `square all x in S F`, `∀◭x∊S F` `piece all x in S
+            // F` (CQL 6.2).
+            "all" if self.at_ident("piece") || self.at_ident("square") || self.peek_is_name() => {
+                let piece = self.eat_ident("piece").is_some();
+                if !piece {
+                    self.eat_ident("square");
+                }
+                self.square_loop(if piece { "piece" } else { "square" }, true, start)
+            }
             "square" | "piece" => {
                 let all = self.eat_ident("all").is_some();
-                let var = self.name("a variable name")?;
-                if w == "piece" && !all && self.peek().tok == Tok::Assign {
-                    // `piece x = S`: a piece assignment.
-                    self.bump();
-                    let value = self.expr(bp::ASSIGN_RHS)?;
-                    let span = start.join(value.span);
-                    return Ok(Expr::new(
-                        ExprKind::PieceAssign {
-                            var,
-                            value: Box::new(value),
-                        },
-                        span,
-                    ));
-                }
-                if self.eat_ident("in").is_none() {
-                    let got = self.peek().clone();
-                    return Err(self.error(
-                        got.span,
-                        format!(
-                            "expected `in` after `{w} {}`, found {}",
-                            var.name,
-                            Self::describe(&got.tok)
-                        ),
-                    ));
-                }
-                let domain = self.expr(bp::SET_ARG)?;
-                let body = self.expr(bp::LOWEST)?;
-                let span = start.join(body.span);
-                Ok(Expr::new(
-                    ExprKind::Loop {
-                        piece: w == "piece",
-                        all,
-                        var,
-                        domain: Box::new(domain),
-                        body: Box::new(body),
-                    },
-                    span,
-                ))
+                self.square_loop(&w, all, start)
             }
             "loop" => {
                 let body = self.expr(bp::LOWEST)?;
