@@ -380,7 +380,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             } => self.if_filter(cond, then, otherwise.as_deref(), at),
             Block(items) => self.block(items, at),
             Assign { var, value } => self.assign(var.0, value, at),
-            Var(v) => Ok(self.var_value(v.0)?.clone()),
+            // A piece variable read as `x` (the IR's `PieceVar` form is the
+            // parser's; both read the piece's square here).
+            Var(v) => match self.var_value(v.0)? {
+                Some(Value::Piece(_)) => Ok(Some(Value::Set(self.piece_var_set(v.0, at)?))),
+                value => Ok(value.clone()),
+            },
             Sort { label, min, arg } => self.sort(e, label, *min, arg, at),
             Comment(args) => {
                 let text = self.render(args, at)?;

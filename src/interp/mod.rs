@@ -207,7 +207,7 @@ pub enum InterpError {
     /// A `loop` or `while` ran more than `limit` iterations at one
     /// position.
     #[error(
-        "filter at {span:?}: this {keyword} ran more than {limit} iterations at one position; its body must stop matching (or its condition fail)"
+        "filter at {span:?}: this {keyword} ran more than {limit} iterations at one position without stopping (a loop stops when its body fails, a while when its condition fails)"
     )]
     LoopTooLong {
         /// The filter's source span (start, end).

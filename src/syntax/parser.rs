@@ -1768,6 +1768,27 @@ impl Parser<'_, '_> {
                 if let Tok::OpAssign(op) = self.peek_tok() {
                     return self.op_assign(name, op, start);
                 }
+                // CQL 6.2: `x∊S F` (the symbol, not the word `in`) is a
+                // square loop, `square x in S F`.
+                let next = self.peek().span;
+                if self.at_ident("in")
+                    && self.src.get(next.start as usize..next.end as usize) == Some("∊")
+                {
+                    self.bump();
+                    let domain = self.expr(bp::SET_ARG)?;
+                    let body = self.expr(bp::LOWEST)?;
+                    let span = start.join(body.span);
+                    return Ok(Expr::new(
+                        ExprKind::Loop {
+                            piece: false,
+                            all: false,
+                            var: name,
+                            domain: Box::new(domain),
+                            body: Box::new(body),
+                        },
+                        span,
+                    ));
+                }
                 if self.peek_tok() == Tok::LBracket {
                     let target = Expr::new(ExprKind::Ident(name.name), start);
                     // `D[k] = v` here; `S[i]` and `D[k]` go on as operands.
