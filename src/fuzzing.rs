@@ -36,10 +36,10 @@ use shakmaty::{CastlingMode, Chess};
 use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
-    ArithOp, Bitboard, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind, LineAtom,
-    LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PieceSet,
-    PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel, Var,
-    VarId,
+    ArithOp, Bitboard, Builtin, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind,
+    LineAtom, LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node, PawnSet,
+    PieceSet, PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel,
+    Var, VarId,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -1211,10 +1211,15 @@ impl Gen<'_> {
                     Kind::Numeric,
                 )
             }
-            _ => e(
-                Node::Count(Box::new(self.expr(d, Kind::Set))),
-                Kind::Numeric,
-            ),
+            _ => {
+                // Piece identity and contents (interpreter only).
+                let f =
+                    [Builtin::PieceId, Builtin::Type, Builtin::ColorType][self.below(3) as usize];
+                e(
+                    Node::Builtin(f, vec![self.expr(d, Kind::Set)]),
+                    Kind::Numeric,
+                )
+            }
         }
     }
 

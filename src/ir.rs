@@ -675,6 +675,39 @@ pub enum Builtin {
     DictCount(VarId),
     /// `unbind D[k]` (logical, always matches): removes the entry of key k.
     DictRemove(VarId),
+    /// A piece variable read (set, no arguments): the square of the piece
+    /// it holds in the current position; empty when that piece is not on
+    /// the board there (captured, or in another line of the game tree) or
+    /// the variable is unbound.
+    PieceVar(VarId),
+    /// `piece x = S` (logical): binds piece variable x to the piece on the
+    /// one square of S (one argument); no match (x unchanged) when S is
+    /// not exactly one occupied square.
+    PieceAssign(VarId),
+    /// `pieceid S` (numeric): the identity number of the piece on the one
+    /// square of S (pieces are numbered from 0 in ascending square order
+    /// a1, b1, ..., h8 in the game's first position; a piece keeps its
+    /// number when it moves or promotes); no match unless S is one
+    /// occupied square. Of a piece variable (CQL 6.2): the id of its piece,
+    /// also where that piece is not on the board.
+    PieceId,
+    /// `piecename S` (string): the letter of the piece on the one square of
+    /// S, upper case for white, lower case for black, `_` when empty; no
+    /// match unless S is one square.
+    PieceName,
+    /// `type S` (numeric): the type of the piece on the one square of S
+    /// (pawn 1, knight 2, bishop 3, rook 4, queen 5, king 6; empty 0); no
+    /// match unless S is one square.
+    Type,
+    /// `colortype S` (numeric): `type S` for a white piece, its negation
+    /// for a black one (0 when empty).
+    ColorType,
+    /// `loop F` (logical): evaluates F again and again until it does not
+    /// match; matches iff F matched at least once.
+    Loop,
+    /// `while (C) F` (logical, always matches; arguments C then F):
+    /// evaluates F as long as C matches (whether F matches or not).
+    While,
 }
 
 impl Builtin {
@@ -705,6 +738,14 @@ impl Builtin {
             Builtin::DictGet(_) | Builtin::DictSet(_) => "[]",
             Builtin::DictCount(_) => "#",
             Builtin::DictRemove(_) => "unbind",
+            Builtin::PieceVar(_) => "piece variable",
+            Builtin::PieceAssign(_) => "piece",
+            Builtin::PieceId => "pieceid",
+            Builtin::PieceName => "piecename",
+            Builtin::Type => "type",
+            Builtin::ColorType => "colortype",
+            Builtin::Loop => "loop",
+            Builtin::While => "while",
         }
     }
 
@@ -734,7 +775,9 @@ impl Builtin {
             | Builtin::DictGet(v)
             | Builtin::DictSet(v)
             | Builtin::DictCount(v)
-            | Builtin::DictRemove(v) => Some(v),
+            | Builtin::DictRemove(v)
+            | Builtin::PieceVar(v)
+            | Builtin::PieceAssign(v) => Some(v),
             _ => None,
         }
     }
@@ -1364,9 +1407,13 @@ impl Expr {
             | Node::Sort { .. }
             | Node::Comment(_)
             | Node::Message(_)
-            | Node::Builtin(Builtin::Unbind(_) | Builtin::DictSet(_) | Builtin::DictRemove(_), _) => {
-                true
-            }
+            | Node::Builtin(
+                Builtin::Unbind(_)
+                | Builtin::DictSet(_)
+                | Builtin::DictRemove(_)
+                | Builtin::PieceAssign(_),
+                _,
+            ) => true,
             _ => {
                 let mut any = false;
                 self.for_each_child(|c| any |= c.has_side_effects());

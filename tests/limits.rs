@@ -353,6 +353,46 @@ fn limits_line_steps_are_an_error_not_a_hang() {
     assert!(err.to_string().contains("steps"), "{err}");
 }
 
+#[test]
+fn limits_loop_and_while_iterations_are_an_error_not_a_hang() {
+    let dir = Scratch::new("loops");
+    let (store, _) = import(&dir, b"[Event \"a\"]\n\n1. e4 e5 *\n\n");
+    // A loop that stops, and a while whose condition fails, complete.
+    assert_eq!(
+        run(
+            &store,
+            "initial x = 0 loop {x = x + 1 x < 1000} while (x > 0) x = x - 1 x == 0",
+            Engine::Interp
+        ),
+        [(0, 1)]
+    );
+    for (query, keyword) in [
+        ("initial x = 0 loop {x = x + 1}", "loop"),
+        ("initial x = 0 while (true) x = x + 1", "while"),
+    ] {
+        let q = syntax::parse(query).expect("parses");
+        let ex = transform::expand(&q, &Limits::default()).expect("expands");
+        let plan = RunPlan {
+            engine: Engine::Auto,
+            variations: false,
+        };
+        let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
+        let err = scan(
+            &matcher,
+            0..store.n_games(),
+            &ScanOptions::default(),
+            &AtomicBool::new(false),
+            &mut Collect::default(),
+        )
+        .expect_err("over the iteration limit");
+        let text = err.to_string();
+        assert!(
+            text.contains(keyword) && text.contains("iterations"),
+            "{text}"
+        );
+    }
+}
+
 /// A game's text over `MAX_GAME_BYTES` (here a 17 MiB comment) is skipped
 /// with a reason and keeps its number; the next game imports, serially and
 /// threaded alike, and memory stays bounded (the text is not kept).

@@ -274,8 +274,8 @@ fn syntax_several_errors_reported() {
 
 #[test]
 fn syntax_unsupported_keyword_message() {
-    let d = syntax::parse("check\n  pieceid K").expect_err("bad");
-    assert_eq!(d.items[0].message, "not supported yet: pieceid");
+    let d = syntax::parse("check\n  zobristkey").expect_err("bad");
+    assert_eq!(d.items[0].message, "not supported yet: zobristkey");
     assert_eq!((d.items[0].line, d.items[0].col), (2, 3));
 }
 

@@ -16,6 +16,9 @@ use crate::ir::{
 
 type R<T> = Result<T, InterpError>;
 
+/// The most iterations a `loop` or `while` may run at one position.
+pub(crate) const MAX_LOOP_ITERATIONS: u64 = 1_000_000;
+
 /// One evaluation of the query body at one position (or several, for
 /// filters that look at a parent position), with the game's state.
 pub(crate) struct Evaluator<'a, 'g> {
@@ -56,6 +59,7 @@ fn describe(v: &Option<Value>) -> String {
         Some(Value::Str(_)) => "a string".into(),
         Some(Value::Position(_)) => "a position".into(),
         Some(Value::Matched) => "a logical match".into(),
+        Some(Value::Piece(_)) => "a piece".into(),
     }
 }
 
@@ -376,7 +380,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             } => self.if_filter(cond, then, otherwise.as_deref(), at),
             Block(items) => self.block(items, at),
             Assign { var, value } => self.assign(var.0, value, at),
-            Var(v) => Ok(self.var_value(v.0)?.clone()),
+            // A piece variable read as `x` (the IR's `PieceVar` form is the
+            // parser's; both read the piece's square here).
+            Var(v) => match self.var_value(v.0)? {
+                Some(Value::Piece(_)) => Ok(Some(Value::Set(self.piece_var_set(v.0, at)?))),
+                value => Ok(value.clone()),
+            },
             Sort { label, min, arg } => self.sort(e, label, *min, arg, at),
             Comment(args) => {
                 let text = self.render(args, at)?;
@@ -389,6 +398,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 Ok(Some(Value::Matched))
             }
             Orbit { count, elements } => self.orbit(e.kind, *count, elements, at),
+            Builtin(crate::ir::Builtin::Loop, args) => self.repeat(e, None, args, at),
+            Builtin(crate::ir::Builtin::While, args) => {
+                self.repeat(e, args.first(), args.get(1..).unwrap_or_default(), at)
+            }
             Builtin(f, args) => self.builtin(*f, args, at),
             At { .. }
             | TreeLeaf(_)
@@ -659,13 +672,25 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         at: u32,
     ) -> R<Option<Value>> {
         let mut squares = self.set(domain, at)?;
-        if piece {
+        let ids = if piece {
             squares &= Bitboard(self.rec(at)?.occupied());
-        }
+            Some(self.piece_ids())
+        } else {
+            None
+        };
         let mut hits = Bitboard::EMPTY;
         let mut every = true;
         for s in squares {
-            *self.var_slot(var)? = Some(Value::Set(Bitboard::from_square(s)));
+            let value = match &ids {
+                // A piece loop binds the piece on s (every occupied square
+                // has one, in a consistent store).
+                Some(ids) => match ids.id_at(at, s) {
+                    Some(id) => Value::Piece(id),
+                    None => continue,
+                },
+                None => Value::Set(Bitboard::from_square(s)),
+            };
+            *self.var_slot(var)? = Some(value);
             if self.matches(body, at)? {
                 hits.add(s);
             } else {
@@ -677,6 +702,46 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         } else {
             Some(Value::Set(hits))
         })
+    }
+
+    /// `loop F` (no `cond`): evaluates F until it does not match; matches
+    /// iff F matched at least once. `while (C) F`: evaluates F (matching or
+    /// not) as long as C matches; always matches (CQL 6.2). Either stops
+    /// with [`InterpError::LoopTooLong`] after [`MAX_LOOP_ITERATIONS`]
+    /// iterations at one position, instead of running on.
+    fn repeat(
+        &mut self,
+        e: &Expr,
+        cond: Option<&Expr>,
+        body: &[Expr],
+        at: u32,
+    ) -> R<Option<Value>> {
+        let Some(body) = body.first() else {
+            return Err(Self::dispatch_error(e, "a loop without a body"));
+        };
+        let mut n: u64 = 0;
+        loop {
+            let go = match cond {
+                Some(c) => self.matches(c, at)?,
+                None => true,
+            };
+            if !go {
+                break;
+            }
+            if n >= MAX_LOOP_ITERATIONS {
+                return Err(InterpError::LoopTooLong {
+                    span: span_of(e),
+                    keyword: if cond.is_some() { "while" } else { "loop" },
+                    limit: MAX_LOOP_ITERATIONS,
+                });
+            }
+            let matched = self.matches(body, at)?;
+            if cond.is_none() && !matched {
+                break;
+            }
+            n += 1;
+        }
+        Ok((cond.is_some() || n > 0).then_some(Value::Matched))
     }
 
     /// `X + Y`, `-`, `*`, `/`, `%` on integers, as CQL 6.2 computes them
@@ -1003,6 +1068,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     fn render(&mut self, args: &[Expr], at: u32) -> R<String> {
         let mut out = String::new();
         for a in args {
+            if let Node::Builtin(crate::ir::Builtin::PieceVar(v), _) = &a.node {
+                let text = self.piece_var_text(v.0, at)?;
+                out.push_str(&text);
+                continue;
+            }
             let v = if a.kind == Kind::Set {
                 Some(Value::Set(self.set(a, at)?))
             } else {

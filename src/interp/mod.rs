@@ -26,6 +26,7 @@ mod board;
 mod eval;
 mod line;
 mod moves;
+mod pieces;
 mod sequence;
 mod strings;
 
@@ -38,6 +39,8 @@ use std::sync::{Arc, Mutex};
 use crate::ir::{Builtin, ExpandedQuery, Expr, Kind, Node, Span, VarId};
 use cqlj_runtime::bitboard::Bitboard;
 use cqlj_runtime::layout::PositionRecord;
+
+pub use pieces::{PieceId, PieceIds};
 
 /// One game as the interpreter sees it.
 ///
@@ -113,6 +116,9 @@ pub enum Value {
     Position(u32),
     /// A logical filter matched (it has no value).
     Matched,
+    /// A piece (the value a piece variable holds; reading the variable
+    /// yields the piece's square in the position read).
+    Piece(PieceId),
 }
 
 /// The value of a sort key for one game.
@@ -196,6 +202,19 @@ pub enum InterpError {
         /// The `line` filter's source span (start, end).
         span: (u32, u32),
         /// The step limit.
+        limit: u64,
+    },
+    /// A `loop` or `while` ran more than `limit` iterations at one
+    /// position.
+    #[error(
+        "filter at {span:?}: this {keyword} ran more than {limit} iterations at one position without stopping (a loop stops when its body fails, a while when its condition fails)"
+    )]
+    LoopTooLong {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// `loop` or `while`.
+        keyword: &'static str,
+        /// The iteration limit.
         limit: u64,
     },
     /// A stored position that is not a legal chess position (its legal
@@ -386,6 +405,7 @@ impl Interpreter {
                     Some(Value::Set(b)) => eval::squares_text(b),
                     Some(Value::Position(p)) => format!("position {p}"),
                     Some(Value::Matched) => "true".to_owned(),
+                    Some(Value::Piece(id)) => format!("piece {}", id.0),
                     None => "<unbound>".to_owned(),
                 };
                 (name, text, *quiet)
@@ -425,6 +445,7 @@ impl Interpreter {
             sort_values: vec![None; self.sorts.len()],
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
+            pieces: pieces::PieceCache::default(),
             groups: strings::Groups::default(),
             regexes: strings::RegexCache::default(),
             dicts,
@@ -552,6 +573,9 @@ pub struct State {
     /// The game tree's index (children, `positionid`s), built at the first
     /// game-tree filter of the game.
     tree: sequence::TreeCache,
+    /// The game's piece identities, built at the first filter that needs
+    /// them.
+    pieces: pieces::PieceCache,
     /// The groups of the game's last successful `~~`.
     groups: strings::Groups,
     /// Patterns of `~~` that are not literals, compiled (`None`: invalid).

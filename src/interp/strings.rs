@@ -15,7 +15,7 @@ use shakmaty::Square;
 
 use super::eval::{Evaluator, squares_text};
 use super::{InterpError, Value};
-use crate::ir::{Builtin, Expr, Kind};
+use crate::ir::{Builtin, Expr, Kind, Node};
 
 type R<T> = Result<T, InterpError>;
 
@@ -142,6 +142,14 @@ impl Evaluator<'_, '_> {
         let string = Value::Str;
         Ok(match (f, args) {
             (Builtin::Sqrt, [a]) => self.num(a, at)?.filter(|n| *n >= 0).map(|n| num(isqrt(n))),
+            (Builtin::Str, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
+                match &a.node {
+                    Node::Builtin(Builtin::PieceVar(v), _) => {
+                        Some(string(self.piece_var_text(v.0, at)?))
+                    }
+                    _ => None,
+                }
+            }
             (Builtin::Str, [a]) => {
                 let v = if a.kind == Kind::Set {
                     Some(Value::Set(self.set(a, at)?))
@@ -235,6 +243,41 @@ impl Evaluator<'_, '_> {
                     }
                 }
             }
+            (Builtin::PieceVar(v), _) => Some(Value::Set(self.piece_var_set(v.0, at)?)),
+            (Builtin::PieceAssign(v), [a]) => self.piece_assign(v.0, a, at)?,
+            // CQL 6.2: `pieceid x` of a piece variable is its piece's id,
+            // also where the piece is not on the board.
+            (Builtin::PieceId, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
+                match &a.node {
+                    Node::Builtin(Builtin::PieceVar(v), _) => match self.var_slot(v.0)? {
+                        Some(Value::Piece(id)) => Some(num(i64::from(id.0))),
+                        _ => None,
+                    },
+                    _ => None,
+                }
+            }
+            (Builtin::PieceId, [a]) => self
+                .single_square(a, at)?
+                .and_then(|sq| self.piece_ids().id_at(at, sq))
+                .map(|id| num(i64::from(id.0))),
+            (Builtin::PieceName, [a]) => match self.single_square(a, at)? {
+                None => None,
+                Some(sq) => {
+                    let c = self.piece_on(at, sq)?.map_or('_', |p| p.char());
+                    Some(string(c.to_string()))
+                }
+            },
+            (Builtin::Type | Builtin::ColorType, [a]) => match self.single_square(a, at)? {
+                None => None,
+                Some(sq) => Some(num(self.piece_on(at, sq)?.map_or(0, |p| {
+                    let t = i64::from(p.role as u8);
+                    if f == Builtin::ColorType && p.color == shakmaty::Color::Black {
+                        -t
+                    } else {
+                        t
+                    }
+                }))),
+            },
             (Builtin::RegexMatch, [s, p]) => self.regex_match(s, p, at)?,
             (Builtin::Group(n), _) => self.group(n).map(|(_, text)| string(text.clone())),
             (Builtin::GroupIndex(n), _) => self.group(n).map(|(i, _)| num(*i as i64)),
@@ -373,6 +416,7 @@ impl Evaluator<'_, '_> {
             Value::Str(s) => s,
             Value::Position(p) => self.position_text(p),
             Value::Matched => "true".to_owned(),
+            Value::Piece(id) => format!("piece {}", id.0),
         }
     }
 }

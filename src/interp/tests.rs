@@ -1198,3 +1198,43 @@ fn legal_moves_are_pseudo_legal() {
         assert_eq!(pseudo.len(), legal.len() + extra, "{fen}");
     }
 }
+
+#[test]
+fn piece_ids_follow_moves_per_line() {
+    let sq = |s: &str| s.parse::<shakmaty::Square>().expect("square");
+    let mut g = GameBuilder::new(chess_from_fen(START));
+    // Mainline: castling, then an en passant capture; a variation where
+    // the e-pawn is captured instead.
+    let e4 = g.play_san(0, "e4");
+    g.line(e4, "Nf6 e5 d5 exd6 Qxd6 Nf3 Qd5 Be2 Qe4 O-O");
+    g.line(e4, "d5 exd5 Qxd5");
+    let game = GameView {
+        number: 1,
+        tags: NO_TAGS,
+        positions: &g.records,
+    };
+    let ids = PieceIds::new(&game);
+    let last = g.records.len() as u32 - 1;
+    // White's pieces are 0..15 in square order, black's pawns 16..23,
+    // black's back rank 24..31.
+    assert_eq!(ids.id_at(0, sq("a1")), Some(PieceId(0)));
+    assert_eq!(ids.id_at(0, sq("e2")), Some(PieceId(12)));
+    assert_eq!(ids.id_at(0, sq("d7")), Some(PieceId(19)));
+    assert_eq!(ids.id_at(0, sq("h8")), Some(PieceId(31)));
+    assert_eq!(ids.id_at(0, sq("e4")), None);
+    // The variation's last position: the e-pawn (12) was taken on d5 by
+    // the queen, and black's d-pawn (19) is gone too.
+    assert_eq!(ids.piece_at(last, PieceId(12)), None);
+    assert_eq!(ids.piece_at(last, PieceId(19)), None);
+    assert_eq!(ids.id_at(last, sq("d5")), Some(PieceId(27)));
+    // The mainline after castling: the rook went h1 -> f1; the e-pawn (12)
+    // took the d-pawn (19) en passant and was taken on d6 by the queen (27).
+    let castled = (0..=last)
+        .filter(|&p| ids.id_at(p, sq("g1")) == Some(PieceId(4)))
+        .min()
+        .expect("the king castles");
+    assert_eq!(ids.piece_at(castled, PieceId(7)), Some(sq("f1")));
+    assert_eq!(ids.piece_at(castled, PieceId(12)), None, "captured on d6");
+    assert_eq!(ids.piece_at(castled, PieceId(19)), None, "taken en passant");
+    assert_eq!(ids.piece_at(castled, PieceId(27)), Some(sq("e4")));
+}

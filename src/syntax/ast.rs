@@ -177,6 +177,11 @@ pub(crate) enum ExprKind {
         var: Name,
         value: Box<Expr>,
     },
+    /// `piece x = S`: binds piece variable x to the piece on S.
+    PieceAssign {
+        var: Name,
+        value: Box<Expr>,
+    },
     Sort {
         label: Option<String>,
         min: bool,
@@ -446,6 +451,10 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         ExprKind::Assign { var, value } => {
             kids.push(value);
             format!("Assign {}", var.name)
+        }
+        ExprKind::PieceAssign { var, value } => {
+            kids.push(value);
+            format!("PieceAssign {}", var.name)
         }
         ExprKind::Sort { label, min, arg } => {
             kids.push(arg);

@@ -645,6 +645,12 @@ impl<'s> Lexer<'s> {
             i += n;
         }
         let rest = &src[i..];
+        // CQL 6.2: `◭x` (a lone `◭` glued to a name) declares a piece
+        // variable, `◭x∊S F` being `piece x in S F`.
+        if !bracket && squares.is_none() && letters == "Aa" && rest.starts_with(is_ident_char) {
+            self.pos = i;
+            return Tok::Ident("piece".to_owned());
+        }
         if rest.starts_with(is_ident_char) {
             let n = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
             diags.error(

@@ -45,6 +45,9 @@ struct Lowerer<'a, 'd> {
     reported_names: HashSet<String>,
     /// Variables declared by `persistent`.
     persistent: HashSet<VarId>,
+    /// Piece variables (of `piece` loops and `piece x = S`): they hold a
+    /// piece, read as its square in each position ([`ir::Builtin::PieceVar`]).
+    piece_vars: HashSet<VarId>,
     /// Dictionaries by name.
     dicts: HashMap<String, Dict>,
 }
@@ -86,6 +89,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         loop_vars: HashMap::new(),
         reported_names: HashSet::new(),
         persistent: HashSet::new(),
+        piece_vars: HashSet::new(),
         dicts: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
@@ -397,6 +401,46 @@ impl<'a> Lowerer<'a, '_> {
         )
     }
 
+    /// `piece x = S`: x becomes (or already is) a piece variable.
+    fn piece_assign(&mut self, var: &ast::Name, value: &'a ast::Expr, span: Span) -> LResult {
+        if let Some(lv) = self.loop_vars.get(&var.name).copied() {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "cannot assign to `{}`: it is the variable of the loop at {}",
+                    var.name,
+                    self.pos_text(lv.span)
+                ),
+            ));
+        }
+        if let Some(id) = self.var_ids.get(&var.name)
+            && !self.piece_vars.contains(id)
+        {
+            return Err(self.err(
+                var.span,
+                format!(
+                    "`{}` already holds a {} value, so it cannot become a piece variable",
+                    var.name, self.vars[id.0 as usize].kind
+                ),
+            ));
+        }
+        let v = match self.sub(value) {
+            Ok(v) => v,
+            Err(failed) => {
+                self.reported_names.insert(var.name.clone());
+                return Err(failed);
+            }
+        };
+        let v = self.want_set(v, "a piece assignment")?;
+        let id = self.declare(var, Kind::Set)?;
+        self.piece_vars.insert(id);
+        self.mk(
+            Node::Builtin(ir::Builtin::PieceAssign(id), vec![v]),
+            Kind::Logical,
+            span,
+        )
+    }
+
     /// A string is needed: anything else is an error naming `what`.
     fn want_string(&mut self, e: Expr, what: &str) -> LResult {
         if e.kind == Kind::String {
@@ -440,11 +484,21 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 Kind::String
             }
-            B::TypeName => {
+            B::TypeName | B::PieceName => {
                 for a in lowered {
                     out.push(self.want_set(a, &what)?);
                 }
                 Kind::String
+            }
+            B::PieceId | B::Type | B::ColorType => {
+                for a in lowered {
+                    out.push(self.want_set(a, &what)?);
+                }
+                Kind::Numeric
+            }
+            B::Loop | B::While => {
+                out = lowered;
+                Kind::Logical
             }
             B::Ascii => {
                 let mut kind = Kind::String;
@@ -819,6 +873,9 @@ impl<'a> Lowerer<'a, '_> {
                     _ => {}
                 }
                 let id = self.declare(var, Kind::Set)?;
+                if *piece {
+                    self.piece_vars.insert(id);
+                }
                 let lv = LoopVar {
                     piece: *piece,
                     active: true,
@@ -890,6 +947,17 @@ impl<'a> Lowerer<'a, '_> {
                         ),
                     ));
                 }
+                if let Some(id) = self.var_ids.get(&var.name)
+                    && self.piece_vars.contains(id)
+                {
+                    return Err(self.err(
+                        var.span,
+                        format!(
+                            "cannot assign to piece variable `{}`: bind it with `piece {} = S`",
+                            var.name, var.name
+                        ),
+                    ));
+                }
                 let v = match self.sub(value) {
                     Ok(v) => v,
                     Err(failed) => {
@@ -918,6 +986,7 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
+            ExprKind::PieceAssign { var, value } => self.piece_assign(var, value, span),
             ExprKind::Sort { label, min, arg } => {
                 let a = self.sub(arg)?;
                 let (a, kind) = match (&a.node, a.kind) {
@@ -1329,6 +1398,13 @@ impl<'a> Lowerer<'a, '_> {
             ));
         }
         if let Some(&id) = self.var_ids.get(name) {
+            if self.piece_vars.contains(&id) {
+                return self.mk(
+                    Node::Builtin(ir::Builtin::PieceVar(id), Vec::new()),
+                    Kind::Set,
+                    span,
+                );
+            }
             let kind = self.vars[id.0 as usize].kind;
             return self.mk(Node::Var(id), kind, span);
         }

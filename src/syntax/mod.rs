@@ -20,7 +20,7 @@
 //! | 10 | `or` |
 //! | 20 | `and` |
 //! | 30 | `not` (its operand includes everything below) |
-//! | 40 | `in` / `∊` |
+//! | 40 | `in` / `∊` (after a designator or expression; after a name `∊` starts a loop) |
 //! | 50 | `< <= == >= > !=` (`≤ ≥ ≠`); a chain `a == b == c` means `a == b and b == c` |
 //! | 51 | right side of an assignment `x = ...` and of `x += ...` (`-= *= /= %= |= &=`: `x op= F` is `x = x op (F)`) |
 //! | 60 | `+ -` (`+` of two strings concatenates); the operand of `abs`, `sqrt` |
@@ -47,6 +47,12 @@
 //! it starts a designator. A dictionary is declared at its first use
 //! (`[local] dictionary D[key] = value`), which fixes its key and value
 //! kinds.
+//!
+//! Loops in CQL 6.2's symbols: a name followed by `∊` starts a square loop
+//! (`x∊S F` is `square x in S F`, never `x in S`), `◭` glued to a name
+//! declares a piece variable (`◭x∊S F` is `piece x in S F`), and `∀` before
+//! either makes it an `all` loop (`∀x∊S F`, `∀◭x∊S F`). `piece x = S` binds
+//! a piece variable; `while (C) F` needs its parentheses.
 //!
 //! Kinds: a set in numeric context (arithmetic, `abs`, `max`, `<`, a set
 //! compared with a number, `sort`) stands for its size and is lowered to an

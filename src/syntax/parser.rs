@@ -61,13 +61,8 @@ pub const UNSUPPORTED: &[&str] = &[
     "readfile",
     "writefile",
     "appendfile",
-    "pieceid",
-    "type",
-    "colortype",
     "hascomment",
     "originalcomment",
-    "loop",
-    "while",
     "settag",
     "removecomment",
     "zobristkey",
@@ -229,6 +224,12 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "atomic",
     "dictionary",
     "local",
+    "pieceid",
+    "piecename",
+    "type",
+    "colortype",
+    "loop",
+    "while",
 ];
 
 /// True if `word` is a keyword: a word of [`KEYWORDS`] or a transform
@@ -406,6 +407,11 @@ impl Parser<'_, '_> {
         t
     }
 
+    /// Whether the next token is a name that is not a keyword.
+    fn peek_is_name(&mut self) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(s) if !is_keyword(s))
+    }
+
     fn at_ident(&mut self, w: &str) -> bool {
         matches!(&self.peek().tok, Tok::Ident(s) if s == w)
     }
@@ -444,6 +450,49 @@ impl Parser<'_, '_> {
             Tok::Eof => "the end of the query".to_owned(),
             other => format!("`{}`", tok_text(other)),
         }
+    }
+
+    /// `square [all] x in S F`, `piece [all] x in S F` (after the keyword
+    /// and `all`), and `piece x = S`.
+    fn square_loop(&mut self, w: &str, all: bool, start: Span) -> PResult<Expr> {
+        let var = self.name("a variable name")?;
+        if w == "piece" && !all && self.peek().tok == Tok::Assign {
+            // `piece x = S`: a piece assignment.
+            self.bump();
+            let value = self.expr(bp::ASSIGN_RHS)?;
+            let span = start.join(value.span);
+            return Ok(Expr::new(
+                ExprKind::PieceAssign {
+                    var,
+                    value: Box::new(value),
+                },
+                span,
+            ));
+        }
+        if self.eat_ident("in").is_none() {
+            let got = self.peek().clone();
+            return Err(self.error(
+                got.span,
+                format!(
+                    "expected `in` after `{w} {}`, found {}",
+                    var.name,
+                    Self::describe(&got.tok)
+                ),
+            ));
+        }
+        let domain = self.expr(bp::SET_ARG)?;
+        let body = self.expr(bp::LOWEST)?;
+        let span = start.join(body.span);
+        Ok(Expr::new(
+            ExprKind::Loop {
+                piece: w == "piece",
+                all,
+                var,
+                domain: Box::new(domain),
+                body: Box::new(body),
+            },
+            span,
+        ))
     }
 
     fn expect(&mut self, t: &Tok, what: &str) -> PResult<Span> {
@@ -1257,8 +1306,13 @@ impl Parser<'_, '_> {
             "light" => self.prefix_op(Prefix::Light, start, bp::PREFIX),
             "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
             "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
-            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename" => {
+            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename"
+            | "pieceid" | "piecename" | "type" | "colortype" => {
                 let (f, arg_bp) = match w.as_str() {
+                    "pieceid" => (ir::Builtin::PieceId, bp::SET_ARG),
+                    "piecename" => (ir::Builtin::PieceName, bp::SET_ARG),
+                    "type" => (ir::Builtin::Type, bp::SET_ARG),
+                    "colortype" => (ir::Builtin::ColorType, bp::SET_ARG),
                     "sqrt" => (ir::Builtin::Sqrt, bp::ABS_ARG),
                     "str" => (ir::Builtin::Str, bp::PREFIX),
                     "int" => (ir::Builtin::Int, bp::PREFIX),
@@ -1424,31 +1478,35 @@ impl Parser<'_, '_> {
                 ))
             }
             "move" => self.move_filter(start),
+            // `∀x∊S F` is `square all x in S F`, `∀◭x∊S F` `piece all x in S
+            // F` (CQL 6.2).
+            "all" if self.at_ident("piece") || self.at_ident("square") || self.peek_is_name() => {
+                let piece = self.eat_ident("piece").is_some();
+                if !piece {
+                    self.eat_ident("square");
+                }
+                self.square_loop(if piece { "piece" } else { "square" }, true, start)
+            }
             "square" | "piece" => {
                 let all = self.eat_ident("all").is_some();
-                let var = self.name("a variable name")?;
-                if self.eat_ident("in").is_none() {
-                    let got = self.peek().clone();
-                    return Err(self.error(
-                        got.span,
-                        format!(
-                            "expected `in` after `{w} {}`, found {}",
-                            var.name,
-                            Self::describe(&got.tok)
-                        ),
-                    ));
-                }
-                let domain = self.expr(bp::SET_ARG)?;
+                self.square_loop(&w, all, start)
+            }
+            "loop" => {
                 let body = self.expr(bp::LOWEST)?;
                 let span = start.join(body.span);
                 Ok(Expr::new(
-                    ExprKind::Loop {
-                        piece: w == "piece",
-                        all,
-                        var,
-                        domain: Box::new(domain),
-                        body: Box::new(body),
-                    },
+                    ExprKind::Builtin(ir::Builtin::Loop, vec![body]),
+                    span,
+                ))
+            }
+            "while" => {
+                self.expect(&Tok::LParen, "`(` after `while`")?;
+                let cond = self.expr(bp::LOWEST)?;
+                self.expect(&Tok::RParen, "`)` after the condition of `while (...`")?;
+                let body = self.expr(bp::LOWEST)?;
+                let span = start.join(body.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::While, vec![cond, body]),
                     span,
                 ))
             }
@@ -1709,6 +1767,27 @@ impl Parser<'_, '_> {
                 };
                 if let Tok::OpAssign(op) = self.peek_tok() {
                     return self.op_assign(name, op, start);
+                }
+                // CQL 6.2: `x∊S F` (the symbol, not the word `in`) is a
+                // square loop, `square x in S F`.
+                let next = self.peek().span;
+                if self.at_ident("in")
+                    && self.src.get(next.start as usize..next.end as usize) == Some("∊")
+                {
+                    self.bump();
+                    let domain = self.expr(bp::SET_ARG)?;
+                    let body = self.expr(bp::LOWEST)?;
+                    let span = start.join(body.span);
+                    return Ok(Expr::new(
+                        ExprKind::Loop {
+                            piece: false,
+                            all: false,
+                            var: name,
+                            domain: Box::new(domain),
+                            body: Box::new(body),
+                        },
+                        span,
+                    ));
                 }
                 if self.peek_tok() == Tok::LBracket {
                     let target = Expr::new(ExprKind::Ident(name.name), start);

@@ -416,7 +416,34 @@ impl Printer<'_> {
                 | Builtin::Ascii,
                 [a],
             ) => self.prefix(&format!("{} ", f.keyword()), a, bp::PREFIX),
-            (Builtin::TypeName, [a]) => self.prefix("typename ", a, bp::SET_ARG),
+            (
+                Builtin::TypeName
+                | Builtin::PieceName
+                | Builtin::PieceId
+                | Builtin::Type
+                | Builtin::ColorType,
+                [a],
+            ) => self.prefix(&format!("{} ", f.keyword()), a, bp::SET_ARG),
+            (Builtin::PieceVar(v), _) => atom(self.var(v)),
+            (Builtin::PieceAssign(v), [value]) => {
+                let d = self.doc(value);
+                let (t, open, po) = if d.prec < bp::ASSIGN_RHS {
+                    (format!("({})", d.text), ATOM, false)
+                } else {
+                    (d.text, d.open, d.params_open)
+                };
+                Doc {
+                    text: format!("piece {} = {t}", self.var(v)),
+                    prec: ATOM,
+                    open: open.min(bp::ASSIGN_RHS),
+                    params_open: po,
+                }
+            }
+            (Builtin::Loop, [body]) => self.low("loop ".to_owned(), body),
+            (Builtin::While, [cond, body]) => {
+                let c = self.doc(cond).text;
+                self.low(format!("while ({c}) "), body)
+            }
             (Builtin::Length, [a]) => self.prefix("#", a, bp::SET_ARG),
             (Builtin::Concat, [a, b]) => self.infix(a, "+", b, bp::ADD, true),
             (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),

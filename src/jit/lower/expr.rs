@@ -6,7 +6,8 @@ use cranelift_codegen::ir::{InstBuilder, InstructionData, Opcode, Value, ValueDe
 
 use super::{Comb, Lower, Lowered, V};
 use crate::ir::{
-    ArithOp, CmpOp, CurrentMoveFact, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp, Side,
+    ArithOp, Builtin, CmpOp, CurrentMoveFact, Expr, Kind, Node, PawnSet, PieceSet, PinValue, SetOp,
+    Side,
 };
 use crate::jit::{GameSlot, JitError, NotLowered, fused};
 use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
@@ -23,7 +24,11 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some(NotLowered::StringTags),
         Node::CurrentTransform => Some(NotLowered::CurrentTransform),
         Node::CurrentPosition => Some(NotLowered::PositionValues),
-        Node::Var(_) | Node::Assign { .. } => Some(NotLowered::Variables),
+        Node::Var(_)
+        | Node::Assign { .. }
+        | Node::Builtin(Builtin::PieceVar(_) | Builtin::PieceAssign(_), _) => {
+            Some(NotLowered::Variables)
+        }
         Node::Builtin(f, _) => Some(NotLowered::Builtin(f.keyword())),
         Node::Sort { .. } => Some(NotLowered::Sort),
         Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
