@@ -398,9 +398,35 @@ fn cql3_errors_name_the_keyword_and_its_position() {
     let cases = [
         (
             "(match (position :tagmatch ((position Ka1))))",
-            "`:tagmatch`",
-            17,
+            "`:tagmatch` needs a tag name",
+            27,
         ),
+        (
+            "(match :forany x R (position :tagmatch y R))",
+            "no tag `y` is declared",
+            29,
+        ),
+        (
+            "(match :forany x R :forany x N (position))",
+            "the tag `x` is declared twice",
+            19,
+        ),
+        (
+            "(match :forany a R :forany b R :forany c R (position))",
+            "at most two tags",
+            31,
+        ),
+        (
+            "(match :forany a R (position $a :relation (:pattern)))",
+            "cannot have a `:relation`",
+            42,
+        ),
+        (
+            "(match :forany a-b R (position))",
+            "tag name of letters and digits",
+            15,
+        ),
+        ("(match :forany a R (position $a[z9]))", "`$a[z9]`", 29),
         (
             "(match (position :sequence (position Ka1)))",
             "`:sequence` needs a list of position lists",
@@ -467,7 +493,6 @@ fn cql3_errors_name_the_keyword_and_its_position() {
             "`:variations` in a nested position list",
             17,
         ),
-        ("(match :forany x R (position))", "`:forany`", 7),
         ("(match (position :frobnicate))", "`:frobnicate`", 17),
         ("(match :frob (position))", "`:frob`", 7),
         ("(match (position Rz9))", "`Rz9`", 17),

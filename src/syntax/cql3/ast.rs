@@ -174,6 +174,28 @@ pub enum Item {
     /// `:relation (...)`: some later position of the game relates to this
     /// one as the specifier says.
     Relation(Box<Relation>),
+    /// `$name[squares]`: the piece of the tag `name` stands on one of the
+    /// designator's squares (its `pieces` is `None`; all 64 squares: the
+    /// piece is on the board).
+    Tagged(String, Designator),
+    /// `:tagmatch name D`: the piece of the tag `name` and its square match
+    /// D.
+    TagMatch(String, Designator),
+}
+
+/// A tag declared by `:forany name D` in the match list (CQL 3 manual,
+/// tagging): the match list is tried with the tag bound to each piece of
+/// the game's initial position that matches D's piece types there or at a
+/// later position (a promoted pawn keeps its mark; D's squares are
+/// ignored); two tags are never bound to the same piece.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tag {
+    /// The tag's name (letters and digits).
+    pub name: String,
+    /// D's piece types (`None`: `?`, any).
+    pub pieces: Option<PieceSet>,
+    /// Where `:forany` was written.
+    pub span: Span,
 }
 
 /// Which side to move the later position of a `:relation` must have.
@@ -294,6 +316,8 @@ pub struct MatchList {
     pub players: Vec<String>,
     /// `:variations`: every position list also searches the variations.
     pub variations: bool,
+    /// The tags of `:forany`, in source order (at most two).
+    pub tags: Vec<Tag>,
     /// The position lists; each must match some position of the game.
     pub positions: Vec<PositionList>,
     /// The match list's text.
@@ -400,6 +424,19 @@ fn item_text(item: &Item) -> String {
             range_text(*r)
         ),
         Item::Relation(r) => format!(":relation {}", r.text()),
+        Item::Tagged(name, d) => {
+            if d.squares == Bitboard::FULL {
+                format!("${name}")
+            } else {
+                let sq = squares_text(d.squares);
+                if sq.starts_with('[') {
+                    format!("${name}{sq}")
+                } else {
+                    format!("${name}[{sq}]")
+                }
+            }
+        }
+        Item::TagMatch(name, d) => format!(":tagmatch {name} {}", designator_text(d)),
     }
 }
 
@@ -432,6 +469,14 @@ pub fn dump(m: &MatchList) -> String {
     }
     if m.variations {
         line("variations", String::new());
+    }
+    for t in &m.tags {
+        let d = Designator {
+            pieces: t.pieces,
+            squares: Bitboard::FULL,
+            span: t.span,
+        };
+        line("forany", format!("{} {}", t.name, designator_text(&d)));
     }
     for l in &m.positions {
         dump_list(l, 1, &mut out);

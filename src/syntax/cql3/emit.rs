@@ -89,6 +89,11 @@ fn count(d: &Designator, r: &Range) -> String {
     }
 }
 
+/// The CQL 6 piece variable of a CQL 3 tag.
+fn tag_var(name: &str) -> String {
+    format!("Tag{name}")
+}
+
 /// `N` (a count) compared with a `:relation` range, in parentheses.
 fn in_range(n: &str, r: &Range) -> String {
     match r.max {
@@ -195,6 +200,14 @@ fn item(i: &Item, pattern: Bitboard, b: &mut Budget) -> Result<String, TooLarge>
             }
         }
         Item::Relation(r) => relation(r, r.pattern.then_some(pattern), b),
+        Item::Tagged(name, d) => {
+            if d.squares == Bitboard::FULL {
+                tag_var(name)
+            } else {
+                format!("({} & {})", tag_var(name), squares_text(d.squares))
+            }
+        }
+        Item::TagMatch(name, d) => format!("({} & {})", tag_var(name), designator(d)),
     })
 }
 
@@ -344,6 +357,7 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
         });
     }
     if let [only] = m.positions.as_slice()
+        && m.tags.is_empty()
         && let Some(r) = only.matchcount
     {
         header.push(format!("matchcount {}", range_numbers(r)));
@@ -366,10 +380,25 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
             None => format!("(year >= {})", y.min),
         });
     }
-    if let [only] = m.positions.as_slice() {
+    if let ([only], []) = (m.positions.as_slice(), m.tags.as_slice()) {
         lines.push(list(only, &mut b)?);
     } else {
         lines.push("initial".to_owned());
+        // Tags: a piece loop over the initial position's pieces per tag,
+        // each bound piece matching its designator's types somewhere, the
+        // lists inside.
+        let mut open = 0;
+        for (k, t) in m.tags.iter().enumerate() {
+            let v = tag_var(&t.name);
+            lines.push(format!("piece {v} in [Aa] {{"));
+            open += 1;
+            for earlier in &m.tags[..k] {
+                lines.push(format!("not ({} & {v})", tag_var(&earlier.name)));
+            }
+            if let Some(p) = t.pieces {
+                lines.push(format!("find quiet ({v} & {})", p.to_cql()));
+            }
+        }
         for l in &m.positions {
             let range = l
                 .matchcount
@@ -377,6 +406,7 @@ pub fn query(m: &MatchList) -> Result<String, TooLarge> {
                 .unwrap_or_default();
             lines.push(format!("find quiet {range}{}", list(l, &mut b)?));
         }
+        lines.extend((0..open).map(|_| "}".to_owned()));
     }
     let mut out = lines.join("\n");
     out.push('\n');

@@ -4,7 +4,8 @@
 //! position; a keyword cqlj does not implement is refused by name.
 
 use super::ast::{
-    Designator, Flag, Item, MatchList, PositionList, Range, Relation, SideRule, TransformKeyword,
+    Designator, Flag, Item, MatchList, PositionList, Range, Relation, SideRule, Tag,
+    TransformKeyword,
 };
 use crate::ir::{Bitboard, GameResult, PieceSet, Span};
 use crate::syntax::diag::Diagnostics;
@@ -198,7 +199,7 @@ fn list_items(s: &Sexp) -> &[Sexp] {
 /// reason.
 fn unsupported_match_keyword(k: &str) -> Option<&'static str> {
     Some(match k {
-        "forany" => "tagging (`:forany`) is not implemented",
+        "forall" => "it is not a keyword of the CQL 3 manual's match list",
         _ => return None,
     })
 }
@@ -279,6 +280,35 @@ fn match_list(top: &Sexp) -> R<MatchList> {
                 once(m.variations)?;
                 m.variations = true;
             }
+            "forany" => {
+                let name = param("a tag name and a piece designator")?;
+                let name = match name.word() {
+                    Some(w) if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric()) => {
+                        w.to_owned()
+                    }
+                    _ => {
+                        return Err((
+                            name.span(),
+                            "`:forany` needs a tag name of letters and digits".to_owned(),
+                        ));
+                    }
+                };
+                let d = designator_param(param("a piece designator after the tag name")?)?;
+                if m.tags.iter().any(|t| t.name == name) {
+                    return Err((span, format!("the tag `{name}` is declared twice")));
+                }
+                if m.tags.len() == 2 {
+                    return Err((
+                        span,
+                        "at most two tags (`:forany`) per match list".to_owned(),
+                    ));
+                }
+                m.tags.push(Tag {
+                    name,
+                    pieces: d.pieces,
+                    span,
+                });
+            }
             "result" => {
                 once(m.result.is_some())?;
                 m.result = Some(result_param(param("a result")?)?);
@@ -306,7 +336,7 @@ fn match_list(top: &Sexp) -> R<MatchList> {
                 let msg = match unsupported_match_keyword(other) {
                     Some(why) => format!("CQL 3 keyword `:{other}` is not supported: {why}"),
                     None => format!(
-                        "unknown or unsupported CQL 3 match-list keyword `:{other}` (supported: :pgn :output :result :year :gamenumber :player :variations)"
+                        "unknown or unsupported CQL 3 match-list keyword `:{other}` (supported: :pgn :output :result :year :gamenumber :player :variations :forany)"
                     ),
                 };
                 return Err((span, msg));
@@ -320,7 +350,44 @@ fn match_list(top: &Sexp) -> R<MatchList> {
         ));
     }
     list_variations(&mut m)?;
+    check_tags(&m)?;
     Ok(m)
+}
+
+/// Every tag a list uses is declared by `:forany`, and a match list with
+/// tags has no `:relation` (the CQL 3 manual's rule).
+fn check_tags(m: &MatchList) -> R<()> {
+    fn walk(l: &PositionList, m: &MatchList) -> R<()> {
+        for item in &l.items {
+            match item {
+                Item::Tagged(name, d) | Item::TagMatch(name, d) => {
+                    if !m.tags.iter().any(|t| &t.name == name) {
+                        return Err((
+                            d.span,
+                            format!(
+                                "no tag `{name}` is declared: declare it with `:forany {name} D` in the match list"
+                            ),
+                        ));
+                    }
+                }
+                Item::Relation(r) if !m.tags.is_empty() => {
+                    return Err((
+                        r.span,
+                        "a match list with tags (`:forany`) cannot have a `:relation` (the CQL 3 manual's rule)".to_owned(),
+                    ));
+                }
+                Item::Nested(n) | Item::Not(n) => walk(n, m)?,
+                Item::Or(ls) | Item::And(ls) | Item::Sequence(ls) | Item::GappedSequence(ls) => {
+                    for n in ls {
+                        walk(n, m)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    m.positions.iter().try_for_each(|l| walk(l, m))
 }
 
 /// Whether a list's own items (not its nested lists') hold `:variations`
@@ -451,7 +518,7 @@ fn range_params(rest: &[Sexp], at: Span, k: &str, unlimited_ok: bool) -> R<(Rang
 }
 
 /// Standard position-list keywords that cqlj does not implement.
-const UNSUPPORTED_POSITION: [&str; 4] = ["relation", "nocheck", "noenpassant", "tagmatch"];
+const UNSUPPORTED_POSITION: [&str; 2] = ["nocheck", "noenpassant"];
 
 fn position_list(s: &Sexp) -> R<PositionList> {
     let all = list_items(s);
@@ -495,6 +562,10 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                         "`{word}`: the `!:` negation is a Scidb extension; write `:not (position :{negated})`"
                     ),
                 ));
+            }
+            if let Some(tagged) = word.strip_prefix('$') {
+                l.items.push(tag_designator(tagged, span)?);
+                continue;
             }
             l.items.push(Item::Designator(designator(word, span)?));
             continue;
@@ -592,6 +663,15 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                 }
                 l.matchcount = Some(r);
                 continue;
+            }
+            "tagmatch" => {
+                let name = next(&mut i, "a tag name and a piece designator")?;
+                let Some(name) = name.word().map(str::to_owned) else {
+                    return Err((name.span(), "`:tagmatch` needs a tag name".to_owned()));
+                };
+                let d = designator_param(next(&mut i, "a piece designator after the tag name")?)?;
+                // Errors about the tag point at the keyword.
+                Item::TagMatch(name, Designator { span, ..d })
             }
             "relation" => {
                 let p = next(&mut i, "a relation specifier `(...)`")?;
@@ -735,6 +815,39 @@ fn relation(p: &Sexp) -> R<Relation> {
         }
     }
     Ok(r)
+}
+
+/// `$name` or `$name[squares]` (after the `$`): the tag's piece on one of
+/// the squares.
+fn tag_designator(text: &str, span: Span) -> R<Item> {
+    let (name, squares) = match text.find('[') {
+        Some(i) => (&text[..i], &text[i..]),
+        None => (text, ""),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err((
+            span,
+            format!(
+                "`${text}`: a tag designator is `$name` or `$name[squares]`, the name of letters and digits"
+            ),
+        ));
+    }
+    let Some(squares) = square_part(squares) else {
+        return Err((
+            span,
+            format!(
+                "`${text}`: the squares of a tag designator are written in brackets, e.g. `${name}[a1,d4]`"
+            ),
+        ));
+    };
+    Ok(Item::Tagged(
+        name.to_owned(),
+        Designator {
+            pieces: None,
+            squares,
+            span,
+        },
+    ))
 }
 
 fn designator_param(p: &Sexp) -> R<Designator> {

@@ -353,6 +353,8 @@ fn geometry(l: &PositionList, t: &Transformation) -> Option<PositionList> {
                 // The relation's designators are never transformed (the
                 // CQL 3 manual); its allowable squares follow the list's.
                 Item::Relation(_) => item.clone(),
+                Item::Tagged(n, d) => Item::Tagged(n.clone(), designator(d, t)?),
+                Item::TagMatch(n, d) => Item::TagMatch(n.clone(), designator(d, t)?),
             })
         })
         .collect::<Option<Vec<_>>>()?;
@@ -397,6 +399,8 @@ pub fn color_flip(l: &PositionList) -> PositionList {
             Item::PieceCount(x, r) => Item::PieceCount(d(x), *r),
             Item::AttackCount(x, y, r) => Item::AttackCount(d(x), d(y), *r),
             Item::Relation(_) => item.clone(),
+            Item::Tagged(n, x) => Item::Tagged(n.clone(), d(x)),
+            Item::TagMatch(n, x) => Item::TagMatch(n.clone(), d(x)),
         })
         .collect();
     PositionList {
@@ -430,7 +434,12 @@ const EDGES: u64 = FILE_A | FILE_H | RANK_1 | RANK_8;
 fn designators_off_edges(l: &PositionList) -> bool {
     let ok = |d: &Designator| d.squares == Bitboard::FULL || d.squares.0 & EDGES == 0;
     l.items.iter().all(|item| match item {
-        Item::Designator(d) | Item::MoveFrom(d) | Item::MoveTo(d) | Item::PieceCount(d, _) => ok(d),
+        Item::Designator(d)
+        | Item::MoveFrom(d)
+        | Item::MoveTo(d)
+        | Item::PieceCount(d, _)
+        | Item::Tagged(_, d)
+        | Item::TagMatch(_, d) => ok(d),
         Item::AttackCount(d, e, _) => ok(d) && ok(e),
         Item::Flag(_) | Item::Result(_) | Item::Relation(_) => true,
         Item::Nested(n) | Item::Not(n) => designators_off_edges(n),
