@@ -32,6 +32,12 @@
 //!   is the body itself (its matching positions are the game's); with
 //!   several, each must match somewhere in the game: the body is `initial`
 //!   and a `find quiet` of each list.
+//! - Tags (`:forany NAME D`): the body is `initial` and one piece loop
+//!   per tag over the initial position's pieces (`piece TagNAME in
+//!   [Aa]`), each requiring `find quiet (TagNAME & D)` (D's piece types,
+//!   somewhere in the game) and, for a second tag, another piece; the
+//!   lists' `find quiet`s inside. `$NAME[s]` is `(TagNAME & s)`,
+//!   `:tagmatch NAME D` is `(TagNAME & D)`.
 //! - `:matchcount r` of a top-level list: the number of the game's
 //!   positions the list matches must lie in r. Alone, the list's range is
 //!   the header's `matchcount`; among several, its `find quiet r`.

@@ -8,7 +8,8 @@
 //! `(match (position ...))`); `;` starts a comment to the end of the line.
 //! Match-list keywords: `:pgn FILE`, `:output FILE`, `:result R` (`1-0`,
 //! `0-1`, `1/2-1/2`, `1/2`), `:year N [M]`, `:gamenumber N [M]` (one
-//! number: exactly N), `:player NAME`, `:variations`, then one or more `(position ...)` lists, each of
+//! number: exactly N), `:player NAME`, `:variations`, `:forany NAME D` (tags, see
+//! [`ast::Tag`]), then one or more `(position ...)` lists, each of
 //! which must match some position of the game (the initial position
 //! included). Position-list items: piece designators (`Ra1`, `[RQ][a-h1]`,
 //! `?d4` any piece or empty, `.d4` empty, `U` any piece, `A`/`a` any
@@ -19,7 +20,8 @@
 //! `:sequence (...)`, `:gappedsequence (...)`, `:variations`,
 //! `:variationsonly` (in every top-level list or none), `:movefrom D`, `:moveto D` (squares only), `:piececount D N [M|unlimited]`,
 //! `:attackcount D E 0|1 unlimited`, `:matchcount N [M|unlimited]`
-//! (top-level lists), `:relation (...)` (see [`ast::Relation`]), and the transformation keywords of
+//! (top-level lists), `:relation (...)` (see [`ast::Relation`]), `$NAME[squares]`
+//! and `:tagmatch NAME D` (tags), and the transformation keywords of
 //! seed 002 (see [`transform`] for their rules, CQL 3's shift edge rule
 //! and the composition order). Any other keyword is an error naming it.
 
