@@ -1211,15 +1211,10 @@ impl Gen<'_> {
                     Kind::Numeric,
                 )
             }
-            _ => {
-                // Piece identity and contents (interpreter only).
-                let f =
-                    [Builtin::PieceId, Builtin::Type, Builtin::ColorType][self.below(3) as usize];
-                e(
-                    Node::Builtin(f, vec![self.expr(d, Kind::Set)]),
-                    Kind::Numeric,
-                )
-            }
+            _ => e(
+                Node::Count(Box::new(self.expr(d, Kind::Set))),
+                Kind::Numeric,
+            ),
         }
     }
 
@@ -1463,9 +1458,9 @@ impl Gen<'_> {
 
     /// A numeric sequence or navigation filter: `depth`, `positionid`,
     /// `distance`, and (not a leaf) `line`, `find all`, `consecutivemoves`,
-    /// `P : N`.
+    /// `P : N`, `pieceid`/`type`/`colortype` (interpreter only too).
     fn numeric_sequence(&mut self, depth: u32, leaf: bool) -> Expr {
-        match self.below(if leaf { 3 } else { 7 }) {
+        match self.below(if leaf { 3 } else { 8 }) {
             0 => e(Node::TreeLeaf(TreeLeaf::Depth), Kind::Numeric),
             1 => e(Node::TreeLeaf(TreeLeaf::PositionId), Kind::Numeric),
             2 => {
@@ -1488,7 +1483,17 @@ impl Gen<'_> {
                     Kind::Numeric,
                 )
             }
-            _ => self.at(depth, Kind::Numeric),
+            6 => self.at(depth, Kind::Numeric),
+            _ => {
+                // Piece identity and contents (interpreter only, like the
+                // game-tree filters).
+                let f =
+                    [Builtin::PieceId, Builtin::Type, Builtin::ColorType][self.below(3) as usize];
+                e(
+                    Node::Builtin(f, vec![self.expr(depth, Kind::Set)]),
+                    Kind::Numeric,
+                )
+            }
         }
     }
 

@@ -403,6 +403,14 @@ impl<'a> Lowerer<'a, '_> {
 
     /// `piece x = S`: x becomes (or already is) a piece variable.
     fn piece_assign(&mut self, var: &ast::Name, value: &'a ast::Expr, span: Span) -> LResult {
+        // After its loop, a piece loop's variable may be bound again by a
+        // piece assignment (CQL 6.2); it is then an ordinary piece variable.
+        if let Some(lv) = self.loop_vars.get(&var.name).copied()
+            && lv.piece
+            && !lv.active
+        {
+            self.loop_vars.remove(&var.name);
+        }
         if let Some(lv) = self.loop_vars.get(&var.name).copied() {
             return Err(self.err(
                 var.span,
