@@ -360,15 +360,15 @@ fn check_tags(m: &MatchList) -> R<()> {
     fn walk(l: &PositionList, m: &MatchList) -> R<()> {
         for item in &l.items {
             match item {
-                Item::Tagged(name, d) | Item::TagMatch(name, d) => {
-                    if !m.tags.iter().any(|t| &t.name == name) {
-                        return Err((
-                            d.span,
-                            format!(
-                                "no tag `{name}` is declared: declare it with `:forany {name} D` in the match list"
-                            ),
-                        ));
-                    }
+                Item::Tagged(name, d) | Item::TagMatch(name, d)
+                    if !m.tags.iter().any(|t| &t.name == name) =>
+                {
+                    return Err((
+                        d.span,
+                        format!(
+                            "no tag `{name}` is declared: declare it with `:forany {name} D` in the match list"
+                        ),
+                    ));
                 }
                 Item::Relation(r) if !m.tags.is_empty() => {
                     return Err((
