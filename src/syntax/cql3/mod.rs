@@ -15,7 +15,7 @@
 //! `?d4` any piece or empty, `.d4` empty, `U` any piece, `A`/`a` any
 //! white/black piece, `I`/`i` white/black minor piece, `?` as a file or
 //! rank: all of them; the seeds' symbols ♔..♟, ○ ● ◑), nested position
-//! lists, `:wtm :btm :check :mate :stalemate :initial`, `:result R`,
+//! lists, `:wtm :btm :check :nocheck :mate :stalemate :initial`, `:result R`,
 //! `:not (position ...)`, `:or ((position ...) ...)`, `:and (...)`,
 //! `:sequence (...)`, `:gappedsequence (...)`, `:variations`,
 //! `:variationsonly` (in every top-level list or none), `:movefrom D`, `:moveto D` (squares only), `:piececount D N [M|unlimited]`,

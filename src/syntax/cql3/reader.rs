@@ -518,7 +518,7 @@ fn range_params(rest: &[Sexp], at: Span, k: &str, unlimited_ok: bool) -> R<(Rang
 }
 
 /// Standard position-list keywords that cqlj does not implement.
-const UNSUPPORTED_POSITION: [&str; 2] = ["nocheck", "noenpassant"];
+const UNSUPPORTED_POSITION: [&str; 1] = ["noenpassant"];
 
 fn position_list(s: &Sexp) -> R<PositionList> {
     let all = list_items(s);
@@ -664,6 +664,14 @@ fn position_list(s: &Sexp) -> R<PositionList> {
                 l.matchcount = Some(r);
                 continue;
             }
+            // `:nocheck`: the side to move is not in check (CQL 1's spelling
+            // of `:not (position :check)`).
+            "nocheck" => Item::Not(PositionList {
+                items: vec![Item::Flag(Flag::Check)],
+                transforms: Vec::new(),
+                matchcount: None,
+                span,
+            }),
             "tagmatch" => {
                 let name = next(&mut i, "a tag name and a piece designator")?;
                 let Some(name) = name.word().map(str::to_owned) else {
