@@ -28,6 +28,8 @@ pub struct File {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Header {
     pub(crate) options: ir::Header,
+    /// `result R` was given: the body starts with that `result` filter.
+    pub(crate) result: bool,
     pub(crate) span: Span,
 }
 

@@ -84,10 +84,11 @@ pub const UNSUPPORTED: &[&str] = &[
 ];
 
 /// The options of the `cql(...)` header.
-const HEADER_OPTIONS: [&str; 8] = [
+const HEADER_OPTIONS: [&str; 9] = [
     "input",
     "output",
     "variations",
+    "result",
     "matchstring",
     "gamenumber",
     "matchcount",
@@ -346,6 +347,7 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         line_depth: None,
         logical_stop: None,
         open_brackets: 0,
+        header_filters: Vec::new(),
         colon_stop: None,
     };
     let file = p.file();
@@ -378,6 +380,8 @@ struct Parser<'s, 'd> {
     /// The nesting depth of an index bound being parsed (`s[i:j]`): there
     /// a `:` ends the bound instead of being the position operator.
     colon_stop: Option<usize>,
+    /// Filters the header adds before the body (its `result R`).
+    header_filters: Vec<Expr>,
 }
 
 impl Parser<'_, '_> {
@@ -551,7 +555,10 @@ impl Parser<'_, '_> {
         } else {
             None
         };
-        let mut body = Vec::new();
+        // The header's `result R` is the filter `result R` before the body
+        // (CQL 6.2: with `matchcount 0` a game of another result matches
+        // too, as for the filter).
+        let mut body = std::mem::take(&mut self.header_filters);
         loop {
             if self.fatal {
                 return None;
@@ -576,7 +583,9 @@ impl Parser<'_, '_> {
                 },
             }
         }
-        if body.is_empty() && !self.diags.has_errors() {
+        if body.len() == usize::from(header.as_ref().is_some_and(|h| h.result))
+            && !self.diags.has_errors()
+        {
             let end = self.src.len();
             let _ = self.error(Span::new(end, end), "the query has no filters");
         }
@@ -586,6 +595,7 @@ impl Parser<'_, '_> {
     fn header(&mut self, start: Span) -> PResult<Header> {
         self.expect(&Tok::LParen, "`(`")?;
         let mut h = ir::Header::default();
+        let mut result_given = false;
         loop {
             let t = self.bump();
             if let Tok::Ident(w) = &t.tok
@@ -633,6 +643,17 @@ impl Parser<'_, '_> {
                         }
                     }
                     "variations" => h.variations = true,
+                    "result" => {
+                        if result_given {
+                            return Err(self.error(
+                                t.span,
+                                "`result` is given twice in the `cql(...)` header",
+                            ));
+                        }
+                        result_given = true;
+                        let f = self.result(t.span)?;
+                        self.header_filters.push(f);
+                    }
                     "silent" => h.silent = true,
                     "quiet" => h.quiet = true,
                     "matchstring" => match self.bump() {
@@ -707,6 +728,7 @@ impl Parser<'_, '_> {
         }
         Ok(Header {
             options: h,
+            result: result_given,
             span: self.span_from(start),
         })
     }
