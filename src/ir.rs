@@ -1207,6 +1207,9 @@ pub struct Header {
     /// `matchcount A [B]`: a game matches iff its number of matching
     /// positions is in A..=B (B defaults to A; 0 admits games without one).
     pub matchcount: Option<(u64, Option<u64>)>,
+    /// `sort matchcount A [B]`: `matchcount A [B]`, and the games are
+    /// written in descending order of their number of matching positions.
+    pub sort_matchcount: bool,
     /// `silent`: no match comments in the output games.
     pub silent: bool,
     /// `quiet`: no warnings or summary, only errors.

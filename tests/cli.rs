@@ -111,6 +111,25 @@ fn matchcount_selects_games_by_their_number_of_matches() {
         ["2", "3"]
     );
     assert_eq!(games(&["-cql", "cql(matchcount 1 2) check"]), ["1", "2"]);
+    // `sort matchcount`: the same games, most matching positions first
+    // (CQL 6.2's order; ties keep the input order).
+    assert_eq!(
+        games(&["-cql", "cql(sort matchcount 0 5) check"]),
+        ["1", "2", "3"]
+    );
+    // Pe2: game 1 one position, game 2 five, game 3 one.
+    assert_eq!(
+        games(&["-cql", "cql(sort matchcount 0 5) Pe2"]),
+        ["2", "1", "3"]
+    );
+    let (code, out, _) = cqlj(&["-parse", "-cql", "cql(sort matchcount 1 3) check"]);
+    assert_eq!(
+        (code, out.lines().next()),
+        (0, Some("cql(sort matchcount 1 3)"))
+    );
+    let (code, _, err) = cqlj(&["-parse", "-cql", "cql(sort check) check"]);
+    assert_eq!(code, USAGE);
+    assert!(err.contains("expected `matchcount` after `sort`"), "{err}");
     let (code, _, err) = cqlj(&["-parse", "-cql", "cql(matchcount 3 1) check"]);
     assert_eq!(code, USAGE);
     assert!(err.contains("the range is reversed"), "{err}");

@@ -539,6 +539,7 @@ fn scan_store_matches(
             Some((a, b)) => a..=b.unwrap_or(a),
             None => 1..=u64::MAX,
         },
+        sort: false,
     };
     let mut sink = Collect::default();
     scan(

@@ -105,6 +105,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let matcher = scan::MatchCount {
         inner: matcher,
         range: settings.matchcount.unwrap_or(1..=u64::MAX),
+        sort: prepared.query.header().sort_matchcount,
     };
 
     let (target, file) = if args.count {
@@ -143,7 +144,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let printer_options = PrinterOptions {
         form,
         limit: args.limit,
-        sorted: cqlj::query::has_sort(&prepared.query),
+        sorted: cqlj::query::has_sort(&prepared.query) || prepared.query.header().sort_matchcount,
         // Rendering runs between scan windows, while the scan's workers
         // wait: as many threads as the scan.
         threads: opts.threads,

@@ -502,6 +502,9 @@ pub struct MatchCount<M> {
     pub inner: M,
     /// How many matching positions a matching game has.
     pub range: std::ops::RangeInclusive<u64>,
+    /// `sort matchcount`: each game gets a first sort key, its number of
+    /// matching positions (descending, labelled `matchcount`).
+    pub sort: bool,
 }
 
 impl<M: GameMatcher> GameMatcher for MatchCount<M> {
@@ -531,15 +534,27 @@ impl<M: GameMatcher> GameMatcher for MatchCount<M> {
         let zero = self.range.contains(&0);
         let mut found = found.drain(..).peekable();
         for g in games {
-            match found.next_if(|m| m.game == g) {
-                Some(m) if self.range.contains(&(m.positions.len() as u64)) => out.push(m),
-                Some(_) => {}
-                None if zero => out.push(GameMatch {
+            let mut m = match found.next_if(|m| m.game == g) {
+                Some(m) if self.range.contains(&(m.positions.len() as u64)) => m,
+                Some(_) => continue,
+                None if zero => GameMatch {
                     game: g,
                     ..GameMatch::default()
-                }),
-                None => {}
+                },
+                None => continue,
+            };
+            if self.sort {
+                let n = i64::try_from(m.positions.len()).unwrap_or(i64::MAX);
+                m.sort_keys.insert(
+                    0,
+                    SortKey {
+                        label: Some("matchcount".to_owned()),
+                        min: false,
+                        value: Some(SortValue::Number(n)),
+                    },
+                );
             }
+            out.push(m);
         }
         Ok(())
     }

@@ -84,11 +84,12 @@ pub const UNSUPPORTED: &[&str] = &[
 ];
 
 /// The options of the `cql(...)` header.
-const HEADER_OPTIONS: [&str; 9] = [
+const HEADER_OPTIONS: [&str; 10] = [
     "input",
     "output",
     "variations",
     "result",
+    "sort",
     "matchstring",
     "gamenumber",
     "matchcount",
@@ -664,40 +665,27 @@ impl Parser<'_, '_> {
                             return Err(self.error(t.span, "expected a string after `matchstring`"));
                         }
                     },
-                    "gamenumber" | "matchcount" => {
-                        let a = match self.bump() {
-                            Token {
-                                tok: Tok::Num(n), ..
-                            } => n,
-                            t => {
-                                return Err(self.error(
-                                    t.span,
-                                    if w == "gamenumber" {
-                                        "expected a game number after `gamenumber`"
-                                    } else {
-                                        "expected a number of positions after `matchcount`"
-                                    },
-                                ));
-                            }
-                        };
-                        let b = if let Tok::Num(n) = self.peek_tok() {
-                            let t = self.bump();
-                            if n < a && w == "matchcount" {
-                                return Err(self.error(
-                                    t.span,
-                                    format!("`{w} {a} {n}`: the range is reversed"),
-                                ));
-                            }
-                            Some(n)
-                        } else {
-                            None
-                        };
-                        if w == "gamenumber" {
-                            h.gamenumber = Some((a, b));
-                        } else {
-                            h.matchcount = Some((a, b));
+                    "sort" => {
+                        // `sort matchcount A [B]`: `matchcount`, games in
+                        // descending order of their matching positions.
+                        let next = self.bump();
+                        if !matches!(&next.tok, Tok::Ident(m) if m == "matchcount") {
+                            return Err(self.error(
+                                next.span,
+                                "expected `matchcount` after `sort` in the `cql(...)` header (`sort matchcount A [B]`)",
+                            ));
                         }
+                        if h.matchcount.is_some() {
+                            return Err(self.error(
+                                next.span,
+                                "`matchcount` is given twice in the `cql(...)` header",
+                            ));
+                        }
+                        h.matchcount = Some(self.header_range("matchcount")?);
+                        h.sort_matchcount = true;
                     }
+                    "gamenumber" => h.gamenumber = Some(self.header_range(w)?),
+                    "matchcount" => h.matchcount = Some(self.header_range(w)?),
                     other => {
                         let hint = match suggest(other, HEADER_OPTIONS) {
                             Some(o) => format!("did you mean `{o}`? "),
@@ -731,6 +719,36 @@ impl Parser<'_, '_> {
             result: result_given,
             span: self.span_from(start),
         })
+    }
+
+    /// The range after the header's `gamenumber` or `matchcount`: `A
+    /// [B]` (a reversed `matchcount` range is an error).
+    fn header_range(&mut self, w: &str) -> PResult<(u64, Option<u64>)> {
+        let a = match self.bump() {
+            Token {
+                tok: Tok::Num(n), ..
+            } => n,
+            t => {
+                return Err(self.error(
+                    t.span,
+                    if w == "gamenumber" {
+                        "expected a game number after `gamenumber`"
+                    } else {
+                        "expected a number of positions after `matchcount`"
+                    },
+                ));
+            }
+        };
+        let b = if let Tok::Num(n) = self.peek_tok() {
+            let t = self.bump();
+            if n < a && w == "matchcount" {
+                return Err(self.error(t.span, format!("`{w} {a} {n}`: the range is reversed")));
+            }
+            Some(n)
+        } else {
+            None
+        };
+        Ok((a, b))
     }
 
     /// Parses a filter whose operators all bind at least as tightly as

@@ -1029,7 +1029,12 @@ fn header_text(h: &Header) -> Option<String> {
     if let Some(m) = &h.matchstring {
         parts.push(format!("matchstring {}", quote(m)));
     }
-    for (word, range) in [("gamenumber", h.gamenumber), ("matchcount", h.matchcount)] {
+    let matchcount = if h.sort_matchcount {
+        "sort matchcount"
+    } else {
+        "matchcount"
+    };
+    for (word, range) in [("gamenumber", h.gamenumber), (matchcount, h.matchcount)] {
         if let Some((a, b)) = range {
             parts.push(match b {
                 Some(b) => format!("{word} {a} {b}"),
