@@ -428,3 +428,45 @@ fn one_mistake_is_one_error() {
     assert_eq!(stderr.matches("×").count(), 1, "{stderr}");
     assert!(stderr.contains("expected a filter, found `&`"), "{stderr}");
 }
+
+#[test]
+fn alwayscomment_keeps_comments_of_failing_filters_and_lineincrement_reports() {
+    let dir = Scratch::new("alwayscomment");
+    std::fs::write(
+        dir.path("in.pgn"),
+        "[Event \"a\"]\n[Result \"*\"]\n\n1. e4 e5 2. Nf3 Nc6 *\n",
+    )
+    .expect("write");
+    let run = |args: &[&str]| {
+        let input = dir.path("in.pgn");
+        let mut all = vec!["-i", input.to_str().expect("utf-8"), "-o", "-"];
+        all.extend_from_slice(args);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args(&all)
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // CQL 6.2 (`cql -alwayscomment`): `comment("y") btm` comments every
+    // position, also those where `btm` fails; without the option only the
+    // matching ones (smart comments).
+    let (smart, _) = run(&["-cql", "comment(\"y\") btm"]);
+    assert_eq!(smart.matches("{y}").count(), 2, "{smart}");
+    let (always, _) = run(&["-alwayscomment", "-cql", "comment(\"y\") btm"]);
+    assert_eq!(always.matches("{y}").count(), 5, "{always}");
+    let (always, _) = run(&["-alwayscomment", "-cql", "{comment(\"x\") false} or Ra1"]);
+    assert_eq!(always.matches("{x}").count(), 5, "{always}");
+    let (_, err) = run(&["-lineincrement", "1", "-cql", "Ra1"]);
+    assert!(err.contains("cqlj: 1 games searched"), "{err}");
+    let (code, _, err) = cqlj(&["-lineincrement", "0", "-cql", "Ra1"]);
+    assert_eq!(code, USAGE, "{err}");
+}

@@ -78,7 +78,9 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 30] = [
+const CQL_LONG_OPTIONS: [&str; 32] = [
+    "alwayscomment",
+    "lineincrement",
     "cql",
     "parse",
     "input",
@@ -113,7 +115,8 @@ const CQL_LONG_OPTIONS: [&str; 30] = [
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
 /// is optional and numeric).
-const VALUE_OPTIONS: [(&str, usize, usize); 21] = [
+const VALUE_OPTIONS: [(&str, usize, usize); 22] = [
+    ("lineincrement", 1, 1),
     ("cql", 1, 1),
     ("input", 1, 1),
     ("i", 1, 1),
@@ -142,16 +145,14 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 18] = [
+const CQL_UNSUPPORTED: [&str; 16] = [
     "a",
-    "alwayscomment",
     "assign",
     "btm",
     "gui",
     "hhdb",
     "html",
     "lex",
-    "lineincrement",
     "m",
     "noheader",
     "noremovecomment",
@@ -241,6 +242,14 @@ pub struct RunArgs {
     /// One worker thread (`-threads 1`; `-s` abbreviates).
     #[arg(short = 's', long, conflicts_with = "threads")]
     pub singlethreaded: bool,
+    /// Keep every comment of a `comment` filter, also where the filter
+    /// around it fails (CQL's smart comments off).
+    #[arg(long)]
+    pub alwayscomment: bool,
+    /// Print `N games searched` on stderr every N games (instead of the
+    /// progress bar).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lineincrement: Option<u64>,
     /// Only games in which either player's name contains NAME.
     #[arg(long, value_name = "NAME", allow_hyphen_values = true)]
     pub player: Option<String>,

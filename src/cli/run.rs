@@ -96,6 +96,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
         .context("cannot compile the query")?
         .with_last_game_number(u64::from(games.end))
+        .with_always_comment(args.alwayscomment)
         .with_stop(&files::STOP);
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
@@ -123,7 +124,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         matcher.match_games(g..g + 1, &mut rematch_scratch.borrow_mut(), &mut found)?;
         Ok(found.pop())
     };
-    let bar = progress.then(|| progress_bar(u64::from(games.end - games.start)));
+    let bar = (progress && args.lineincrement.is_none())
+        .then(|| progress_bar(u64::from(games.end - games.start)));
     let requested = if args.singlethreaded {
         Some(1)
     } else {
@@ -158,6 +160,15 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     }
     if let Some(bar) = &bar {
         printer = printer.progress(Box::new(|n| bar.set_position(n)));
+    } else if let Some(step) = args.lineincrement.filter(|_| !quiet) {
+        // `-lineincrement N`: a line each time N more games are searched.
+        let mut next = step;
+        printer = printer.progress(Box::new(move |n| {
+            while n >= next {
+                eprintln!("cqlj: {next} games searched");
+                next = next.saturating_add(step);
+            }
+        }));
     }
     let (stats, printed) = {
         // Ctrl-C from here on stops the scan (and a sorted run's final

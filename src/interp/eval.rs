@@ -100,7 +100,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         for e in body {
             last = self.eval(e, at)?;
             if last.is_none() {
-                self.st.comments.truncate(mark);
+                if !self.interp.always_comment {
+                    self.st.comments.truncate(mark);
+                }
                 return Ok(None);
             }
         }
@@ -110,7 +112,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// Evaluates any filter at position `at`. `None` = no match. A set value
     /// is a match only if non-empty. Comments recorded while evaluating a
     /// filter that ends up not matching are dropped (CQL 6.1 "smart
-    /// comments").
+    /// comments"), unless the interpreter keeps them all (`-alwayscomment`).
     pub(crate) fn eval(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
         let mark = self.st.comments.len();
         let v = self.eval_node(e, at)?;
@@ -118,7 +120,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(Value::Set(bb)) if bb.is_empty() => None,
             v => v,
         };
-        if v.is_none() {
+        if v.is_none() && !self.interp.always_comment {
             self.st.comments.truncate(mark);
         }
         Ok(v)

@@ -257,6 +257,9 @@ pub struct Interpreter {
     persistent_dicts: Vec<VarId>,
     /// Their entries between games, shared like `persistent_values`.
     dict_values: Arc<Mutex<HashMap<u32, strings::DictEntries>>>,
+    /// Keep the comments of filters that fail (CQL's `-alwayscomment`:
+    /// smart comments off).
+    always_comment: bool,
 }
 
 impl Interpreter {
@@ -331,7 +334,16 @@ impl Interpreter {
                 .map(|(d, _)| d)
                 .collect(),
             dict_values: Arc::new(Mutex::new(HashMap::new())),
+            always_comment: false,
         })
+    }
+
+    /// With `on`, the comments made while evaluating a filter that fails
+    /// are kept (CQL's `-alwayscomment`); by default they are dropped
+    /// (smart comments).
+    pub fn with_always_comment(mut self, on: bool) -> Interpreter {
+        self.always_comment = on;
+        self
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last

@@ -235,6 +235,12 @@ impl<'s> StoreMatcher<'s> {
         self
     }
 
+    /// Keeps the comments of filters that fail (CQL's `-alwayscomment`).
+    pub fn with_always_comment(mut self, on: bool) -> StoreMatcher<'s> {
+        self.interp = self.interp.with_always_comment(on);
+        self
+    }
+
     /// The persistent variables' values (final ones after a scan), with
     /// their names and `quiet` flags.
     pub fn persistent_values(&self) -> Vec<(String, String, bool)> {
