@@ -955,12 +955,12 @@ fn cql_command_line_conventions() {
     };
     // CQL 6.2 options cqlj lacks; unknown options whole, with a suggestion.
     err(
-        &["-alwayscomment", "-i", "in.cqlj", "-cql", "mate"],
-        "CQL option `-alwayscomment` is not supported",
+        &["-html", "-i", "in.cqlj", "-cql", "mate"],
+        "CQL option `-html` is not supported",
     );
     err(
-        &["-i", "in.cqlj", "-lineincrement", "2", "-cql", "mate"],
-        "CQL option `-lineincrement` is not supported",
+        &["-i", "in.cqlj", "-assign", "x", "2", "-cql", "mate"],
+        "CQL option `-assign` is not supported",
     );
     err(
         &["-i", "in.cqlj", "-matchcount", "3", "2", "-cql", "mate"],
