@@ -26,6 +26,7 @@ mod board;
 mod eval;
 mod line;
 mod moves;
+mod path;
 mod sequence;
 mod strings;
 
@@ -428,6 +429,8 @@ impl Interpreter {
             groups: strings::Groups::default(),
             regexes: strings::RegexCache::default(),
             dicts,
+            path_starts: Vec::new(),
+            last_path: None,
         }
     }
 
@@ -558,6 +561,10 @@ pub struct State {
     regexes: strings::RegexCache,
     /// The entries of each dictionary, by variable.
     dicts: HashMap<u32, strings::DictEntries>,
+    /// The starts of the `path`s being evaluated, innermost last.
+    path_starts: Vec<u32>,
+    /// The start and last position of the game's last matching `path`.
+    last_path: Option<(u32, u32)>,
 }
 
 impl State {

@@ -261,6 +261,12 @@ pub(crate) enum ExprKind {
         params: ir::LineParams,
         items: Vec<LineItem>,
     },
+    /// `path [params] C C ...` (`⊢`); a dash constituent is a
+    /// [`LineAtom::Filter`] holding an [`ExprKind::Dash`].
+    Path {
+        params: ir::PathParams,
+        items: Vec<LineItem>,
+    },
     /// `function name(params) { body }`.
     Function {
         name: Name,
@@ -560,6 +566,18 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             }
             flat(items, &mut kids);
             format!("Line backward={backward} {params:?}")
+        }
+        ExprKind::Path { params, items } => {
+            fn flat<'a>(items: &'a [LineItem], kids: &mut Vec<&'a Expr>) {
+                for it in items {
+                    match &it.atom {
+                        LineAtom::Filter(e) => kids.push(e),
+                        LineAtom::Group(g) => flat(g, kids),
+                    }
+                }
+            }
+            flat(items, &mut kids);
+            format!("Path {params:?}")
         }
     };
     out.push_str(&format!(

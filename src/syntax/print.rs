@@ -366,12 +366,42 @@ impl Printer<'_> {
         }
     }
 
+    /// A path's constituents: a filter in braces, a move dash as written, a
+    /// group in parentheses, each with its quantifier.
+    fn path_items(&self, items: &[LineItem]) -> String {
+        let mut out = Vec::new();
+        for it in items {
+            let body = match &it.atom {
+                LineAtom::Filter(e) => format!("{{{}}}", self.doc(e).text),
+                LineAtom::Dash(e) => {
+                    let mut played = e.clone();
+                    if let Node::Move(m) = &mut played.node {
+                        m.source = MoveSource::Played;
+                    }
+                    self.doc(&played).text
+                }
+                LineAtom::Group(g) => format!("({})", self.path_items(g)),
+            };
+            let q = match (it.min, it.max) {
+                (1, Some(1)) => String::new(),
+                (0, None) => "*".to_owned(),
+                (1, None) => "+".to_owned(),
+                (0, Some(1)) => "?".to_owned(),
+                (a, None) => format!("{{{a},}}"),
+                (a, Some(b)) if a == b => format!("{{{a}}}"),
+                (a, Some(b)) => format!("{{{a},{b}}}"),
+            };
+            out.push(format!("{body}{q}"));
+        }
+        out.join(" ")
+    }
+
     /// `--> (A) --> (B)* ...`: each constituent parenthesized.
     fn line_items(&self, items: &[LineItem], arrow: &str) -> String {
         let mut out = Vec::new();
         for it in items {
             let body = match &it.atom {
-                LineAtom::Filter(e) => format!("({})", self.doc(e).text),
+                LineAtom::Filter(e) | LineAtom::Dash(e) => format!("({})", self.doc(e).text),
                 LineAtom::Group(g) => {
                     let inner = self.line_items(g, arrow);
                     let inner = inner.strip_prefix(arrow).unwrap_or(&inner).trim_start();
@@ -961,6 +991,39 @@ impl Printer<'_> {
                     ..atom(t)
                 }
             }
+            Node::Path(l) => {
+                let p = &l.params;
+                let mut t = String::from("path");
+                for (on, w) in [
+                    (p.firstmatch, "firstmatch"),
+                    (p.lastposition, "lastposition"),
+                    (p.nestban, "nestban"),
+                    (p.primary, "primary"),
+                    (p.quiet, "quiet"),
+                    (p.verbose, "verbose"),
+                ] {
+                    if on {
+                        t.push(' ');
+                        t.push_str(w);
+                    }
+                }
+                if let Some(title) = &p.title {
+                    t.push_str(" title ");
+                    t.push_str(&quote(title));
+                }
+                let r = range_text(p.range);
+                if !r.is_empty() {
+                    t.push(' ');
+                    t.push_str(r.trim_end());
+                }
+                t.push(' ');
+                t.push_str(&self.path_items(&l.items));
+                Doc {
+                    open: bp::LOWEST,
+                    ..atom(t)
+                }
+            }
+            Node::PathStatus(s) => atom(s.keyword().to_owned()),
             Node::Orbit { count, elements } => {
                 let mut t = String::from(if *count { "orbit count {" } else { "orbit {" });
                 for el in elements {

@@ -1,0 +1,376 @@
+//! The `path` filter (CQL 6.2's `⊢`): a regular expression over the moves
+//! of the game tree, and the path status filters (`pathcount`,
+//! `pathstart` ...).
+//!
+//! `path C1 C2 ... Cn` matches at the current position (its *start*) when a
+//! sequence of consecutive moves starting there (each one from the tail of
+//! the one before) matches the constituents in order. A move dash
+//! (`N--g5`, `Bxh7`, `--`, with promotion and target) consumes one move,
+//! which must match it (read as `currentmove` at the move's tail); any
+//! other filter consumes nothing: it must match the current position (the
+//! start, or the tail of the last move consumed). A quantifier (`*`, `+`,
+//! `?`, `{m,n}` ...) repeats a dash or a parenthesized group; a filter
+//! takes none (CQL 6.2 refuses one).
+//!
+//! **Which match.** A path of zero moves never matches (CQL 6.2: `path
+//! check` matches nowhere). Of the matching paths the longest (most moves)
+//! is kept, the first in PGN order among equals; with `firstmatch`, the
+//! first found in PGN order. `primary` follows only primary moves;
+//! `nestban` drops a match when the path matching at the parent (if any)
+//! goes through the current position.
+//!
+//! **How it runs.** A Thompson NFA ([`Nfa`]) whose states test a filter
+//! at the current position without moving (`Check`) or test the move to a
+//! child (`Move`) runs depth-first over the tree from the start; each
+//! (state, position) test is evaluated once and cached with the comments
+//! it made. The comments kept are those of the tests that matched on the
+//! kept path, in a forward pass along it.
+//!
+//! **Value.** The number of moves of the kept path (with `lastposition`:
+//! the tail of its last move); with a range, that number must lie in it.
+//! Unless `quiet`, the start gets the comment `Start path that ends at P`
+//! and the last tail `End path of length N that starts at P`; `title S`
+//! adds the comment S at the start (even with `quiet`).
+//!
+//! **Status filters.** Inside a path's constituents `pathstart` is the
+//! start and `pathcount` (= `pathcountunfocused`: cqlj has no `focus`) the
+//! number of moves from the start to the current position; elsewhere
+//! `pathstart` and `pathlastposition` are the start and the last tail of
+//! the game's last matching path (no match before one), `pathcount` does
+//! not match.
+//!
+//! **Limits.** An evaluation that would take more than
+//! [`MAX_PATH_STEPS`] state visits stops with
+//! [`InterpError::LineTooLarge`] instead of running on.
+
+use std::collections::HashMap;
+
+use super::eval::Evaluator;
+use super::sequence::in_range;
+use super::{InterpError, Value};
+use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span};
+
+type R<T> = Result<T, InterpError>;
+
+/// Most NFA state visits one evaluation of a `path` may make.
+pub(crate) const MAX_PATH_STEPS: u64 = 4_000_000;
+
+/// One NFA state.
+#[derive(Clone, Copy, Debug)]
+enum State<'e> {
+    /// The filter must match the current position; then `next`, there.
+    Check(&'e Expr, usize),
+    /// Consumes a move to a child where the dash matches; then `next`.
+    Move(&'e Expr, usize),
+    /// Goes on to both.
+    Split(usize, usize),
+    /// The whole path matched.
+    Accept,
+}
+
+/// A Thompson NFA of a path's constituents.
+struct Nfa<'e> {
+    states: Vec<State<'e>>,
+    start: usize,
+}
+
+impl<'e> Nfa<'e> {
+    fn new(items: &'e [LineItem]) -> Nfa<'e> {
+        let mut nfa = Nfa {
+            states: vec![State::Accept],
+            start: 0,
+        };
+        nfa.start = nfa.seq(items, 0);
+        nfa
+    }
+
+    fn push(&mut self, s: State<'e>) -> usize {
+        self.states.push(s);
+        self.states.len() - 1
+    }
+
+    /// Compiles `items` to continue with `next` (back to front).
+    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
+        let mut next = next;
+        for it in items.iter().rev() {
+            next = self.item(it, next);
+        }
+        next
+    }
+
+    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Filter(e) => self.push(State::Check(e, next)),
+            LineAtom::Dash(e) => self.push(State::Move(e, next)),
+            LineAtom::Group(g) => self.seq(g, next),
+        }
+    }
+
+    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
+        let mut next = next;
+        match it.max {
+            None => {
+                let split = self.push(State::Split(0, next));
+                let body = self.atom(&it.atom, split);
+                self.states[split] = State::Split(body, next);
+                next = split;
+            }
+            Some(max) => {
+                for _ in it.min..max {
+                    let body = self.atom(&it.atom, next);
+                    next = self.push(State::Split(body, next));
+                }
+            }
+        }
+        for _ in 0..it.min {
+            next = self.atom(&it.atom, next);
+        }
+        next
+    }
+}
+
+/// A test's cached result: matched, and the comments it made.
+type Tested = (bool, Vec<(u32, String)>);
+
+/// One path evaluation's search.
+struct Search<'n, 'e> {
+    nfa: &'n Nfa<'e>,
+    primary: bool,
+    firstmatch: bool,
+    /// (state, position) -> result.
+    cache: HashMap<(usize, u32), Tested>,
+    steps: u64,
+    /// The kept path: its positions, the start first.
+    best: Option<Vec<u32>>,
+    span: Span,
+}
+
+impl Evaluator<'_, '_> {
+    /// Evaluates `path` at `at`; see the module docs.
+    pub(super) fn path(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
+        let nfa = Nfa::new(&p.items);
+        let Some((search, path)) = self.path_search(p, &nfa, span, at)? else {
+            return Ok(None);
+        };
+        let n = (path.len() - 1) as i64;
+        if !in_range(p.params.range, n) {
+            return Ok(None);
+        }
+        if p.params.nestban
+            && let Some(q) = self.game.parent(at).filter(|&q| self.visible(q))
+            && let Some((_, outer)) = self.path_search(p, &nfa, span, q)?
+            && outer.get(1) == Some(&at)
+        {
+            return Ok(None);
+        }
+        self.path_replay(&search, &path);
+        let last = path.last().copied().unwrap_or(at);
+        self.st.last_path = Some((at, last));
+        if let Some(title) = &p.params.title {
+            self.auto_comment(at, title.clone());
+        }
+        if !p.params.quiet {
+            let (from, to) = (self.position_text(at), self.position_text(last));
+            self.auto_comment(at, format!("Start path that ends at {to}"));
+            self.auto_comment(
+                last,
+                format!("End path of length {n} that starts at {from}"),
+            );
+        }
+        Ok(Some(if p.params.lastposition {
+            Value::Position(last)
+        } else {
+            Value::Number(n)
+        }))
+    }
+
+    /// `pathcount`, `pathstart` ... at `at`; see the module docs.
+    pub(super) fn path_status(&mut self, s: PathStatus, at: u32) -> Option<Value> {
+        let inner = self.st.path_starts.last().copied();
+        match s {
+            PathStatus::Count | PathStatus::CountUnfocused => {
+                let start = inner?;
+                let mut n = 0i64;
+                let mut q = at;
+                while q != start {
+                    q = self.game.parent(q)?;
+                    n += 1;
+                }
+                Some(Value::Number(n))
+            }
+            PathStatus::Start => inner
+                .or(self.st.last_path.map(|(s, _)| s))
+                .map(Value::Position),
+            PathStatus::LastPosition => self.st.last_path.map(|(_, l)| Value::Position(l)),
+        }
+    }
+
+    /// Runs the automaton from `at`; returns the search and the kept path.
+    fn path_search<'n, 'e>(
+        &mut self,
+        p: &PathFilter,
+        nfa: &'n Nfa<'e>,
+        span: Span,
+        at: u32,
+    ) -> R<Option<(Search<'n, 'e>, Vec<u32>)>> {
+        let mut search = Search {
+            nfa,
+            primary: p.params.primary,
+            firstmatch: p.params.firstmatch,
+            cache: HashMap::new(),
+            steps: 0,
+            best: None,
+            span,
+        };
+        self.st.path_starts.push(at);
+        let r = self.path_walk(&mut search, at);
+        self.st.path_starts.pop();
+        r?;
+        Ok(search.best.take().map(|b| (search, b)))
+    }
+
+    /// Whether state `s` (a `Check` at `p`, or a `Move` into `p`) matches.
+    fn path_test(&mut self, search: &mut Search, s: usize, p: u32) -> R<bool> {
+        if let Some((m, _)) = search.cache.get(&(s, p)) {
+            return Ok(*m);
+        }
+        let (State::Check(e, _) | State::Move(e, _)) = search.nfa.states[s] else {
+            return Ok(false);
+        };
+        let mark = self.st.comments.len();
+        let m = self.matches(e, p)?;
+        let made = self.st.comments.split_off(mark);
+        search.cache.insert((s, p), (m, made));
+        Ok(m)
+    }
+
+    /// The `Move` states and whether `Accept` is reached from `live` at `p`
+    /// without consuming a move (a `Check` passes where its filter matches).
+    fn path_closure(
+        &mut self,
+        search: &mut Search,
+        live: &[usize],
+        p: u32,
+    ) -> R<(Vec<usize>, bool)> {
+        let mut seen = vec![false; search.nfa.states.len()];
+        let mut stack: Vec<usize> = live.iter().rev().copied().collect();
+        let mut moves = Vec::new();
+        let mut accept = false;
+        while let Some(s) = stack.pop() {
+            if std::mem::replace(&mut seen[s], true) {
+                continue;
+            }
+            search.steps += 1;
+            if search.steps > MAX_PATH_STEPS {
+                return Err(InterpError::LineTooLarge {
+                    span: (search.span.start, search.span.end),
+                    limit: MAX_PATH_STEPS,
+                });
+            }
+            match search.nfa.states[s] {
+                State::Accept => accept = true,
+                State::Move(..) => moves.push(s),
+                State::Split(a, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                State::Check(_, next) => {
+                    if self.path_test(search, s, p)? {
+                        stack.push(next);
+                    }
+                }
+            }
+        }
+        Ok((moves, accept))
+    }
+
+    /// The depth-first walk from `start` (an explicit stack: games can be
+    /// 65,535 positions deep), children primary first.
+    fn path_walk(&mut self, search: &mut Search, start: u32) -> R<()> {
+        let mut path: Vec<u32> = Vec::new();
+        let mut stack: Vec<(u32, Vec<usize>, usize)> = vec![(start, vec![search.nfa.start], 0)];
+        while let Some((p, live, depth)) = stack.pop() {
+            if search.firstmatch && search.best.is_some() {
+                break;
+            }
+            path.truncate(depth);
+            path.push(p);
+            let (moves, accept) = self.path_closure(search, &live, p)?;
+            if accept && depth > 0 && search.best.as_ref().is_none_or(|b| path.len() > b.len()) {
+                search.best = Some(path.clone());
+            }
+            if moves.is_empty() {
+                continue;
+            }
+            let mut kids = self.visible_children(p);
+            if search.primary {
+                kids.truncate(1);
+            }
+            for c in kids.into_iter().rev() {
+                let mut next = Vec::new();
+                for &s in &moves {
+                    if let State::Move(_, to) = search.nfa.states[s]
+                        && self.path_test(search, s, c)?
+                    {
+                        next.push(to);
+                    }
+                }
+                if !next.is_empty() {
+                    stack.push((c, next, depth + 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the comments of the tests that matched along the kept path
+    /// (a forward pass over its positions).
+    fn path_replay(&mut self, search: &Search, path: &[u32]) {
+        let nfa = search.nfa;
+        let matched = |s: usize, p: u32| search.cache.get(&(s, p)).filter(|(m, _)| *m);
+        let mut live = vec![nfa.start];
+        let mut keep: Vec<(u32, String)> = Vec::new();
+        for (i, &p) in path.iter().enumerate() {
+            // The closure at p, through the checks that matched there.
+            let mut seen = vec![false; nfa.states.len()];
+            let mut stack: Vec<usize> = live.iter().rev().copied().collect();
+            let mut moves = Vec::new();
+            while let Some(s) = stack.pop() {
+                if std::mem::replace(&mut seen[s], true) {
+                    continue;
+                }
+                match nfa.states[s] {
+                    State::Accept => {}
+                    State::Move(..) => moves.push(s),
+                    State::Split(a, b) => {
+                        stack.push(b);
+                        stack.push(a);
+                    }
+                    State::Check(_, next) => {
+                        if let Some((_, made)) = matched(s, p) {
+                            keep.extend(made.iter().cloned());
+                            stack.push(next);
+                        }
+                    }
+                }
+            }
+            let Some(&c) = path.get(i + 1) else {
+                break;
+            };
+            live.clear();
+            for s in moves {
+                if let State::Move(_, to) = nfa.states[s]
+                    && let Some((_, made)) = matched(s, c)
+                {
+                    keep.extend(made.iter().cloned());
+                    live.push(to);
+                }
+            }
+        }
+        for (p, text) in keep {
+            if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
+                self.st.comments.push((p, text));
+            }
+        }
+    }
+}
