@@ -345,8 +345,8 @@ pub enum PathStatus {
     /// `pathcount` (numeric): the moves from the start of the enclosing
     /// path to the current position.
     Count,
-    /// `pathcountunfocused` (numeric): the same, unfocused moves included
-    /// (without `focus`, equal to `pathcount`).
+    /// `pathcountunfocused` (numeric): the unfocused moves so far: 0
+    /// without `focus` (CQL 6.2 oracle).
     CountUnfocused,
     /// `pathstart` (position): the start of the enclosing path, else of
     /// the game's last matching path.

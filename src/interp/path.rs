@@ -33,8 +33,9 @@
 //! adds the comment S at the start (even with `quiet`).
 //!
 //! **Status filters.** Inside a path's constituents `pathstart` is the
-//! start and `pathcount` (= `pathcountunfocused`: cqlj has no `focus`) the
-//! number of moves from the start to the current position; elsewhere
+//! start, `pathcount` the number of moves from the start to the current
+//! position and `pathcountunfocused` 0 (cqlj has no `focus`, and the CQL
+//! 6.2 oracle gives 0 without one); elsewhere
 //! `pathstart` and `pathlastposition` are the start and the last tail of
 //! the game's last matching path (no match before one), `pathcount` does
 //! not match.
@@ -188,7 +189,10 @@ impl Evaluator<'_, '_> {
     pub(super) fn path_status(&mut self, s: PathStatus, at: u32) -> Option<Value> {
         let inner = self.st.path_starts.last().copied();
         match s {
-            PathStatus::Count | PathStatus::CountUnfocused => {
+            // Without `focus` no move is unfocused (CQL 6.2 oracle: 0 at
+            // every depth, though the manual counts all moves).
+            PathStatus::CountUnfocused => inner.map(|_| Value::Number(0)),
+            PathStatus::Count => {
                 let start = inner?;
                 let mut n = 0i64;
                 let mut q = at;

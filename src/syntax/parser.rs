@@ -867,7 +867,12 @@ impl Parser<'_, '_> {
         } else {
             None
         };
-        let target = if self.peek_tok() == Tok::LParen {
+        // In a path a spaced `(` after a dash opens the next group of
+        // constituents (CQL 6.2 refuses it: cqlj's printer writes it).
+        let path_group = self.path_depth == Some(self.depth)
+            && self.peek_tok() == Tok::LParen
+            && self.peek().span.start as usize != self.prev_end;
+        let target = if self.peek_tok() == Tok::LParen && !path_group {
             let open = self.peek().span;
             if open.start as usize != self.prev_end {
                 return Err(self.error(
@@ -2032,6 +2037,8 @@ impl Parser<'_, '_> {
                     self.error(self.span_from(start), "an empty group of path constituents")
                 );
             }
+            // `(F)--G` is the group (F) and the dash `--G` (CQL 6.2 oracle);
+            // a dash from F is written `{F}--G`.
             (LineAtom::Group(inner), true)
         } else {
             let saved = self.path_depth.replace(self.depth + 1);
@@ -2042,6 +2049,14 @@ impl Parser<'_, '_> {
             self.line_depth = saved_line;
             self.logical_stop = saved_stop;
             let mut e = r?;
+            // `{F}--G`: a dash whose left side is F (CQL 6.2 oracle).
+            if matches!(e.kind, ExprKind::Block(_))
+                && matches!(self.peek_tok(), Tok::DashDash | Tok::CaptureX)
+                && self.peek().span.start as usize == self.prev_end
+            {
+                let from_start = e.span;
+                e = self.dash(Some(e), from_start)?;
+            }
             // `{F}` is the filter F (the printer braces filter constituents).
             if let ExprKind::Block(items) = &mut e.kind
                 && items.len() == 1

@@ -373,13 +373,7 @@ impl Printer<'_> {
         for it in items {
             let body = match &it.atom {
                 LineAtom::Filter(e) => format!("{{{}}}", self.doc(e).text),
-                LineAtom::Dash(e) => {
-                    let mut played = e.clone();
-                    if let Node::Move(m) = &mut played.node {
-                        m.source = MoveSource::Played;
-                    }
-                    self.doc(&played).text
-                }
+                LineAtom::Dash(e) => self.path_dash(e),
                 LineAtom::Group(g) => format!("({})", self.path_items(g)),
             };
             let q = match (it.min, it.max) {
@@ -394,6 +388,36 @@ impl Printer<'_> {
             out.push(format!("{body}{q}"));
         }
         out.join(" ")
+    }
+
+    /// A path's move constituent in its dash form as written (the IR holds
+    /// it read as `currentmove`).
+    fn path_dash(&self, e: &Expr) -> String {
+        match &e.node {
+            Node::Move(m) => {
+                let mut played = m.clone();
+                played.source = MoveSource::Played;
+                // A left side that is no designator is braced: in a path
+                // `(F)--` would be a group and a dash.
+                match played.from.take() {
+                    Some(from) if matches!(from.node, Node::Block(_)) => {
+                        format!("{}{}", self.doc(&from).text, self.dash_doc(&played).text)
+                    }
+                    Some(from) if !matches!(from.node, Node::Piece { .. } | Node::Squares(_)) => {
+                        format!(
+                            "{{{}}}{}",
+                            self.doc(&from).text,
+                            self.dash_doc(&played).text
+                        )
+                    }
+                    from => {
+                        played.from = from;
+                        self.dash_doc(&played).text
+                    }
+                }
+            }
+            _ => self.doc(e).text,
+        }
     }
 
     /// `--> (A) --> (B)* ...`: each constituent parenthesized.
@@ -1018,10 +1042,9 @@ impl Printer<'_> {
                 }
                 t.push(' ');
                 t.push_str(&self.path_items(&l.items));
-                Doc {
-                    open: bp::LOWEST,
-                    ..atom(t)
-                }
+                // Its constituents go on up to a `)`, `}` or the end, so
+                // it is parenthesized: `distance((path --) position 4)`.
+                atom(format!("({t})"))
             }
             Node::PathStatus(s) => atom(s.keyword().to_owned()),
             Node::Orbit { count, elements } => {
@@ -1039,6 +1062,12 @@ impl Printer<'_> {
 /// Prints one filter as canonical ASCII CQL; `vars` names the variables.
 pub fn print_expr(e: &Expr, vars: &[Var]) -> String {
     Printer { vars }.doc(e).text
+}
+
+/// A `path`'s move constituent ([`crate::ir::LineAtom::Dash`]) as written:
+/// `N--g5`, `Bxh7`, `--`.
+pub fn print_path_dash(e: &Expr, vars: &[Var]) -> String {
+    Printer { vars }.path_dash(e)
 }
 
 fn header_text(h: &Header) -> Option<String> {
