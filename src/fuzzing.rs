@@ -687,7 +687,7 @@ pub fn check_jit_vs_interp(data: &[u8]) {
         match interp.eval_body_at(&view, i as u32, &mut state) {
             Ok(v) => wants.push(v),
             // The step limit of a line is a clean error, not a hang.
-            Err(InterpError::LineTooLarge { .. }) => return,
+            Err(InterpError::LineTooLarge { .. } | InterpError::PathTooLarge { .. }) => return,
             Err(e) => panic!("interpreter error on {text:?} at {place}, position {i}: {e}"),
         }
     }
@@ -1659,10 +1659,24 @@ impl Gen<'_> {
     /// constituents are move dashes, filters and groups.
     fn path(&mut self, depth: u32, lastposition: bool) -> Expr {
         let flags = self.byte_flags();
+        let focus = (flags & 0x10 != 0).then(|| {
+            Box::new(e(
+                Node::Piece {
+                    pieces: self.pieces(),
+                    squares: Bitboard(self.squares()),
+                },
+                Kind::Set,
+            ))
+        });
+        let focus_capture = focus.is_some() && self.chance(30);
+        // `nestban` with `focus` is refused by the parser (not supported).
+        let nestban = flags & 4 != 0 && focus.is_none();
         let params = PathParams {
+            focus,
+            focus_capture,
             firstmatch: flags & 1 != 0,
             lastposition,
-            nestban: flags & 4 != 0,
+            nestban,
             primary: flags & 8 != 0,
             quiet: flags & 0x20 != 0,
             verbose: false,

@@ -300,8 +300,14 @@ fn line_filters_mut(items: &mut [LineItem], f: &mut impl FnMut(&mut Expr)) {
 }
 
 /// The parameters of a `path` filter (CQL 6.2's `⊢`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PathParams {
+    /// `focus S` (`◎`): only moves of the pieces on S at the start (and, with
+    /// `focus capture`, captures of them) are matched by the dashes; other
+    /// moves between two matched ones are skipped.
+    pub focus: Option<Box<Expr>>,
+    /// `focus capture`: a capture of a focused piece is in focus.
+    pub focus_capture: bool,
     /// Keep the first matching path found in PGN order, not the longest.
     pub firstmatch: bool,
     /// The value is the tail of the path's last move (kind position), not
@@ -342,11 +348,11 @@ impl PathFilter {
 /// What a path status filter reads (CQL 6.2's `pathcount` ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PathStatus {
-    /// `pathcount` (numeric): the moves from the start of the enclosing
-    /// path to the current position.
+    /// `pathcount` (numeric): the moves of the enclosing path matched so
+    /// far (with `focus`, the moves in focus).
     Count,
-    /// `pathcountunfocused` (numeric): the unfocused moves so far: 0
-    /// without `focus` (CQL 6.2 oracle).
+    /// `pathcountunfocused` (numeric): the moves out of focus skipped so
+    /// far (0 without `focus`; CQL 6.2 oracle).
     CountUnfocused,
     /// `pathstart` (position): the start of the enclosing path, else of
     /// the game's last matching path.
@@ -1439,7 +1445,12 @@ impl Expr {
                 f(target)
             }
             Line(l) => line_filters(&l.items, &mut f),
-            Path(l) => line_filters(&l.items, &mut f),
+            Path(l) => {
+                if let Some(x) = &l.params.focus {
+                    f(x);
+                }
+                line_filters(&l.items, &mut f)
+            }
         }
     }
 
@@ -1588,7 +1599,12 @@ impl Expr {
                 f(target)
             }
             Line(l) => line_filters_mut(&mut l.items, &mut f),
-            Path(l) => line_filters_mut(&mut l.items, &mut f),
+            Path(l) => {
+                if let Some(x) = &mut l.params.focus {
+                    f(x);
+                }
+                line_filters_mut(&mut l.items, &mut f)
+            }
         }
     }
 }

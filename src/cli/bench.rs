@@ -7,7 +7,7 @@
 //! Two suites: the anchor queries ([`SUITE`], the default), evaluated
 //! position by position where the JIT's kernels apply, and the sequence
 //! queries ([`SEQUENCES`], `--suite sequences`), which relate several
-//! positions of a game (`line`, `find`, `echo`) and which the JIT leaves
+//! positions of a game (`line`, `path`, `find`, `echo`) and which the JIT leaves
 //! to the interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
@@ -51,9 +51,12 @@ pub const SUITE: [&str; 8] = [
 /// The sequence suite: queries over several positions of a game, whose
 /// cost grows with the game's length (`find` and `echo` visit other
 /// positions from each position).
-pub const SEQUENCES: [&str; 3] = [
+pub const SEQUENCES: [&str; 4] = [
     // Four positions in check in a row, from the current one.
     "line --> check --> check --> check",
+    // A piece's journey: three or more white knight moves in a row, each
+    // answered by any move (`path`, move by move; cqlj has no `focus`).
+    "path quiet (N-- --){3,}",
     // A mate within 10 plies: `find`'s own range counts the positions
     // found (`find 1 10 mate` is "1 to 10 mates from here"), so the
     // distance to the mate is bounded inside its body.

@@ -199,6 +199,17 @@ pub enum InterpError {
         /// The step limit.
         limit: u64,
     },
+    /// A `path` needed more than `limit` steps of its automaton at one
+    /// position.
+    #[error(
+        "filter at {span:?}: this path needs more than {limit} steps of its automaton at one position; write a more specific path"
+    )]
+    PathTooLarge {
+        /// The `path` filter's source span (start, end).
+        span: (u32, u32),
+        /// The step limit.
+        limit: u64,
+    },
     /// A stored position that is not a legal chess position (its legal
     /// moves were needed).
     #[error("game {game}: position {index}: {message}")]
@@ -429,7 +440,7 @@ impl Interpreter {
             groups: strings::Groups::default(),
             regexes: strings::RegexCache::default(),
             dicts,
-            path_starts: Vec::new(),
+            path_frames: Vec::new(),
             last_path: None,
         }
     }
@@ -561,8 +572,8 @@ pub struct State {
     regexes: strings::RegexCache,
     /// The entries of each dictionary, by variable.
     dicts: HashMap<u32, strings::DictEntries>,
-    /// The starts of the `path`s being evaluated, innermost last.
-    path_starts: Vec<u32>,
+    /// The `path`s being evaluated, innermost last.
+    path_frames: Vec<path::PathFrame>,
     /// The start and last position of the game's last matching `path`.
     last_path: Option<(u32, u32)>,
 }

@@ -12,6 +12,15 @@
 //! `?`, `{m,n}` ...) repeats a dash or a parenthesized group; a filter
 //! takes none (CQL 6.2 refuses one).
 //!
+//! **Focus.** With `focus S` (`◎`) the pieces on S at the start are
+//! followed as they move (a captured one is dropped); a dash matches only
+//! a move in focus (by a focused piece; castling: its king or rook; with
+//! `focus capture`, also a capture of a focused piece). After the first
+//! matched move, moves out of focus are skipped: the waiting dashes go on
+//! to the next position, untested (as are the filters: they are tested at
+//! the tail of a matched move). The path's length counts the matched
+//! moves; `pathcountunfocused` the skipped ones.
+//!
 //! **Which match.** A path of zero moves never matches (CQL 6.2: `path
 //! check` matches nowhere). Of the matching paths the longest (most moves)
 //! is kept, the first in PGN order among equals; with `firstmatch`, the
@@ -33,23 +42,26 @@
 //! adds the comment S at the start (even with `quiet`).
 //!
 //! **Status filters.** Inside a path's constituents `pathstart` is the
-//! start, `pathcount` the number of moves from the start to the current
-//! position and `pathcountunfocused` 0 (cqlj has no `focus`, and the CQL
-//! 6.2 oracle gives 0 without one); elsewhere
+//! start, `pathcount` the number of moves matched from the start to the
+//! current position and `pathcountunfocused` the number of moves out of
+//! focus skipped (0 without `focus`, as the CQL 6.2 oracle has it; its
+//! manual counts all moves); elsewhere
 //! `pathstart` and `pathlastposition` are the start and the last tail of
 //! the game's last matching path (no match before one), `pathcount` does
 //! not match.
 //!
 //! **Limits.** An evaluation that would take more than
 //! [`MAX_PATH_STEPS`] state visits stops with
-//! [`InterpError::LineTooLarge`] instead of running on.
+//! [`InterpError::PathTooLarge`] instead of running on.
 
 use std::collections::HashMap;
 
 use super::eval::Evaluator;
+use super::moves::MoveFacts;
 use super::sequence::in_range;
 use super::{InterpError, Value};
 use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span};
+use crate::runtime::bitboard::Bitboard;
 
 type R<T> = Result<T, InterpError>;
 
@@ -133,16 +145,96 @@ impl<'e> Nfa<'e> {
 /// A test's cached result: matched, and the comments it made.
 type Tested = (bool, Vec<(u32, String)>);
 
+/// The path being evaluated, for the status filters: its start, and for
+/// each position the walk reached, the moves matched and the moves out of
+/// focus skipped to get there (a position has one way from the start).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct PathFrame {
+    start: u32,
+    counts: HashMap<u32, (i64, i64)>,
+}
+
+/// One position of the walk waiting to be visited.
+struct Node {
+    p: u32,
+    /// Waiting states: any, at the start or after a matched move; only
+    /// `Move` states while skipping moves out of focus.
+    live: Vec<usize>,
+    /// The squares of the focused pieces here (`None`: no focus).
+    focus: Option<Bitboard>,
+    /// Positions of the kept-path candidate so far (this one excluded).
+    depth: usize,
+    /// Moves matched so far.
+    matched: i64,
+    /// Moves out of focus skipped so far.
+    skipped: i64,
+    /// Reached by a move out of focus: no test here, no match ends here.
+    skipping: bool,
+}
+
+/// Whether the move `mv` is in focus (by a focused piece; castling: the
+/// king or the rook; with `capture`, also a capture of a focused piece).
+fn in_focus(mv: &MoveFacts, focus: Bitboard, capture: bool) -> bool {
+    if focus.contains(mv.from) {
+        return true;
+    }
+    if let Some(rook) = castle_rook(mv)
+        && focus.contains(rook.0)
+    {
+        return true;
+    }
+    capture && mv.capture_square.is_some_and(|c| focus.contains(c))
+}
+
+/// The rook's squares (from, to) of a castling move (standard chess).
+fn castle_rook(mv: &MoveFacts) -> Option<(shakmaty::Square, shakmaty::Square)> {
+    let rank = mv.from.rank();
+    let sq = |f: shakmaty::File| shakmaty::Square::from_coords(f, rank);
+    if mv.castle_kingside {
+        Some((sq(shakmaty::File::H), sq(shakmaty::File::F)))
+    } else if mv.castle_queenside {
+        Some((sq(shakmaty::File::A), sq(shakmaty::File::D)))
+    } else {
+        None
+    }
+}
+
+/// The focused pieces' squares after `mv`: they move with their pieces,
+/// and a captured one leaves the set.
+fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
+    let mut f = focus;
+    if let Some(c) = mv.capture_square {
+        f.discard(c);
+    }
+    if let Some((from, to)) = castle_rook(mv)
+        && f.contains(from)
+    {
+        f.discard(from);
+        f.add(to);
+    }
+    if focus.contains(mv.from) && !mv.null {
+        f.discard(mv.from);
+        f.add(mv.to);
+    }
+    f
+}
+
+/// The kept path: its positions, the start first, and its number of
+/// matched moves.
+type Kept = (Vec<u32>, i64);
+
 /// One path evaluation's search.
 struct Search<'n, 'e> {
     nfa: &'n Nfa<'e>,
     primary: bool,
     firstmatch: bool,
+    /// The focused pieces' squares at the start (`None`: no focus).
+    focus: Option<Bitboard>,
+    focus_capture: bool,
     /// (state, position) -> result.
     cache: HashMap<(usize, u32), Tested>,
     steps: u64,
-    /// The kept path: its positions, the start first.
-    best: Option<Vec<u32>>,
+    best: Option<Kept>,
     span: Span,
 }
 
@@ -150,16 +242,15 @@ impl Evaluator<'_, '_> {
     /// Evaluates `path` at `at`; see the module docs.
     pub(super) fn path(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
         let nfa = Nfa::new(&p.items);
-        let Some((search, path)) = self.path_search(p, &nfa, span, at)? else {
+        let Some((search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
             return Ok(None);
         };
-        let n = (path.len() - 1) as i64;
         if !in_range(p.params.range, n) {
             return Ok(None);
         }
         if p.params.nestban
             && let Some(q) = self.game.parent(at).filter(|&q| self.visible(q))
-            && let Some((_, outer)) = self.path_search(p, &nfa, span, q)?
+            && let Some((_, (outer, _))) = self.path_search(p, &nfa, span, q)?
             && outer.get(1) == Some(&at)
         {
             return Ok(None);
@@ -187,22 +278,12 @@ impl Evaluator<'_, '_> {
 
     /// `pathcount`, `pathstart` ... at `at`; see the module docs.
     pub(super) fn path_status(&mut self, s: PathStatus, at: u32) -> Option<Value> {
-        let inner = self.st.path_starts.last().copied();
+        let frame = self.st.path_frames.last();
         match s {
-            // Without `focus` no move is unfocused (CQL 6.2 oracle: 0 at
-            // every depth, though the manual counts all moves).
-            PathStatus::CountUnfocused => inner.map(|_| Value::Number(0)),
-            PathStatus::Count => {
-                let start = inner?;
-                let mut n = 0i64;
-                let mut q = at;
-                while q != start {
-                    q = self.game.parent(q)?;
-                    n += 1;
-                }
-                Some(Value::Number(n))
-            }
-            PathStatus::Start => inner
+            PathStatus::Count => frame?.counts.get(&at).map(|c| Value::Number(c.0)),
+            PathStatus::CountUnfocused => frame?.counts.get(&at).map(|c| Value::Number(c.1)),
+            PathStatus::Start => frame
+                .map(|f| f.start)
                 .or(self.st.last_path.map(|(s, _)| s))
                 .map(Value::Position),
             PathStatus::LastPosition => self.st.last_path.map(|(_, l)| Value::Position(l)),
@@ -216,19 +297,28 @@ impl Evaluator<'_, '_> {
         nfa: &'n Nfa<'e>,
         span: Span,
         at: u32,
-    ) -> R<Option<(Search<'n, 'e>, Vec<u32>)>> {
+    ) -> R<Option<(Search<'n, 'e>, Kept)>> {
+        let focus = match &p.params.focus {
+            Some(f) => Some(self.set(f, at)?),
+            None => None,
+        };
         let mut search = Search {
             nfa,
             primary: p.params.primary,
             firstmatch: p.params.firstmatch,
+            focus,
+            focus_capture: p.params.focus_capture,
             cache: HashMap::new(),
             steps: 0,
             best: None,
             span,
         };
-        self.st.path_starts.push(at);
+        self.st.path_frames.push(PathFrame {
+            start: at,
+            counts: HashMap::new(),
+        });
         let r = self.path_walk(&mut search, at);
-        self.st.path_starts.pop();
+        self.st.path_frames.pop();
         r?;
         Ok(search.best.take().map(|b| (search, b)))
     }
@@ -266,7 +356,7 @@ impl Evaluator<'_, '_> {
             }
             search.steps += 1;
             if search.steps > MAX_PATH_STEPS {
-                return Err(InterpError::LineTooLarge {
+                return Err(InterpError::PathTooLarge {
                     span: (search.span.start, search.span.end),
                     limit: MAX_PATH_STEPS,
                 });
@@ -288,29 +378,79 @@ impl Evaluator<'_, '_> {
         Ok((moves, accept))
     }
 
+    /// Records the counts of the path status filters at `p`.
+    fn path_counts(&mut self, p: u32, matched: i64, skipped: i64) {
+        if let Some(f) = self.st.path_frames.last_mut() {
+            f.counts.insert(p, (matched, skipped));
+        }
+    }
+
     /// The depth-first walk from `start` (an explicit stack: games can be
-    /// 65,535 positions deep), children primary first.
+    /// 65,535 positions deep), children primary first. With `focus`, a
+    /// move out of focus after the first matched move is skipped: the
+    /// waiting dashes go on to the next position untested.
     fn path_walk(&mut self, search: &mut Search, start: u32) -> R<()> {
         let mut path: Vec<u32> = Vec::new();
-        let mut stack: Vec<(u32, Vec<usize>, usize)> = vec![(start, vec![search.nfa.start], 0)];
-        while let Some((p, live, depth)) = stack.pop() {
+        let mut stack = vec![Node {
+            p: start,
+            live: vec![search.nfa.start],
+            focus: search.focus,
+            depth: 0,
+            matched: 0,
+            skipped: 0,
+            skipping: false,
+        }];
+        while let Some(n) = stack.pop() {
             if search.firstmatch && search.best.is_some() {
                 break;
             }
-            path.truncate(depth);
-            path.push(p);
-            let (moves, accept) = self.path_closure(search, &live, p)?;
-            if accept && depth > 0 && search.best.as_ref().is_none_or(|b| path.len() > b.len()) {
-                search.best = Some(path.clone());
-            }
+            path.truncate(n.depth);
+            path.push(n.p);
+            let moves = if n.skipping {
+                n.live
+            } else {
+                self.path_counts(n.p, n.matched, n.skipped);
+                let (moves, accept) = self.path_closure(search, &n.live, n.p)?;
+                if accept && n.matched > 0 && search.best.as_ref().is_none_or(|b| n.matched > b.1) {
+                    search.best = Some((path.clone(), n.matched));
+                }
+                moves
+            };
             if moves.is_empty() {
                 continue;
             }
-            let mut kids = self.visible_children(p);
+            let mut kids = self.visible_children(n.p);
             if search.primary {
                 kids.truncate(1);
             }
             for c in kids.into_iter().rev() {
+                let (focused, focus) = match n.focus {
+                    None => (true, None),
+                    Some(f) => match MoveFacts::from_packed(self.rec(c)?.mv) {
+                        Some(mv) => (
+                            in_focus(&mv, f, search.focus_capture),
+                            Some(move_focus(&mv, f)),
+                        ),
+                        None => (false, Some(f)),
+                    },
+                };
+                if !focused {
+                    // Out of focus: skipped, but not before the first
+                    // matched move (CQL 6.2 oracle).
+                    if n.matched > 0 {
+                        stack.push(Node {
+                            p: c,
+                            live: moves.clone(),
+                            focus,
+                            depth: n.depth + 1,
+                            matched: n.matched,
+                            skipped: n.skipped + 1,
+                            skipping: true,
+                        });
+                    }
+                    continue;
+                }
+                self.path_counts(c, n.matched + 1, n.skipped);
                 let mut next = Vec::new();
                 for &s in &moves {
                     if let State::Move(_, to) = search.nfa.states[s]
@@ -320,7 +460,15 @@ impl Evaluator<'_, '_> {
                     }
                 }
                 if !next.is_empty() {
-                    stack.push((c, next, depth + 1));
+                    stack.push(Node {
+                        p: c,
+                        live: next,
+                        focus,
+                        depth: n.depth + 1,
+                        matched: n.matched + 1,
+                        skipped: n.skipped,
+                        skipping: false,
+                    });
                 }
             }
         }
@@ -328,39 +476,51 @@ impl Evaluator<'_, '_> {
     }
 
     /// Keeps the comments of the tests that matched along the kept path
-    /// (a forward pass over its positions).
+    /// (a forward pass over its positions; a move out of focus was not
+    /// tested: its dashes wait at the next position).
     fn path_replay(&mut self, search: &Search, path: &[u32]) {
         let nfa = search.nfa;
         let matched = |s: usize, p: u32| search.cache.get(&(s, p)).filter(|(m, _)| *m);
         let mut live = vec![nfa.start];
+        let mut skipped = false;
         let mut keep: Vec<(u32, String)> = Vec::new();
         for (i, &p) in path.iter().enumerate() {
-            // The closure at p, through the checks that matched there.
-            let mut seen = vec![false; nfa.states.len()];
-            let mut stack: Vec<usize> = live.iter().rev().copied().collect();
-            let mut moves = Vec::new();
-            while let Some(s) = stack.pop() {
-                if std::mem::replace(&mut seen[s], true) {
-                    continue;
-                }
-                match nfa.states[s] {
-                    State::Accept => {}
-                    State::Move(..) => moves.push(s),
-                    State::Split(a, b) => {
-                        stack.push(b);
-                        stack.push(a);
+            let moves = if skipped {
+                std::mem::take(&mut live)
+            } else {
+                // The closure at p, through the checks that matched there.
+                let mut seen = vec![false; nfa.states.len()];
+                let mut stack: Vec<usize> = live.iter().rev().copied().collect();
+                let mut moves = Vec::new();
+                while let Some(s) = stack.pop() {
+                    if std::mem::replace(&mut seen[s], true) {
+                        continue;
                     }
-                    State::Check(_, next) => {
-                        if let Some((_, made)) = matched(s, p) {
-                            keep.extend(made.iter().cloned());
-                            stack.push(next);
+                    match nfa.states[s] {
+                        State::Accept => {}
+                        State::Move(..) => moves.push(s),
+                        State::Split(a, b) => {
+                            stack.push(b);
+                            stack.push(a);
+                        }
+                        State::Check(_, next) => {
+                            if let Some((_, made)) = matched(s, p) {
+                                keep.extend(made.iter().cloned());
+                                stack.push(next);
+                            }
                         }
                     }
                 }
-            }
+                moves
+            };
             let Some(&c) = path.get(i + 1) else {
                 break;
             };
+            skipped = !moves.iter().any(|&s| search.cache.contains_key(&(s, c)));
+            if skipped {
+                live = moves;
+                continue;
+            }
             live.clear();
             for s in moves {
                 if let State::Move(_, to) = nfa.states[s]

@@ -265,6 +265,8 @@ pub(crate) enum ExprKind {
     /// [`LineAtom::Filter`] holding an [`ExprKind::Dash`].
     Path {
         params: ir::PathParams,
+        /// `focus S` (`params.focus` stays `None` here).
+        focus: Option<Box<Expr>>,
         items: Vec<LineItem>,
     },
     /// `function name(params) { body }`.
@@ -567,7 +569,12 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             flat(items, &mut kids);
             format!("Line backward={backward} {params:?}")
         }
-        ExprKind::Path { params, items } => {
+        ExprKind::Path {
+            params,
+            focus,
+            items,
+        } => {
+            kids.extend(focus.iter().map(|f| &**f));
             fn flat<'a>(items: &'a [LineItem], kids: &mut Vec<&'a Expr>) {
                 for it in items {
                     match &it.atom {

@@ -1197,7 +1197,12 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
-            ExprKind::Path { params, items } => {
+            ExprKind::Path {
+                params,
+                focus,
+                items,
+            } => {
+                let focus = self.opt_set(focus, "the `focus` of a path")?;
                 let items = self.path_items(items)?;
                 let states = line_states(&items);
                 if states > MAX_LINE_STATES {
@@ -1213,7 +1218,10 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 self.mk(
                     Node::Path(Box::new(ir::PathFilter {
-                        params: params.clone(),
+                        params: ir::PathParams {
+                            focus,
+                            ..params.clone()
+                        },
                         items,
                     })),
                     kind,

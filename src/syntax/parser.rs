@@ -77,7 +77,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "purestalemate",
     "idealstalemate",
     "hhdb",
-    "focus",
     "piecepath",
     "keepallbest",
     "pathdebug",
@@ -193,6 +192,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "consecutivemoves",
     "line",
     "path",
+    "focus",
     "pathcount",
     "pathcountunfocused",
     "pathstart",
@@ -1947,6 +1947,7 @@ impl Parser<'_, '_> {
     /// cannot start a filter (`then`, `else`, `and`, `or`).
     fn path(&mut self, start: Span) -> PResult<Expr> {
         let mut params = ir::PathParams::default();
+        let mut focus = None;
         let mut range = Vec::new();
         loop {
             let t = self.peek().clone();
@@ -1972,7 +1973,19 @@ impl Parser<'_, '_> {
                             self.bump();
                             continue;
                         }
-                        "max" | "keepallbest" | "focus" | "piecepath" | "singlecolor" => {
+                        "focus" => {
+                            self.bump();
+                            if matches!(&self.peek().tok, Tok::Ident(c) if c == "capture") {
+                                self.bump();
+                                params.focus_capture = true;
+                            }
+                            if focus.is_some() {
+                                return Err(self.error(t.span, "a path takes one `focus`"));
+                            }
+                            focus = Some(Box::new(self.expr(bp::PREFIX)?));
+                            continue;
+                        }
+                        "max" | "keepallbest" | "piecepath" | "singlecolor" => {
                             return Err(self.error(
                                 t.span,
                                 format!("not supported yet: the `path` parameter `{w}`"),
@@ -1997,13 +2010,23 @@ impl Parser<'_, '_> {
             }
         }
         params.range = self.range(&range, "path")?;
+        if params.nestban && focus.is_some() {
+            return Err(self.error(
+                start,
+                "not supported yet: `nestban` with `focus` in one path",
+            ));
+        }
         let items = self.path_items()?;
         if items.is_empty() {
             let sp = self.peek().span;
             return Err(self.error(sp, "a path needs at least one constituent, such as `--`"));
         }
         Ok(Expr::new(
-            ExprKind::Path { params, items },
+            ExprKind::Path {
+                params,
+                focus,
+                items,
+            },
             self.span_from(start),
         ))
     }

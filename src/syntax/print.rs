@@ -1035,6 +1035,14 @@ impl Printer<'_> {
                     t.push_str(" title ");
                     t.push_str(&quote(title));
                 }
+                if let Some(focus) = &p.focus {
+                    t.push_str(if p.focus_capture {
+                        " focus capture "
+                    } else {
+                        " focus "
+                    });
+                    t.push_str(&self.param(focus));
+                }
                 let r = range_text(p.range);
                 if !r.is_empty() {
                     t.push(' ');
