@@ -1669,11 +1669,13 @@ impl Gen<'_> {
             ))
         });
         let focus_capture = focus.is_some() && self.chance(30);
+        let piecepath = focus.is_some() && self.chance(30);
         // `nestban` with `focus` is refused by the parser (not supported).
         let nestban = flags & 4 != 0 && focus.is_none();
         let params = PathParams {
             focus,
             focus_capture,
+            piecepath,
             firstmatch: flags & 1 != 0,
             lastposition,
             nestban,

@@ -308,6 +308,9 @@ pub struct PathParams {
     pub focus: Option<Box<Expr>>,
     /// `focus capture`: a capture of a focused piece is in focus.
     pub focus_capture: bool,
+    /// `piecepath` (with `focus`): the start gets the comment `Focus path:`
+    /// with each focused piece's journey along the kept path.
+    pub piecepath: bool,
     /// Keep the first matching path found in PGN order, not the longest.
     pub firstmatch: bool,
     /// The value is the tail of the path's last move (kind position), not

@@ -21,6 +21,9 @@
 //! the tail of a matched move). The path's length counts the matched
 //! moves; `pathcountunfocused` the skipped ones.
 //!
+//! With `piecepath`, the start also gets `Focus path: Nf5-g3-f1 ...`:
+//! each focused piece's journey along the kept path.
+//!
 //! **Which match.** A path of zero moves never matches (CQL 6.2: `path
 //! check` matches nowhere). Of the matching paths the longest (most moves)
 //! is kept, the first in PGN order among equals; with `firstmatch`, the
@@ -261,6 +264,12 @@ impl Evaluator<'_, '_> {
         if let Some(title) = &p.params.title {
             self.auto_comment(at, title.clone());
         }
+        if p.params.piecepath
+            && let Some(focus) = search.focus
+        {
+            let text = self.piece_journeys(at, &path, focus)?;
+            self.auto_comment(at, format!("Focus path: {text}"));
+        }
         if !p.params.quiet {
             let (from, to) = (self.position_text(at), self.position_text(last));
             self.auto_comment(at, format!("Start path that ends at {to}"));
@@ -274,6 +283,67 @@ impl Evaluator<'_, '_> {
         } else {
             Value::Number(n)
         }))
+    }
+
+    /// `piecepath`'s text: each focused piece that moved or was taken on
+    /// the kept path, by its square at the start: its letter, start square
+    /// and each square it moved to (`Nf5-g3-f1`), then `(xSQ)` if taken
+    /// (CQL 6.2 oracle's form).
+    fn piece_journeys(&mut self, at: u32, path: &[u32], focus: Bitboard) -> R<String> {
+        // (start square, letter, squares, taken on)
+        let mut pieces: Vec<(
+            shakmaty::Square,
+            char,
+            Vec<shakmaty::Square>,
+            Option<shakmaty::Square>,
+        )> = Vec::new();
+        let start = *self.rec(at)?;
+        // The piece index on each square of a focused piece.
+        let mut on: [Option<usize>; 64] = [None; 64];
+        for sq in focus {
+            if let Some(pc) = super::board::piece_at(&start, sq) {
+                on[sq as usize] = Some(pieces.len());
+                pieces.push((sq, pc.char(), Vec::new(), None));
+            }
+        }
+        for &c in path.iter().skip(1) {
+            let Some(mv) = MoveFacts::from_packed(self.rec(c)?.mv) else {
+                continue;
+            };
+            if mv.null {
+                continue;
+            }
+            if let Some(x) = mv.capture_square
+                && let Some(i) = on[x as usize].take()
+            {
+                pieces[i].3 = Some(x);
+            }
+            if let Some((from, to)) = castle_rook(&mv)
+                && let Some(i) = on[from as usize].take()
+            {
+                pieces[i].2.push(to);
+                on[to as usize] = Some(i);
+            }
+            if let Some(i) = on[mv.from as usize].take() {
+                pieces[i].2.push(mv.to);
+                on[mv.to as usize] = Some(i);
+            }
+        }
+        let mut out = Vec::new();
+        for (sq, letter, moves, taken) in pieces {
+            if moves.is_empty() && taken.is_none() {
+                continue;
+            }
+            let mut t = format!("{letter}{sq}");
+            for m in moves {
+                t.push_str(&format!("-{m}"));
+            }
+            if let Some(x) = taken {
+                t.push_str(&format!("(x{x})"));
+            }
+            out.push(t);
+        }
+        Ok(out.join(" "))
     }
 
     /// `pathcount`, `pathstart` ... at `at`; see the module docs.

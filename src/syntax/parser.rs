@@ -77,7 +77,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "purestalemate",
     "idealstalemate",
     "hhdb",
-    "piecepath",
     "keepallbest",
     "pathdebug",
 ];
@@ -193,6 +192,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "line",
     "path",
     "focus",
+    "piecepath",
     "pathcount",
     "pathcountunfocused",
     "pathstart",
@@ -1715,6 +1715,10 @@ impl Parser<'_, '_> {
             }
             "line" => self.line(start),
             "path" => self.path(start),
+            "piecepath" => Err(self.error(
+                start,
+                "`piecepath` is a parameter of `path` (`path focus S piecepath ...`), not a filter (as in CQL 6.2)",
+            )),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
             "legal" | "pseudolegal" => self.legal_dash(&w, start),
@@ -1960,6 +1964,7 @@ impl Parser<'_, '_> {
                         "primary" => &mut params.primary,
                         "quiet" => &mut params.quiet,
                         "verbose" => &mut params.verbose,
+                        "piecepath" => &mut params.piecepath,
                         "title" => {
                             self.bump();
                             let s = self.peek().clone();
@@ -1985,7 +1990,7 @@ impl Parser<'_, '_> {
                             focus = Some(Box::new(self.expr(bp::PREFIX)?));
                             continue;
                         }
-                        "max" | "keepallbest" | "piecepath" | "singlecolor" => {
+                        "max" | "keepallbest" | "singlecolor" => {
                             return Err(self.error(
                                 t.span,
                                 format!("not supported yet: the `path` parameter `{w}`"),
@@ -2010,6 +2015,12 @@ impl Parser<'_, '_> {
             }
         }
         params.range = self.range(&range, "path")?;
+        if params.piecepath && focus.is_none() {
+            return Err(self.error(
+                start,
+                "`piecepath` comments the moves in focus: it needs `focus` (as in CQL 6.2)",
+            ));
+        }
         if params.nestban && focus.is_some() {
             return Err(self.error(
                 start,

@@ -1025,6 +1025,7 @@ impl Printer<'_> {
                     (p.primary, "primary"),
                     (p.quiet, "quiet"),
                     (p.verbose, "verbose"),
+                    (p.piecepath, "piecepath"),
                 ] {
                     if on {
                         t.push(' ');
