@@ -105,7 +105,7 @@ pub struct Args {
     #[arg(long = "cql", value_name = "QUERY")]
     pub cql: Vec<String>,
     /// The built-in queries to run: `anchor` (single-position queries),
-    /// `sequences` (`line`, `find`, `echo`) or `all`.
+    /// `sequences` (`line`, `path`, `find`, `echo`) or `all`.
     #[arg(long, value_enum, default_value_t = Suite::Anchor)]
     pub suite: Suite,
     /// Only these queries (no suite), e.g. when combined with `--cql`.

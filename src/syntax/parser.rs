@@ -1715,6 +1715,10 @@ impl Parser<'_, '_> {
             }
             "line" => self.line(start),
             "path" => self.path(start),
+            "focus" => Err(self.error(
+                start,
+                "`focus` is a parameter of `path` (`path focus S -- ...`), not a filter",
+            )),
             "piecepath" => Err(self.error(
                 start,
                 "`piecepath` is a parameter of `path` (`path focus S piecepath ...`), not a filter (as in CQL 6.2)",
@@ -2109,7 +2113,7 @@ impl Parser<'_, '_> {
                 let sp = self.peek().span;
                 return Err(self.error(
                     sp,
-                    "in a path only a move (`--`, `x`) or a parenthesized group takes a quantifier",
+                    "in a path only a move (`--`, `[x]`, `×`) or a parenthesized group takes a quantifier",
                 ));
             }
             (1, Some(1))
