@@ -54,9 +54,9 @@ pub const SUITE: [&str; 8] = [
 pub const SEQUENCES: [&str; 4] = [
     // Four positions in check in a row, from the current one.
     "line --> check --> check --> check",
-    // A piece's journey: three or more white knight moves in a row, each
-    // answered by any move (`path`, move by move; cqlj has no `focus`).
-    "path quiet (N-- --){3,}",
+    // A piece's journey: the white queen moves at least twice, the other
+    // moves between hers skipped (`path` with `focus`).
+    "path quiet focus Q --{2,}",
     // A mate within 10 plies: `find`'s own range counts the positions
     // found (`find 1 10 mate` is "1 to 10 mates from here"), so the
     // distance to the mate is bounded inside its body.
