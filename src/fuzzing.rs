@@ -37,9 +37,9 @@ use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
     ArithOp, Bitboard, Builtin, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind,
-    LineAtom, LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node, PawnSet,
-    PieceSet, PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel,
-    Var, VarId,
+    LineAtom, LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node,
+    PathFilter, PathParams, PawnSet, PieceSet, PinValue, Query, SetOp, Side, Span, SpecialMove,
+    TransformFilter, TreeLeaf, TreeRel, Var, VarId,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -158,7 +158,8 @@ pub fn check_roundtrip(data: &[u8]) {
         Err(d) if line_over_limit(&q) => {
             let message = d.render("generated", false);
             assert!(
-                message.contains("this line is too large"),
+                message.contains("this line is too large")
+                    || message.contains("this path is too large"),
                 "generated query {text:?} with a line over the limit: {message}"
             );
             return;
@@ -623,8 +624,11 @@ fn game_positions() -> &'static [Vec<PositionRecord>] {
 /// error).
 fn line_over_limit(q: &Query) -> bool {
     fn over(e: &Expr) -> bool {
-        let mut found = matches!(&e.node, Node::Line(l)
-            if l.automaton_states() > syntax::lower::MAX_LINE_STATES);
+        let mut found = match &e.node {
+            Node::Line(l) => l.automaton_states() > syntax::lower::MAX_LINE_STATES,
+            Node::Path(p) => p.automaton_states() > syntax::lower::MAX_LINE_STATES,
+            _ => false,
+        };
         e.for_each_child(|c| found = found || over(c));
         found
     }
@@ -683,7 +687,7 @@ pub fn check_jit_vs_interp(data: &[u8]) {
         match interp.eval_body_at(&view, i as u32, &mut state) {
             Ok(v) => wants.push(v),
             // The step limit of a line is a clean error, not a hang.
-            Err(InterpError::LineTooLarge { .. }) => return,
+            Err(InterpError::LineTooLarge { .. } | InterpError::PathTooLarge { .. }) => return,
             Err(e) => panic!("interpreter error on {text:?} at {place}, position {i}: {e}"),
         }
     }
@@ -1630,6 +1634,9 @@ impl Gen<'_> {
     /// with `lastposition`. Repetitions are small but now and then large
     /// enough to exceed the automaton limit (a parse error).
     fn line(&mut self, depth: u32, lastposition: bool) -> Expr {
+        if self.chance(35) {
+            return self.path(depth, lastposition);
+        }
         let backward = self.chance(30);
         let flags = self.byte_flags();
         let params = LineParams {
@@ -1656,6 +1663,153 @@ impl Gen<'_> {
                 Kind::Numeric
             },
         )
+    }
+
+    /// `path [params] C C ...`: numeric, or a position with `lastposition`;
+    /// constituents are move dashes, filters and groups.
+    fn path(&mut self, depth: u32, lastposition: bool) -> Expr {
+        let flags = self.byte_flags();
+        let focus = (flags & 0x10 != 0).then(|| {
+            Box::new(e(
+                Node::Piece {
+                    pieces: self.pieces(),
+                    squares: Bitboard(self.squares()),
+                },
+                Kind::Set,
+            ))
+        });
+        let focus_capture = focus.is_some() && self.chance(30);
+        let piecepath = focus.is_some() && self.chance(30);
+        // `nestban` with `focus` is refused by the parser (not supported).
+        let nestban = flags & 4 != 0 && focus.is_none();
+        let params = PathParams {
+            focus,
+            focus_capture,
+            piecepath,
+            firstmatch: flags & 1 != 0,
+            lastposition,
+            nestban,
+            primary: flags & 8 != 0,
+            quiet: flags & 0x20 != 0,
+            verbose: false,
+            title: (flags & 2 != 0).then(|| "t".to_owned()),
+            range: (flags & 0xc0 == 0xc0).then(|| self.range()),
+        };
+        let items = self.path_items(depth, 0);
+        e(
+            Node::Path(Box::new(PathFilter { params, items })),
+            if lastposition {
+                Kind::Position
+            } else {
+                Kind::Numeric
+            },
+        )
+    }
+
+    /// A path's move constituent: `X--Y`, `X[x]Y`, `--(T)` over designators,
+    /// read as `currentmove` (see [`LineAtom::Dash`]).
+    fn path_dash(&mut self, depth: u32) -> Expr {
+        let side = |g: &mut Gen<'_>| {
+            g.chance(50).then(|| {
+                Box::new(if g.chance(50) {
+                    e(Node::Squares(Bitboard(g.squares())), Kind::Set)
+                } else {
+                    e(
+                        Node::Piece {
+                            pieces: g.pieces(),
+                            squares: Bitboard(g.squares()),
+                        },
+                        Kind::Set,
+                    )
+                })
+            })
+        };
+        let from = side(self);
+        let (to, capture) = if self.chance(25) {
+            let any = e(
+                Node::Piece {
+                    pieces: PieceSet::WHITE.union(PieceSet::BLACK),
+                    squares: Bitboard::FULL,
+                },
+                Kind::Set,
+            );
+            (None, Some(side(self).unwrap_or(Box::new(any))))
+        } else {
+            (side(self), None)
+        };
+        let target = self
+            .chance(15)
+            .then(|| Box::new(self.expr(depth, Kind::Logical)));
+        let m = MoveFilter {
+            from,
+            to,
+            capture,
+            promote: None,
+            special: None,
+            target,
+            source: MoveSource::Previous,
+            value: MoveValue::Destinations,
+        };
+        e(Node::Move(m), Kind::Set)
+    }
+
+    /// One to three path constituents; a group nests at most twice. Only a
+    /// dash or a group is quantified (as CQL 6.2 requires).
+    fn path_items(&mut self, depth: u32, nesting: u32) -> Vec<LineItem> {
+        let n = 1 + self.below(3) as usize;
+        (0..n)
+            .map(|_| {
+                let (atom, quantified) = if nesting < 2 && self.chance(20) {
+                    let mut group = self.path_items(depth, nesting + 1);
+                    if group.len() < 2 {
+                        let dash = self.path_dash(depth);
+                        group.push(LineItem {
+                            atom: LineAtom::Dash(dash),
+                            min: 1,
+                            max: Some(1),
+                        });
+                    }
+                    (LineAtom::Group(group), true)
+                } else if self.chance(60) {
+                    (LineAtom::Dash(self.path_dash(depth)), true)
+                } else {
+                    // A move filter as a test is braced: `{N--(T)}` alone
+                    // would be a dash.
+                    let f = self.expr(depth, Kind::Logical);
+                    let f = if matches!(f.node, Node::Move(_)) {
+                        let kind = f.kind;
+                        e(Node::Block(vec![f]), kind)
+                    } else {
+                        f
+                    };
+                    (LineAtom::Filter(f), false)
+                };
+                let (min, max) = if !quantified {
+                    (1, Some(1))
+                } else {
+                    match self.below(12) {
+                        0..=5 => (1, Some(1)),
+                        6 => (0, None),
+                        7 => (1, None),
+                        8 => (0, Some(1)),
+                        9 => {
+                            let m = 1 + self.below(3) as u32;
+                            (m, Some(m))
+                        }
+                        10 => {
+                            let m = self.below(3) as u32;
+                            (m, Some(m + 1 + self.below(3) as u32))
+                        }
+                        // Large: over the automaton limit now and then.
+                        _ => {
+                            let m = 250 * (1 + self.below(64) as u32);
+                            (m, Some(m))
+                        }
+                    }
+                };
+                LineItem { atom, min, max }
+            })
+            .collect()
     }
 
     /// One byte read as independent flags, each set with probability 1/8

@@ -229,23 +229,29 @@ impl LineFilter {
     /// state per unrolled constituent filter, one per optional or repeated
     /// copy, and the accepting state).
     pub fn automaton_states(&self) -> usize {
-        fn seq(items: &[LineItem]) -> usize {
-            items.iter().map(item).fold(0, usize::saturating_add)
-        }
-        fn item(it: &LineItem) -> usize {
-            let atom = match &it.atom {
-                LineAtom::Filter(_) => 1,
-                LineAtom::Group(g) => seq(g),
-            };
-            let min = it.min as usize;
-            let extra = match it.max {
-                None => atom.saturating_add(1),
-                Some(max) => (max.saturating_sub(it.min) as usize).saturating_mul(atom + 1),
-            };
-            atom.saturating_mul(min).saturating_add(extra)
-        }
-        seq(&self.items).saturating_add(1)
+        automaton_states(&self.items)
     }
+}
+
+/// The number of states of a Thompson NFA of `items` (see
+/// [`LineFilter::automaton_states`]).
+fn automaton_states(items: &[LineItem]) -> usize {
+    fn seq(items: &[LineItem]) -> usize {
+        items.iter().map(item).fold(0, usize::saturating_add)
+    }
+    fn item(it: &LineItem) -> usize {
+        let atom = match &it.atom {
+            LineAtom::Filter(_) | LineAtom::Dash(_) => 1,
+            LineAtom::Group(g) => seq(g),
+        };
+        let min = it.min as usize;
+        let extra = match it.max {
+            None => atom.saturating_add(1),
+            Some(max) => (max.saturating_sub(it.min) as usize).saturating_mul(atom + 1),
+        };
+        atom.saturating_mul(min).saturating_add(extra)
+    }
+    seq(items).saturating_add(1)
 }
 
 /// One constituent of a `line` with its repetition count `min..=max`
@@ -264,8 +270,13 @@ pub struct LineItem {
 /// sequence of constituents.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LineAtom {
-    /// A filter that must match the one position it consumes.
+    /// A filter that must match the one position it consumes. In a `path`,
+    /// a filter consumes nothing: it must match the current position.
     Filter(Expr),
+    /// Only in a `path`: a move dash that consumes one move of the game.
+    /// It is a [`Node::Move`] with [`MoveSource::Previous`], evaluated at
+    /// the move's tail (the dash as written, read as `currentmove`).
+    Dash(Expr),
     /// `( C C ... )`: the constituents in sequence.
     Group(Vec<LineItem>),
 }
@@ -273,7 +284,7 @@ pub enum LineAtom {
 fn line_filters<'a>(items: &'a [LineItem], f: &mut impl FnMut(&'a Expr)) {
     for it in items {
         match &it.atom {
-            LineAtom::Filter(e) => f(e),
+            LineAtom::Filter(e) | LineAtom::Dash(e) => f(e),
             LineAtom::Group(g) => line_filters(g, f),
         }
     }
@@ -282,8 +293,86 @@ fn line_filters<'a>(items: &'a [LineItem], f: &mut impl FnMut(&'a Expr)) {
 fn line_filters_mut(items: &mut [LineItem], f: &mut impl FnMut(&mut Expr)) {
     for it in items {
         match &mut it.atom {
-            LineAtom::Filter(e) => f(e),
+            LineAtom::Filter(e) | LineAtom::Dash(e) => f(e),
             LineAtom::Group(g) => line_filters_mut(g, f),
+        }
+    }
+}
+
+/// The parameters of a `path` filter (CQL 6.2's `⊢`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PathParams {
+    /// `focus S` (`◎`): only moves of the pieces on S at the start (and, with
+    /// `focus capture`, captures of them) are matched by the dashes; other
+    /// moves between two matched ones are skipped.
+    pub focus: Option<Box<Expr>>,
+    /// `focus capture`: a capture of a focused piece is in focus.
+    pub focus_capture: bool,
+    /// `piecepath` (with `focus`): the start gets the comment `Focus path:`
+    /// with each focused piece's journey along the kept path.
+    pub piecepath: bool,
+    /// Keep the first matching path found in PGN order, not the longest.
+    pub firstmatch: bool,
+    /// The value is the tail of the path's last move (kind position), not
+    /// its number of moves.
+    pub lastposition: bool,
+    /// Drop a path that continues the path of the position it came from.
+    pub nestban: bool,
+    /// Follow primary moves only.
+    pub primary: bool,
+    /// No `Start path ...`/`End path ...` comments.
+    pub quiet: bool,
+    /// `verbose` as written (kept so that the query prints back the same).
+    pub verbose: bool,
+    /// `title S`: the comment S at the start of a matching path.
+    pub title: Option<String>,
+    /// The number of moves of the path must lie in this range.
+    pub range: Option<(i64, Option<i64>)>,
+}
+
+/// A `path` filter: a regular expression over the moves of the game tree.
+/// Its constituents are [`LineItem`]s: [`LineAtom::Dash`] consumes a move,
+/// [`LineAtom::Filter`] tests the current position without consuming.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathFilter {
+    /// The parameters written after `path`.
+    pub params: PathParams,
+    /// The constituents in order.
+    pub items: Vec<LineItem>,
+}
+
+impl PathFilter {
+    /// The number of states of the path's automaton (as for `line`).
+    pub fn automaton_states(&self) -> usize {
+        automaton_states(&self.items)
+    }
+}
+
+/// What a path status filter reads (CQL 6.2's `pathcount` ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PathStatus {
+    /// `pathcount` (numeric): the moves of the enclosing path matched so
+    /// far (with `focus`, the moves in focus).
+    Count,
+    /// `pathcountunfocused` (numeric): the moves out of focus skipped so
+    /// far (0 without `focus`; CQL 6.2 oracle).
+    CountUnfocused,
+    /// `pathstart` (position): the start of the enclosing path, else of
+    /// the game's last matching path.
+    Start,
+    /// `pathlastposition` (position): the tail of the last move of the
+    /// game's last matching path.
+    LastPosition,
+}
+
+impl PathStatus {
+    /// The keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            PathStatus::Count => "pathcount",
+            PathStatus::CountUnfocused => "pathcountunfocused",
+            PathStatus::Start => "pathstart",
+            PathStatus::LastPosition => "pathlastposition",
         }
     }
 }
@@ -1073,6 +1162,10 @@ pub enum Node {
     },
     /// `line [params] --> C --> C ...` / `line <-- C <-- C ...`.
     Line(Box<LineFilter>),
+    /// `path [params] C C ...` (`⊢`).
+    Path(Box<PathFilter>),
+    /// `pathcount`, `pathstart` ... (kind by [`PathStatus`]).
+    PathStatus(PathStatus),
 
     // ---- built-in functions ----------------------------------------------
     /// A built-in function applied to its arguments, in source order.
@@ -1174,6 +1267,8 @@ impl Node {
             Node::Echo(..) => "Echo",
             Node::ConsecutiveMoves { .. } => "ConsecutiveMoves",
             Node::Line(..) => "Line",
+            Node::Path(..) => "Path",
+            Node::PathStatus(..) => "PathStatus",
             Node::Builtin(..) => "Builtin",
             Node::Orbit { .. } => "Orbit",
         }
@@ -1313,6 +1408,7 @@ impl Expr {
             | Initial
             | Terminal
             | Mainline
+            | PathStatus(_)
             | Variation
             | EnPassant
             | Castle
@@ -1398,6 +1494,12 @@ impl Expr {
                 f(target)
             }
             Line(l) => line_filters(&l.items, &mut f),
+            Path(l) => {
+                if let Some(x) = &l.params.focus {
+                    f(x);
+                }
+                line_filters(&l.items, &mut f)
+            }
         }
     }
 
@@ -1458,6 +1560,7 @@ impl Expr {
             | Initial
             | Terminal
             | Mainline
+            | PathStatus(_)
             | Variation
             | EnPassant
             | Castle
@@ -1549,6 +1652,12 @@ impl Expr {
                 f(target)
             }
             Line(l) => line_filters_mut(&mut l.items, &mut f),
+            Path(l) => {
+                if let Some(x) = &mut l.params.focus {
+                    f(x);
+                }
+                line_filters_mut(&mut l.items, &mut f)
+            }
         }
     }
 }

@@ -359,7 +359,7 @@ fn bench_reports_positions_per_second_of_a_line() {
 }
 
 #[test]
-fn bench_sequence_suite_runs_line_find_and_echo() {
+fn bench_sequence_suite_runs_line_path_find_and_echo() {
     let dir = Scratch::new("bench-sequences");
     let (code, stdout, stderr) = bench_sequences(
         &dir,
@@ -368,6 +368,7 @@ fn bench_sequence_suite_runs_line_find_and_echo() {
     assert_eq!(code, 0, "{stderr}\n{stdout}");
     for keyword in [
         "line -->",
+        "path quiet focus Q",
         "start = currentposition find",
         "echo quiet (s t)",
     ] {
@@ -377,10 +378,11 @@ fn bench_sequence_suite_runs_line_find_and_echo() {
         );
     }
     // Matching games and positions, per query in suite order: four checks
-    // in a row from positions 1 and 2 of game 1; a mate within 10 plies
-    // from each of the 5 positions of game 2; the placement of positions 0
-    // and 4 of game 3.
-    let expected = [["1", "2"], ["1", "5"], ["1", "2"]];
+    // in a row from positions 1 and 2 of game 1; two moves of the white
+    // queen from position 0 of game 1 (CQL 6.2 oracle); a mate within 10
+    // plies from each of the 5 positions of game 2; the placement of
+    // positions 0 and 4 of game 3.
+    let expected = [["1", "2"], ["1", "1"], ["1", "5"], ["1", "2"]];
     for engine in ["jit", "interp"] {
         let rows = bench_rows(&stdout, engine);
         assert_eq!(rows.len(), expected.len(), "{engine}:\n{stdout}");
@@ -389,8 +391,8 @@ fn bench_sequence_suite_runs_line_find_and_echo() {
             assert_speeds(row, &stdout);
         }
     }
-    assert_eq!(stdout.matches("ratio  jit/interp ").count(), 3, "{stdout}");
-    assert_eq!(stdout.matches("agree  on 1 games").count(), 3, "{stdout}");
+    assert_eq!(stdout.matches("ratio  jit/interp ").count(), 4, "{stdout}");
+    assert_eq!(stdout.matches("agree  on 1 games").count(), 4, "{stdout}");
     // The anchor suite is not run.
     assert!(!stdout.lines().any(|l| l.starts_with("Ra1 ")), "{stdout}");
 }

@@ -393,6 +393,51 @@ fn limits_loop_and_while_iterations_are_an_error_not_a_hang() {
     }
 }
 
+#[test]
+fn limits_path_automaton_size_is_an_error() {
+    let err = syntax::parse("path --{100000,100000}").expect_err("too large");
+    let text = err.render("q", false);
+    assert!(text.contains("this path is too large"), "{text}");
+    assert!(syntax::parse("path ((-- check){100}){200}").is_err());
+    assert!(syntax::parse("path ((-- check){10}){20}").is_ok());
+}
+
+#[test]
+fn limits_path_steps_are_an_error_not_a_hang() {
+    let dir = Scratch::new("pathsteps");
+    // 10,000 plies: the knights shuffle out and back.
+    let mut pgn = String::from("[Event \"long\"]\n\n");
+    for i in 0..2500 {
+        pgn.push_str(&format!("{}. Nf3 Nf6 {}. Ng1 Ng8 ", 2 * i + 1, 2 * i + 2));
+    }
+    pgn.push_str("*\n\n");
+    let (store, _) = import(&dir, pgn.as_bytes());
+    // A path over the whole game, from its first position, completes (its
+    // walk is not recursive: 10,000 moves deep).
+    assert_eq!(
+        run(&store, "initial path --{9000,}", Engine::Interp),
+        [(0, 1)]
+    );
+    // 4,000 optional moves keep thousands of states alive at every
+    // position of the walk: over the step limit, an error.
+    let q = syntax::parse("initial path (--?){4000} mate").expect("parses");
+    let ex = transform::expand(&q, &Limits::default()).expect("expands");
+    let plan = RunPlan {
+        engine: Engine::Interp,
+        variations: false,
+    };
+    let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
+    let err = scan(
+        &matcher,
+        0..store.n_games(),
+        &ScanOptions::default(),
+        &AtomicBool::new(false),
+        &mut Collect::default(),
+    )
+    .expect_err("over the step limit");
+    assert!(err.to_string().contains("steps"), "{err}");
+}
+
 /// A game's text over `MAX_GAME_BYTES` (here a 17 MiB comment) is skipped
 /// with a reason and keeps its number; the next game imports, serially and
 /// threaded alike, and memory stays bounded (the text is not kept).

@@ -7,9 +7,10 @@
 //! Two suites: the anchor queries ([`SUITE`], the default), evaluated
 //! position by position where the JIT's kernels apply, and the sequence
 //! queries ([`SEQUENCES`], `--suite sequences`), which relate several
-//! positions of a game (`line`, `find`, `echo`): the JIT pre-selects the
-//! games where a top-level `line` or `find` can match (`scan::line_pre`)
-//! and leaves the rest, and `echo`, to the interpreter.
+//! positions of a game (`line`, `path`, `find`, `echo`): the JIT
+//! pre-selects the games where a top-level `line` or `find` can match
+//! (`scan::line_pre`) and leaves the rest, `path` and `echo`, to the
+//! interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
 //! default it runs on a prefix of the store (`--interp-games`); on that
@@ -52,9 +53,12 @@ pub const SUITE: [&str; 8] = [
 /// The sequence suite: queries over several positions of a game, whose
 /// cost grows with the game's length (`find` and `echo` visit other
 /// positions from each position).
-pub const SEQUENCES: [&str; 3] = [
+pub const SEQUENCES: [&str; 4] = [
     // Four positions in check in a row, from the current one.
     "line --> check --> check --> check",
+    // A piece's journey: the white queen moves at least twice, the other
+    // moves between hers skipped (`path` with `focus`).
+    "path quiet focus Q --{2,}",
     // A mate within 10 plies: `find`'s own range counts the positions
     // found (`find 1 10 mate` is "1 to 10 mates from here"), so the
     // distance to the mate is bounded inside its body.
@@ -103,7 +107,7 @@ pub struct Args {
     #[arg(long = "cql", value_name = "QUERY")]
     pub cql: Vec<String>,
     /// The built-in queries to run: `anchor` (single-position queries),
-    /// `sequences` (`line`, `find`, `echo`) or `all`.
+    /// `sequences` (`line`, `path`, `find`, `echo`) or `all`.
     #[arg(long, value_enum, default_value_t = Suite::Anchor)]
     pub suite: Suite,
     /// Only these queries (no suite), e.g. when combined with `--cql`.

@@ -310,6 +310,9 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
             .find(|(j, _)| *j == i)
             .map_or(String::new(), |(_, w)| format!("  ({w})"));
         let _ = writeln!(s, "  [{i}] {:<44} {text}{why}", engine.label());
+        for auto in automata(e, query.vars()) {
+            let _ = writeln!(s, "      {auto}");
+        }
     }
     for note in &line_notes {
         let _ = writeln!(s, "{note}");
@@ -323,6 +326,61 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
         }
     }
     Ok(s)
+}
+
+/// The structure of each `line` and `path` in `e` (outermost first), as
+/// its automaton runs it: `path automaton (N states): move `--`, (test
+/// `check`, move `--`)+, test `mate`, accept`.
+fn automata(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var]) -> Vec<String> {
+    use cqlj::ir::{LineAtom, LineItem, Node};
+    fn items(out: &mut String, its: &[LineItem], path: bool, vars: &[cqlj::ir::Var]) {
+        for (k, it) in its.iter().enumerate() {
+            if k > 0 {
+                out.push_str(", ");
+            }
+            match &it.atom {
+                LineAtom::Filter(f) => {
+                    let word = if path { "test" } else { "position" };
+                    out.push_str(&format!("{word} `{}`", syntax::print_expr(f, vars)));
+                }
+                LineAtom::Dash(f) => {
+                    out.push_str(&format!("move `{}`", syntax::print_path_dash(f, vars)));
+                }
+                LineAtom::Group(g) => {
+                    out.push('(');
+                    items(out, g, path, vars);
+                    out.push(')');
+                }
+            }
+            out.push_str(&match (it.min, it.max) {
+                (1, Some(1)) => String::new(),
+                (0, None) => "*".to_owned(),
+                (1, None) => "+".to_owned(),
+                (0, Some(1)) => "?".to_owned(),
+                (a, None) => format!("{{{a},}}"),
+                (a, Some(b)) if a == b => format!("{{{a}}}"),
+                (a, Some(b)) => format!("{{{a},{b}}}"),
+            });
+        }
+    }
+    fn walk(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var], out: &mut Vec<String>) {
+        let (name, states, its, path) = match &e.node {
+            Node::Line(l) => ("line", l.automaton_states(), &l.items, false),
+            Node::Path(p) => ("path", p.automaton_states(), &p.items, true),
+            _ => {
+                e.for_each_child(|c| walk(c, vars, out));
+                return;
+            }
+        };
+        let mut t = format!("{name} automaton ({states} states): ");
+        items(&mut t, its, path, vars);
+        t.push_str(", accept");
+        out.push(t);
+        e.for_each_child(|c| walk(c, vars, out));
+    }
+    let mut out = Vec::new();
+    walk(e, vars, &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -339,6 +397,22 @@ mod tests {
             .query;
         let cq = cqlj::jit::compile(&q, &cqlj::jit::JitOptions::default()).ok();
         filter_engines(q.body().len(), cq.as_ref())
+    }
+
+    #[test]
+    fn plan_shows_a_path_automaton() {
+        let options = cqlj::query::QueryOptions {
+            name: "-",
+            ..Default::default()
+        };
+        let q = cqlj::query::prepare("path N-- {check} (-- --)+ mate", &options)
+            .unwrap_or_else(|_| panic!("prepares"))
+            .query;
+        let text = plan_text(&q, Engine::Auto).unwrap_or_default();
+        assert!(
+            text.contains("path automaton (9 states): move `N--`, test `check`, (move `--`, move `--`)+, test `mate`, accept"),
+            "{text}"
+        );
     }
 
     #[test]

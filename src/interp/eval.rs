@@ -413,7 +413,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             | Find(_)
             | Echo(_)
             | ConsecutiveMoves { .. }
-            | Line(_) => self.sequence(e, at),
+            | Line(_)
+            | Path(_) => self.sequence(e, at),
+            PathStatus(s) => Ok(self.path_status(*s, at)),
         }
     }
 

@@ -100,7 +100,7 @@ impl<'e> Nfa<'e> {
 
     fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
-            LineAtom::Filter(e) => self.push(State::Test(e, next)),
+            LineAtom::Filter(e) | LineAtom::Dash(e) => self.push(State::Test(e, next)),
             LineAtom::Group(g) => self.seq(g, next),
         }
     }

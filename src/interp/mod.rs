@@ -26,6 +26,7 @@ mod board;
 mod eval;
 mod line;
 mod moves;
+mod path;
 mod pieces;
 mod sequence;
 mod strings;
@@ -215,6 +216,17 @@ pub enum InterpError {
         /// `loop` or `while`.
         keyword: &'static str,
         /// The iteration limit.
+        limit: u64,
+    },
+    /// A `path` needed more than `limit` steps of its automaton at one
+    /// position.
+    #[error(
+        "filter at {span:?}: this path needs more than {limit} steps of its automaton at one position; write a more specific path"
+    )]
+    PathTooLarge {
+        /// The `path` filter's source span (start, end).
+        span: (u32, u32),
+        /// The step limit.
         limit: u64,
     },
     /// A stored position that is not a legal chess position (its legal
@@ -461,6 +473,8 @@ impl Interpreter {
             groups: strings::Groups::default(),
             regexes: strings::RegexCache::default(),
             dicts,
+            path_frames: Vec::new(),
+            last_path: None,
         }
     }
 
@@ -594,6 +608,10 @@ pub struct State {
     regexes: strings::RegexCache,
     /// The entries of each dictionary, by variable.
     dicts: HashMap<u32, strings::DictEntries>,
+    /// The `path`s being evaluated, innermost last.
+    path_frames: Vec<path::PathFrame>,
+    /// The start and last position of the game's last matching `path`.
+    last_path: Option<(u32, u32)>,
 }
 
 impl State {

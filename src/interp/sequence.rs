@@ -363,6 +363,7 @@ impl Evaluator<'_, '_> {
                 self.consecutive_moves(x, y, *range, quiet)
             }
             Node::Line(l) => self.line(l, e.span, at),
+            Node::Path(p) => self.path(p, e.span, at),
             _ => Err(Self::dispatch_error(e, "not a game-tree filter")),
         }
     }

@@ -175,6 +175,14 @@ pub enum NotLowered {
         /// States of the automaton.
         states: usize,
     },
+    /// `path`, whose automaton has `states` states.
+    #[error(
+        "path: a regular expression over the moves of the game tree, run by the interpreter as an automaton of {states} states"
+    )]
+    Path {
+        /// States of the automaton.
+        states: usize,
+    },
     /// A string literal.
     #[error("string values")]
     StringValues,

@@ -260,7 +260,9 @@ impl<'e> Builder<'e> {
 
     fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
-            LineAtom::Filter(e) => {
+            // (A dash appears in a `path` only, which is not pre-selected;
+            // as in the interpreter's line automaton it is a test.)
+            LineAtom::Filter(e) | LineAtom::Dash(e) => {
                 self.filters.push(Some(e));
                 self.push(State::Test(self.filters.len() - 1, next))
             }

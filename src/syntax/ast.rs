@@ -268,6 +268,14 @@ pub(crate) enum ExprKind {
         params: ir::LineParams,
         items: Vec<LineItem>,
     },
+    /// `path [params] C C ...` (`⊢`); a dash constituent is a
+    /// [`LineAtom::Filter`] holding an [`ExprKind::Dash`].
+    Path {
+        params: ir::PathParams,
+        /// `focus S` (`params.focus` stays `None` here).
+        focus: Option<Box<Expr>>,
+        items: Vec<LineItem>,
+    },
     /// `function name(params) { body }`.
     Function {
         name: Name,
@@ -571,6 +579,23 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
             }
             flat(items, &mut kids);
             format!("Line backward={backward} {params:?}")
+        }
+        ExprKind::Path {
+            params,
+            focus,
+            items,
+        } => {
+            kids.extend(focus.iter().map(|f| &**f));
+            fn flat<'a>(items: &'a [LineItem], kids: &mut Vec<&'a Expr>) {
+                for it in items {
+                    match &it.atom {
+                        LineAtom::Filter(e) => kids.push(e),
+                        LineAtom::Group(g) => flat(g, kids),
+                    }
+                }
+            }
+            flat(items, &mut kids);
+            format!("Path {params:?}")
         }
     };
     out.push_str(&format!(

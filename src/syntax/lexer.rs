@@ -309,6 +309,7 @@ fn unicode_keyword(c: char) -> Option<&'static str> {
         '∀' => "all",
         '∙' => "currentposition",
         '⊢' => "path",
+        '◎' => "focus",
         _ => return None,
     })
 }

@@ -1274,6 +1274,37 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
+            ExprKind::Path {
+                params,
+                focus,
+                items,
+            } => {
+                let focus = self.opt_set(focus, "the `focus` of a path")?;
+                let items = self.path_items(items)?;
+                let states = line_states(&items);
+                if states > MAX_LINE_STATES {
+                    return Err(self.err(
+                        span,
+                        format!("this path is too large: its repetitions expand to {states} constituents (the limit is {MAX_LINE_STATES})"),
+                    ));
+                }
+                let kind = if params.lastposition {
+                    Kind::Position
+                } else {
+                    Kind::Numeric
+                };
+                self.mk(
+                    Node::Path(Box::new(ir::PathFilter {
+                        params: ir::PathParams {
+                            focus,
+                            ..params.clone()
+                        },
+                        items,
+                    })),
+                    kind,
+                    span,
+                )
+            }
         }
     }
 
@@ -1298,6 +1329,36 @@ impl<'a> Lowerer<'a, '_> {
             let atom = match &it.atom {
                 ast::LineAtom::Filter(e) => self.sub(e).map(ir::LineAtom::Filter),
                 ast::LineAtom::Group(g) => self.line_items(g).map(ir::LineAtom::Group),
+            };
+            match atom {
+                Ok(atom) => out.push(ir::LineItem {
+                    atom,
+                    min: it.min,
+                    max: it.max,
+                }),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
+    }
+
+    /// A path's constituents: a move dash as written (`X--Y`, `X[x]Y`, with
+    /// its promotion and target) consumes a move and is read as
+    /// `currentmove` at the move's tail; any other filter tests the current
+    /// position.
+    fn path_items(&mut self, items: &'a [ast::LineItem]) -> Result<Vec<ir::LineItem>, Failed> {
+        let mut out = Vec::new();
+        let mut failed = false;
+        for it in items {
+            let atom = match &it.atom {
+                ast::LineAtom::Filter(e) if is_path_dash(e) => self.sub(e).map(|mut m| {
+                    if let Node::Move(mf) = &mut m.node {
+                        mf.source = ir::MoveSource::Previous;
+                    }
+                    ir::LineAtom::Dash(m)
+                }),
+                ast::LineAtom::Filter(e) => self.sub(e).map(ir::LineAtom::Filter),
+                ast::LineAtom::Group(g) => self.path_items(g).map(ir::LineAtom::Group),
             };
             match atom {
                 Ok(atom) => out.push(ir::LineItem {
@@ -1975,7 +2036,7 @@ pub(crate) fn line_states(items: &[ir::LineItem]) -> usize {
         .iter()
         .map(|it| {
             let one = match &it.atom {
-                ir::LineAtom::Filter(_) => 1,
+                ir::LineAtom::Filter(_) | ir::LineAtom::Dash(_) => 1,
                 ir::LineAtom::Group(g) => line_states(g),
             };
             let copies = match it.max {
@@ -2020,6 +2081,20 @@ fn collect_leaves<'a>(op: Infix, e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>)
     }
 }
 
+/// Whether a path constituent is a move dash that consumes a move: a dash
+/// over the game's moves, yielding its destinations (not `legal`,
+/// `currentmove` or `countmoves`).
+pub(crate) fn is_path_dash(e: &ast::Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Dash {
+            source: ir::MoveSource::Played,
+            value: ir::MoveValue::Destinations,
+            ..
+        }
+    )
+}
+
 fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,
@@ -2038,6 +2113,8 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) | Node::CurrentTransform => Kind::String,
         Node::CurrentPosition => Kind::Position,
         Node::TreeLeaf(l) => l.kind(),
+        Node::PathStatus(ir::PathStatus::Count | ir::PathStatus::CountUnfocused) => Kind::Numeric,
+        Node::PathStatus(_) => Kind::Position,
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,

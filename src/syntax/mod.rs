@@ -88,7 +88,7 @@ pub mod parser;
 pub mod print;
 
 pub use diag::{Diagnostic, Diagnostics, Severity, line_col};
-pub use print::{print_expr, print_query};
+pub use print::{print_expr, print_path_dash, print_query};
 
 use crate::ir::{self, Bitboard, Span};
 

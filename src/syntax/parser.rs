@@ -57,7 +57,6 @@ pub(crate) mod bp {
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
-    "path",
     "readfile",
     "writefile",
     "appendfile",
@@ -73,13 +72,7 @@ pub const UNSUPPORTED: &[&str] = &[
     "purestalemate",
     "idealstalemate",
     "hhdb",
-    "focus",
-    "piecepath",
     "keepallbest",
-    "pathcount",
-    "pathcountunfocused",
-    "pathstart",
-    "pathlastposition",
     "pathdebug",
 ];
 
@@ -194,6 +187,13 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "echo",
     "consecutivemoves",
     "line",
+    "path",
+    "focus",
+    "piecepath",
+    "pathcount",
+    "pathcountunfocused",
+    "pathstart",
+    "pathlastposition",
     "fen",
     "up",
     "down",
@@ -314,6 +314,10 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "virtualmainline" => Node::TreeLeaf(ir::TreeLeaf::VirtualMainline),
         "initialposition" => Node::TreeLeaf(ir::TreeLeaf::InitialPosition),
         "eventdate" => Node::Builtin(ir::Builtin::EventDate, Vec::new()),
+        "pathcount" => Node::PathStatus(ir::PathStatus::Count),
+        "pathcountunfocused" => Node::PathStatus(ir::PathStatus::CountUnfocused),
+        "pathstart" => Node::PathStatus(ir::PathStatus::Start),
+        "pathlastposition" => Node::PathStatus(ir::PathStatus::LastPosition),
         _ => return None,
     })
 }
@@ -346,6 +350,7 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         fatal: false,
         functions: HashSet::new(),
         line_depth: None,
+        path_depth: None,
         logical_stop: None,
         open_brackets: 0,
         header_filters: Vec::new(),
@@ -370,6 +375,9 @@ struct Parser<'s, 'd> {
     /// at that depth a `*`, `+` or `?` ending the constituent is its
     /// quantifier, not an operator.
     line_depth: Option<usize>,
+    /// The nesting depth of the `path` constituent being parsed, if any: at
+    /// that depth a `*`, `+` or `?` is always a quantifier.
+    path_depth: Option<usize>,
     /// The nesting depth of a `find` body or `line` constituent being
     /// parsed: there, as in CQL, a logical filter is not the left operand
     /// of arithmetic or a comparison (`find all check > 3` compares the
@@ -792,6 +800,11 @@ impl Parser<'_, '_> {
     /// keyword that cannot start an operand: `then`, `else`, `and`, `or`)
     /// or stands on a later line.
     fn at_quantifier(&mut self) -> bool {
+        if self.path_depth == Some(self.depth)
+            && matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question)
+        {
+            return true;
+        }
         if self.line_depth.is_none_or(|d| self.depth < d) {
             return false;
         }
@@ -918,8 +931,11 @@ impl Parser<'_, '_> {
 
     /// Can the current token start the right side of a dash move? (A `(`
     /// right after the dash opens its target instead.)
+    /// As in CQL 6.2 it must follow the dash without whitespace: `K-- k`
+    /// is the dash `K--` and the filter `k`.
     fn starts_dash_target(&mut self) -> bool {
         matches!(self.peek_tok(), Tok::Designator { .. } | Tok::Tilde)
+            && self.peek().span.start as usize == self.prev_end
     }
 
     /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`), with an
@@ -940,7 +956,12 @@ impl Parser<'_, '_> {
         } else {
             None
         };
-        let target = if self.peek_tok() == Tok::LParen {
+        // In a path a spaced `(` after a dash opens the next group of
+        // constituents (CQL 6.2 refuses it: cqlj's printer writes it).
+        let path_group = self.path_depth == Some(self.depth)
+            && self.peek_tok() == Tok::LParen
+            && self.peek().span.start as usize != self.prev_end;
+        let target = if self.peek_tok() == Tok::LParen && !path_group {
             let open = self.peek().span;
             if open.start as usize != self.prev_end {
                 return Err(self.error(
@@ -1085,9 +1106,12 @@ impl Parser<'_, '_> {
         }
     }
 
-    /// After a primary: a dash move may follow (`K--e4`).
+    /// After a primary: a dash move may follow (`K--e4`), without
+    /// whitespace as in CQL 6.2 (`K -- e4` is three filters).
     fn maybe_dash(&mut self, e: Expr) -> PResult<Expr> {
-        if matches!(self.peek_tok(), Tok::DashDash | Tok::CaptureX) {
+        if matches!(self.peek_tok(), Tok::DashDash | Tok::CaptureX)
+            && self.peek().span.start as usize == self.prev_end
+        {
             let start = e.span;
             self.dash(Some(e), start)
         } else {
@@ -1788,6 +1812,15 @@ impl Parser<'_, '_> {
                 ))
             }
             "line" => self.line(start),
+            "path" => self.path(start),
+            "focus" => Err(self.error(
+                start,
+                "`focus` is a parameter of `path` (`path focus S -- ...`), not a filter",
+            )),
+            "piecepath" => Err(self.error(
+                start,
+                "`piecepath` is a parameter of `path` (`path focus S piecepath ...`), not a filter (as in CQL 6.2)",
+            )),
             "function" => self.function(start),
             "cql" => Err(self.error(start, "the `cql( ... )` header must come first in the file")),
             "legal" | "pseudolegal" => self.legal_dash(&w, start),
@@ -2034,6 +2067,182 @@ impl Parser<'_, '_> {
             },
             self.span_from(start),
         ))
+    }
+
+    /// `path [params] C C ...` (CQL 6.2's `⊢`): constituents follow one
+    /// another without arrows, up to a `)`, `}`, the end, or a word that
+    /// cannot start a filter (`then`, `else`, `and`, `or`).
+    fn path(&mut self, start: Span) -> PResult<Expr> {
+        let mut params = ir::PathParams::default();
+        let mut focus = None;
+        let mut range = Vec::new();
+        loop {
+            let t = self.peek().clone();
+            match &t.tok {
+                Tok::Ident(w) => {
+                    let flag = match w.as_str() {
+                        "firstmatch" => &mut params.firstmatch,
+                        "lastposition" => &mut params.lastposition,
+                        "nestban" => &mut params.nestban,
+                        "primary" => &mut params.primary,
+                        "quiet" => &mut params.quiet,
+                        "verbose" => &mut params.verbose,
+                        "piecepath" => &mut params.piecepath,
+                        "title" => {
+                            self.bump();
+                            let s = self.peek().clone();
+                            let Tok::Str(text) = &s.tok else {
+                                return Err(self.error(
+                                    s.span,
+                                    "`title` needs a string: `path title \"name\" ...`",
+                                ));
+                            };
+                            params.title = Some(text.clone());
+                            self.bump();
+                            continue;
+                        }
+                        "focus" => {
+                            self.bump();
+                            if matches!(&self.peek().tok, Tok::Ident(c) if c == "capture") {
+                                self.bump();
+                                params.focus_capture = true;
+                            }
+                            if focus.is_some() {
+                                return Err(self.error(t.span, "a path takes one `focus`"));
+                            }
+                            focus = Some(Box::new(self.expr(bp::PREFIX)?));
+                            continue;
+                        }
+                        "max" | "keepallbest" | "singlecolor" => {
+                            return Err(self.error(
+                                t.span,
+                                format!("not supported yet: the `path` parameter `{w}`"),
+                            ));
+                        }
+                        "secondary" => {
+                            return Err(self.error(
+                                t.span,
+                                "`secondary` is not a `path` parameter (as in CQL 6.2)",
+                            ));
+                        }
+                        _ => break,
+                    };
+                    *flag = true;
+                    self.bump();
+                }
+                Tok::Num(n) => {
+                    range.push((*n as i64, t.span));
+                    self.bump();
+                }
+                _ => break,
+            }
+        }
+        params.range = self.range(&range, "path")?;
+        if params.piecepath && focus.is_none() {
+            return Err(self.error(
+                start,
+                "`piecepath` comments the moves in focus: it needs `focus` (as in CQL 6.2)",
+            ));
+        }
+        if params.nestban && focus.is_some() {
+            return Err(self.error(
+                start,
+                "not supported yet: `nestban` with `focus` in one path",
+            ));
+        }
+        let items = self.path_items()?;
+        if items.is_empty() {
+            let sp = self.peek().span;
+            return Err(self.error(sp, "a path needs at least one constituent, such as `--`"));
+        }
+        Ok(Expr::new(
+            ExprKind::Path {
+                params,
+                focus,
+                items,
+            },
+            self.span_from(start),
+        ))
+    }
+
+    /// Path constituents up to what ends them (see [`Self::path`]).
+    fn path_items(&mut self) -> PResult<Vec<LineItem>> {
+        let mut items = Vec::new();
+        loop {
+            match self.peek_tok() {
+                Tok::RParen | Tok::RBrace | Tok::Eof => break,
+                Tok::Ident(w) if matches!(w.as_str(), "then" | "else" | "and" | "or") => break,
+                _ => items.push(self.path_item()?),
+            }
+        }
+        Ok(items)
+    }
+
+    /// One path constituent and its quantifier (only a move dash or a
+    /// group takes one, as in CQL 6.2).
+    fn path_item(&mut self) -> PResult<LineItem> {
+        let start = self.peek().span;
+        let (atom, quantified) = if self.peek().tok == Tok::LParen {
+            self.bump();
+            self.depth += 1;
+            let inner = self.path_items();
+            self.depth -= 1;
+            let inner = inner?;
+            self.expect(&Tok::RParen, "`)` to close the group of path constituents")?;
+            if inner.is_empty() {
+                return Err(
+                    self.error(self.span_from(start), "an empty group of path constituents")
+                );
+            }
+            // `(F)--G` is the group (F) and the dash `--G` (CQL 6.2 oracle);
+            // a dash from F is written `{F}--G`.
+            (LineAtom::Group(inner), true)
+        } else {
+            let saved = self.path_depth.replace(self.depth + 1);
+            let saved_line = self.line_depth.replace(self.depth + 1);
+            let saved_stop = self.logical_stop.replace(self.depth + 1);
+            let r = self.expr(bp::LOWEST);
+            self.path_depth = saved;
+            self.line_depth = saved_line;
+            self.logical_stop = saved_stop;
+            let mut e = r?;
+            // `{F}--G`: a dash whose left side is F (CQL 6.2 oracle).
+            if matches!(e.kind, ExprKind::Block(_))
+                && matches!(self.peek_tok(), Tok::DashDash | Tok::CaptureX)
+                && self.peek().span.start as usize == self.prev_end
+            {
+                let from_start = e.span;
+                e = self.dash(Some(e), from_start)?;
+            }
+            // `{F}` is the filter F (the printer braces filter constituents).
+            if let ExprKind::Block(items) = &mut e.kind
+                && items.len() == 1
+                && !super::lower::is_path_dash(&items[0])
+                && let Some(only) = items.pop()
+            {
+                e = only;
+            }
+            let dash = super::lower::is_path_dash(&e);
+            (LineAtom::Filter(e), dash)
+        };
+        let (min, max) = if quantified {
+            self.quantifier()?
+        } else {
+            if matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question) {
+                let sp = self.peek().span;
+                return Err(self.error(
+                    sp,
+                    "in a path only a move (`--`, `[x]`, `×`) or a parenthesized group takes a quantifier",
+                ));
+            }
+            (1, Some(1))
+        };
+        Ok(LineItem {
+            atom,
+            min,
+            max,
+            span: self.span_from(start),
+        })
     }
 
     /// One constituent of a line and its quantifier.

@@ -366,12 +366,66 @@ impl Printer<'_> {
         }
     }
 
+    /// A path's constituents: a filter in braces, a move dash as written, a
+    /// group in parentheses, each with its quantifier.
+    fn path_items(&self, items: &[LineItem]) -> String {
+        let mut out = Vec::new();
+        for it in items {
+            let body = match &it.atom {
+                LineAtom::Filter(e) => format!("{{{}}}", self.doc(e).text),
+                LineAtom::Dash(e) => self.path_dash(e),
+                LineAtom::Group(g) => format!("({})", self.path_items(g)),
+            };
+            let q = match (it.min, it.max) {
+                (1, Some(1)) => String::new(),
+                (0, None) => "*".to_owned(),
+                (1, None) => "+".to_owned(),
+                (0, Some(1)) => "?".to_owned(),
+                (a, None) => format!("{{{a},}}"),
+                (a, Some(b)) if a == b => format!("{{{a}}}"),
+                (a, Some(b)) => format!("{{{a},{b}}}"),
+            };
+            out.push(format!("{body}{q}"));
+        }
+        out.join(" ")
+    }
+
+    /// A path's move constituent in its dash form as written (the IR holds
+    /// it read as `currentmove`).
+    fn path_dash(&self, e: &Expr) -> String {
+        match &e.node {
+            Node::Move(m) => {
+                let mut played = m.clone();
+                played.source = MoveSource::Played;
+                // A left side that is no designator is braced: in a path
+                // `(F)--` would be a group and a dash.
+                match played.from.take() {
+                    Some(from) if matches!(from.node, Node::Block(_)) => {
+                        format!("{}{}", self.doc(&from).text, self.dash_doc(&played).text)
+                    }
+                    Some(from) if !matches!(from.node, Node::Piece { .. } | Node::Squares(_)) => {
+                        format!(
+                            "{{{}}}{}",
+                            self.doc(&from).text,
+                            self.dash_doc(&played).text
+                        )
+                    }
+                    from => {
+                        played.from = from;
+                        self.dash_doc(&played).text
+                    }
+                }
+            }
+            _ => self.doc(e).text,
+        }
+    }
+
     /// `--> (A) --> (B)* ...`: each constituent parenthesized.
     fn line_items(&self, items: &[LineItem], arrow: &str) -> String {
         let mut out = Vec::new();
         for it in items {
             let body = match &it.atom {
-                LineAtom::Filter(e) => format!("({})", self.doc(e).text),
+                LineAtom::Filter(e) | LineAtom::Dash(e) => format!("({})", self.doc(e).text),
                 LineAtom::Group(g) => {
                     let inner = self.line_items(g, arrow);
                     let inner = inner.strip_prefix(arrow).unwrap_or(&inner).trim_start();
@@ -988,6 +1042,47 @@ impl Printer<'_> {
                     ..atom(t)
                 }
             }
+            Node::Path(l) => {
+                let p = &l.params;
+                let mut t = String::from("path");
+                for (on, w) in [
+                    (p.firstmatch, "firstmatch"),
+                    (p.lastposition, "lastposition"),
+                    (p.nestban, "nestban"),
+                    (p.primary, "primary"),
+                    (p.quiet, "quiet"),
+                    (p.verbose, "verbose"),
+                    (p.piecepath, "piecepath"),
+                ] {
+                    if on {
+                        t.push(' ');
+                        t.push_str(w);
+                    }
+                }
+                if let Some(title) = &p.title {
+                    t.push_str(" title ");
+                    t.push_str(&quote(title));
+                }
+                if let Some(focus) = &p.focus {
+                    t.push_str(if p.focus_capture {
+                        " focus capture "
+                    } else {
+                        " focus "
+                    });
+                    t.push_str(&self.param(focus));
+                }
+                let r = range_text(p.range);
+                if !r.is_empty() {
+                    t.push(' ');
+                    t.push_str(r.trim_end());
+                }
+                t.push(' ');
+                t.push_str(&self.path_items(&l.items));
+                // Its constituents go on up to a `)`, `}` or the end, so
+                // it is parenthesized: `distance((path --) position 4)`.
+                atom(format!("({t})"))
+            }
+            Node::PathStatus(s) => atom(s.keyword().to_owned()),
             Node::Orbit { count, elements } => {
                 let mut t = String::from(if *count { "orbit count {" } else { "orbit {" });
                 for el in elements {
@@ -1003,6 +1098,12 @@ impl Printer<'_> {
 /// Prints one filter as canonical ASCII CQL; `vars` names the variables.
 pub fn print_expr(e: &Expr, vars: &[Var]) -> String {
     Printer { vars }.doc(e).text
+}
+
+/// A `path`'s move constituent ([`crate::ir::LineAtom::Dash`]) as written:
+/// `N--g5`, `Bxh7`, `--`.
+pub fn print_path_dash(e: &Expr, vars: &[Var]) -> String {
+    Printer { vars }.path_dash(e)
 }
 
 fn header_text(h: &Header) -> Option<String> {

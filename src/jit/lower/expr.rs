@@ -20,6 +20,9 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::Line(l) => Some(NotLowered::Line {
             states: l.automaton_states(),
         }),
+        Node::Path(l) => Some(NotLowered::Path {
+            states: l.automaton_states(),
+        }),
         Node::Str(_) => Some(NotLowered::StringValues),
         Node::Tag(_) | Node::TagNamed(_) | Node::Player(_) => Some(NotLowered::StringTags),
         Node::CurrentTransform => Some(NotLowered::CurrentTransform),
@@ -48,7 +51,8 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         | Node::TreeRel(..)
         | Node::Find(_)
         | Node::Echo(_)
-        | Node::ConsecutiveMoves { .. } => Some(NotLowered::TreeNavigation),
+        | Node::ConsecutiveMoves { .. }
+        | Node::PathStatus(_) => Some(NotLowered::TreeNavigation),
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
             Some(NotLowered::ValuedLogical)
         }

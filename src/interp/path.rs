@@ -1,0 +1,610 @@
+//! The `path` filter (CQL 6.2's `⊢`): a regular expression over the moves
+//! of the game tree, and the path status filters (`pathcount`,
+//! `pathstart` ...).
+//!
+//! `path C1 C2 ... Cn` matches at the current position (its *start*) when a
+//! sequence of consecutive moves starting there (each one from the tail of
+//! the one before) matches the constituents in order. A move dash
+//! (`N--g5`, `Bxh7`, `--`, with promotion and target) consumes one move,
+//! which must match it (read as `currentmove` at the move's tail); any
+//! other filter consumes nothing: it must match the current position (the
+//! start, or the tail of the last move consumed). A quantifier (`*`, `+`,
+//! `?`, `{m,n}` ...) repeats a dash or a parenthesized group; a filter
+//! takes none (CQL 6.2 refuses one).
+//!
+//! **Focus.** With `focus S` (`◎`) the pieces on S at the start are
+//! followed as they move (a captured one is dropped); a dash matches only
+//! a move in focus (by a focused piece; castling: its king or rook; with
+//! `focus capture`, also a capture of a focused piece). After the first
+//! matched move, moves out of focus are skipped: the waiting dashes go on
+//! to the next position, untested (as are the filters: they are tested at
+//! the tail of a matched move). The path's length counts the matched
+//! moves; `pathcountunfocused` the skipped ones.
+//!
+//! With `piecepath`, the start also gets `Focus path: Nf5-g3-f1 ...`:
+//! each focused piece's journey along the kept path.
+//!
+//! **Which match.** A path of zero moves never matches (CQL 6.2: `path
+//! check` matches nowhere). Of the matching paths the longest (most moves)
+//! is kept, the first in PGN order among equals; with `firstmatch`, the
+//! first found in PGN order. `primary` follows only primary moves;
+//! `nestban` drops a match when the path matching at the parent (if any)
+//! goes through the current position.
+//!
+//! **How it runs.** A Thompson NFA ([`Nfa`]) whose states test a filter
+//! at the current position without moving (`Check`) or test the move to a
+//! child (`Move`) runs depth-first over the tree from the start; each
+//! (state, position) test is evaluated once and cached with the comments
+//! it made. The comments kept are those of the tests that matched on the
+//! kept path, in a forward pass along it.
+//!
+//! **Value.** The number of moves of the kept path (with `lastposition`:
+//! the tail of its last move); with a range, that number must lie in it.
+//! Unless `quiet`, the start gets the comment `Start path that ends at P`
+//! and the last tail `End path of length N that starts at P`; `title S`
+//! adds the comment S at the start (even with `quiet`).
+//!
+//! **Status filters.** Inside a path's constituents `pathstart` is the
+//! start, `pathcount` the number of moves matched from the start to the
+//! current position and `pathcountunfocused` the number of moves out of
+//! focus skipped (0 without `focus`, as the CQL 6.2 oracle has it; its
+//! manual counts all moves); elsewhere
+//! `pathstart` and `pathlastposition` are the start and the last tail of
+//! the game's last matching path (no match before one), `pathcount` does
+//! not match.
+//!
+//! **Limits.** An evaluation that would take more than
+//! [`MAX_PATH_STEPS`] state visits stops with
+//! [`InterpError::PathTooLarge`] instead of running on.
+
+use std::collections::HashMap;
+
+use super::eval::Evaluator;
+use super::moves::MoveFacts;
+use super::sequence::in_range;
+use super::{InterpError, Value};
+use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span};
+use crate::runtime::bitboard::Bitboard;
+
+type R<T> = Result<T, InterpError>;
+
+/// Most NFA state visits one evaluation of a `path` may make.
+pub(crate) const MAX_PATH_STEPS: u64 = 4_000_000;
+
+/// One NFA state.
+#[derive(Clone, Copy, Debug)]
+enum State<'e> {
+    /// The filter must match the current position; then `next`, there.
+    Check(&'e Expr, usize),
+    /// Consumes a move to a child where the dash matches; then `next`.
+    Move(&'e Expr, usize),
+    /// Goes on to both.
+    Split(usize, usize),
+    /// The whole path matched.
+    Accept,
+}
+
+/// A Thompson NFA of a path's constituents.
+struct Nfa<'e> {
+    states: Vec<State<'e>>,
+    start: usize,
+}
+
+impl<'e> Nfa<'e> {
+    fn new(items: &'e [LineItem]) -> Nfa<'e> {
+        let mut nfa = Nfa {
+            states: vec![State::Accept],
+            start: 0,
+        };
+        nfa.start = nfa.seq(items, 0);
+        nfa
+    }
+
+    fn push(&mut self, s: State<'e>) -> usize {
+        self.states.push(s);
+        self.states.len() - 1
+    }
+
+    /// Compiles `items` to continue with `next` (back to front).
+    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
+        let mut next = next;
+        for it in items.iter().rev() {
+            next = self.item(it, next);
+        }
+        next
+    }
+
+    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Filter(e) => self.push(State::Check(e, next)),
+            LineAtom::Dash(e) => self.push(State::Move(e, next)),
+            LineAtom::Group(g) => self.seq(g, next),
+        }
+    }
+
+    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
+        let mut next = next;
+        match it.max {
+            None => {
+                let split = self.push(State::Split(0, next));
+                let body = self.atom(&it.atom, split);
+                self.states[split] = State::Split(body, next);
+                next = split;
+            }
+            Some(max) => {
+                for _ in it.min..max {
+                    let body = self.atom(&it.atom, next);
+                    next = self.push(State::Split(body, next));
+                }
+            }
+        }
+        for _ in 0..it.min {
+            next = self.atom(&it.atom, next);
+        }
+        next
+    }
+}
+
+/// A test's cached result: matched, and the comments it made.
+type Tested = (bool, Vec<(u32, String)>);
+
+/// The path being evaluated, for the status filters: its start, and for
+/// each position the walk reached, the moves matched and the moves out of
+/// focus skipped to get there (a position has one way from the start).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct PathFrame {
+    start: u32,
+    counts: HashMap<u32, (i64, i64)>,
+}
+
+/// One position of the walk waiting to be visited.
+struct Node {
+    p: u32,
+    /// Waiting states: any, at the start or after a matched move; only
+    /// `Move` states while skipping moves out of focus.
+    live: Vec<usize>,
+    /// The squares of the focused pieces here (`None`: no focus).
+    focus: Option<Bitboard>,
+    /// Positions of the kept-path candidate so far (this one excluded).
+    depth: usize,
+    /// Moves matched so far.
+    matched: i64,
+    /// Moves out of focus skipped so far.
+    skipped: i64,
+    /// Reached by a move out of focus: no test here, no match ends here.
+    skipping: bool,
+}
+
+/// Whether the move `mv` is in focus (by a focused piece; castling: the
+/// king or the rook; with `capture`, also a capture of a focused piece).
+fn in_focus(mv: &MoveFacts, focus: Bitboard, capture: bool) -> bool {
+    if focus.contains(mv.from) {
+        return true;
+    }
+    if let Some(rook) = castle_rook(mv)
+        && focus.contains(rook.0)
+    {
+        return true;
+    }
+    capture && mv.capture_square.is_some_and(|c| focus.contains(c))
+}
+
+/// The rook's squares (from, to) of a castling move (standard chess).
+fn castle_rook(mv: &MoveFacts) -> Option<(shakmaty::Square, shakmaty::Square)> {
+    let rank = mv.from.rank();
+    let sq = |f: shakmaty::File| shakmaty::Square::from_coords(f, rank);
+    if mv.castle_kingside {
+        Some((sq(shakmaty::File::H), sq(shakmaty::File::F)))
+    } else if mv.castle_queenside {
+        Some((sq(shakmaty::File::A), sq(shakmaty::File::D)))
+    } else {
+        None
+    }
+}
+
+/// The focused pieces' squares after `mv`: they move with their pieces,
+/// and a captured one leaves the set.
+fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
+    let mut f = focus;
+    if let Some(c) = mv.capture_square {
+        f.discard(c);
+    }
+    if let Some((from, to)) = castle_rook(mv)
+        && f.contains(from)
+    {
+        f.discard(from);
+        f.add(to);
+    }
+    if focus.contains(mv.from) && !mv.null {
+        f.discard(mv.from);
+        f.add(mv.to);
+    }
+    f
+}
+
+/// The kept path: its positions, the start first, and its number of
+/// matched moves.
+type Kept = (Vec<u32>, i64);
+
+/// One path evaluation's search.
+struct Search<'n, 'e> {
+    nfa: &'n Nfa<'e>,
+    primary: bool,
+    firstmatch: bool,
+    /// The focused pieces' squares at the start (`None`: no focus).
+    focus: Option<Bitboard>,
+    focus_capture: bool,
+    /// (state, position) -> result.
+    cache: HashMap<(usize, u32), Tested>,
+    steps: u64,
+    best: Option<Kept>,
+    span: Span,
+}
+
+impl Evaluator<'_, '_> {
+    /// Evaluates `path` at `at`; see the module docs.
+    pub(super) fn path(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
+        let nfa = Nfa::new(&p.items);
+        let Some((search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
+            return Ok(None);
+        };
+        if !in_range(p.params.range, n) {
+            return Ok(None);
+        }
+        if p.params.nestban
+            && let Some(q) = self.game.parent(at).filter(|&q| self.visible(q))
+            && let Some((_, (outer, _))) = self.path_search(p, &nfa, span, q)?
+            && outer.get(1) == Some(&at)
+        {
+            return Ok(None);
+        }
+        self.path_replay(&search, &path);
+        let last = path.last().copied().unwrap_or(at);
+        self.st.last_path = Some((at, last));
+        if let Some(title) = &p.params.title {
+            self.auto_comment(at, title.clone());
+        }
+        if p.params.piecepath
+            && let Some(focus) = search.focus
+        {
+            let text = self.piece_journeys(at, &path, focus)?;
+            self.auto_comment(at, format!("Focus path: {text}"));
+        }
+        if !p.params.quiet {
+            let (from, to) = (self.position_text(at), self.position_text(last));
+            self.auto_comment(at, format!("Start path that ends at {to}"));
+            self.auto_comment(
+                last,
+                format!("End path of length {n} that starts at {from}"),
+            );
+        }
+        Ok(Some(if p.params.lastposition {
+            Value::Position(last)
+        } else {
+            Value::Number(n)
+        }))
+    }
+
+    /// `piecepath`'s text: each focused piece that moved or was taken on
+    /// the kept path, by its square at the start: its letter, start square
+    /// and each square it moved to (`Nf5-g3-f1`), then `(xSQ)` if taken
+    /// (CQL 6.2 oracle's form).
+    fn piece_journeys(&mut self, at: u32, path: &[u32], focus: Bitboard) -> R<String> {
+        // (start square, letter, squares, taken on)
+        let mut pieces: Vec<(
+            shakmaty::Square,
+            char,
+            Vec<shakmaty::Square>,
+            Option<shakmaty::Square>,
+        )> = Vec::new();
+        let start = *self.rec(at)?;
+        // The piece index on each square of a focused piece.
+        let mut on: [Option<usize>; 64] = [None; 64];
+        for sq in focus {
+            if let Some(pc) = super::board::piece_at(&start, sq) {
+                on[sq as usize] = Some(pieces.len());
+                pieces.push((sq, pc.char(), Vec::new(), None));
+            }
+        }
+        for &c in path.iter().skip(1) {
+            let Some(mv) = MoveFacts::from_packed(self.rec(c)?.mv) else {
+                continue;
+            };
+            if mv.null {
+                continue;
+            }
+            if let Some(x) = mv.capture_square
+                && let Some(i) = on[x as usize].take()
+            {
+                pieces[i].3 = Some(x);
+            }
+            if let Some((from, to)) = castle_rook(&mv)
+                && let Some(i) = on[from as usize].take()
+            {
+                pieces[i].2.push(to);
+                on[to as usize] = Some(i);
+            }
+            if let Some(i) = on[mv.from as usize].take() {
+                pieces[i].2.push(mv.to);
+                on[mv.to as usize] = Some(i);
+            }
+        }
+        let mut out = Vec::new();
+        for (sq, letter, moves, taken) in pieces {
+            if moves.is_empty() && taken.is_none() {
+                continue;
+            }
+            let mut t = format!("{letter}{sq}");
+            for m in moves {
+                t.push_str(&format!("-{m}"));
+            }
+            if let Some(x) = taken {
+                t.push_str(&format!("(x{x})"));
+            }
+            out.push(t);
+        }
+        Ok(out.join(" "))
+    }
+
+    /// `pathcount`, `pathstart` ... at `at`; see the module docs.
+    pub(super) fn path_status(&mut self, s: PathStatus, at: u32) -> Option<Value> {
+        let frame = self.st.path_frames.last();
+        match s {
+            PathStatus::Count => frame?.counts.get(&at).map(|c| Value::Number(c.0)),
+            PathStatus::CountUnfocused => frame?.counts.get(&at).map(|c| Value::Number(c.1)),
+            PathStatus::Start => frame
+                .map(|f| f.start)
+                .or(self.st.last_path.map(|(s, _)| s))
+                .map(Value::Position),
+            PathStatus::LastPosition => self.st.last_path.map(|(_, l)| Value::Position(l)),
+        }
+    }
+
+    /// Runs the automaton from `at`; returns the search and the kept path.
+    fn path_search<'n, 'e>(
+        &mut self,
+        p: &PathFilter,
+        nfa: &'n Nfa<'e>,
+        span: Span,
+        at: u32,
+    ) -> R<Option<(Search<'n, 'e>, Kept)>> {
+        let focus = match &p.params.focus {
+            Some(f) => Some(self.set(f, at)?),
+            None => None,
+        };
+        let mut search = Search {
+            nfa,
+            primary: p.params.primary,
+            firstmatch: p.params.firstmatch,
+            focus,
+            focus_capture: p.params.focus_capture,
+            cache: HashMap::new(),
+            steps: 0,
+            best: None,
+            span,
+        };
+        self.st.path_frames.push(PathFrame {
+            start: at,
+            counts: HashMap::new(),
+        });
+        let r = self.path_walk(&mut search, at);
+        self.st.path_frames.pop();
+        r?;
+        Ok(search.best.take().map(|b| (search, b)))
+    }
+
+    /// Whether state `s` (a `Check` at `p`, or a `Move` into `p`) matches.
+    fn path_test(&mut self, search: &mut Search, s: usize, p: u32) -> R<bool> {
+        if let Some((m, _)) = search.cache.get(&(s, p)) {
+            return Ok(*m);
+        }
+        let (State::Check(e, _) | State::Move(e, _)) = search.nfa.states[s] else {
+            return Ok(false);
+        };
+        let mark = self.st.comments.len();
+        let m = self.matches(e, p)?;
+        let made = self.st.comments.split_off(mark);
+        search.cache.insert((s, p), (m, made));
+        Ok(m)
+    }
+
+    /// The `Move` states and whether `Accept` is reached from `live` at `p`
+    /// without consuming a move (a `Check` passes where its filter matches).
+    fn path_closure(
+        &mut self,
+        search: &mut Search,
+        live: &[usize],
+        p: u32,
+    ) -> R<(Vec<usize>, bool)> {
+        let mut seen = vec![false; search.nfa.states.len()];
+        let mut stack: Vec<usize> = live.iter().rev().copied().collect();
+        let mut moves = Vec::new();
+        let mut accept = false;
+        while let Some(s) = stack.pop() {
+            if std::mem::replace(&mut seen[s], true) {
+                continue;
+            }
+            search.steps += 1;
+            if search.steps > MAX_PATH_STEPS {
+                return Err(InterpError::PathTooLarge {
+                    span: (search.span.start, search.span.end),
+                    limit: MAX_PATH_STEPS,
+                });
+            }
+            match search.nfa.states[s] {
+                State::Accept => accept = true,
+                State::Move(..) => moves.push(s),
+                State::Split(a, b) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                State::Check(_, next) => {
+                    if self.path_test(search, s, p)? {
+                        stack.push(next);
+                    }
+                }
+            }
+        }
+        Ok((moves, accept))
+    }
+
+    /// Records the counts of the path status filters at `p`.
+    fn path_counts(&mut self, p: u32, matched: i64, skipped: i64) {
+        if let Some(f) = self.st.path_frames.last_mut() {
+            f.counts.insert(p, (matched, skipped));
+        }
+    }
+
+    /// The depth-first walk from `start` (an explicit stack: games can be
+    /// 65,535 positions deep), children primary first. With `focus`, a
+    /// move out of focus after the first matched move is skipped: the
+    /// waiting dashes go on to the next position untested.
+    fn path_walk(&mut self, search: &mut Search, start: u32) -> R<()> {
+        let mut path: Vec<u32> = Vec::new();
+        let mut stack = vec![Node {
+            p: start,
+            live: vec![search.nfa.start],
+            focus: search.focus,
+            depth: 0,
+            matched: 0,
+            skipped: 0,
+            skipping: false,
+        }];
+        while let Some(n) = stack.pop() {
+            if search.firstmatch && search.best.is_some() {
+                break;
+            }
+            path.truncate(n.depth);
+            path.push(n.p);
+            let moves = if n.skipping {
+                n.live
+            } else {
+                self.path_counts(n.p, n.matched, n.skipped);
+                let (moves, accept) = self.path_closure(search, &n.live, n.p)?;
+                if accept && n.matched > 0 && search.best.as_ref().is_none_or(|b| n.matched > b.1) {
+                    search.best = Some((path.clone(), n.matched));
+                }
+                moves
+            };
+            if moves.is_empty() {
+                continue;
+            }
+            let mut kids = self.visible_children(n.p);
+            if search.primary {
+                kids.truncate(1);
+            }
+            for c in kids.into_iter().rev() {
+                let (focused, focus) = match n.focus {
+                    None => (true, None),
+                    Some(f) => match MoveFacts::from_packed(self.rec(c)?.mv) {
+                        Some(mv) => (
+                            in_focus(&mv, f, search.focus_capture),
+                            Some(move_focus(&mv, f)),
+                        ),
+                        None => (false, Some(f)),
+                    },
+                };
+                if !focused {
+                    // Out of focus: skipped, but not before the first
+                    // matched move (CQL 6.2 oracle).
+                    if n.matched > 0 {
+                        stack.push(Node {
+                            p: c,
+                            live: moves.clone(),
+                            focus,
+                            depth: n.depth + 1,
+                            matched: n.matched,
+                            skipped: n.skipped + 1,
+                            skipping: true,
+                        });
+                    }
+                    continue;
+                }
+                self.path_counts(c, n.matched + 1, n.skipped);
+                let mut next = Vec::new();
+                for &s in &moves {
+                    if let State::Move(_, to) = search.nfa.states[s]
+                        && self.path_test(search, s, c)?
+                    {
+                        next.push(to);
+                    }
+                }
+                if !next.is_empty() {
+                    stack.push(Node {
+                        p: c,
+                        live: next,
+                        focus,
+                        depth: n.depth + 1,
+                        matched: n.matched + 1,
+                        skipped: n.skipped,
+                        skipping: false,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the comments of the tests that matched along the kept path
+    /// (a forward pass over its positions; a move out of focus was not
+    /// tested: its dashes wait at the next position).
+    fn path_replay(&mut self, search: &Search, path: &[u32]) {
+        let nfa = search.nfa;
+        let matched = |s: usize, p: u32| search.cache.get(&(s, p)).filter(|(m, _)| *m);
+        let mut live = vec![nfa.start];
+        let mut skipped = false;
+        let mut keep: Vec<(u32, String)> = Vec::new();
+        for (i, &p) in path.iter().enumerate() {
+            let moves = if skipped {
+                std::mem::take(&mut live)
+            } else {
+                // The closure at p, through the checks that matched there.
+                let mut seen = vec![false; nfa.states.len()];
+                let mut stack: Vec<usize> = live.iter().rev().copied().collect();
+                let mut moves = Vec::new();
+                while let Some(s) = stack.pop() {
+                    if std::mem::replace(&mut seen[s], true) {
+                        continue;
+                    }
+                    match nfa.states[s] {
+                        State::Accept => {}
+                        State::Move(..) => moves.push(s),
+                        State::Split(a, b) => {
+                            stack.push(b);
+                            stack.push(a);
+                        }
+                        State::Check(_, next) => {
+                            if let Some((_, made)) = matched(s, p) {
+                                keep.extend(made.iter().cloned());
+                                stack.push(next);
+                            }
+                        }
+                    }
+                }
+                moves
+            };
+            let Some(&c) = path.get(i + 1) else {
+                break;
+            };
+            skipped = !moves.iter().any(|&s| search.cache.contains_key(&(s, c)));
+            if skipped {
+                live = moves;
+                continue;
+            }
+            live.clear();
+            for s in moves {
+                if let State::Move(_, to) = nfa.states[s]
+                    && let Some((_, made)) = matched(s, c)
+                {
+                    keep.extend(made.iter().cloned());
+                    live.push(to);
+                }
+            }
+        }
+        for (p, text) in keep {
+            if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
+                self.st.comments.push((p, text));
+            }
+        }
+    }
+}
