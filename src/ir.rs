@@ -403,6 +403,60 @@ pub enum PawnSet {
     Connected,
 }
 
+/// The mate-type filters of CQL 6.2 (`puremate` ... `idealstalemate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MateType {
+    /// `puremate`
+    PureMate,
+    /// `modelmate`
+    ModelMate,
+    /// `idealmate`
+    IdealMate,
+    /// `purestalemate`
+    PureStalemate,
+    /// `modelstalemate`
+    ModelStalemate,
+    /// `idealstalemate`
+    IdealStalemate,
+}
+
+impl MateType {
+    /// Every mate type, in keyword order.
+    pub const ALL: [MateType; 6] = [
+        MateType::PureMate,
+        MateType::ModelMate,
+        MateType::IdealMate,
+        MateType::PureStalemate,
+        MateType::ModelStalemate,
+        MateType::IdealStalemate,
+    ];
+
+    /// The CQL keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            MateType::PureMate => "puremate",
+            MateType::ModelMate => "modelmate",
+            MateType::IdealMate => "idealmate",
+            MateType::PureStalemate => "purestalemate",
+            MateType::ModelStalemate => "modelstalemate",
+            MateType::IdealStalemate => "idealstalemate",
+        }
+    }
+
+    /// The mate type a keyword names.
+    pub fn from_keyword(w: &str) -> Option<MateType> {
+        MateType::ALL.into_iter().find(|m| m.keyword() == w)
+    }
+
+    /// Whether it is a kind of stalemate (else of checkmate).
+    pub fn is_stalemate(self) -> bool {
+        matches!(
+            self,
+            MateType::PureStalemate | MateType::ModelStalemate | MateType::IdealStalemate
+        )
+    }
+}
+
 /// String-valued game tags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TagField {
@@ -822,6 +876,10 @@ pub enum Node {
     },
     /// `passedpawns` etc. (set).
     PawnStructure(PawnSet),
+    /// `puremate`, `modelmate`, ... (set: the squares of the participating
+    /// pieces when the position is a mate/stalemate of that type, else no
+    /// match; CQL 6.2's definitions in `interp::mates`).
+    MateType(MateType),
     /// `light X` (set: the light squares of X); becomes [`Node::Dark`]
     /// under colour-swapping transforms.
     Light(Box<Expr>),
@@ -1068,6 +1126,7 @@ impl Node {
             Node::Between(..) => "Between",
             Node::Pin { .. } => "Pin",
             Node::PawnStructure(..) => "PawnStructure",
+            Node::MateType(..) => "MateType",
             Node::Light(..) => "Light",
             Node::Dark(..) => "Dark",
             Node::EnPassantSquare => "EnPassantSquare",
@@ -1246,6 +1305,7 @@ impl Expr {
             | Squares(_)
             | Piece { .. }
             | PawnStructure(_)
+            | MateType(_)
             | EnPassantSquare
             | Ply
             | MoveNumber
@@ -1387,6 +1447,7 @@ impl Expr {
             | Squares(_)
             | Piece { .. }
             | PawnStructure(_)
+            | MateType(_)
             | EnPassantSquare
             | Ply
             | MoveNumber

@@ -25,6 +25,7 @@
 mod board;
 mod eval;
 mod line;
+mod mates;
 mod moves;
 mod sequence;
 mod strings;

@@ -1940,6 +1940,7 @@ fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,
         Node::PawnStructure(_)
+        | Node::MateType(_)
         | Node::EnPassantSquare
         | Node::CurrentMove(ir::CurrentMoveFact::From | ir::CurrentMoveFact::To) => Kind::Set,
         Node::CurrentMove(_) => Kind::Logical,

@@ -604,6 +604,7 @@ impl Printer<'_> {
                 PawnSet::Isolated => "isolatedpawns",
                 PawnSet::Connected => "connectedpawns",
             }),
+            Node::MateType(m) => atom(m.keyword()),
             Node::Light(a) => self.prefix("light ", a, bp::PREFIX),
             Node::Dark(a) => self.prefix("dark ", a, bp::PREFIX),
             Node::EnPassantSquare => atom("enpassantsquare"),
