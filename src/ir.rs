@@ -683,6 +683,15 @@ pub enum Builtin {
     /// `typename X` (string): the upper-case letter of the piece on the
     /// single square of X.
     TypeName,
+    /// `readfile S` (string): the contents of the file S names (relative
+    /// to the current directory; extension `.pgn`, `.cqo` or `.cql`). A
+    /// file that cannot be read stops the run with an error, as in CQL 6.2.
+    ReadFile,
+    /// `assert F` (logical): matches when F matches; when F does not, the
+    /// run stops with an error naming the game and position, as in CQL
+    /// 6.2. A query with `assert` runs serially (the first failure in game
+    /// order stops it).
+    Assert,
     /// `S ~~ R` (string): the part of S the regular expression R matches
     /// first; its groups are then what `\N` yields.
     RegexMatch,
@@ -748,6 +757,8 @@ impl Builtin {
             Builtin::Fen => "fen",
             Builtin::EventDate => "eventdate",
             Builtin::TypeName => "typename",
+            Builtin::ReadFile => "readfile",
+            Builtin::Assert => "assert",
             Builtin::RegexMatch => "~~",
             Builtin::Group(_) | Builtin::GroupIndex(_) => "\\",
             Builtin::IsBound(_) => "isbound",
@@ -1262,7 +1273,20 @@ impl Query {
     /// order: the query has persistent variables or a dictionary that is
     /// not `local` (their values carry from game to game).
     pub fn is_serial(&self) -> bool {
-        !self.persistent_vars().is_empty() || self.dictionaries().iter().any(|(_, local)| !local)
+        !self.persistent_vars().is_empty()
+            || self.dictionaries().iter().any(|(_, local)| !local)
+            || self.has_assert()
+    }
+
+    /// Whether the query has an `assert` (its run stops at the first
+    /// failure in game order, so it runs serially).
+    pub fn has_assert(&self) -> bool {
+        fn walk(e: &Expr) -> bool {
+            let mut found = matches!(e.node, Node::Builtin(Builtin::Assert, _));
+            e.for_each_child(|c| found = found || walk(c));
+            found
+        }
+        self.body.iter().any(walk)
     }
 
     /// The persistent variables (`persistent x = ...` somewhere in the

@@ -199,6 +199,29 @@ pub enum InterpError {
         /// The step limit.
         limit: u64,
     },
+    /// `readfile` could not read its file, or the file's name does not end
+    /// in `.pgn`, `.cqo` or `.cql` (CQL 6.2 stops the run then too).
+    #[error("readfile at {span:?}: {path:?}: {reason}")]
+    ReadFile {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The file name as the query gave it.
+        path: String,
+        /// Why it could not be read.
+        reason: String,
+    },
+    /// `assert F` where F did not match.
+    #[error(
+        "assert failed: the filter at {span:?} does not match at positionid {position_id} of game {game}"
+    )]
+    AssertFailed {
+        /// The asserted filter's source span (start, end).
+        span: (u32, u32),
+        /// The game's number.
+        game: u64,
+        /// The position's `positionid`.
+        position_id: u32,
+    },
     /// A stored position that is not a legal chess position (its legal
     /// moves were needed).
     #[error("game {game}: position {index}: {message}")]
@@ -359,9 +382,13 @@ impl Interpreter {
 
     /// Whether the query has persistent variables: its games must be
     /// evaluated one after another, in game order, by one interpreter (or
-    /// its clones), for each game to see the values the earlier ones left.
+    /// its clones), for each game to see the values the earlier ones left;
+    /// and queries with `assert`, whose first failure in game order stops
+    /// the run ([`crate::ir::Query::is_serial`]).
     pub fn is_serial(&self) -> bool {
-        !self.persistent.is_empty() || !self.persistent_dicts.is_empty()
+        !self.persistent.is_empty()
+            || !self.persistent_dicts.is_empty()
+            || self.query.query().has_assert()
     }
 
     /// The persistent variables' current values (after a run: their final

@@ -153,6 +153,20 @@ impl Evaluator<'_, '_> {
             (Builtin::Int, [a]) => self.text(a, at)?.and_then(|s| parse_int(&s)).map(num),
             (Builtin::Lowercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_lowercase())),
             (Builtin::Uppercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_uppercase())),
+            (Builtin::Assert, [a]) => {
+                if !self.matches(a, at)? {
+                    return Err(InterpError::AssertFailed {
+                        span: (args[0].span.start, args[0].span.end),
+                        game: self.game.number,
+                        position_id: self.position_id(at),
+                    });
+                }
+                Some(Value::Matched)
+            }
+            (Builtin::ReadFile, [a]) => match self.text(a, at)? {
+                Some(path) => Some(string(read_file(&path, args[0].span)?)),
+                None => None,
+            },
             (Builtin::Ascii, [a]) if a.kind == Kind::String => match self.text(a, at)? {
                 Some(s) if s.len() == 1 => Some(num(i64::from(s.as_bytes()[0]))),
                 _ => None,
@@ -375,6 +389,27 @@ impl Evaluator<'_, '_> {
             Value::Matched => "true".to_owned(),
         }
     }
+}
+
+/// `readfile`: the contents of the file `path` (relative to the current
+/// directory), which must be named `*.pgn`, `*.cqo` or `*.cql` as in CQL
+/// 6.2; bytes that are not UTF-8 are replaced (U+FFFD).
+fn read_file(path: &str, span: crate::ir::Span) -> Result<String, InterpError> {
+    let error = |reason: String| InterpError::ReadFile {
+        span: (span.start, span.end),
+        path: path.to_owned(),
+        reason,
+    };
+    if ![".pgn", ".cqo", ".cql"]
+        .iter()
+        .any(|ext| path.ends_with(ext))
+    {
+        return Err(error(
+            "the file name must end in .pgn, .cqo or .cql".to_owned(),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ impl<'s> StoreMatcher<'s> {
             _ if serial => (
                 None,
                 Some(
-                    "using the interpreter alone, one game after another: the query has persistent variables or dictionaries"
+                    "using the interpreter alone, one game after another: the query has persistent variables, dictionaries or assert"
                         .to_owned(),
                 ),
             ),

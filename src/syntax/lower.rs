@@ -434,7 +434,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 Kind::Numeric
             }
-            B::Lowercase | B::Uppercase => {
+            B::Lowercase | B::Uppercase | B::ReadFile => {
                 for a in lowered {
                     out.push(self.want_string(a, &what)?);
                 }
@@ -457,6 +457,10 @@ impl<'a> Lowerer<'a, '_> {
                     }
                 }
                 kind
+            }
+            B::Assert => {
+                out = lowered;
+                Kind::Logical
             }
             B::Atomic => {
                 match lowered.first().map(|a| &a.node) {

@@ -58,7 +58,6 @@ pub(crate) mod bp {
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
     "path",
-    "readfile",
     "writefile",
     "appendfile",
     "pieceid",
@@ -97,6 +96,7 @@ const HEADER_OPTIONS: [&str; 8] = [
 /// Words that are keywords (cannot name a variable), besides the transform
 /// filters' ([`TransformFilter::from_name`]): see [`is_keyword`].
 pub(crate) const KEYWORDS: &[&str] = &[
+    "assert",
     "and",
     "or",
     "not",
@@ -216,6 +216,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "sqrt",
     "str",
     "int",
+    "readfile",
     "lowercase",
     "uppercase",
     "ascii",
@@ -1263,7 +1264,8 @@ impl Parser<'_, '_> {
             "light" => self.prefix_op(Prefix::Light, start, bp::PREFIX),
             "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
             "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
-            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename" => {
+            "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename"
+            | "readfile" => {
                 let (f, arg_bp) = match w.as_str() {
                     "sqrt" => (ir::Builtin::Sqrt, bp::ABS_ARG),
                     "str" => (ir::Builtin::Str, bp::PREFIX),
@@ -1271,11 +1273,21 @@ impl Parser<'_, '_> {
                     "lowercase" => (ir::Builtin::Lowercase, bp::PREFIX),
                     "uppercase" => (ir::Builtin::Uppercase, bp::PREFIX),
                     "ascii" => (ir::Builtin::Ascii, bp::PREFIX),
+                    // CQL 6.2: `readfile "dir/" + "f.cqo"` reads "dir/f.cqo".
+                    "readfile" => (ir::Builtin::ReadFile, bp::ABS_ARG),
                     _ => (ir::Builtin::TypeName, bp::SET_ARG),
                 };
                 let arg = self.expr(arg_bp)?;
                 let span = start.join(arg.span);
                 Ok(Expr::new(ExprKind::Builtin(f, vec![arg]), span))
+            }
+            "assert" => {
+                let arg = self.expr(bp::LOWEST)?;
+                let span = start.join(arg.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Assert, vec![arg]),
+                    span,
+                ))
             }
             "indexof" => {
                 let (args, span) = self.arg_list("indexof")?;
