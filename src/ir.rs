@@ -692,6 +692,11 @@ pub enum Builtin {
     /// 6.2. A query with `assert` runs serially (the first failure in game
     /// order stops it).
     Assert,
+    /// `writefile (F S)` (logical, always matches): appends the string S
+    /// to the file F (created at the run's first write to it; `.cqo` or
+    /// `.cql`, relative to the current directory). A query with
+    /// `writefile` runs serially, so the file does not depend on threads.
+    WriteFile,
     /// `S ~~ R` (string): the part of S the regular expression R matches
     /// first; its groups are then what `\N` yields.
     RegexMatch,
@@ -759,6 +764,7 @@ impl Builtin {
             Builtin::TypeName => "typename",
             Builtin::ReadFile => "readfile",
             Builtin::Assert => "assert",
+            Builtin::WriteFile => "writefile",
             Builtin::RegexMatch => "~~",
             Builtin::Group(_) | Builtin::GroupIndex(_) => "\\",
             Builtin::IsBound(_) => "isbound",
@@ -1278,11 +1284,15 @@ impl Query {
             || self.has_assert()
     }
 
-    /// Whether the query has an `assert` (its run stops at the first
-    /// failure in game order, so it runs serially).
+    /// Whether the query has an `assert` or a `writefile` (its run stops at
+    /// the first failure in game order, or writes files in game order: it
+    /// runs serially).
     pub fn has_assert(&self) -> bool {
         fn walk(e: &Expr) -> bool {
-            let mut found = matches!(e.node, Node::Builtin(Builtin::Assert, _));
+            let mut found = matches!(
+                e.node,
+                Node::Builtin(Builtin::Assert | Builtin::WriteFile, _)
+            );
             e.for_each_child(|c| found = found || walk(c));
             found
         }

@@ -24,6 +24,7 @@
 
 mod board;
 mod eval;
+mod files;
 mod line;
 mod mates;
 mod moves;
@@ -210,6 +211,17 @@ pub enum InterpError {
         /// Why it could not be read.
         reason: String,
     },
+    /// `writefile` could not write its file, or the file's name does not
+    /// end in `.cqo` or `.cql`, or names one of the run's own files.
+    #[error("writefile at {span:?}: {path:?}: {reason}")]
+    WriteFile {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The file name as the query gave it.
+        path: String,
+        /// Why it could not be written.
+        reason: String,
+    },
     /// `assert F` where F did not match.
     #[error(
         "assert failed: the filter at {span:?} does not match at positionid {position_id} of game {game}"
@@ -262,6 +274,8 @@ pub struct Interpreter {
     persistent_dicts: Vec<VarId>,
     /// Their entries between games, shared like `persistent_values`.
     dict_values: Arc<Mutex<HashMap<u32, strings::DictEntries>>>,
+    /// The files `writefile` wrote in this run, shared by the clones.
+    write_files: Arc<Mutex<files::WriteFiles>>,
 }
 
 impl Interpreter {
@@ -336,7 +350,26 @@ impl Interpreter {
                 .map(|(d, _)| d)
                 .collect(),
             dict_values: Arc::new(Mutex::new(HashMap::new())),
+            write_files: Arc::new(Mutex::new(files::WriteFiles::default())),
         })
+    }
+
+    /// Refuses `writefile` to these files (the run's query file, input,
+    /// store and output), in this interpreter and its clones.
+    pub fn protect_files(&self, paths: &[std::path::PathBuf]) {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .protect(paths);
+    }
+
+    /// `writefile`: appends `text` to the file `name` (see
+    /// [`files::WriteFiles::write`]).
+    pub(crate) fn write_file(&self, name: &str, text: &str) -> Result<(), String> {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .write(name, text)
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last

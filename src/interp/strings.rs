@@ -163,6 +163,19 @@ impl Evaluator<'_, '_> {
                 }
                 Some(Value::Matched)
             }
+            (Builtin::WriteFile, [f, s]) => {
+                let (Some(name), Some(text)) = (self.text(f, at)?, self.text(s, at)?) else {
+                    return Ok(None);
+                };
+                self.interp
+                    .write_file(&name, &text)
+                    .map_err(|reason| InterpError::WriteFile {
+                        span: (f.span.start, f.span.end),
+                        path: name.clone(),
+                        reason,
+                    })?;
+                Some(Value::Matched)
+            }
             (Builtin::ReadFile, [a]) => match self.text(a, at)? {
                 Some(path) => Some(string(read_file(&path, args[0].span)?)),
                 None => None,

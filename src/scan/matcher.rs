@@ -144,7 +144,7 @@ impl<'s> StoreMatcher<'s> {
             _ if serial => (
                 None,
                 Some(
-                    "using the interpreter alone, one game after another: the query has persistent variables, dictionaries or assert"
+                    "using the interpreter alone, one game after another: the query has persistent variables, dictionaries, assert or writefile"
                         .to_owned(),
                 ),
             ),
@@ -194,6 +194,13 @@ impl<'s> StoreMatcher<'s> {
     /// The stop flag of [`StoreMatcher::with_stop`] is set.
     fn stopped(&self) -> bool {
         self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Refuses `writefile` to these files (the run's own: query file,
+    /// input, store, output).
+    pub fn with_protected_files(self, paths: &[std::path::PathBuf]) -> StoreMatcher<'s> {
+        self.interp.protect_files(paths);
+        self
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last

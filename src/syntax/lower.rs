@@ -458,6 +458,12 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 kind
             }
+            B::WriteFile => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::Logical
+            }
             B::Assert => {
                 out = lowered;
                 Kind::Logical

@@ -58,7 +58,6 @@ pub(crate) mod bp {
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
     "path",
-    "writefile",
     "appendfile",
     "pieceid",
     "type",
@@ -217,6 +216,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "str",
     "int",
     "readfile",
+    "writefile",
     "lowercase",
     "uppercase",
     "ascii",
@@ -1287,6 +1287,19 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(
                     ExprKind::Builtin(ir::Builtin::Assert, vec![arg]),
                     span,
+                ))
+            }
+            "writefile" => {
+                let (args, span) = self.arg_list("writefile")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`writefile` takes two string arguments, e.g. `writefile (\"out.cqo\" fen)`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::WriteFile, args),
+                    start.join(span),
                 ))
             }
             "indexof" => {
