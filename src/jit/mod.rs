@@ -224,7 +224,9 @@ pub enum NotLowered {
     Builtin(&'static str),
     /// A mate type (`puremate`, ...), named by its keyword; at the top
     /// level the kernel pre-selects by the `mate` or `stalemate` flag.
-    #[error("mate type `{0}` (the interpreter's participating pieces)")]
+    #[error(
+        "mate type `{0}`: the interpreter computes its participating pieces; at the top level the kernel pre-selects the mates or stalemates"
+    )]
     MateType(&'static str),
 }
 
