@@ -37,9 +37,9 @@ use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
     ArithOp, Bitboard, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind, LineAtom,
-    LineFilter, LineItem, LineParams, MateType, MoveFilter, MoveSource, MoveValue, Node, PawnSet,
-    PieceSet, PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel,
-    Var, VarId,
+    LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node, PawnSet, PieceSet,
+    PinValue, Query, SetOp, Side, Span, SpecialMove, TransformFilter, TreeLeaf, TreeRel, Var,
+    VarId,
 };
 use crate::jit::{self, ChunkOutput, JitOptions, ValueKind};
 use crate::runtime::layout::{ChunkColumns, PositionRecord, chess::record_of, flags};
@@ -1032,10 +1032,6 @@ impl Gen<'_> {
         if leaf {
             return match self.below(5) {
                 0 => e(Node::Squares(Bitboard(self.squares())), Kind::Set),
-                1 if self.chance(15) => e(
-                    Node::MateType(MateType::ALL[self.below(6) as usize]),
-                    Kind::Set,
-                ),
                 1 => e(
                     Node::PawnStructure(
                         [
