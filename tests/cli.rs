@@ -443,6 +443,27 @@ fn writefile_is_serial_and_spares_the_runs_own_files() {
             "G1G2"
         );
     }
+    // A sorted run matches its games again at the end: no second write.
+    std::fs::write(
+        dir.path("q.cql"),
+        "cql(input in.pgn output out.pgn) initial sort \"n\" #A writefile (\"out.cqo\" \"G\" + str gamenumber)",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .current_dir(&dir.0)
+        .arg("q.cql")
+        .env("CQLJ_CACHE_DIR", dir.path("cache"))
+        .output()
+        .expect("the cqlj binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("out.cqo")).expect("read"),
+        "G1G2"
+    );
     let own = "cql(input in.pgn) initial writefile (\"q.cql\" \"x\")";
     let out = run(own, "1");
     assert_eq!(out.status.code(), Some(1));

@@ -174,6 +174,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // writing) instead of ending the process.
         let _cooperative = files::Cooperative::begin();
         let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut printer)?;
+        // A sorted run matches its games again: `writefile` wrote already.
+        matcher.inner.finish_writes();
         (stats, printer.finish()?)
     };
     drop(printer.into_writer()?);

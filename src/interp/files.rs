@@ -24,6 +24,9 @@ pub(crate) struct WriteFiles {
     open: HashMap<String, File>,
     /// Canonical paths no write may touch.
     protected: Vec<PathBuf>,
+    /// Set when the scan is over: a sorted run evaluates its matched games
+    /// again for their comments, and those evaluations write nothing.
+    finished: bool,
 }
 
 /// The canonical form of `p`, also for a file that does not exist yet
@@ -49,13 +52,22 @@ impl WriteFiles {
             .extend(paths.iter().filter_map(|p| canonical(p)));
     }
 
+    /// Ends the run's writes: later writes do nothing (and succeed).
+    pub(crate) fn finish(&mut self) {
+        self.finished = true;
+    }
+
     /// Writes `text` to the file `name` (relative to the current folder):
-    /// created at the first write of the run, appended to afterwards.
+    /// created at the first write of the run, appended to afterwards;
+    /// nothing after [`WriteFiles::finish`].
     ///
     /// # Errors
     /// A message when the name does not end in `.cqo` or `.cql`, names one
     /// of the run's own files, or the file cannot be created or written.
     pub(crate) fn write(&mut self, name: &str, text: &str) -> Result<(), String> {
+        if self.finished {
+            return Ok(());
+        }
         if !self.open.contains_key(name) {
             if !(name.ends_with(".cqo") || name.ends_with(".cql")) {
                 return Err("the file name must end in .cqo or .cql".to_owned());

@@ -363,6 +363,15 @@ impl Interpreter {
             .protect(paths);
     }
 
+    /// Ends the run's `writefile` writes (the scan is over): a sorted run's
+    /// second evaluation of its matched games writes nothing again.
+    pub fn finish_writes(&self) {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .finish();
+    }
+
     /// `writefile`: appends `text` to the file `name` (see
     /// [`files::WriteFiles::write`]).
     pub(crate) fn write_file(&self, name: &str, text: &str) -> Result<(), String> {

@@ -203,6 +203,12 @@ impl<'s> StoreMatcher<'s> {
         self
     }
 
+    /// Ends the `writefile` writes once the scan is over (a sorted run
+    /// matches its games again and must not write twice).
+    pub fn finish_writes(&self) {
+        self.interp.finish_writes();
+    }
+
     /// Sets the value of `lastgamenumber`: the 1-based number of the last
     /// game the run searches (by default the store's last game).
     pub fn with_last_game_number(mut self, number: u64) -> StoreMatcher<'s> {
