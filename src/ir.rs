@@ -697,6 +697,11 @@ pub enum Builtin {
     /// `.cql`, relative to the current directory). A query with
     /// `writefile` runs serially, so the file does not depend on threads.
     WriteFile,
+    /// `equal (X Y)` (logical): X and Y are of the same kind and either
+    /// both do not match or both match with the same value (a logical
+    /// filter's value is its match; a set's, also when empty, its
+    /// squares), as CQL 6.2 decides.
+    Equal,
     /// `S ~~ R` (string): the part of S the regular expression R matches
     /// first; its groups are then what `\N` yields.
     RegexMatch,
@@ -765,6 +770,7 @@ impl Builtin {
             Builtin::ReadFile => "readfile",
             Builtin::Assert => "assert",
             Builtin::WriteFile => "writefile",
+            Builtin::Equal => "equal",
             Builtin::RegexMatch => "~~",
             Builtin::Group(_) | Builtin::GroupIndex(_) => "\\",
             Builtin::IsBound(_) => "isbound",

@@ -97,6 +97,15 @@ fn offset(i: i64, len: usize) -> Option<usize> {
 
 impl Evaluator<'_, '_> {
     /// A string argument, `None` when it does not match.
+    /// An operand of `equal`: its value, a set's also when empty.
+    fn equal_operand(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        if e.kind == Kind::Set {
+            Ok(Some(Value::Set(self.set(e, at)?)))
+        } else {
+            self.eval(e, at)
+        }
+    }
+
     fn text(&mut self, e: &Expr, at: u32) -> R<Option<String>> {
         match self.eval(e, at)? {
             None => Ok(None),
@@ -162,6 +171,11 @@ impl Evaluator<'_, '_> {
                     });
                 }
                 Some(Value::Matched)
+            }
+            (Builtin::Equal, [a, b]) => {
+                let x = self.equal_operand(a, at)?;
+                let y = self.equal_operand(b, at)?;
+                (a.kind == b.kind && x == y).then_some(Value::Matched)
             }
             (Builtin::WriteFile, [f, s]) => {
                 let (Some(name), Some(text)) = (self.text(f, at)?, self.text(s, at)?) else {

@@ -464,7 +464,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 Kind::Logical
             }
-            B::Assert => {
+            B::Assert | B::Equal => {
                 out = lowered;
                 Kind::Logical
             }

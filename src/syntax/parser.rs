@@ -95,6 +95,7 @@ const HEADER_OPTIONS: [&str; 8] = [
 /// Words that are keywords (cannot name a variable), besides the transform
 /// filters' ([`TransformFilter::from_name`]): see [`is_keyword`].
 pub(crate) const KEYWORDS: &[&str] = &[
+    "equal",
     "assert",
     "and",
     "or",
@@ -1287,6 +1288,19 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(
                     ExprKind::Builtin(ir::Builtin::Assert, vec![arg]),
                     span,
+                ))
+            }
+            "equal" => {
+                let (args, span) = self.arg_list("equal")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`equal` takes two filters, e.g. `equal (x 3)`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Equal, args),
+                    start.join(span),
                 ))
             }
             "writefile" => {

@@ -424,6 +424,7 @@ impl Printer<'_> {
             (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
             (Builtin::WriteFile, _) => atom(format!("writefile ({})", self.seq(args, " "))),
+            (Builtin::Equal, _) => atom(format!("equal ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
                 // The lexer reads `[` as an index only right after a name,
