@@ -59,6 +59,7 @@ pub(crate) mod bp {
 pub const UNSUPPORTED: &[&str] = &[
     "path",
     "appendfile",
+    "similarposition",
     "pieceid",
     "type",
     "colortype",
