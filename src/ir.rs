@@ -492,6 +492,60 @@ pub enum PawnSet {
     Connected,
 }
 
+/// The mate-type filters of CQL 6.2 (`puremate` ... `idealstalemate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MateType {
+    /// `puremate`
+    PureMate,
+    /// `modelmate`
+    ModelMate,
+    /// `idealmate`
+    IdealMate,
+    /// `purestalemate`
+    PureStalemate,
+    /// `modelstalemate`
+    ModelStalemate,
+    /// `idealstalemate`
+    IdealStalemate,
+}
+
+impl MateType {
+    /// Every mate type, in keyword order.
+    pub const ALL: [MateType; 6] = [
+        MateType::PureMate,
+        MateType::ModelMate,
+        MateType::IdealMate,
+        MateType::PureStalemate,
+        MateType::ModelStalemate,
+        MateType::IdealStalemate,
+    ];
+
+    /// The CQL keyword.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            MateType::PureMate => "puremate",
+            MateType::ModelMate => "modelmate",
+            MateType::IdealMate => "idealmate",
+            MateType::PureStalemate => "purestalemate",
+            MateType::ModelStalemate => "modelstalemate",
+            MateType::IdealStalemate => "idealstalemate",
+        }
+    }
+
+    /// The mate type a keyword names.
+    pub fn from_keyword(w: &str) -> Option<MateType> {
+        MateType::ALL.into_iter().find(|m| m.keyword() == w)
+    }
+
+    /// Whether it is a kind of stalemate (else of checkmate).
+    pub fn is_stalemate(self) -> bool {
+        matches!(
+            self,
+            MateType::PureStalemate | MateType::ModelStalemate | MateType::IdealStalemate
+        )
+    }
+}
+
 /// String-valued game tags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TagField {
@@ -718,6 +772,25 @@ pub enum Builtin {
     /// `typename X` (string): the upper-case letter of the piece on the
     /// single square of X.
     TypeName,
+    /// `readfile S` (string): the contents of the file S names (relative
+    /// to the current directory; extension `.pgn`, `.cqo` or `.cql`). A
+    /// file that cannot be read stops the run with an error, as in CQL 6.2.
+    ReadFile,
+    /// `assert F` (logical): matches when F matches; when F does not, the
+    /// run stops with an error naming the game and position, as in CQL
+    /// 6.2. A query with `assert` runs serially (the first failure in game
+    /// order stops it).
+    Assert,
+    /// `writefile (F S)` (logical, always matches): appends the string S
+    /// to the file F (created at the run's first write to it; `.cqo` or
+    /// `.cql`, relative to the current directory). A query with
+    /// `writefile` runs serially, so the file does not depend on threads.
+    WriteFile,
+    /// `equal (X Y)` (logical): X and Y are of the same kind and either
+    /// both do not match or both match with the same value (a logical
+    /// filter's value is its match; a set's, also when empty, its
+    /// squares), as CQL 6.2 decides.
+    Equal,
     /// `S ~~ R` (string): the part of S the regular expression R matches
     /// first; its groups are then what `\N` yields.
     RegexMatch,
@@ -816,6 +889,10 @@ impl Builtin {
             Builtin::Fen => "fen",
             Builtin::EventDate => "eventdate",
             Builtin::TypeName => "typename",
+            Builtin::ReadFile => "readfile",
+            Builtin::Assert => "assert",
+            Builtin::WriteFile => "writefile",
+            Builtin::Equal => "equal",
             Builtin::RegexMatch => "~~",
             Builtin::Group(_) | Builtin::GroupIndex(_) => "\\",
             Builtin::IsBound(_) => "isbound",
@@ -954,6 +1031,10 @@ pub enum Node {
     },
     /// `passedpawns` etc. (set).
     PawnStructure(PawnSet),
+    /// `puremate`, `modelmate`, ... (set: the squares of the participating
+    /// pieces when the position is a mate/stalemate of that type, else no
+    /// match; CQL 6.2's definitions in `interp::mates`).
+    MateType(MateType),
     /// `light X` (set: the light squares of X); becomes [`Node::Dark`]
     /// under colour-swapping transforms.
     Light(Box<Expr>),
@@ -1204,6 +1285,7 @@ impl Node {
             Node::Between(..) => "Between",
             Node::Pin { .. } => "Pin",
             Node::PawnStructure(..) => "PawnStructure",
+            Node::MateType(..) => "MateType",
             Node::Light(..) => "Light",
             Node::Dark(..) => "Dark",
             Node::EnPassantSquare => "EnPassantSquare",
@@ -1344,7 +1426,24 @@ impl Query {
     /// order: the query has persistent variables or a dictionary that is
     /// not `local` (their values carry from game to game).
     pub fn is_serial(&self) -> bool {
-        !self.persistent_vars().is_empty() || self.dictionaries().iter().any(|(_, local)| !local)
+        !self.persistent_vars().is_empty()
+            || self.dictionaries().iter().any(|(_, local)| !local)
+            || self.has_assert()
+    }
+
+    /// Whether the query has an `assert` or a `writefile` (its run stops at
+    /// the first failure in game order, or writes files in game order: it
+    /// runs serially).
+    pub fn has_assert(&self) -> bool {
+        fn walk(e: &Expr) -> bool {
+            let mut found = matches!(
+                e.node,
+                Node::Builtin(Builtin::Assert | Builtin::WriteFile, _)
+            );
+            e.for_each_child(|c| found = found || walk(c));
+            found
+        }
+        self.body.iter().any(walk)
     }
 
     /// The persistent variables (`persistent x = ...` somewhere in the
@@ -1387,6 +1486,7 @@ impl Expr {
             | Squares(_)
             | Piece { .. }
             | PawnStructure(_)
+            | MateType(_)
             | EnPassantSquare
             | Ply
             | MoveNumber
@@ -1539,6 +1639,7 @@ impl Expr {
             | Squares(_)
             | Piece { .. }
             | PawnStructure(_)
+            | MateType(_)
             | EnPassantSquare
             | Ply
             | MoveNumber

@@ -474,3 +474,74 @@ fn alwayscomment_keeps_comments_of_failing_filters_and_lineincrement_reports() {
     let (code, _, err) = cqlj(&["-lineincrement", "0", "-cql", "Ra1"]);
     assert_eq!(code, USAGE, "{err}");
 }
+
+/// `writefile`: the file is created at the run's first write and appended
+/// to afterwards, the same for any thread count (the query runs serially);
+/// a write to the run's own query file is refused (exit 1, file intact).
+/// `assert`: a failure stops the run with exit 1 naming the position.
+#[test]
+fn writefile_is_serial_and_spares_the_runs_own_files() {
+    let dir = Scratch::new("writefile");
+    let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n1. e4 e5 *\n\n\
+               [Event \"b\"]\n[Result \"*\"]\n\n1. d4 d5 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    std::fs::write(dir.path("out.cqo"), "old").expect("write");
+    let run = |query: &str, threads: &str| {
+        std::fs::write(dir.path("q.cql"), query).expect("write");
+        std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .current_dir(&dir.0)
+            .args(["--threads", threads, "--count", "q.cql"])
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs")
+    };
+    let write = "cql(input in.pgn) initial writefile (\"out.cqo\" \"G\" + str gamenumber)";
+    for threads in ["1", "4"] {
+        let out = run(write, threads);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path("out.cqo")).expect("read"),
+            "G1G2"
+        );
+    }
+    // A sorted run matches its games again at the end: no second write.
+    std::fs::write(
+        dir.path("q.cql"),
+        "cql(input in.pgn output out.pgn) initial sort \"n\" #A writefile (\"out.cqo\" \"G\" + str gamenumber)",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .current_dir(&dir.0)
+        .arg("q.cql")
+        .env("CQLJ_CACHE_DIR", dir.path("cache"))
+        .output()
+        .expect("the cqlj binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("out.cqo")).expect("read"),
+        "G1G2"
+    );
+    let own = "cql(input in.pgn) initial writefile (\"q.cql\" \"x\")";
+    let out = run(own, "1");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("own files"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path("q.cql")).expect("read"),
+        own
+    );
+    let out = run("cql(input in.pgn) assert wtm", "1");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("assert failed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -257,7 +257,7 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
         _ if serial => (
             None,
             Some(
-                "persistent variables or dictionaries: every game, one after another in game order, on one thread"
+                "persistent variables, dictionaries, assert or writefile: every game, one after another in game order, on one thread"
                     .to_owned(),
             ),
         ),

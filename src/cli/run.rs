@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -93,8 +93,19 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         engine: args.engine,
         variations: settings.variations,
     };
+    // `writefile` may not write any file of the run.
+    let mut own_files: Vec<PathBuf> =
+        input::files_read(args.query_file.as_deref(), settings.input.as_deref())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+    own_files.push(store.path().to_path_buf());
+    if settings.output.as_os_str() != "-" {
+        own_files.push(settings.output.clone());
+    }
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
         .context("cannot compile the query")?
+        .with_protected_files(&own_files)
         .with_last_game_number(u64::from(games.end))
         .with_always_comment(args.alwayscomment)
         .with_stop(&files::STOP);
@@ -175,6 +186,8 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // writing) instead of ending the process.
         let _cooperative = files::Cooperative::begin();
         let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut printer)?;
+        // A sorted run matches its games again: `writefile` wrote already.
+        matcher.inner.finish_writes();
         (stats, printer.finish()?)
     };
     drop(printer.into_writer()?);

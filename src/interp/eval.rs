@@ -8,7 +8,7 @@ use cqlj_runtime::tags;
 use shakmaty::{Bitboard, Square};
 
 use super::moves::{MoveFacts, legal_moves, pseudo_legal_moves};
-use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board};
+use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board, mates};
 use crate::ir::{
     ArithOp, Castle, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource,
     MoveValue, Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
@@ -265,6 +265,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 to,
                 value,
             } => self.pin(from, through, to, *value, at),
+            MateType(which) => Ok(mates::mate_type(self.rec(at)?, *which).map(Value::Set)),
             PawnStructure(kind) => {
                 let rec = self.rec(at)?;
                 set(match kind {

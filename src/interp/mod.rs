@@ -24,7 +24,9 @@
 
 mod board;
 mod eval;
+mod files;
 mod line;
+mod mates;
 mod moves;
 mod path;
 mod pieces;
@@ -229,6 +231,40 @@ pub enum InterpError {
         /// The step limit.
         limit: u64,
     },
+    /// `readfile` could not read its file, or the file's name does not end
+    /// in `.pgn`, `.cqo` or `.cql` (CQL 6.2 stops the run then too).
+    #[error("readfile at {span:?}: {path:?}: {reason}")]
+    ReadFile {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The file name as the query gave it.
+        path: String,
+        /// Why it could not be read.
+        reason: String,
+    },
+    /// `writefile` could not write its file, or the file's name does not
+    /// end in `.cqo` or `.cql`, or names one of the run's own files.
+    #[error("writefile at {span:?}: {path:?}: {reason}")]
+    WriteFile {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The file name as the query gave it.
+        path: String,
+        /// Why it could not be written.
+        reason: String,
+    },
+    /// `assert F` where F did not match.
+    #[error(
+        "assert failed: the filter at {span:?} does not match at positionid {position_id} of game {game}"
+    )]
+    AssertFailed {
+        /// The asserted filter's source span (start, end).
+        span: (u32, u32),
+        /// The game's number.
+        game: u64,
+        /// The position's `positionid`.
+        position_id: u32,
+    },
     /// A stored position that is not a legal chess position (its legal
     /// moves were needed).
     #[error("game {game}: position {index}: {message}")]
@@ -272,6 +308,8 @@ pub struct Interpreter {
     /// Keep the comments of filters that fail (CQL's `-alwayscomment`:
     /// smart comments off).
     always_comment: bool,
+    /// The files `writefile` wrote in this run, shared by the clones.
+    write_files: Arc<Mutex<files::WriteFiles>>,
 }
 
 impl Interpreter {
@@ -347,6 +385,7 @@ impl Interpreter {
                 .collect(),
             dict_values: Arc::new(Mutex::new(HashMap::new())),
             always_comment: false,
+            write_files: Arc::new(Mutex::new(files::WriteFiles::default())),
         })
     }
 
@@ -356,6 +395,33 @@ impl Interpreter {
     pub fn with_always_comment(mut self, on: bool) -> Interpreter {
         self.always_comment = on;
         self
+    }
+
+    /// Refuses `writefile` to these files (the run's query file, input,
+    /// store and output), in this interpreter and its clones.
+    pub fn protect_files(&self, paths: &[std::path::PathBuf]) {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .protect(paths);
+    }
+
+    /// Ends the run's `writefile` writes (the scan is over): a sorted run's
+    /// second evaluation of its matched games writes nothing again.
+    pub fn finish_writes(&self) {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .finish();
+    }
+
+    /// `writefile`: appends `text` to the file `name` (see
+    /// [`files::WriteFiles::write`]).
+    pub(crate) fn write_file(&self, name: &str, text: &str) -> Result<(), String> {
+        self.write_files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .write(name, text)
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last
@@ -401,9 +467,13 @@ impl Interpreter {
 
     /// Whether the query has persistent variables: its games must be
     /// evaluated one after another, in game order, by one interpreter (or
-    /// its clones), for each game to see the values the earlier ones left.
+    /// its clones), for each game to see the values the earlier ones left;
+    /// and queries with `assert`, whose first failure in game order stops
+    /// the run ([`crate::ir::Query::is_serial`]).
     pub fn is_serial(&self) -> bool {
-        !self.persistent.is_empty() || !self.persistent_dicts.is_empty()
+        !self.persistent.is_empty()
+            || !self.persistent_dicts.is_empty()
+            || self.query.query().has_assert()
     }
 
     /// The persistent variables' current values (after a run: their final

@@ -97,6 +97,15 @@ fn offset(i: i64, len: usize) -> Option<usize> {
 
 impl Evaluator<'_, '_> {
     /// A string argument, `None` when it does not match.
+    /// An operand of `equal`: its value, a set's also when empty.
+    fn equal_operand(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
+        if e.kind == Kind::Set {
+            Ok(Some(Value::Set(self.set(e, at)?)))
+        } else {
+            self.eval(e, at)
+        }
+    }
+
     fn text(&mut self, e: &Expr, at: u32) -> R<Option<String>> {
         match self.eval(e, at)? {
             None => Ok(None),
@@ -161,6 +170,38 @@ impl Evaluator<'_, '_> {
             (Builtin::Int, [a]) => self.text(a, at)?.and_then(|s| parse_int(&s)).map(num),
             (Builtin::Lowercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_lowercase())),
             (Builtin::Uppercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_uppercase())),
+            (Builtin::Assert, [a]) => {
+                if !self.matches(a, at)? {
+                    return Err(InterpError::AssertFailed {
+                        span: (args[0].span.start, args[0].span.end),
+                        game: self.game.number,
+                        position_id: self.position_id(at),
+                    });
+                }
+                Some(Value::Matched)
+            }
+            (Builtin::Equal, [a, b]) => {
+                let x = self.equal_operand(a, at)?;
+                let y = self.equal_operand(b, at)?;
+                (a.kind == b.kind && x == y).then_some(Value::Matched)
+            }
+            (Builtin::WriteFile, [f, s]) => {
+                let (Some(name), Some(text)) = (self.text(f, at)?, self.text(s, at)?) else {
+                    return Ok(None);
+                };
+                self.interp
+                    .write_file(&name, &text)
+                    .map_err(|reason| InterpError::WriteFile {
+                        span: (f.span.start, f.span.end),
+                        path: name.clone(),
+                        reason,
+                    })?;
+                Some(Value::Matched)
+            }
+            (Builtin::ReadFile, [a]) => match self.text(a, at)? {
+                Some(path) => Some(string(read_file(&path, args[0].span)?)),
+                None => None,
+            },
             (Builtin::Ascii, [a]) if a.kind == Kind::String => match self.text(a, at)? {
                 Some(s) if s.len() == 1 => Some(num(i64::from(s.as_bytes()[0]))),
                 _ => None,
@@ -419,6 +460,27 @@ impl Evaluator<'_, '_> {
             Value::Piece(id) => format!("piece {}", id.0),
         }
     }
+}
+
+/// `readfile`: the contents of the file `path` (relative to the current
+/// directory), which must be named `*.pgn`, `*.cqo` or `*.cql` as in CQL
+/// 6.2; bytes that are not UTF-8 are replaced (U+FFFD).
+fn read_file(path: &str, span: crate::ir::Span) -> Result<String, InterpError> {
+    let error = |reason: String| InterpError::ReadFile {
+        span: (span.start, span.end),
+        path: path.to_owned(),
+        reason,
+    };
+    if ![".pgn", ".cqo", ".cql"]
+        .iter()
+        .any(|ext| path.ends_with(ext))
+    {
+        return Err(error(
+            "the file name must end in .pgn, .cqo or .cql".to_owned(),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]

@@ -1238,3 +1238,43 @@ fn piece_ids_follow_moves_per_line() {
     assert_eq!(ids.piece_at(castled, PieceId(19)), None, "taken en passant");
     assert_eq!(ids.piece_at(castled, PieceId(27)), Some(sq("e4")));
 }
+
+/// `assert F`: matches where F does; where F does not, the evaluation
+/// stops with an error naming the game and the `positionid` (CQL 6.2:
+/// "assert filter ... failed at gamenumber 1 and positionid: 0").
+#[test]
+fn assert_matches_or_stops() {
+    let assert = |f: Expr| logical(Node::Builtin(Builtin::Assert, vec![f]));
+    assert_eq!(
+        value_at(START, assert(logical(Node::ToMove(Side::White)))),
+        Some(Value::Matched)
+    );
+    let interp = query(vec![assert(logical(Node::Check))], &[]);
+    let positions = one_position(START);
+    let game = GameView {
+        number: 7,
+        tags: NO_TAGS,
+        positions: &positions,
+    };
+    let mut st = interp.new_state(&EvalOptions::default());
+    assert!(matches!(
+        interp.eval_body_at(&game, 0, &mut st),
+        Err(InterpError::AssertFailed {
+            game: 7,
+            position_id: 0,
+            ..
+        })
+    ));
+    assert!(interp.is_serial());
+}
+
+/// The mate types at a pure mate that is not a model mate (CQL 6.2's
+/// values, see tests/conformance/cql62-mates.toml).
+#[test]
+fn mate_types_values() {
+    let fen = "1r4nk/p4Nb1/b2pP2p/q1pP4/1p2BP2/4B2P/PP6/3NRRK1 b - - 0 1";
+    let mt = |m: MateType| value_at(fen, set(Node::MateType(m)));
+    assert_eq!(mt(MateType::PureMate), set_value("e4 f7 g7 g8 h8"));
+    assert_eq!(mt(MateType::ModelMate), None);
+    assert_eq!(mt(MateType::PureStalemate), None);
+}

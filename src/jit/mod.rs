@@ -230,6 +230,12 @@ pub enum NotLowered {
     /// `str`, `~~`, `isbound`, ...), named by its keyword.
     #[error("built-in function `{0}`")]
     Builtin(&'static str),
+    /// A mate type (`puremate`, ...), named by its keyword; at the top
+    /// level the kernel pre-selects by the `mate` or `stalemate` flag.
+    #[error(
+        "mate type `{0}`: the interpreter computes its participating pieces; at the top level the kernel pre-selects the mates or stalemates"
+    )]
+    MateType(&'static str),
 }
 
 /// What the kernel writes to the value array for each matching position.
@@ -458,7 +464,30 @@ pub fn compile(q: &ExpandedQuery, opts: &JitOptions) -> Result<CompiledQuery, Ji
             Some(reason) => plan.interp.push((i, reason)),
         }
     }
-    let lowered: Vec<&Expr> = plan.jit.iter().map(|&i| &body[i]).collect();
+    // A mate type the interpreter confirms holds only at a mate (stalemate):
+    // that flag joins the pre-selection.
+    let implied: Vec<Expr> = plan
+        .interp
+        .iter()
+        .filter_map(|&(i, _)| match body[i].node {
+            Node::MateType(m) => Some(Expr::new(
+                if m.is_stalemate() {
+                    Node::Stalemate
+                } else {
+                    Node::Mate
+                },
+                Kind::Logical,
+                body[i].span,
+            )),
+            _ => None,
+        })
+        .collect();
+    let lowered: Vec<&Expr> = plan
+        .jit
+        .iter()
+        .map(|&i| &body[i])
+        .chain(implied.iter())
+        .collect();
     let value_expr = match (body.last(), plan.jit.last()) {
         (Some(last), Some(&j)) if j + 1 == body.len() => match last.kind {
             Kind::Set => Some((last, ValueKind::Set)),

@@ -158,7 +158,7 @@ impl<'s> StoreMatcher<'s> {
             _ if serial => (
                 None,
                 Some(
-                    "using the interpreter alone, one game after another: the query has persistent variables or dictionaries"
+                    "using the interpreter alone, one game after another: the query has persistent variables, dictionaries, assert or writefile"
                         .to_owned(),
                 ),
             ),
@@ -225,6 +225,19 @@ impl<'s> StoreMatcher<'s> {
     /// The stop flag of [`StoreMatcher::with_stop`] is set.
     fn stopped(&self) -> bool {
         self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Refuses `writefile` to these files (the run's own: query file,
+    /// input, store, output).
+    pub fn with_protected_files(self, paths: &[std::path::PathBuf]) -> StoreMatcher<'s> {
+        self.interp.protect_files(paths);
+        self
+    }
+
+    /// Ends the `writefile` writes once the scan is over (a sorted run
+    /// matches its games again and must not write twice).
+    pub fn finish_writes(&self) {
+        self.interp.finish_writes();
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last

@@ -486,7 +486,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 Kind::Numeric
             }
-            B::Lowercase | B::Uppercase => {
+            B::Lowercase | B::Uppercase | B::ReadFile => {
                 for a in lowered {
                     out.push(self.want_string(a, &what)?);
                 }
@@ -519,6 +519,16 @@ impl<'a> Lowerer<'a, '_> {
                     }
                 }
                 kind
+            }
+            B::WriteFile => {
+                for a in lowered {
+                    out.push(self.want_string(a, &what)?);
+                }
+                Kind::Logical
+            }
+            B::Assert | B::Equal => {
+                out = lowered;
+                Kind::Logical
             }
             B::Atomic => {
                 match lowered.first().map(|a| &a.node) {
@@ -2099,6 +2109,7 @@ fn leaf_kind(n: &Node) -> Kind {
     match n {
         Node::Bool(_) => Kind::Logical,
         Node::PawnStructure(_)
+        | Node::MateType(_)
         | Node::EnPassantSquare
         | Node::CurrentMove(ir::CurrentMoveFact::From | ir::CurrentMoveFact::To) => Kind::Set,
         Node::CurrentMove(_) => Kind::Logical,

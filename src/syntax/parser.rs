@@ -57,20 +57,13 @@ pub(crate) mod bp {
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
 pub const UNSUPPORTED: &[&str] = &[
-    "readfile",
-    "writefile",
     "appendfile",
+    "similarposition",
     "hascomment",
     "originalcomment",
     "settag",
     "removecomment",
     "zobristkey",
-    "modelmate",
-    "idealmate",
-    "puremate",
-    "modelstalemate",
-    "purestalemate",
-    "idealstalemate",
     "hhdb",
     "keepallbest",
     "pathdebug",
@@ -93,6 +86,8 @@ const HEADER_OPTIONS: [&str; 10] = [
 /// Words that are keywords (cannot name a variable), besides the transform
 /// filters' ([`TransformFilter::from_name`]): see [`is_keyword`].
 pub(crate) const KEYWORDS: &[&str] = &[
+    "equal",
+    "assert",
     "and",
     "or",
     "not",
@@ -139,6 +134,12 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "check",
     "mate",
     "stalemate",
+    "puremate",
+    "modelmate",
+    "idealmate",
+    "purestalemate",
+    "modelstalemate",
+    "idealstalemate",
     "wtm",
     "btm",
     "sidetomove",
@@ -213,6 +214,8 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "sqrt",
     "str",
     "int",
+    "readfile",
+    "writefile",
     "lowercase",
     "uppercase",
     "ascii",
@@ -283,6 +286,12 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "check" => Node::Check,
         "mate" => Node::Mate,
         "stalemate" => Node::Stalemate,
+        "puremate" => Node::MateType(ir::MateType::PureMate),
+        "modelmate" => Node::MateType(ir::MateType::ModelMate),
+        "idealmate" => Node::MateType(ir::MateType::IdealMate),
+        "purestalemate" => Node::MateType(ir::MateType::PureStalemate),
+        "modelstalemate" => Node::MateType(ir::MateType::ModelStalemate),
+        "idealstalemate" => Node::MateType(ir::MateType::IdealStalemate),
         "wtm" => Node::ToMove(Side::White),
         "btm" => Node::ToMove(Side::Black),
         "sidetomove" => Node::SideToMove,
@@ -1371,7 +1380,7 @@ impl Parser<'_, '_> {
             "dark" => self.prefix_op(Prefix::Dark, start, bp::PREFIX),
             "notransform" => self.prefix_op(Prefix::NoTransform, start, bp::LOWEST),
             "sqrt" | "str" | "int" | "lowercase" | "uppercase" | "ascii" | "typename"
-            | "pieceid" | "piecename" | "type" | "colortype" => {
+            | "pieceid" | "piecename" | "type" | "colortype" | "readfile" => {
                 let (f, arg_bp) = match w.as_str() {
                     "pieceid" => (ir::Builtin::PieceId, bp::SET_ARG),
                     "piecename" => (ir::Builtin::PieceName, bp::SET_ARG),
@@ -1383,11 +1392,47 @@ impl Parser<'_, '_> {
                     "lowercase" => (ir::Builtin::Lowercase, bp::PREFIX),
                     "uppercase" => (ir::Builtin::Uppercase, bp::PREFIX),
                     "ascii" => (ir::Builtin::Ascii, bp::PREFIX),
+                    // CQL 6.2: `readfile "dir/" + "f.cqo"` reads "dir/f.cqo".
+                    "readfile" => (ir::Builtin::ReadFile, bp::ABS_ARG),
                     _ => (ir::Builtin::TypeName, bp::SET_ARG),
                 };
                 let arg = self.expr(arg_bp)?;
                 let span = start.join(arg.span);
                 Ok(Expr::new(ExprKind::Builtin(f, vec![arg]), span))
+            }
+            "assert" => {
+                let arg = self.expr(bp::LOWEST)?;
+                let span = start.join(arg.span);
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Assert, vec![arg]),
+                    span,
+                ))
+            }
+            "equal" => {
+                let (args, span) = self.arg_list("equal")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`equal` takes two filters, e.g. `equal (x 3)`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::Equal, args),
+                    start.join(span),
+                ))
+            }
+            "writefile" => {
+                let (args, span) = self.arg_list("writefile")?;
+                if args.len() != 2 {
+                    return Err(self.error(
+                        start.join(span),
+                        "`writefile` takes two string arguments, e.g. `writefile (\"out.cqo\" fen)`",
+                    ));
+                }
+                Ok(Expr::new(
+                    ExprKind::Builtin(ir::Builtin::WriteFile, args),
+                    start.join(span),
+                ))
             }
             "indexof" => {
                 let (args, span) = self.arg_list("indexof")?;

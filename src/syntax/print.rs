@@ -462,6 +462,8 @@ impl Printer<'_> {
         let var = |v| atom(format!("{} {}", f.keyword(), self.var(v)));
         match (f, args) {
             (Builtin::Sqrt, [a]) => self.prefix("sqrt ", a, bp::ABS_ARG),
+            (Builtin::ReadFile, [a]) => self.prefix("readfile ", a, bp::ABS_ARG),
+            (Builtin::Assert, [a]) => self.prefix("assert ", a, bp::LOWEST),
             (
                 Builtin::Str
                 | Builtin::Int
@@ -502,6 +504,8 @@ impl Printer<'_> {
             (Builtin::Concat, [a, b]) => self.infix(a, "+", b, bp::ADD, true),
             (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
+            (Builtin::WriteFile, _) => atom(format!("writefile ({})", self.seq(args, " "))),
+            (Builtin::Equal, _) => atom(format!("equal ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
                 // The lexer reads `[` as an index only right after a name,
@@ -685,6 +689,7 @@ impl Printer<'_> {
                 PawnSet::Isolated => "isolatedpawns",
                 PawnSet::Connected => "connectedpawns",
             }),
+            Node::MateType(m) => atom(m.keyword()),
             Node::Light(a) => self.prefix("light ", a, bp::PREFIX),
             Node::Dark(a) => self.prefix("dark ", a, bp::PREFIX),
             Node::EnPassantSquare => atom("enpassantsquare"),

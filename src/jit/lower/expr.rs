@@ -33,6 +33,7 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
             Some(NotLowered::Variables)
         }
         Node::Builtin(f, _) => Some(NotLowered::Builtin(f.keyword())),
+        Node::MateType(m) => Some(NotLowered::MateType(m.keyword())),
         Node::Sort { .. } => Some(NotLowered::Sort),
         Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
         Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
