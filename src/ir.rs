@@ -281,6 +281,63 @@ pub enum LineAtom {
     Group(Vec<LineItem>),
 }
 
+/// The Thompson construction of a `line`'s or `path`'s constituents,
+/// shared by the interpreter's automata and the scan's pre-selection: an
+/// implementor stores the states; `seq` builds `items` back to front (so
+/// every state's successors exist), a quantifier `{m,n}` as m copies then
+/// n-m optional ones (each a split), an unbounded one as a loop through a
+/// split.
+pub trait Thompson<'e> {
+    /// Adds a state that consumes a filter or dash `atom` and goes on to
+    /// `next`; returns its index.
+    fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize;
+    /// Adds a state that goes on to both `first` and `second` (preferring
+    /// `first`) without consuming; returns its index.
+    fn split(&mut self, first: usize, second: usize) -> usize;
+    /// Makes `state` (a split) go on to `first` and `second`.
+    fn set_split(&mut self, state: usize, first: usize, second: usize);
+
+    /// Compiles `items` to continue with `next`; returns the entry state.
+    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
+        items
+            .iter()
+            .rev()
+            .fold(next, |next, it| self.item(it, next))
+    }
+
+    /// Compiles one constituent to continue with `next`.
+    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Group(g) => self.seq(g, next),
+            _ => self.leaf(atom, next),
+        }
+    }
+
+    /// Compiles one quantified constituent to continue with `next`.
+    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
+        let mut next = next;
+        match it.max {
+            None => {
+                // A loop: one more copy (back to the split) or on.
+                let split = self.split(0, next);
+                let body = self.atom(&it.atom, split);
+                self.set_split(split, body, next);
+                next = split;
+            }
+            Some(max) => {
+                for _ in it.min..max {
+                    let body = self.atom(&it.atom, next);
+                    next = self.split(body, next);
+                }
+            }
+        }
+        for _ in 0..it.min {
+            next = self.atom(&it.atom, next);
+        }
+        next
+    }
+}
+
 fn line_filters<'a>(items: &'a [LineItem], f: &mut impl FnMut(&'a Expr)) {
     for it in items {
         match &it.atom {

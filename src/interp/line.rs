@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use super::eval::Evaluator;
 use super::sequence::in_range;
 use super::{InterpError, Value};
-use crate::ir::{Expr, LineAtom, LineFilter, LineItem, Span};
+use crate::ir::{Expr, LineAtom, LineFilter, LineItem, Span, Thompson};
 
 type R<T> = Result<T, InterpError>;
 
@@ -66,6 +66,23 @@ pub(super) struct Nfa<'e> {
     start: usize,
 }
 
+impl<'e> Thompson<'e> for Nfa<'e> {
+    fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Filter(e) | LineAtom::Dash(e) => self.push(State::Test(e, next)),
+            LineAtom::Group(g) => self.seq(g, next),
+        }
+    }
+
+    fn split(&mut self, first: usize, second: usize) -> usize {
+        self.push(State::Split(first, second))
+    }
+
+    fn set_split(&mut self, state: usize, first: usize, second: usize) {
+        self.states[state] = State::Split(first, second);
+    }
+}
+
 impl<'e> Nfa<'e> {
     /// Compiles the constituents.
     pub(super) fn new(items: &'e [LineItem]) -> Nfa<'e> {
@@ -86,46 +103,6 @@ impl<'e> Nfa<'e> {
     fn push(&mut self, s: State<'e>) -> usize {
         self.states.push(s);
         self.states.len() - 1
-    }
-
-    /// Compiles `items` so that they continue with `next`; returns the
-    /// entry state. Built back to front, so every state's successors exist.
-    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
-        let mut next = next;
-        for it in items.iter().rev() {
-            next = self.item(it, next);
-        }
-        next
-    }
-
-    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
-        match atom {
-            LineAtom::Filter(e) | LineAtom::Dash(e) => self.push(State::Test(e, next)),
-            LineAtom::Group(g) => self.seq(g, next),
-        }
-    }
-
-    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
-        let mut next = next;
-        match it.max {
-            None => {
-                // A loop: split into one more copy (back to the split) or on.
-                let split = self.push(State::Split(0, next));
-                let body = self.atom(&it.atom, split);
-                self.states[split] = State::Split(body, next);
-                next = split;
-            }
-            Some(max) => {
-                for _ in it.min..max {
-                    let body = self.atom(&it.atom, next);
-                    next = self.push(State::Split(body, next));
-                }
-            }
-        }
-        for _ in 0..it.min {
-            next = self.atom(&it.atom, next);
-        }
-        next
     }
 
     /// The consuming states and `Accept` reachable from `from` without

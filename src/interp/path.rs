@@ -63,7 +63,7 @@ use super::eval::Evaluator;
 use super::moves::MoveFacts;
 use super::sequence::in_range;
 use super::{InterpError, Value};
-use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span};
+use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span, Thompson};
 use crate::runtime::bitboard::Bitboard;
 
 type R<T> = Result<T, InterpError>;
@@ -90,6 +90,24 @@ struct Nfa<'e> {
     start: usize,
 }
 
+impl<'e> Thompson<'e> for Nfa<'e> {
+    fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+        match atom {
+            LineAtom::Filter(e) => self.push(State::Check(e, next)),
+            LineAtom::Dash(e) => self.push(State::Move(e, next)),
+            LineAtom::Group(g) => self.seq(g, next),
+        }
+    }
+
+    fn split(&mut self, first: usize, second: usize) -> usize {
+        self.push(State::Split(first, second))
+    }
+
+    fn set_split(&mut self, state: usize, first: usize, second: usize) {
+        self.states[state] = State::Split(first, second);
+    }
+}
+
 impl<'e> Nfa<'e> {
     fn new(items: &'e [LineItem]) -> Nfa<'e> {
         let mut nfa = Nfa {
@@ -103,45 +121,6 @@ impl<'e> Nfa<'e> {
     fn push(&mut self, s: State<'e>) -> usize {
         self.states.push(s);
         self.states.len() - 1
-    }
-
-    /// Compiles `items` to continue with `next` (back to front).
-    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
-        let mut next = next;
-        for it in items.iter().rev() {
-            next = self.item(it, next);
-        }
-        next
-    }
-
-    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
-        match atom {
-            LineAtom::Filter(e) => self.push(State::Check(e, next)),
-            LineAtom::Dash(e) => self.push(State::Move(e, next)),
-            LineAtom::Group(g) => self.seq(g, next),
-        }
-    }
-
-    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
-        let mut next = next;
-        match it.max {
-            None => {
-                let split = self.push(State::Split(0, next));
-                let body = self.atom(&it.atom, split);
-                self.states[split] = State::Split(body, next);
-                next = split;
-            }
-            Some(max) => {
-                for _ in it.min..max {
-                    let body = self.atom(&it.atom, next);
-                    next = self.push(State::Split(body, next));
-                }
-            }
-        }
-        for _ in 0..it.min {
-            next = self.atom(&it.atom, next);
-        }
-        next
     }
 }
 

@@ -25,7 +25,7 @@
 //! visible children's sets (a `u64`, one bit per state); the line can
 //! match at a position iff the start state is in its set.
 
-use crate::ir::{ExpandedQuery, Expr, FindFilter, LineAtom, LineFilter, LineItem, Node, Query};
+use crate::ir::{ExpandedQuery, Expr, FindFilter, LineAtom, LineFilter, Node, Query, Thompson};
 use crate::jit::{self, CompiledQuery, JitOptions};
 
 /// One automaton state.
@@ -238,8 +238,8 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
-/// Thompson construction (the interpreter's, over constituent indices;
-/// a `None` constituent matches everywhere).
+/// The automaton's states and its constituents ([`Thompson`] builds
+/// them; a `None` constituent matches everywhere).
 struct Builder<'e> {
     states: Vec<State>,
     filters: Vec<Option<&'e Expr>>,
@@ -250,15 +250,10 @@ impl<'e> Builder<'e> {
         self.states.push(s);
         self.states.len() - 1
     }
+}
 
-    fn seq(&mut self, items: &'e [LineItem], next: usize) -> usize {
-        items
-            .iter()
-            .rev()
-            .fold(next, |next, it| self.item(it, next))
-    }
-
-    fn atom(&mut self, atom: &'e LineAtom, next: usize) -> usize {
+impl<'e> Thompson<'e> for Builder<'e> {
+    fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
             // (A dash appears in a `path` only, which is not pre-selected;
             // as in the interpreter's line automaton it is a test.)
@@ -270,26 +265,12 @@ impl<'e> Builder<'e> {
         }
     }
 
-    fn item(&mut self, it: &'e LineItem, next: usize) -> usize {
-        let mut next = next;
-        match it.max {
-            None => {
-                let split = self.push(State::Split(0, next));
-                let body = self.atom(&it.atom, split);
-                self.states[split] = State::Split(body, next);
-                next = split;
-            }
-            Some(max) => {
-                for _ in it.min..max {
-                    let body = self.atom(&it.atom, next);
-                    next = self.push(State::Split(body, next));
-                }
-            }
-        }
-        for _ in 0..it.min {
-            next = self.atom(&it.atom, next);
-        }
-        next
+    fn split(&mut self, first: usize, second: usize) -> usize {
+        self.push(State::Split(first, second))
+    }
+
+    fn set_split(&mut self, state: usize, first: usize, second: usize) {
+        self.states[state] = State::Split(first, second);
     }
 }
 
