@@ -45,9 +45,13 @@ pub(super) struct LinePreselect {
     start: usize,
     /// Bit `s`: `Accept` is reachable from state `s` without consuming.
     eps_accept: u64,
-    /// The kernel of each constituent (index of [`State::Test`]); `None`:
-    /// not compiled (treated as matching everywhere).
+    /// The kernel of each distinct constituent (the index in
+    /// [`State::Test`]; equal constituents share one); `None`: not
+    /// compiled (treated as matching everywhere).
     kernels: Vec<Option<CompiledQuery>>,
+    /// The kernels every match needs (each accepting path tests one): a
+    /// game where one of them matches nowhere is rejected at once.
+    mandatory: Vec<usize>,
 }
 
 /// Most states the automaton may have (one bit each in a `u64`).
@@ -110,8 +114,27 @@ impl LinePreselect {
             values: false,
             ..opts.clone()
         };
-        let kernels = b
-            .filters
+        // Equal constituents share a kernel (`==` on expressions ignores
+        // their spans).
+        let mut distinct: Vec<Option<&Expr>> = Vec::new();
+        let mut kernel_of = Vec::with_capacity(b.filters.len());
+        for &key in &b.filters {
+            let k = match distinct.iter().position(|d| *d == key) {
+                Some(k) => k,
+                None => {
+                    distinct.push(key);
+                    distinct.len() - 1
+                }
+            };
+            kernel_of.push(k);
+        }
+        let mut states = b.states;
+        for st in &mut states {
+            if let State::Test(k, next) = *st {
+                *st = State::Test(kernel_of[k], next);
+            }
+        }
+        let kernels: Vec<Option<CompiledQuery>> = distinct
             .iter()
             .map(|f| {
                 let mut body = Vec::new();
@@ -129,7 +152,7 @@ impl LinePreselect {
         let mut eps_accept = 1u64 << 0;
         loop {
             let before = eps_accept;
-            for (s, st) in b.states.iter().enumerate() {
+            for (s, st) in states.iter().enumerate() {
                 if let State::Split(x, y) = *st
                     && (eps_accept >> x) & 1 | (eps_accept >> y) & 1 != 0
                 {
@@ -140,12 +163,21 @@ impl LinePreselect {
                 break;
             }
         }
+        let mandatory = (0..kernels.len())
+            .filter(|&k| !accepts_without(&states, start, k))
+            .collect();
         Some(LinePreselect {
-            states: b.states,
+            states,
             start,
             eps_accept,
             kernels,
+            mandatory,
         })
+    }
+
+    /// The kernels every match of the line needs (see `mandatory`).
+    pub(super) fn mandatory(&self) -> &[usize] {
+        &self.mandatory
     }
 
     /// The constituents' kernels (`None`: matches everywhere).
@@ -218,6 +250,25 @@ pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<
         .iter()
         .map(|l| format!("sequence pre-selection: {}", l.describe()))
         .collect()
+}
+
+/// Whether `Accept` is reachable from `start` through states that do not
+/// test kernel `k`.
+fn accepts_without(states: &[State], start: usize, k: usize) -> bool {
+    let mut seen = vec![false; states.len()];
+    let mut stack = vec![start];
+    while let Some(s) = stack.pop() {
+        if std::mem::replace(&mut seen[s], true) {
+            continue;
+        }
+        match states[s] {
+            State::Accept => return true,
+            State::Test(j, next) if j != k => stack.push(next),
+            State::Test(..) => {}
+            State::Split(a, b) => stack.extend([a, b]),
+        }
+    }
+    false
 }
 
 /// `e`'s conjuncts, each a filter that must match wherever `e` matches:
@@ -305,7 +356,10 @@ mod tests {
     #[test]
     fn line_automaton_accepts_where_the_sequence_starts() {
         let l = preselect("line --> check --> check --> check").expect("modelled");
-        assert_eq!(l.kernels().len(), 3);
+        // One kernel for the three equal constituents, which every match
+        // needs.
+        assert_eq!(l.kernels().len(), 1);
+        assert_eq!(l.mandatory(), [0]);
         let c = [true, true, true];
         let n = [false, false, false];
         // Checks at 1, 2, 3 and 4: the line starts at 1 and 2.
@@ -326,8 +380,14 @@ mod tests {
         };
         let (c, m, n) = (check(true, false), check(false, true), check(false, false));
         assert_eq!(accepting(&l, &[&n, &c, &c, &m]), vec![1, 2]);
-        // `check*` alone matches everywhere (an empty match).
+        assert_eq!(l.mandatory(), [0, 1]);
+        // `check*` alone matches everywhere (an empty match); nothing is
+        // mandatory, nor in an alternative.
         let l = preselect("line --> check*").expect("modelled");
+        assert!(l.mandatory().is_empty());
+        let alt = preselect("line --> check --> mate?").expect("modelled");
+        assert_eq!(alt.kernels().len(), 2);
+        assert_eq!(alt.mandatory().len(), 1);
         let n = vec![false; l.kernels().len()];
         assert_eq!(accepting(&l, &[&n, &n]), vec![0, 1]);
     }

@@ -585,6 +585,16 @@ impl<'s> StoreMatcher<'s> {
         for line in &self.lines {
             let kernels = first_kernel..first_kernel + line.kernels().len();
             first_kernel = kernels.end;
+            // A kernel every match needs, matching nowhere in the game.
+            if line.mandatory().iter().any(|&k| {
+                count_bits(
+                    &scratch.line_bits[kernels.start + k],
+                    range.start,
+                    range.end,
+                ) == 0
+            }) {
+                return false;
+            }
             let sets = &mut scratch.line_sets;
             sets.clear();
             sets.resize(range.len(), 0);
