@@ -266,6 +266,22 @@ pub struct LineItem {
     pub max: Option<u32>,
 }
 
+impl LineItem {
+    /// The repetition as CQL writes it after the constituent: nothing for
+    /// exactly once, `*`, `+`, `?`, `{m,}`, `{n}` or `{m,n}`.
+    pub fn quantifier(&self) -> String {
+        match (self.min, self.max) {
+            (1, Some(1)) => String::new(),
+            (0, None) => "*".to_owned(),
+            (1, None) => "+".to_owned(),
+            (0, Some(1)) => "?".to_owned(),
+            (a, None) => format!("{{{a},}}"),
+            (a, Some(b)) if a == b => format!("{{{a}}}"),
+            (a, Some(b)) => format!("{{{a},{b}}}"),
+        }
+    }
+}
+
 /// A constituent: one filter (matching one position) or a parenthesized
 /// sequence of constituents.
 #[derive(Clone, Debug, PartialEq)]

@@ -34,6 +34,12 @@ fn import(dir: &Scratch, pgn: &[u8]) -> (Store, CollectReports) {
 
 /// The matching positions of `query` in each matching game.
 fn run(store: &Store, query: &str, engine: Engine) -> Vec<(u32, usize)> {
+    try_run(store, query, engine).expect("scan completes")
+}
+
+/// Scans the whole store: each matching game's index and number of
+/// matching positions, or the scan's error as text.
+fn try_run(store: &Store, query: &str, engine: Engine) -> Result<Vec<(u32, usize)>, String> {
     let q = syntax::parse(query).expect("query parses");
     let ex = transform::expand(&q, &Limits::default()).expect("query expands");
     let plan = RunPlan {
@@ -49,11 +55,12 @@ fn run(store: &Store, query: &str, engine: Engine) -> Vec<(u32, usize)> {
         &AtomicBool::new(false),
         &mut sink,
     )
-    .expect("scan completes");
-    sink.0
+    .map_err(|e| e.to_string())?;
+    Ok(sink
+        .0
         .into_iter()
         .map(|m| (m.game, m.positions.len()))
-        .collect()
+        .collect())
 }
 
 #[test]
@@ -335,22 +342,13 @@ fn limits_line_steps_are_an_error_not_a_hang() {
     );
     // 4,000 optional constituents keep thousands of states alive at every
     // position of the walk: over the step limit, an error.
-    let q = syntax::parse("initial line --> (true?){4000} --> mate").expect("parses");
-    let ex = transform::expand(&q, &Limits::default()).expect("expands");
-    let plan = RunPlan {
-        engine: Engine::Interp,
-        variations: false,
-    };
-    let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
-    let err = scan(
-        &matcher,
-        0..store.n_games(),
-        &ScanOptions::default(),
-        &AtomicBool::new(false),
-        &mut Collect::default(),
+    let err = try_run(
+        &store,
+        "initial line --> (true?){4000} --> mate",
+        Engine::Interp,
     )
     .expect_err("over the step limit");
-    assert!(err.to_string().contains("steps"), "{err}");
+    assert!(err.contains("steps"), "{err}");
 }
 
 #[test]
@@ -370,22 +368,7 @@ fn limits_loop_and_while_iterations_are_an_error_not_a_hang() {
         ("initial x = 0 loop {x = x + 1}", "loop"),
         ("initial x = 0 while (true) x = x + 1", "while"),
     ] {
-        let q = syntax::parse(query).expect("parses");
-        let ex = transform::expand(&q, &Limits::default()).expect("expands");
-        let plan = RunPlan {
-            engine: Engine::Auto,
-            variations: false,
-        };
-        let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
-        let err = scan(
-            &matcher,
-            0..store.n_games(),
-            &ScanOptions::default(),
-            &AtomicBool::new(false),
-            &mut Collect::default(),
-        )
-        .expect_err("over the iteration limit");
-        let text = err.to_string();
+        let text = try_run(&store, query, Engine::Auto).expect_err("over the iteration limit");
         assert!(
             text.contains(keyword) && text.contains("iterations"),
             "{text}"
@@ -420,22 +403,9 @@ fn limits_path_steps_are_an_error_not_a_hang() {
     );
     // 4,000 optional moves keep thousands of states alive at every
     // position of the walk: over the step limit, an error.
-    let q = syntax::parse("initial path (--?){4000} mate").expect("parses");
-    let ex = transform::expand(&q, &Limits::default()).expect("expands");
-    let plan = RunPlan {
-        engine: Engine::Interp,
-        variations: false,
-    };
-    let matcher = StoreMatcher::new(&store, &ex.query, &plan).expect("matcher");
-    let err = scan(
-        &matcher,
-        0..store.n_games(),
-        &ScanOptions::default(),
-        &AtomicBool::new(false),
-        &mut Collect::default(),
-    )
-    .expect_err("over the step limit");
-    assert!(err.to_string().contains("steps"), "{err}");
+    let err = try_run(&store, "initial path (--?){4000} mate", Engine::Interp)
+        .expect_err("over the step limit");
+    assert!(err.contains("steps"), "{err}");
 }
 
 /// A game's text over `MAX_GAME_BYTES` (here a 17 MiB comment) is skipped

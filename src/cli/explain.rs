@@ -352,15 +352,7 @@ fn automata(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var]) -> Vec<String> {
                     out.push(')');
                 }
             }
-            out.push_str(&match (it.min, it.max) {
-                (1, Some(1)) => String::new(),
-                (0, None) => "*".to_owned(),
-                (1, None) => "+".to_owned(),
-                (0, Some(1)) => "?".to_owned(),
-                (a, None) => format!("{{{a},}}"),
-                (a, Some(b)) if a == b => format!("{{{a}}}"),
-                (a, Some(b)) => format!("{{{a},{b}}}"),
-            });
+            out.push_str(&it.quantifier());
         }
     }
     fn walk(e: &cqlj::ir::Expr, vars: &[cqlj::ir::Var], out: &mut Vec<String>) {

@@ -14,7 +14,7 @@ use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
-use crate::runtime::layout::{CHUNK_POSITIONS, Column, PositionRecord, flags};
+use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, Column, PositionRecord, flags};
 use crate::runtime::store::Store;
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
@@ -599,9 +599,20 @@ impl<'s> StoreMatcher<'s> {
             sets.clear();
             sets.resize(range.len(), 0);
             let mut found = false;
+            // The chunk of the position being stepped (looked up once per
+            // chunk, not per position).
+            let mut current: Option<(u64, &ChunkColumns)> = None;
             for i in range.clone().rev() {
                 let pos = base + i as u64;
-                let chunk = self.store.chunk(pos / chunk_len as u64);
+                let c = pos / chunk_len as u64;
+                let chunk = match current {
+                    Some((cc, chunk)) if cc == c => chunk,
+                    _ => {
+                        let chunk = self.store.chunk(c);
+                        current = Some((c, chunk));
+                        chunk
+                    }
+                };
                 let at = (pos % chunk_len as u64) as usize;
                 if !self.opts.variations && chunk.flags[at] & flags::MAINLINE == 0 {
                     continue;

@@ -1129,6 +1129,16 @@ impl Parser<'_, '_> {
     }
 
     /// `( filter filter ... )`: the arguments of `ray`, `between`, calls...
+    /// `word (X Y)` after the keyword at `start`: the built-in `f` of two
+    /// arguments; another count is the error `usage`.
+    fn two_args(&mut self, start: Span, f: ir::Builtin, usage: &str) -> PResult<Expr> {
+        let (args, span) = self.arg_list(f.keyword())?;
+        if args.len() != 2 {
+            return Err(self.error(start.join(span), usage));
+        }
+        Ok(Expr::new(ExprKind::Builtin(f, args), start.join(span)))
+    }
+
     fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
         let open = self.expect(&Tok::LParen, &format!("`(` after `{what}`"))?;
         let mut args = Vec::new();
@@ -1408,45 +1418,17 @@ impl Parser<'_, '_> {
                     span,
                 ))
             }
-            "equal" => {
-                let (args, span) = self.arg_list("equal")?;
-                if args.len() != 2 {
-                    return Err(self.error(
-                        start.join(span),
-                        "`equal` takes two filters, e.g. `equal (x 3)`",
-                    ));
-                }
-                Ok(Expr::new(
-                    ExprKind::Builtin(ir::Builtin::Equal, args),
-                    start.join(span),
-                ))
-            }
-            "writefile" => {
-                let (args, span) = self.arg_list("writefile")?;
-                if args.len() != 2 {
-                    return Err(self.error(
-                        start.join(span),
-                        "`writefile` takes two string arguments, e.g. `writefile (\"out.cqo\" fen)`",
-                    ));
-                }
-                Ok(Expr::new(
-                    ExprKind::Builtin(ir::Builtin::WriteFile, args),
-                    start.join(span),
-                ))
-            }
-            "indexof" => {
-                let (args, span) = self.arg_list("indexof")?;
-                if args.len() != 2 {
-                    return Err(self.error(
-                        start.join(span),
-                        "`indexof` takes two string arguments, e.g. `indexof (\"b\" \"abc\")`",
-                    ));
-                }
-                Ok(Expr::new(
-                    ExprKind::Builtin(ir::Builtin::IndexOf, args),
-                    start.join(span),
-                ))
-            }
+            "equal" => self.two_args(start, ir::Builtin::Equal, "`equal` takes two filters, e.g. `equal (x 3)`"),
+            "writefile" => self.two_args(
+                start,
+                ir::Builtin::WriteFile,
+                "`writefile` takes two string arguments, e.g. `writefile (\"out.cqo\" fen)`",
+            ),
+            "indexof" => self.two_args(
+                start,
+                ir::Builtin::IndexOf,
+                "`indexof` takes two string arguments, e.g. `indexof (\"b\" \"abc\")`",
+            ),
             "persistent" | "atomic" => {
                 let quiet = w == "persistent" && self.eat_ident("quiet").is_some();
                 let name = self.name("a variable name")?;

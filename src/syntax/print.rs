@@ -376,15 +376,7 @@ impl Printer<'_> {
                 LineAtom::Dash(e) => self.path_dash(e),
                 LineAtom::Group(g) => format!("({})", self.path_items(g)),
             };
-            let q = match (it.min, it.max) {
-                (1, Some(1)) => String::new(),
-                (0, None) => "*".to_owned(),
-                (1, None) => "+".to_owned(),
-                (0, Some(1)) => "?".to_owned(),
-                (a, None) => format!("{{{a},}}"),
-                (a, Some(b)) if a == b => format!("{{{a}}}"),
-                (a, Some(b)) => format!("{{{a},{b}}}"),
-            };
+            let q = it.quantifier();
             out.push(format!("{body}{q}"));
         }
         out.join(" ")
@@ -432,15 +424,7 @@ impl Printer<'_> {
                     format!("({inner})")
                 }
             };
-            let q = match (it.min, it.max) {
-                (1, Some(1)) => String::new(),
-                (0, None) => "*".to_owned(),
-                (1, None) => "+".to_owned(),
-                (0, Some(1)) => "?".to_owned(),
-                (a, None) => format!("{{{a},}}"),
-                (a, Some(b)) if a == b => format!("{{{a}}}"),
-                (a, Some(b)) => format!("{{{a},{b}}}"),
-            };
+            let q = it.quantifier();
             out.push(format!("{arrow} {body}{q}"));
         }
         out.join(" ")
