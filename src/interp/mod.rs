@@ -545,6 +545,7 @@ impl Interpreter {
             dicts,
             path_frames: Vec::new(),
             last_path: None,
+            path_bans: HashMap::new(),
         }
     }
 
@@ -682,6 +683,10 @@ pub struct State {
     path_frames: Vec<path::PathFrame>,
     /// The start and last position of the game's last matching `path`.
     last_path: Option<(u32, u32)>,
+    /// For each `path nestban` (by its filter's address in the query), the
+    /// positions no match may start at: the inner positions of its
+    /// matches so far in this game.
+    path_bans: HashMap<usize, std::collections::HashSet<u32>>,
 }
 
 impl State {

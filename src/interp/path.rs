@@ -28,8 +28,12 @@
 //! check` matches nowhere). Of the matching paths the longest (most moves)
 //! is kept, the first in PGN order among equals; with `firstmatch`, the
 //! first found in PGN order. `primary` follows only primary moves;
-//! `nestban` drops a match when the path matching at the parent (if any)
-//! goes through the current position.
+//! with `nestban`, no match starts inside an earlier match of the same
+//! filter in the game: a match bans the positions strictly between its
+//! start and its last position (its last position may start the next
+//! match, CQL 6.2 oracle). The game's positions are evaluated in store
+//! order, a topological order of the tree, so an ancestor's match is
+//! known before its descendants are tried.
 //!
 //! **How it runs.** A Thompson NFA ([`Nfa`]) whose states test a filter
 //! at the current position without moving (`Check`) or test the move to a
@@ -223,6 +227,11 @@ struct Search<'n, 'e> {
 impl Evaluator<'_, '_> {
     /// Evaluates `path` at `at`; see the module docs.
     pub(super) fn path(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
+        // The filter's identity for `nestban` (the query is immutable).
+        let key = std::ptr::from_ref(p) as usize;
+        if p.params.nestban && self.st.path_bans.get(&key).is_some_and(|b| b.contains(&at)) {
+            return Ok(None);
+        }
         let nfa = Nfa::new(&p.items);
         let Some((search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
             return Ok(None);
@@ -230,12 +239,9 @@ impl Evaluator<'_, '_> {
         if !in_range(p.params.range, n) {
             return Ok(None);
         }
-        if p.params.nestban
-            && let Some(q) = self.game.parent(at).filter(|&q| self.visible(q))
-            && let Some((_, (outer, _))) = self.path_search(p, &nfa, span, q)?
-            && outer.get(1) == Some(&at)
-        {
-            return Ok(None);
+        if p.params.nestban && path.len() > 2 {
+            let inner = &path[1..path.len() - 1];
+            self.st.path_bans.entry(key).or_default().extend(inner);
         }
         self.path_replay(&search, &path);
         let last = path.last().copied().unwrap_or(at);

@@ -941,10 +941,16 @@ impl Parser<'_, '_> {
     /// Can the current token start the right side of a dash move? (A `(`
     /// right after the dash opens its target instead.)
     /// As in CQL 6.2 it must follow the dash without whitespace: `K-- k`
-    /// is the dash `K--` and the filter `k`.
+    /// is the dash `K--` and the filter `k`; a word right after the dash
+    /// starts it too (`Q--up 1 Q` moves the queen one square up, `--x` to
+    /// the squares of `x`; `--check` is refused: not a set, CQL 6.2 oracle).
     fn starts_dash_target(&mut self) -> bool {
-        matches!(self.peek_tok(), Tok::Designator { .. } | Tok::Tilde)
-            && self.peek().span.start as usize == self.prev_end
+        self.peek().span.start as usize == self.prev_end
+            && match self.peek_tok() {
+                Tok::Designator { .. } | Tok::Tilde => true,
+                Tok::Ident(w) => !matches!(w.as_str(), "then" | "else" | "and" | "or" | "in"),
+                _ => false,
+            }
     }
 
     /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`), with an
@@ -956,7 +962,7 @@ impl Parser<'_, '_> {
         let t = self.bump();
         let capture = t.tok == Tok::CaptureX;
         let to = if self.starts_dash_target() {
-            Some(Box::new(self.expr(bp::PREFIX)?))
+            Some(Box::new(self.dash_destination()?))
         } else {
             None
         };
@@ -1003,6 +1009,30 @@ impl Parser<'_, '_> {
             },
             self.span_from(start),
         ))
+    }
+
+    /// A dash's destination squares: operands joined by `&` and `|`
+    /// (`--~X&_` moves to `(~X)&_`, `--a1|h1→k` is `(--(a1|h1))→k`: CQL
+    /// 6.2 oracle); an attack arrow after them applies to the dash.
+    fn dash_destination(&mut self) -> PResult<Expr> {
+        let mut union: Option<Expr> = None;
+        loop {
+            let mut inter = self.expr(bp::PREFIX)?;
+            while self.peek_tok() == Tok::Amp {
+                self.bump();
+                let rhs = self.expr(bp::PREFIX)?;
+                inter = set_chain(inter, SetOp::Inter, rhs);
+            }
+            union = Some(match union {
+                Some(u) => set_chain(u, SetOp::Union, inter),
+                None => inter,
+            });
+            if self.peek_tok() != Tok::Bar {
+                break;
+            }
+            self.bump();
+        }
+        union.ok_or(Failed)
     }
 
     /// The `( ... )` right after a dash: a kind of move or a filter.
@@ -2137,7 +2167,13 @@ impl Parser<'_, '_> {
                             if focus.is_some() {
                                 return Err(self.error(t.span, "a path takes one `focus`"));
                             }
-                            focus = Some(Box::new(self.expr(bp::PREFIX)?));
+                            // The focus is a set expression: `∪`, `∩`, `~`,
+                            // `if`... but not `:` or `or` (CQL 6.2 oracle:
+                            // `focus n:N` is refused).
+                            let saved = self.colon_stop.replace(self.depth + 1);
+                            let f = self.expr(bp::UNION);
+                            self.colon_stop = saved;
+                            focus = Some(Box::new(f?));
                             continue;
                         }
                         "max" | "keepallbest" | "singlecolor" => {
@@ -2171,13 +2207,7 @@ impl Parser<'_, '_> {
                 "`piecepath` comments the moves in focus: it needs `focus` (as in CQL 6.2)",
             ));
         }
-        if params.nestban && focus.is_some() {
-            return Err(self.error(
-                start,
-                "not supported yet: `nestban` with `focus` in one path",
-            ));
-        }
-        let items = self.path_items()?;
+        let items = self.path_items(true)?;
         if items.is_empty() {
             let sp = self.peek().span;
             return Err(self.error(sp, "a path needs at least one constituent, such as `--`"));
@@ -2192,27 +2222,119 @@ impl Parser<'_, '_> {
         ))
     }
 
-    /// Path constituents up to what ends them (see [`Self::path`]).
-    fn path_items(&mut self) -> PResult<Vec<LineItem>> {
-        let mut items = Vec::new();
+    /// Path constituents up to what ends them (see [`Self::path`]); at
+    /// the `top` level (not in a group), a blank line also ends them (CQL
+    /// 6.2 oracle: `path --` + blank line + `check` is `{path --} check`).
+    ///
+    /// A quantifier after a run of filters repeats the run together with
+    /// the move dash directly before it (CQL 6.2 oracle: `-- check{3,}`
+    /// is `(-- check){3,}`, `-- -- check{2,}` is `-- (-- check){2,}`); a
+    /// run with no unquantified dash right before it takes none.
+    fn path_items(&mut self, top: bool) -> PResult<Vec<LineItem>> {
+        let mut items: Vec<LineItem> = Vec::new();
         loop {
             match self.peek_tok() {
                 Tok::RParen | Tok::RBrace | Tok::Eof => break,
                 Tok::Ident(w) if matches!(w.as_str(), "then" | "else" | "and" | "or") => break,
-                _ => items.push(self.path_item()?),
+                _ if top && !items.is_empty() && self.blank_line_before_next() => break,
+                _ => {}
+            }
+            let item = self.path_item()?;
+            let plain_filter = is_plain_path_filter(&item);
+            items.push(item);
+            if plain_filter && self.at_path_quantifier() {
+                let mut k = items.len();
+                while k > 0 && is_plain_path_filter(&items[k - 1]) {
+                    k -= 1;
+                }
+                let dash_before = k > 0
+                    && matches!(&items[k - 1], LineItem { atom: LineAtom::Filter(e), min: 1, max: Some(1), .. }
+                        if super::lower::is_path_dash(e));
+                if !dash_before {
+                    let sp = self.peek().span;
+                    return Err(self.error(
+                        sp,
+                        "in a path only a move (`--`, `[x]`, `×`), a parenthesized group, or filters \
+                         right after an unquantified move takes a quantifier \
+                         (`-- F{2,}` repeats `(-- F)`, as in CQL 6.2)",
+                    ));
+                }
+                let (min, max) = self.quantifier()?;
+                let run: Vec<LineItem> = items.drain(k - 1..).collect();
+                let span = match (run.first(), run.last()) {
+                    (Some(a), Some(b)) => a.span.join(b.span),
+                    _ => self.peek().span,
+                };
+                items.push(LineItem {
+                    atom: LineAtom::Group(run),
+                    min,
+                    max,
+                    span,
+                });
+            }
+            if items.last().is_some_and(|i| (i.min, i.max) != (1, Some(1)))
+                && self.at_path_quantifier()
+            {
+                let sp = self.peek().span;
+                return Err(self.error(
+                    sp,
+                    "two quantifiers in a row: a path constituent takes one (as in CQL 6.2)",
+                ));
             }
         }
         Ok(items)
     }
 
-    /// One path constituent and its quantifier (only a move dash or a
-    /// group takes one, as in CQL 6.2).
+    /// Whether a quantifier (`*`, `+`, `?`, `{m,n}` ...) comes next.
+    fn at_path_quantifier(&mut self) -> bool {
+        match self.peek_tok() {
+            Tok::Star | Tok::Plus | Tok::Question => true,
+            Tok::LBrace => matches!(
+                self.peek2().0,
+                Tok::Num(_) | Tok::Comma | Tok::Star | Tok::Plus
+            ),
+            _ => false,
+        }
+    }
+
+    /// Whether a blank line (two line ends with only white space between
+    /// them, outside comments) separates the previous token from the next.
+    fn blank_line_before_next(&mut self) -> bool {
+        let end = self.peek().span.start as usize;
+        let gap = self.src.get(self.prev_end.min(end)..end).unwrap_or("");
+        let mut rest = gap;
+        // Only white space since the last line end (none seen yet: false).
+        let mut blank = false;
+        while let Some(c) = rest.chars().next() {
+            if rest.starts_with("//") {
+                blank = false;
+                rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+            } else if let Some(body) = rest.strip_prefix("/*") {
+                blank = false;
+                rest = body.find("*/").map_or("", |n| &body[n + 2..]);
+            } else {
+                if c == '\n' {
+                    if blank {
+                        return true;
+                    }
+                    blank = true;
+                } else if !c.is_whitespace() {
+                    blank = false;
+                }
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+        false
+    }
+
+    /// One path constituent and its quantifier (a move dash or a group;
+    /// a quantifier after filters is [`Self::path_items`]'s).
     fn path_item(&mut self) -> PResult<LineItem> {
         let start = self.peek().span;
         let (atom, quantified) = if self.peek().tok == Tok::LParen {
             self.bump();
             self.depth += 1;
-            let inner = self.path_items();
+            let inner = self.path_items(false);
             self.depth -= 1;
             let inner = inner?;
             self.expect(&Tok::RParen, "`)` to close the group of path constituents")?;
@@ -2255,13 +2377,6 @@ impl Parser<'_, '_> {
         let (min, max) = if quantified {
             self.quantifier()?
         } else {
-            if matches!(self.peek_tok(), Tok::Star | Tok::Plus | Tok::Question) {
-                let sp = self.peek().span;
-                return Err(self.error(
-                    sp,
-                    "in a path only a move (`--`, `[x]`, `×`) or a parenthesized group takes a quantifier",
-                ));
-            }
             (1, Some(1))
         };
         Ok(LineItem {
@@ -2721,6 +2836,31 @@ fn pos_rel(t: &Tok) -> Option<ir::TreeRel> {
 }
 
 /// `LINE:COL` of a span's start.
+/// `lhs op rhs`, extending `lhs` when it is a chain of `op` (as
+/// [`Parser::expr_continue`] builds them).
+fn set_chain(mut lhs: Expr, op: SetOp, rhs: Expr) -> Expr {
+    let span = lhs.span.join(rhs.span);
+    if let ExprKind::Infix(_, rest) = &mut lhs.kind
+        && rest.first().is_some_and(|(o, _)| *o == Infix::Set(op))
+    {
+        rest.push((Infix::Set(op), rhs));
+        lhs.span = span;
+        return lhs;
+    }
+    Expr::new(
+        ExprKind::Infix(Box::new(lhs), vec![(Infix::Set(op), rhs)]),
+        span,
+    )
+}
+
+/// Whether a path constituent is a filter that is not a move dash, without
+/// a quantifier.
+fn is_plain_path_filter(item: &LineItem) -> bool {
+    matches!(&item.atom, LineAtom::Filter(e) if !super::lower::is_path_dash(e))
+        && item.min == 1
+        && item.max == Some(1)
+}
+
 fn pos_text(src: &str, span: Span) -> String {
     let (l, c) = line_col(src, span.start as usize);
     format!("{l}:{c}")
