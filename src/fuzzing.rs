@@ -1680,11 +1680,18 @@ impl Gen<'_> {
         });
         let focus_capture = focus.is_some() && self.chance(30);
         let piecepath = focus.is_some() && self.chance(30);
-        // `nestban` with `focus` is refused by the parser (not supported).
-        let nestban = flags & 4 != 0 && focus.is_none();
+        let nestban = flags & 4 != 0;
+        let max = (focus.is_some() && self.chance(20)).then(|| {
+            Box::new(e(
+                Node::PathStatus(crate::ir::PathStatus::Count),
+                Kind::Numeric,
+            ))
+        });
         let params = PathParams {
             focus,
             focus_capture,
+            max,
+            keepallbest: flags & 2 != 0 && self.chance(30),
             piecepath,
             firstmatch: flags & 1 != 0,
             lastposition,

@@ -381,6 +381,14 @@ pub struct PathParams {
     pub focus: Option<Box<Expr>>,
     /// `focus capture`: a capture of a focused piece is in focus.
     pub focus_capture: bool,
+    /// `max X`: of the matching paths, the one where the numeric filter X,
+    /// evaluated at its last position, is largest (the first found among
+    /// equals) is kept; X is the path's value. A path where X does not
+    /// match is not a candidate.
+    pub max: Option<Box<Expr>>,
+    /// `keepallbest`: every matching path as good as the kept one is kept
+    /// too (their comments).
+    pub keepallbest: bool,
     /// `piecepath` (with `focus`): the start gets the comment `Focus path:`
     /// with each focused piece's journey along the kept path.
     pub piecepath: bool,
@@ -776,6 +784,12 @@ pub enum MoveValue {
     /// `count`: the number of matching moves (numeric kind); only with
     /// [`MoveSource::Legal`] or [`MoveSource::PseudoLegal`].
     Count,
+    /// A played-move dash `X--Y(F)` whose target F has a value (set,
+    /// numeric, position or string kind: the dash's kind): F's value at the
+    /// tail of the first matching move, in child order (CQL 6.2 oracle:
+    /// `◭T=♕――(from)` is the queen about to move); no matching move: the
+    /// empty set for a set, else no match. Set by lowering, never written.
+    Target,
 }
 
 /// The parameters of a `move` filter. Set-valued fields are filters of kind
@@ -1671,6 +1685,9 @@ impl Expr {
                 if let Some(x) = &l.params.focus {
                     f(x);
                 }
+                if let Some(x) = &l.params.max {
+                    f(x);
+                }
                 line_filters(&l.items, &mut f)
             }
         }
@@ -1828,6 +1845,9 @@ impl Expr {
             Line(l) => line_filters_mut(&mut l.items, &mut f),
             Path(l) => {
                 if let Some(x) = &mut l.params.focus {
+                    f(x);
+                }
+                if let Some(x) = &mut l.params.max {
                     f(x);
                 }
                 line_filters_mut(&mut l.items, &mut f)

@@ -562,6 +562,16 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         let mut count = 0i64;
         let mut dest = Bitboard::EMPTY;
         for mv in candidates.iter().filter(|mv| params.admits(mv, m.special)) {
+            if m.value == MoveValue::Target
+                && let Some(target) = &m.target
+            {
+                if m.source == MoveSource::Previous
+                    && let Some(v) = self.eval(target, at)?
+                {
+                    return Ok(Some(v));
+                }
+                continue;
+            }
             // `currentmove F--G(T)`: T at the position the move led to.
             if let Some(target) = &m.target
                 && !(m.source == MoveSource::Previous && self.matches(target, at)?)
@@ -571,7 +581,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             count += 1;
             dest.add(mv.to);
         }
-        Ok(Some(move_value(m, count, dest)))
+        Ok(move_value(m, count, dest))
     }
 
     /// `from`, `to`, `primary`, `secondary`: facts about the move that led
@@ -632,6 +642,14 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             if !params.admits(&mv, m.special) {
                 continue;
             }
+            if m.value == MoveValue::Target
+                && let Some(target) = &m.target
+            {
+                if let Some(v) = self.eval(target, child)? {
+                    return Ok(Some(v));
+                }
+                continue;
+            }
             if let Some(target) = &m.target
                 && !self.matches(target, child)?
             {
@@ -640,7 +658,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             count += 1;
             dest.add(mv.to);
         }
-        Ok(Some(move_value(m, count, dest)))
+        Ok(move_value(m, count, dest))
     }
 
     /// The square sets and promotion roles of a `move` filter's
@@ -1193,10 +1211,15 @@ impl MoveParams {
 
 /// A `move` filter's value from its matching moves: their number with
 /// `count`, else the set of their destinations.
-fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Value {
-    if m.value == MoveValue::Count {
-        Value::Number(count)
-    } else {
-        Value::Set(dest)
+fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Option<Value> {
+    match m.value {
+        MoveValue::Count => Some(Value::Number(count)),
+        MoveValue::Destinations => Some(Value::Set(dest)),
+        // No move's target had a value: an empty set, or no match.
+        MoveValue::Target => m
+            .target
+            .as_ref()
+            .filter(|t| t.kind == Kind::Set)
+            .map(|_| Value::Set(Bitboard::EMPTY)),
     }
 }

@@ -26,7 +26,11 @@
 //!
 //! **Which match.** A path of zero moves never matches (CQL 6.2: `path
 //! check` matches nowhere). Of the matching paths the longest (most moves)
-//! is kept, the first in PGN order among equals; with `firstmatch`, the
+//! is kept, the first in PGN order among equals; with `max X`, the one
+//! where the numeric filter X, evaluated at its last position (status
+//! filters as there), is largest (a path where X does not match is no
+//! candidate), and X is the value; with `keepallbest`, the paths as good
+//! as the kept one are kept too (their comments); with `firstmatch`, the
 //! first found in PGN order. `primary` follows only primary moves;
 //! with `nestban`, no match starts inside an earlier match of the same
 //! filter in the game: a match bans the positions strictly between its
@@ -45,8 +49,9 @@
 //! **Value.** The number of moves of the kept path (with `lastposition`:
 //! the tail of its last move); with a range, that number must lie in it.
 //! Unless `quiet`, the start gets the comment `Start path that ends at P`
-//! and the last tail `End path of length N that starts at P`; `title S`
-//! adds the comment S at the start (even with `quiet`).
+//! and the last tail `End path of length N that starts at P` (then
+//! `Max value: V` with `max`; for each kept path with `keepallbest`);
+//! `title S` adds the comment S at the start (even with `quiet`).
 //!
 //! **Status filters.** Inside a path's constituents `pathstart` is the
 //! start, `pathcount` the number of moves matched from the start to the
@@ -221,6 +226,12 @@ struct Search<'n, 'e> {
     cache: HashMap<(usize, u32), Tested>,
     steps: u64,
     best: Option<Kept>,
+    /// `max X`: the filter, and X's value on the kept path.
+    max: Option<&'e Expr>,
+    best_value: Option<i64>,
+    /// `keepallbest`: the other paths as good as the kept one.
+    keepallbest: bool,
+    ties: Vec<Vec<u32>>,
     span: Span,
 }
 
@@ -239,11 +250,19 @@ impl Evaluator<'_, '_> {
         if !in_range(p.params.range, n) {
             return Ok(None);
         }
-        if p.params.nestban && path.len() > 2 {
-            let inner = &path[1..path.len() - 1];
-            self.st.path_bans.entry(key).or_default().extend(inner);
+        let mut kept = vec![path.clone()];
+        kept.extend(search.ties.iter().cloned());
+        if p.params.nestban {
+            for k in &kept {
+                if k.len() > 2 {
+                    let inner = &k[1..k.len() - 1];
+                    self.st.path_bans.entry(key).or_default().extend(inner);
+                }
+            }
         }
-        self.path_replay(&search, &path);
+        for k in &kept {
+            self.path_replay(&search, k);
+        }
         let last = path.last().copied().unwrap_or(at);
         self.st.last_path = Some((at, last));
         if let Some(title) = &p.params.title {
@@ -256,15 +275,26 @@ impl Evaluator<'_, '_> {
             self.auto_comment(at, format!("Focus path: {text}"));
         }
         if !p.params.quiet {
-            let (from, to) = (self.position_text(at), self.position_text(last));
-            self.auto_comment(at, format!("Start path that ends at {to}"));
-            self.auto_comment(
-                last,
-                format!("End path of length {n} that starts at {from}"),
-            );
+            let from = self.position_text(at);
+            for k in &kept {
+                let end = k.last().copied().unwrap_or(at);
+                let len = i64::try_from(k.len().saturating_sub(1)).unwrap_or(i64::MAX);
+                let len = if search.focus.is_some() { n } else { len };
+                let to = self.position_text(end);
+                self.auto_comment(at, format!("Start path that ends at {to}"));
+                self.auto_comment(
+                    end,
+                    format!("End path of length {len} that starts at {from}"),
+                );
+                if let Some(v) = search.best_value {
+                    self.auto_comment(end, format!("Max value: {v}"));
+                }
+            }
         }
         Ok(Some(if p.params.lastposition {
             Value::Position(last)
+        } else if let Some(v) = search.best_value {
+            Value::Number(v)
         } else {
             Value::Number(n)
         }))
@@ -348,7 +378,7 @@ impl Evaluator<'_, '_> {
     /// Runs the automaton from `at`; returns the search and the kept path.
     fn path_search<'n, 'e>(
         &mut self,
-        p: &PathFilter,
+        p: &'e PathFilter,
         nfa: &'n Nfa<'e>,
         span: Span,
         at: u32,
@@ -366,6 +396,10 @@ impl Evaluator<'_, '_> {
             cache: HashMap::new(),
             steps: 0,
             best: None,
+            max: p.params.max.as_deref(),
+            best_value: None,
+            keepallbest: p.params.keepallbest,
+            ties: Vec::new(),
             span,
         };
         self.st.path_frames.push(PathFrame {
@@ -433,6 +467,45 @@ impl Evaluator<'_, '_> {
         Ok((moves, accept))
     }
 
+    /// Weighs a matching path (its positions, `matched` moves) against the
+    /// kept one: longer wins, or with `max X` a larger X at its last
+    /// position; the first found wins among equals, and with
+    /// `keepallbest` the equals are kept too.
+    fn path_candidate(&mut self, search: &mut Search, path: &[u32], matched: i64) -> R<()> {
+        let score = match search.max {
+            None => matched,
+            Some(x) => {
+                let last = path.last().copied().unwrap_or_default();
+                let mark = self.st.comments.len();
+                let v = self.num(x, last);
+                self.st.comments.truncate(mark);
+                match v? {
+                    Some(v) => v,
+                    None => return Ok(()),
+                }
+            }
+        };
+        let best = match (&search.best, search.max) {
+            (None, _) => None,
+            (Some(b), None) => Some(b.1),
+            (Some(_), Some(_)) => search.best_value,
+        };
+        match best {
+            Some(b) if score < b => {}
+            Some(b) if score == b => {
+                if search.keepallbest {
+                    search.ties.push(path.to_vec());
+                }
+            }
+            _ => {
+                search.best = Some((path.to_vec(), matched));
+                search.best_value = search.max.map(|_| score);
+                search.ties.clear();
+            }
+        }
+        Ok(())
+    }
+
     /// Records the counts of the path status filters at `p`.
     fn path_counts(&mut self, p: u32, matched: i64, skipped: i64) {
         if let Some(f) = self.st.path_frames.last_mut() {
@@ -466,8 +539,8 @@ impl Evaluator<'_, '_> {
             } else {
                 self.path_counts(n.p, n.matched, n.skipped);
                 let (moves, accept) = self.path_closure(search, &n.live, n.p)?;
-                if accept && n.matched > 0 && search.best.as_ref().is_none_or(|b| n.matched > b.1) {
-                    search.best = Some((path.clone(), n.matched));
+                if accept && n.matched > 0 {
+                    self.path_candidate(search, &path, n.matched)?;
                 }
                 moves
             };

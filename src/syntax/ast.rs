@@ -274,6 +274,8 @@ pub(crate) enum ExprKind {
         params: ir::PathParams,
         /// `focus S` (`params.focus` stays `None` here).
         focus: Option<Box<Expr>>,
+        /// `max X` (`params.max` stays `None` here).
+        max: Option<Box<Expr>>,
         items: Vec<LineItem>,
     },
     /// `function name(params) { body }`.
@@ -583,9 +585,11 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         ExprKind::Path {
             params,
             focus,
+            max,
             items,
         } => {
             kids.extend(focus.iter().map(|f| &**f));
+            kids.extend(max.iter().map(|f| &**f));
             fn flat<'a>(items: &'a [LineItem], kids: &mut Vec<&'a Expr>) {
                 for it in items {
                     match &it.atom {

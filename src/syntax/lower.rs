@@ -790,7 +790,7 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
-                    ir::MoveValue::Destinations => Kind::Set,
+                    ir::MoveValue::Destinations | ir::MoveValue::Target => Kind::Set,
                 };
                 self.mk(Node::Move(mf), kind, span)
             }
@@ -827,6 +827,12 @@ impl<'a> Lowerer<'a, '_> {
                     Some(DashTarget::Special(s)) => (Some(*s), None),
                     Some(DashTarget::Filter(f)) => (None, Some(Box::new(self.lower(f)?))),
                 };
+                // A target with a value gives the dash its value (CQL 6.2).
+                let valued = target.as_ref().map(|t| t.kind).filter(|k| {
+                    *value == ir::MoveValue::Destinations
+                        && *source == ir::MoveSource::Played
+                        && *k != Kind::Logical
+                });
                 let mf = ir::MoveFilter {
                     from,
                     to,
@@ -835,11 +841,16 @@ impl<'a> Lowerer<'a, '_> {
                     special,
                     target,
                     source: *source,
-                    value: *value,
+                    value: if valued.is_some() {
+                        ir::MoveValue::Target
+                    } else {
+                        *value
+                    },
                 };
-                let kind = match value {
-                    ir::MoveValue::Count => Kind::Numeric,
-                    ir::MoveValue::Destinations => Kind::Set,
+                let kind = match (value, valued) {
+                    (_, Some(k)) => k,
+                    (ir::MoveValue::Count, None) => Kind::Numeric,
+                    (_, None) => Kind::Set,
                 };
                 self.mk(Node::Move(mf), kind, span)
             }
@@ -1287,9 +1298,14 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::Path {
                 params,
                 focus,
+                max,
                 items,
             } => {
                 let focus = self.opt_set(focus, "the `focus` of a path")?;
+                let max = match max {
+                    Some(x) => Some(Box::new(self.num_arg(x, "the `max` of a path")?)),
+                    None => None,
+                };
                 let items = self.path_items(items)?;
                 let states = line_states(&items);
                 if states > MAX_LINE_STATES {
@@ -1307,6 +1323,7 @@ impl<'a> Lowerer<'a, '_> {
                     Node::Path(Box::new(ir::PathFilter {
                         params: ir::PathParams {
                             focus,
+                            max,
                             ..params.clone()
                         },
                         items,

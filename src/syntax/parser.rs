@@ -65,7 +65,6 @@ pub const UNSUPPORTED: &[&str] = &[
     "removecomment",
     "zobristkey",
     "hhdb",
-    "keepallbest",
     "pathdebug",
 ];
 
@@ -912,6 +911,13 @@ impl Parser<'_, '_> {
                 Some(op) => {
                     self.bump();
                     let rhs = self.expr(lbp + 1)?;
+                    // A dash's left side takes in the set operators before
+                    // it: `A&~K--` is `(A&~K)--` (CQL 6.2 oracle).
+                    let (rhs, dash) = if matches!(op, Infix::Set(_)) {
+                        split_dash(rhs)
+                    } else {
+                        (rhs, None)
+                    };
                     let span = lhs.span.join(rhs.span);
                     // Operators of one binding power extend the chain built
                     // in this loop (a parenthesised chain is a `Paren`).
@@ -926,6 +932,7 @@ impl Parser<'_, '_> {
                             lhs = Expr::new(ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]), span);
                         }
                     }
+                    lhs = join_dash(lhs, dash);
                 }
             }
         }
@@ -1257,7 +1264,13 @@ impl Parser<'_, '_> {
                 }
                 self.prefix_op(Prefix::Neg, start, bp::NEG_ARG)
             }
-            Tok::Tilde => self.prefix_op(Prefix::Complement, start, bp::COMPLEMENT_ARG),
+            Tok::Tilde => {
+                // `~K--` is `(~K)--` (CQL 6.2 oracle).
+                let (inner, dash) = split_dash(self.expr(bp::COMPLEMENT_ARG)?);
+                let span = start.join(inner.span);
+                let e = Expr::new(ExprKind::Prefix(Prefix::Complement, Box::new(inner)), span);
+                Ok(join_dash(e, dash))
+            }
             // `~~` where a filter starts is not a match operator but two
             // complements (`~~a1`).
             Tok::RegexMatch => {
@@ -2132,6 +2145,7 @@ impl Parser<'_, '_> {
     fn path(&mut self, start: Span) -> PResult<Expr> {
         let mut params = ir::PathParams::default();
         let mut focus = None;
+        let mut max = None;
         let mut range = Vec::new();
         loop {
             let t = self.peek().clone();
@@ -2145,6 +2159,20 @@ impl Parser<'_, '_> {
                         "quiet" => &mut params.quiet,
                         "verbose" => &mut params.verbose,
                         "piecepath" => &mut params.piecepath,
+                        "keepallbest" => &mut params.keepallbest,
+                        "max" => {
+                            self.bump();
+                            if max.is_some() {
+                                return Err(self.error(t.span, "a path takes one `max`"));
+                            }
+                            // A numeric filter, comparisons included
+                            // (`max pathcountunfocused≥5`, CQL 6.2 example).
+                            let saved = self.colon_stop.replace(self.depth + 1);
+                            let x = self.expr(bp::CMP);
+                            self.colon_stop = saved;
+                            max = Some(Box::new(x?));
+                            continue;
+                        }
                         "title" => {
                             self.bump();
                             let s = self.peek().clone();
@@ -2176,7 +2204,7 @@ impl Parser<'_, '_> {
                             focus = Some(Box::new(f?));
                             continue;
                         }
-                        "max" | "keepallbest" | "singlecolor" => {
+                        "singlecolor" => {
                             return Err(self.error(
                                 t.span,
                                 format!("not supported yet: the `path` parameter `{w}`"),
@@ -2216,6 +2244,7 @@ impl Parser<'_, '_> {
             ExprKind::Path {
                 params,
                 focus,
+                max,
                 items,
             },
             self.span_from(start),
@@ -2836,6 +2865,32 @@ fn pos_rel(t: &Tok) -> Option<ir::TreeRel> {
 }
 
 /// `LINE:COL` of a span's start.
+/// A dash with a left side split into that side and the dash without it
+/// (the dash is `None` for any other filter), for [`join_dash`].
+fn split_dash(mut e: Expr) -> (Expr, Option<Expr>) {
+    if let ExprKind::Dash { from, .. } = &mut e.kind
+        && let Some(x) = from.take()
+    {
+        return (*x, Some(e));
+    }
+    (e, None)
+}
+
+/// The dash `dash` (from [`split_dash`]) with `left` as its left side, or
+/// `left` alone.
+fn join_dash(left: Expr, dash: Option<Expr>) -> Expr {
+    match dash {
+        Some(mut d) => {
+            d.span = left.span.join(d.span);
+            if let ExprKind::Dash { from, .. } = &mut d.kind {
+                *from = Some(Box::new(left));
+            }
+            d
+        }
+        None => left,
+    }
+}
+
 /// `lhs op rhs`, extending `lhs` when it is a chain of `op` (as
 /// [`Parser::expr_continue`] builds them).
 fn set_chain(mut lhs: Expr, op: SetOp, rhs: Expr) -> Expr {

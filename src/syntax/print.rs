@@ -1042,6 +1042,7 @@ impl Printer<'_> {
                     (p.quiet, "quiet"),
                     (p.verbose, "verbose"),
                     (p.piecepath, "piecepath"),
+                    (p.keepallbest, "keepallbest"),
                 ] {
                     if on {
                         t.push(' ');
@@ -1059,6 +1060,10 @@ impl Printer<'_> {
                         " focus "
                     });
                     t.push_str(&self.param(focus));
+                }
+                if let Some(max) = &p.max {
+                    t.push_str(" max ");
+                    t.push_str(&self.param(max));
                 }
                 let r = range_text(p.range);
                 if !r.is_empty() {
