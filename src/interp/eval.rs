@@ -515,7 +515,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// ignored: the mover's colour fixes it), it is en passant if
     /// `enpassant`, and castles on the named side if `o-o`/`o-o-o` is given
     /// (either, for `castle`). Value: with `count`, the number of matching moves
-    /// (always matches); else the set of their destination squares.
+    /// (always matches; of legal or pseudo-legal moves, a promotion counts
+    /// once, whatever its piece, unless `=P` is given); else the set of
+    /// their destination squares.
     fn move_filter(&mut self, m: &MoveFilter, at: u32) -> R<Option<Value>> {
         let rec = self.rec(at)?;
         let (candidates, base): (Vec<MoveFacts>, Option<u32>) = if m.source == MoveSource::Previous
@@ -575,6 +577,14 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             // `currentmove F--G(T)`: T at the position the move led to.
             if let Some(target) = &m.target
                 && !(m.source == MoveSource::Previous && self.matches(target, at)?)
+            {
+                continue;
+            }
+            // A promotion counts once, not once per piece (CQL 6.2 oracle:
+            // `countmoves legal --` is 1 where the only move is `c8=Q`).
+            if matches!(m.source, MoveSource::Legal | MoveSource::PseudoLegal)
+                && params.promote.is_none()
+                && mv.promotion.is_some_and(|r| r != shakmaty::Role::Queen)
             {
                 continue;
             }
