@@ -941,10 +941,14 @@ impl Parser<'_, '_> {
     /// Can the current token start the right side of a dash move? (A `(`
     /// right after the dash opens its target instead.)
     /// As in CQL 6.2 it must follow the dash without whitespace: `K-- k`
-    /// is the dash `K--` and the filter `k`.
+    /// is the dash `K--` and the filter `k`, while `Q--diagonal 1 B` and
+    /// `R--x` are moves to those squares (any set filter; another kind of
+    /// filter there is an error, as in CQL 6.2).
     fn starts_dash_target(&mut self) -> bool {
-        matches!(self.peek_tok(), Tok::Designator { .. } | Tok::Tilde)
-            && self.peek().span.start as usize == self.prev_end
+        matches!(
+            self.peek_tok(),
+            Tok::Designator { .. } | Tok::Tilde | Tok::Ident(_)
+        ) && self.peek().span.start as usize == self.prev_end
     }
 
     /// `X--Y`, `X[x]Y` after `from` (already parsed, or `None`), with an
