@@ -437,7 +437,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     timed::<Count>(&m, games, threads, 1)?;
                     let (t1, c1) = timed::<Count>(&m, games, 1, args.runs)?;
                     let (tn, _) = timed::<Count>(&m, games, threads, args.runs)?;
-                    let bpp = cq.bytes_per_position();
+                    // The constituent kernels of a pre-selection read too.
+                    let bpp: usize = cqlj::scan::line_pre::columns(
+                        &prepared.query,
+                        cq,
+                        &cqlj::jit::JitOptions::default(),
+                    )
+                    .iter()
+                    .map(|c| c.width())
+                    .sum();
                     let gbs = read_positions as f64 * bpp as f64 / t1.as_secs_f64().max(1e-9) / 1e9;
                     println!(
                         "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",

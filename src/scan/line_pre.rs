@@ -27,6 +27,7 @@
 
 use crate::ir::{ExpandedQuery, Expr, FindFilter, LineAtom, LineFilter, Node, Query, Thompson};
 use crate::jit::{self, CompiledQuery, JitOptions};
+use cqlj_runtime::layout::Column;
 
 /// One automaton state.
 #[derive(Clone, Copy, Debug)]
@@ -250,6 +251,25 @@ pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<
         .iter()
         .map(|l| format!("sequence pre-selection: {}", l.describe()))
         .collect()
+}
+
+/// The columns a scan of `q` reads per position: the kernel's and, where
+/// the sequence pre-selection runs, its constituent kernels' (each column
+/// once, in first-read order).
+pub fn columns(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<Column> {
+    let mut out: Vec<Column> = cq.columns().to_vec();
+    if !cq.plan().is_exact() {
+        for l in LinePreselect::for_query(q, opts) {
+            for k in l.kernels().iter().flatten() {
+                for c in k.columns() {
+                    if !out.contains(c) {
+                        out.push(*c);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Whether `Accept` is reachable from `start` through states that do not
