@@ -214,6 +214,18 @@ impl LinePreselect {
         }
     }
 
+    /// The idle set: the states that reach `Accept` without a test. A
+    /// child's set adds nothing to its parent's step beyond these bits.
+    /// `Some` when a position where no compiled kernel matches and whose
+    /// children's sets hold only idle states gets the idle set too, and
+    /// the idle set does not accept: then such a position (most positions
+    /// of most games) needs no step.
+    pub(super) fn idle(&self) -> Option<u64> {
+        let idle = self.eps_accept;
+        let stays = self.step(|k| self.kernels[k].is_none(), idle) == idle;
+        (stays && !self.accepts(idle)).then_some(idle)
+    }
+
     /// Whether a set from [`LinePreselect::step`] lets the line match at
     /// its position.
     pub(super) fn accepts(&self, set: u64) -> bool {

@@ -602,7 +602,22 @@ impl<'s> StoreMatcher<'s> {
             // The chunk of the position being stepped (looked up once per
             // chunk, not per position).
             let mut current: Option<(u64, &ChunkColumns)> = None;
+            // Where no compiled constituent matches and no child's set
+            // holds more than the idle states, the step gives the idle set,
+            // which neither accepts nor adds to the parent's: nothing to do
+            // there (most positions of most games; see `idle`).
+            let idle = line.idle();
+            let compiled: Vec<usize> = (0..line.kernels().len())
+                .filter(|&k| line.kernels()[k].is_some())
+                .map(|k| kernels.start + k)
+                .collect();
             for i in range.clone().rev() {
+                if let Some(idle) = idle
+                    && sets[i - range.start] & !idle == 0
+                    && !compiled.iter().any(|&k| bit(&scratch.line_bits[k], i))
+                {
+                    continue;
+                }
                 let pos = base + i as u64;
                 let c = pos / chunk_len as u64;
                 let chunk = match current {
