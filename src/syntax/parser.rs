@@ -1756,6 +1756,12 @@ impl Parser<'_, '_> {
                         break;
                     }
                 }
+                if all && let Some(&(_, sp)) = range.first() {
+                    return Err(self.error(
+                        sp,
+                        "`find` takes a range or `all`, not both (as in CQL 6.2)",
+                    ));
+                }
                 let range = self.range(&range, "find")?;
                 let saved = self.logical_stop.replace(self.depth + 1);
                 let body = self.expr(bp::LOWEST);
