@@ -419,11 +419,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     // timed on the interpreter's prefix. A sequence
                     // pre-selection (`line`, `find`) skips games: the whole
                     // store.
-                    let sequence_notes = cqlj::scan::line_pre::explain(
+                    let mut sequence_notes = cqlj::scan::line_pre::explain(
                         &prepared.query,
                         cq,
                         &cqlj::jit::JitOptions::default(),
                     );
+                    sequence_notes.extend(cqlj::scan::echo_pre::explain(&prepared.query, cq));
                     let interp_only = cq.plan().jit.is_empty() && sequence_notes.is_empty();
                     let (games, n_games) = if interp_only {
                         (&prefix, n_prefix)

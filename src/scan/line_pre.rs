@@ -306,7 +306,7 @@ fn accepts_without(states: &[State], start: usize, k: usize) -> bool {
 /// `e`'s conjuncts, each a filter that must match wherever `e` matches:
 /// the operands of `and` and the filters of a `{ }` block, recursively (so
 /// that the JIT lowers those it can even when it cannot lower all).
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match &e.node {
         Node::And(a, b) => {
             conjuncts(a, out);

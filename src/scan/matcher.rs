@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::driver::count_bits;
+use super::echo_pre::{self, EchoPreselect};
 use super::line_pre::LinePreselect;
 use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
@@ -88,6 +89,10 @@ pub struct StoreMatcher<'s> {
     /// constituents' kernels (`jit_batch` skips a pre-selected game where
     /// one cannot match); empty without the JIT or with an exact plan.
     lines: Vec<LinePreselect>,
+    /// The body's top-level `echo` filters' comparable conjuncts
+    /// (`jit_batch` skips a game where no two positions agree on them);
+    /// empty without the JIT or with an exact plan.
+    echoes: Vec<EchoPreselect>,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -121,6 +126,15 @@ pub struct Scratch {
     /// The automaton's state sets of the game being decided, by position
     /// in the game (children's sets OR-ed in before their parent's).
     line_sets: Vec<u64>,
+    /// The current game's visible positions' keys (`echo_pre::pack`:
+    /// hash bits and index in the game).
+    echo_keys: Vec<u64>,
+    /// Their compared values, a group per position of the game.
+    echo_values: Vec<u64>,
+    /// The hash of each position's values.
+    echo_hashes: Vec<u64>,
+    /// One key's values over a run of positions.
+    echo_column: Vec<u64>,
 }
 
 impl<'s> StoreMatcher<'s> {
@@ -194,6 +208,17 @@ impl<'s> StoreMatcher<'s> {
         if !lines.is_empty() && !hint_columns.contains(&Column::ParentDelta) {
             hint_columns.push(Column::ParentDelta);
         }
+        let echoes = match &jit {
+            Some(cq) if !cq.plan().is_exact() => EchoPreselect::for_query(query),
+            _ => Vec::new(),
+        };
+        if !echoes.is_empty() {
+            for c in Column::ALL {
+                if !hint_columns.contains(&c) {
+                    hint_columns.push(c);
+                }
+            }
+        }
         Ok(StoreMatcher {
             store,
             interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
@@ -208,6 +233,7 @@ impl<'s> StoreMatcher<'s> {
             arenas: Mutex::new(Vec::new()),
             stop: None,
             lines,
+            echoes,
         })
     }
 
@@ -568,6 +594,22 @@ impl<'s> StoreMatcher<'s> {
             if !self.lines.is_empty() && !self.lines_may_match(base, range.clone(), scratch) {
                 continue;
             }
+            if !self.echoes.is_empty() {
+                match self.echoes_may_match(base, range.clone(), scratch) {
+                    (false, _) => continue,
+                    (true, Some(positions)) => {
+                        if !positions.is_empty() {
+                            out.push(GameMatch {
+                                game: g,
+                                positions: positions.into(),
+                                ..GameMatch::default()
+                            });
+                        }
+                        continue;
+                    }
+                    (true, None) => {}
+                }
+            }
             self.interp_game(g, scratch, out)?;
         }
         scratch.found = pending;
@@ -652,6 +694,80 @@ impl<'s> StoreMatcher<'s> {
         true
     }
 
+    /// Whether every top-level echo can match in the game whose positions
+    /// are bits `range` of the batch (first position `base`): two of its
+    /// visible positions have equal keys (see `echo_pre`). For an exact
+    /// echo, the game's matching positions instead (`Some`, empty when
+    /// none).
+    fn echoes_may_match(
+        &self,
+        base: u64,
+        range: Range<usize>,
+        scratch: &mut Scratch,
+    ) -> (bool, Option<Vec<u32>>) {
+        let chunk_len = CHUNK_POSITIONS as u64;
+        if range.len() > echo_pre::MAX_POSITIONS {
+            // Too long to pack its positions' indices: the interpreter.
+            return (true, None);
+        }
+        for echo in &self.echoes {
+            let (keys, values) = (&mut scratch.echo_keys, &mut scratch.echo_values);
+            let (hashes, column) = (&mut scratch.echo_hashes, &mut scratch.echo_column);
+            values.clear();
+            hashes.clear();
+            // The game's positions, a run per chunk.
+            let (first, last) = (base + range.start as u64, base + range.end as u64);
+            let mut pos = first;
+            while pos < last {
+                let c = pos / chunk_len;
+                let chunk = self.store.chunk(c);
+                let at = (pos % chunk_len) as usize;
+                let n = ((c + 1) * chunk_len).min(last) - pos;
+                echo.keys(chunk, at..at + n as usize, column, values, hashes);
+                pos += n;
+            }
+            // The visible ones, each with its hash and values.
+            keys.clear();
+            let mut current: Option<(u64, &ChunkColumns)> = None;
+            for (t, &h) in hashes.iter().enumerate() {
+                if !self.opts.variations {
+                    let pos = first + t as u64;
+                    let c = pos / chunk_len;
+                    let chunk = match current {
+                        Some((cc, chunk)) if cc == c => chunk,
+                        _ => {
+                            let chunk = self.store.chunk(c);
+                            current = Some((c, chunk));
+                            chunk
+                        }
+                    };
+                    if chunk.flags[(pos % chunk_len) as usize] & flags::MAINLINE == 0 {
+                        continue;
+                    }
+                }
+                keys.push(echo_pre::pack(h, t));
+            }
+            if echo.is_exact() {
+                // The query is this echo alone: the positions whose values
+                // recur, among those the kernel selects.
+                let bits = &scratch.batch_bits;
+                let matched: Vec<u32> = echo
+                    .matches(keys, values)
+                    .into_iter()
+                    .filter(|&p| {
+                        let i = range.start + p as usize;
+                        (bits[i / 64] >> (i % 64)) & 1 != 0
+                    })
+                    .collect();
+                return (true, Some(matched));
+            }
+            if !echo_pre::has_equal_pair(keys) {
+                return (false, None);
+            }
+        }
+        (true, None)
+    }
+
     /// An unshared match bitmap: a pooled one whose games were all
     /// dropped by the sink, else a new one.
     fn arena(&self) -> Arc<Vec<u64>> {
@@ -722,6 +838,10 @@ impl GameMatcher for StoreMatcher<'_> {
             line_out: ChunkOutput::new(),
             line_bits: Vec::new(),
             line_sets: Vec::new(),
+            echo_keys: Vec::new(),
+            echo_values: Vec::new(),
+            echo_hashes: Vec::new(),
+            echo_column: Vec::new(),
         }
     }
 

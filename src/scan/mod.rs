@@ -8,6 +8,7 @@
 //! (`printer`, a sink).
 
 pub mod driver;
+pub mod echo_pre;
 pub mod line_pre;
 pub mod matcher;
 
