@@ -9,8 +9,9 @@
 //! queries ([`SEQUENCES`], `--suite sequences`), which relate several
 //! positions of a game (`line`, `path`, `find`, `echo`): the JIT
 //! pre-selects the games where a top-level `line` or `find` can match
-//! (`scan::line_pre`) and leaves the rest, `path` and `echo`, to the
-//! interpreter.
+//! (`scan::line_pre`) or where an `echo`'s compared values recur
+//! (`scan::echo_pre`, exact for an echo of such equalities alone) and
+//! leaves `path` to the interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
 //! default it runs on a prefix of the store (`--interp-games`); on that
