@@ -6,7 +6,7 @@
 
 use shakmaty::fen::{Fen, LossyFenError};
 use shakmaty::san::San;
-use shakmaty::{CastlingSide, Color, EnPassantMode, Move, Position, Square};
+use shakmaty::{CastlingSide, Color, Move, Position, Square};
 
 use crate::runtime::layout::chess::{chess_of, role_of, setup_of};
 use crate::runtime::layout::{MoveKind, PositionRecord, flags};
@@ -62,13 +62,13 @@ pub(crate) fn match_json(
             out.push(b',');
         }
         first = false;
-        // A position shakmaty cannot play (a setup CQL 6.2 reads with the
-        // side not to move in check) is written from its record as it
-        // stands.
-        let mut setup = match chess_of(p) {
-            Ok(pos) => pos.to_setup(EnPassantMode::Legal),
-            Err(_) => setup_of(p).0,
-        };
+        // The record is the position as imported: its en-passant square
+        // is set only where a capture is legal and its castling rights are
+        // shakmaty's, so its setup is the position's (`EnPassantMode::
+        // Legal`) without replaying it; a position shakmaty cannot play (a
+        // setup CQL 6.2 reads with the side not to move in check) is
+        // written as it stands too.
+        let mut setup = setup_of(p).0;
         let half = start_half + u32::from(p.ply);
         setup.fullmoves = std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
         // A FEN holds no character JSON escapes.
