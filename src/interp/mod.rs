@@ -25,6 +25,7 @@
 mod board;
 mod eval;
 mod files;
+mod hhdb;
 mod line;
 mod mates;
 mod moves;
@@ -465,6 +466,22 @@ impl Interpreter {
         reads
     }
 
+    /// Whether evaluating the query reads the game's comments (`hhdb`
+    /// markers, `originalcomment`, ...): a caller should then pass them
+    /// to [`Interpreter::eval_game_with_text`].
+    pub fn reads_text(&self) -> bool {
+        let mut reads = false;
+        for e in self.query.body() {
+            walk(e, &mut |e| {
+                reads |= matches!(
+                    e.node,
+                    Node::Builtin(crate::ir::Builtin::Hhdb(f), _) if f.reads_comments()
+                )
+            });
+        }
+        reads
+    }
+
     /// Whether the query has persistent variables: its games must be
     /// evaluated one after another, in game order, by one interpreter (or
     /// its clones), for each game to see the values the earlier ones left;
@@ -545,6 +562,7 @@ impl Interpreter {
             dicts,
             path_frames: Vec::new(),
             last_path: None,
+            text: None,
         }
     }
 
@@ -559,7 +577,23 @@ impl Interpreter {
         game: &GameView,
         opts: &EvalOptions,
     ) -> Result<GameOutcome, InterpError> {
+        self.eval_game_with_text(game, opts, None)
+    }
+
+    /// [`Interpreter::eval_game`] with what the game's text tells (its
+    /// comments), for a query that [reads it](Interpreter::reads_text);
+    /// without it, the game has no comments.
+    ///
+    /// # Errors
+    /// See [`InterpError`].
+    pub fn eval_game_with_text(
+        &self,
+        game: &GameView,
+        opts: &EvalOptions,
+        text: Option<GameText>,
+    ) -> Result<GameOutcome, InterpError> {
         let mut state = self.new_state(opts);
+        state.text = text;
         let mut matched = Vec::new();
         for (i, rec) in game.positions.iter().enumerate() {
             if !opts.variations && !rec.has(cqlj_runtime::layout::flags::MAINLINE) {
@@ -682,6 +716,20 @@ pub struct State {
     path_frames: Vec<path::PathFrame>,
     /// The start and last position of the game's last matching `path`.
     last_path: Option<(u32, u32)>,
+    /// What the game's text tells, when the caller read it.
+    text: Option<GameText>,
+}
+
+/// What a game's PGN text tells beyond its tags and positions, read by
+/// the caller for a query that [reads it](Interpreter::reads_text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameText {
+    /// The comment of each position, in store order (CQL 6.2 keeps one per
+    /// position: the last comment after the move to it; the initial
+    /// position's is the one before the first move), white space collapsed.
+    pub comments: Vec<Option<String>>,
+    /// `<cook>` occurs somewhere in the text (`hhdb cooked`).
+    pub contains_cook: bool,
 }
 
 impl State {

@@ -150,6 +150,7 @@ impl Evaluator<'_, '_> {
         let num = Value::Number;
         let string = Value::Str;
         Ok(match (f, args) {
+            (Builtin::Hhdb(h), _) => return self.hhdb(h, at),
             (Builtin::Sqrt, [a]) => self.num(a, at)?.filter(|n| *n >= 0).map(|n| num(isqrt(n))),
             (Builtin::Str, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
                 match &a.node {

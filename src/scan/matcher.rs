@@ -88,6 +88,9 @@ pub struct StoreMatcher<'s> {
     /// constituents' kernels (`jit_batch` skips a pre-selected game where
     /// one cannot match); empty without the JIT or with an exact plan.
     lines: Vec<LinePreselect>,
+    /// The query reads the games' comments ([`Interpreter::reads_text`]):
+    /// the interpreter gets each game's text read.
+    reads_text: bool,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -194,9 +197,11 @@ impl<'s> StoreMatcher<'s> {
         if !lines.is_empty() && !hint_columns.contains(&Column::ParentDelta) {
             hint_columns.push(Column::ParentDelta);
         }
+        let interp = Interpreter::new(query)?.with_last_game_number(last_game_number);
         Ok(StoreMatcher {
             store,
-            interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
+            reads_text: interp.reads_text(),
+            interp,
             last_game_number,
             opts: EvalOptions {
                 variations: plan.variations,
@@ -286,9 +291,18 @@ impl<'s> StoreMatcher<'s> {
             tags: &tags,
             positions: &scratch.positions,
         };
+        let text = if self.reads_text {
+            let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
+            Some(crate::interp::GameText {
+                comments: crate::import::comments::position_comments(&raw),
+                contains_cook: raw.windows(6).any(|w| w == b"<cook>"),
+            })
+        } else {
+            None
+        };
         let outcome = self
             .interp
-            .eval_game(&view, &self.opts)
+            .eval_game_with_text(&view, &self.opts, text)
             .map_err(|e| err(e.to_string()))?;
         if !outcome.matched.is_empty() {
             out.push(GameMatch {

@@ -2127,6 +2127,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::PathStatus(ir::PathStatus::Count | ir::PathStatus::CountUnfocused) => Kind::Numeric,
         Node::PathStatus(_) => Kind::Position,
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
+        Node::Builtin(ir::Builtin::Hhdb(f), _) => f.kind(),
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }
