@@ -943,6 +943,20 @@ pub enum Builtin {
     /// `while (C) F` (logical, always matches; arguments C then F):
     /// evaluates F as long as C matches (whether F matches or not).
     While,
+    /// `originalcomment` (also spelled `hascomment`; string, no
+    /// arguments): the PGN comment of the current position (the last
+    /// comment after the move to it; for the initial position, the one
+    /// before the first move), white space collapsed; no match without one.
+    OriginalComment,
+    /// `removecomment` (logical, always matches): the PGN comment of the
+    /// current position is left out of the written game.
+    RemoveComment,
+    /// `settag ("Name" S)` (logical; arguments: the name, a string
+    /// literal, and S): the written game gets tag Name with S's value (the
+    /// value of the last evaluation in the game wins; an existing tag is
+    /// replaced in place, a new one is written after the others); no match
+    /// when S does not match. [`Builtin::settable_tag`] says which names.
+    SetTag,
     /// `hhdb K...` (no arguments; kind per [`HhdbField::kind`]): the
     /// HHdbVI conventions of a game's tags and comments.
     Hhdb(HhdbField),
@@ -1132,6 +1146,9 @@ impl Builtin {
             Builtin::Loop => "loop",
             Builtin::While => "while",
             Builtin::Hhdb(_) => "hhdb",
+            Builtin::OriginalComment => "originalcomment",
+            Builtin::RemoveComment => "removecomment",
+            Builtin::SetTag => "settag",
         }
     }
 
@@ -1149,6 +1166,19 @@ impl Builtin {
         regex::RegexBuilder::new(pattern)
             .size_limit(Self::REGEX_SIZE_LIMIT)
             .build()
+    }
+
+    /// Whether `settag` may set tag `name`: CQL 6.2 refuses the seven-tag
+    /// roster, `FEN`, `ECO`, `EventDate` and any other name beginning with
+    /// `White` or `Black`.
+    pub fn settable_tag(name: &str) -> bool {
+        !name.is_empty()
+            && !matches!(
+                name,
+                "Event" | "Site" | "Date" | "Round" | "Result" | "FEN" | "ECO" | "EventDate"
+            )
+            && !name.starts_with("White")
+            && !name.starts_with("Black")
     }
 
     /// The variable it reads or changes, if any.
@@ -1836,7 +1866,9 @@ impl Expr {
                 Builtin::Unbind(_)
                 | Builtin::DictSet(_)
                 | Builtin::DictRemove(_)
-                | Builtin::PieceAssign(_),
+                | Builtin::PieceAssign(_)
+                | Builtin::SetTag
+                | Builtin::RemoveComment,
                 _,
             ) => true,
             _ => {

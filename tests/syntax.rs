@@ -274,8 +274,8 @@ fn syntax_several_errors_reported() {
 
 #[test]
 fn syntax_unsupported_keyword_message() {
-    let d = syntax::parse("check\n  zobristkey").expect_err("bad");
-    assert_eq!(d.items[0].message, "not supported yet: zobristkey");
+    let d = syntax::parse("check\n  pathdebug").expect_err("bad");
+    assert_eq!(d.items[0].message, "not supported yet: pathdebug");
     assert_eq!((d.items[0].line, d.items[0].col), (2, 3));
 }
 
@@ -786,6 +786,12 @@ fn syntax_round_trip_tail_keywords() {
         "hhdb sort special",
         "hhdb sort special prize",
         "hhdb sort hm sort \"x\" 3",
+        "originalcomment",
+        "hascomment \"Nice\"",
+        "originalcomment == \"a\" removecomment",
+        "settag (\"Theme\" \"pin\")",
+        "settag (\"Ply\" str ply)",
+        "appendfile = 3 zobristkey = appendfile + 1",
     ];
     let mut failures = Vec::new();
     for text in queries {
@@ -804,6 +810,8 @@ fn syntax_round_trip_tail_keywords() {
         ("hhdb gbr", "not supported yet: hhdb gbr"),
         ("hhdb sort max", "hhdb sort"),
         ("hhdb prize prize", "twice"),
+        ("settag (\"White\" \"x\")", "cannot set the tag"),
+        ("settag (x \"y\")", "quoted tag name"),
     ] {
         match syntax::parse(text) {
             Ok(_) => failures.push(format!("{text:?} accepted, expected {want:?}")),

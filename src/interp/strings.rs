@@ -151,6 +151,13 @@ impl Evaluator<'_, '_> {
         let string = Value::Str;
         Ok(match (f, args) {
             (Builtin::Hhdb(h), _) => return self.hhdb(h, at),
+            (Builtin::OriginalComment, _) => {
+                self.position_comment(at).map(|c| string(c.to_string()))
+            }
+            (Builtin::RemoveComment, _) => {
+                self.st.edits.push(super::GameEdit::RemoveComment(at));
+                Some(Value::Matched)
+            }
             (Builtin::Sqrt, [a]) => self.num(a, at)?.filter(|n| *n >= 0).map(|n| num(isqrt(n))),
             (Builtin::Str, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
                 match &a.node {
@@ -185,6 +192,14 @@ impl Evaluator<'_, '_> {
                 let x = self.equal_operand(a, at)?;
                 let y = self.equal_operand(b, at)?;
                 (a.kind == b.kind && x == y).then_some(Value::Matched)
+            }
+            (Builtin::SetTag, [name, value]) => {
+                let (Some(name), Some(value)) = (self.text(name, at)?, self.text(value, at)?)
+                else {
+                    return Ok(None);
+                };
+                self.st.edits.push(super::GameEdit::SetTag { name, value });
+                Some(Value::Matched)
             }
             (Builtin::WriteFile, [f, s]) => {
                 let (Some(name), Some(text)) = (self.text(f, at)?, self.text(s, at)?) else {

@@ -398,6 +398,8 @@ mod tests {
 
     fn key(min: bool, value: Option<SortValue>) -> SortKey {
         SortKey {
+            shown: true,
+            matchcount: false,
             label: None,
             min,
             value,

@@ -311,6 +311,7 @@ impl<'s> StoreMatcher<'s> {
                 comments: outcome.comments,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+                edits: outcome.edits,
             });
         }
         Ok(())
@@ -699,6 +700,8 @@ fn convert_sort_key(k: &interp::SortKey) -> SortKey {
     SortKey {
         label: k.label.clone(),
         min: k.min,
+        shown: k.shown,
+        matchcount: false,
         value: k.value.as_ref().map(|v| match v {
             interp::SortValue::Number(n) => SortValue::Number(*n),
             interp::SortValue::Str(s) => SortValue::Text(s.clone()),

@@ -520,7 +520,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 kind
             }
-            B::WriteFile => {
+            B::WriteFile | B::SetTag => {
                 for a in lowered {
                     out.push(self.want_string(a, &what)?);
                 }
@@ -2128,6 +2128,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::PathStatus(_) => Kind::Position,
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
         Node::Builtin(ir::Builtin::Hhdb(f), _) => f.kind(),
+        Node::Builtin(ir::Builtin::RemoveComment, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }

@@ -56,17 +56,7 @@ pub(crate) mod bp {
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
-pub const UNSUPPORTED: &[&str] = &[
-    "appendfile",
-    "similarposition",
-    "hascomment",
-    "originalcomment",
-    "settag",
-    "removecomment",
-    "zobristkey",
-    "keepallbest",
-    "pathdebug",
-];
+pub const UNSUPPORTED: &[&str] = &["similarposition", "keepallbest", "pathdebug"];
 
 /// The options of the `cql(...)` header.
 const HEADER_OPTIONS: [&str; 10] = [
@@ -100,6 +90,10 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "square",
     "piece",
     "function",
+    "originalcomment",
+    "hascomment",
+    "removecomment",
+    "settag",
     "hhdb",
     "sort",
     "min",
@@ -513,7 +507,13 @@ impl Parser<'_, '_> {
         };
         if let Some(f) = single {
             let sp = self.bump().span;
-            return Ok(leaf(f, start.join(sp)));
+            let e = leaf(f, start.join(sp));
+            // A string field followed by a string literal searches it, as
+            // `player white "Kasparov"` does.
+            if f.kind() == ir::Kind::String {
+                return self.string_match(e, start);
+            }
+            return Ok(e);
         }
         if matches!(w.as_str(), "gbr" | "stipulation") {
             let sp = self.peek().span;
@@ -1550,6 +1550,31 @@ impl Parser<'_, '_> {
                 ))
             }
             "equal" => self.two_args(start, ir::Builtin::Equal, "`equal` takes two filters, e.g. `equal (x 3)`"),
+            "settag" => {
+                let e = self.two_args(
+                    start,
+                    ir::Builtin::SetTag,
+                    "`settag` takes a tag name and a string, e.g. `settag (\"Theme\" \"pin\")`",
+                )?;
+                let name = match &e.kind {
+                    ExprKind::Builtin(_, args) => match args.first().map(|a| &a.kind) {
+                        Some(ExprKind::Str(n)) => Some(n.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match name {
+                    None => Err(self.error(
+                        e.span,
+                        "the first argument of `settag` must be a quoted tag name",
+                    )),
+                    Some(n) if !ir::Builtin::settable_tag(&n) => Err(self.error(
+                        e.span,
+                        format!("`settag` cannot set the tag {n:?} (CQL 6.2 reserves it)"),
+                    )),
+                    Some(_) => Ok(e),
+                }
+            }
             "writefile" => self.two_args(
                 start,
                 ir::Builtin::WriteFile,
@@ -1791,6 +1816,18 @@ impl Parser<'_, '_> {
             },
             "result" => self.result(start),
             "hhdb" => self.hhdb(start),
+            // CQL 6.2: `hascomment` is `originalcomment`.
+            "originalcomment" | "hascomment" => {
+                let f = Expr::new(
+                    ExprKind::Leaf(Node::Builtin(ir::Builtin::OriginalComment, Vec::new())),
+                    start,
+                );
+                self.string_match(f, start)
+            }
+            "removecomment" => Ok(Expr::new(
+                ExprKind::Leaf(Node::Builtin(ir::Builtin::RemoveComment, Vec::new())),
+                start,
+            )),
             "elo" => match self.side() {
                 Some(side) => Ok(Expr::new(
                     ExprKind::Leaf(Node::Elo(side)),

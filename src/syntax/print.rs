@@ -489,6 +489,7 @@ impl Printer<'_> {
             (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
             (Builtin::WriteFile, _) => atom(format!("writefile ({})", self.seq(args, " "))),
+            (Builtin::SetTag, _) => atom(format!("settag ({})", self.seq(args, " "))),
             (Builtin::Equal, _) => atom(format!("equal ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
@@ -515,6 +516,8 @@ impl Printer<'_> {
             }
             (Builtin::Fen, _) => atom("fen"),
             (Builtin::Hhdb(h), _) => atom(hhdb_text(h)),
+            (Builtin::OriginalComment, _) => atom("originalcomment"),
+            (Builtin::RemoveComment, _) => atom("removecomment"),
             (Builtin::EventDate, _) => atom("eventdate"),
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
