@@ -792,6 +792,8 @@ fn syntax_round_trip_tail_keywords() {
         "settag (\"Theme\" \"pin\")",
         "settag (\"Ply\" str ply)",
         "appendfile = 3 zobristkey = appendfile + 1",
+        "local dictionary D\nunbind D\nD[\"a\"] = 1\n#D == 1",
+        "dictionary E\n#E == 0",
     ];
     let mut failures = Vec::new();
     for text in queries {

@@ -1618,11 +1618,9 @@ impl Parser<'_, '_> {
                 }
                 let name = self.name("a dictionary name")?;
                 if self.peek_tok() != Tok::LBracket {
-                    let sp = self.peek().span;
-                    return Err(self.error(
-                        sp,
-                        format!("expected `[` after `dictionary {}` (e.g. `dictionary {}[\"key\"] = 1`)", name.name, name.name),
-                    ));
+                    // CQL 6.2: `[local] dictionary D` alone declares D.
+                    let span = start.join(name.span);
+                    return Ok(Expr::new(ExprKind::DictionaryDecl { local, name }, span));
                 }
                 let target = Expr::new(ExprKind::Ident(name.name), name.span);
                 let access = self.dict_access(target)?;
