@@ -596,3 +596,41 @@ fn removecomment_and_settag_change_the_written_game() {
         "{out}"
     );
 }
+
+/// The header comment of a matching game, as CQL 6.2 writes it (checked
+/// with its binary): the game number, the initial position's match string
+/// and the sort values after two spaces; with `quiet` no match string is
+/// written, the header is; with `silent` neither.
+#[test]
+fn game_header_comment_with_sort_values_quiet_and_silent() {
+    let dir = Scratch::new("header");
+    let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n{pre} 1. e4 e5 2. Nf3 Nc6 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let run = |query: &str| {
+        std::fs::write(dir.path("q.cql"), query).expect("write");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .current_dir(&dir.0)
+            .args(["q.cql", "-o", "-"])
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run("cql(input in.pgn) sort \"n\" #P sort #N initial or btm");
+    assert!(
+        out.contains("{Game number 1 CQL  n: 8 <sort-id-1>: 2} {pre} 1. e4 {CQL}"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn quiet) sort \"n\" #P initial or btm");
+    assert!(
+        out.contains("{Game number 1  n: 8} {pre} 1. e4 e5 2. Nf3 Nc6 *"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn silent) sort \"n\" #P initial or btm");
+    assert!(out.contains("\n{pre} 1. e4 e5 2. Nf3 Nc6 *"), "{out}");
+}

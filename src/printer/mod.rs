@@ -440,6 +440,7 @@ mod tests {
         let options = PrinterOptions {
             form: Form::Pgn(PgnOptions {
                 matchstring: Some("CQL".into()),
+                quiet: false,
             }),
             limit: None,
             sorted: false,

@@ -179,6 +179,9 @@ pub struct PgnOptions {
     /// The comment written after each matching move (`None`: `-silent`,
     /// only the query's own comments are written).
     pub matchstring: Option<String>,
+    /// `-quiet` (CQL 6.2): no match string is written, but the game's
+    /// header comment is.
+    pub quiet: bool,
 }
 
 /// Appends matching game `m` of `store` read through `texts` to `out`: the
@@ -203,7 +206,7 @@ pub(crate) fn write_match(
     options: &PgnOptions,
 ) -> Result<(), OutputError> {
     let mut inserts: Vec<(u32, &str)> = Vec::new();
-    if let Some(s) = &options.matchstring {
+    if let Some(s) = options.matchstring.as_ref().filter(|_| !options.quiet) {
         inserts.extend(m.positions.iter().map(|p| (p, s.as_str())));
     }
     inserts.extend(m.comments.iter().map(|(p, t)| (*p, t.as_str())));
@@ -224,7 +227,7 @@ pub(crate) fn write_match(
             .filter(|(p, _)| *p == 0)
             .map(|(_, t)| t.as_str())
             .collect();
-        if m.positions.iter().next() == Some(0) {
+        if !options.quiet && m.positions.iter().next() == Some(0) {
             texts.push(s.as_str());
         }
         header = header_comment(game_number, &texts, &m.sort_keys);
