@@ -93,6 +93,9 @@ pub struct StoreMatcher<'s> {
     /// (`jit_batch` skips a game where no two positions agree on them);
     /// empty without the JIT or with an exact plan.
     echoes: Vec<EchoPreselect>,
+    /// The query reads the games' comments ([`Interpreter::reads_text`]):
+    /// the interpreter gets each game's text read.
+    reads_text: bool,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -219,9 +222,11 @@ impl<'s> StoreMatcher<'s> {
                 }
             }
         }
+        let interp = Interpreter::new(query)?.with_last_game_number(last_game_number);
         Ok(StoreMatcher {
             store,
-            interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
+            reads_text: interp.reads_text(),
+            interp,
             last_game_number,
             opts: EvalOptions {
                 variations: plan.variations,
@@ -312,9 +317,18 @@ impl<'s> StoreMatcher<'s> {
             tags: &tags,
             positions: &scratch.positions,
         };
+        let text = if self.reads_text {
+            let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
+            Some(crate::interp::GameText {
+                comments: crate::import::comments::position_comments(&raw),
+                contains_cook: raw.windows(6).any(|w| w == b"<cook>"),
+            })
+        } else {
+            None
+        };
         let outcome = self
             .interp
-            .eval_game(&view, &self.opts)
+            .eval_game_with_text(&view, &self.opts, text)
             .map_err(|e| err(e.to_string()))?;
         if !outcome.matched.is_empty() {
             out.push(GameMatch {
@@ -323,6 +337,7 @@ impl<'s> StoreMatcher<'s> {
                 comments: outcome.comments,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+                edits: outcome.edits,
             });
         }
         Ok(())
@@ -816,6 +831,8 @@ fn convert_sort_key(k: &interp::SortKey) -> SortKey {
     SortKey {
         label: k.label.clone(),
         min: k.min,
+        shown: k.shown,
+        matchcount: false,
         value: k.value.as_ref().map(|v| match v {
             interp::SortValue::Number(n) => SortValue::Number(*n),
             interp::SortValue::Str(s) => SortValue::Text(s.clone()),
