@@ -957,6 +957,166 @@ pub enum Builtin {
     /// `while (C) F` (logical, always matches; arguments C then F):
     /// evaluates F as long as C matches (whether F matches or not).
     While,
+    /// `originalcomment` (also spelled `hascomment`; string, no
+    /// arguments): the PGN comment of the current position (the last
+    /// comment after the move to it; for the initial position, the one
+    /// before the first move), white space collapsed; no match without one.
+    OriginalComment,
+    /// `removecomment` (logical, always matches): the PGN comment of the
+    /// current position is left out of the written game.
+    RemoveComment,
+    /// `settag ("Name" S)` (logical; arguments: the name, a string
+    /// literal, and S): the written game gets tag Name with S's value (the
+    /// value of the last evaluation in the game wins; an existing tag is
+    /// replaced in place, a new one is written after the others); no match
+    /// when S does not match. [`Builtin::settable_tag`] says which names.
+    SetTag,
+    /// `hhdb K...` (no arguments; kind per [`HhdbField::kind`]): the
+    /// HHdbVI conventions of a game's tags and comments.
+    Hhdb(HhdbField),
+}
+
+/// What an `hhdb` filter reads (CQL 6.2's interface to the HHdbVI endgame
+/// study database's conventions; the CQL 6.2 oracle decided each rule,
+/// the interpreter's `hhdb` module states them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HhdbField {
+    /// `hhdb U1` ... `hhdb TW` (logical): the code occurs in the `Black`
+    /// tag (one of [`HhdbField::CODES`], with its synonyms).
+    Code(&'static str),
+    /// `hhdb sound` (logical): no `U3`, `U4` or `U5` code, and not both a
+    /// dual and cooked.
+    Sound,
+    /// `hhdb unsound` (logical): a `U1` ... `U5` code, or cooked.
+    Unsound,
+    /// `hhdb dual` (logical): a `U1` or `U2` code.
+    Dual,
+    /// `hhdb cooked` (logical): `<cook>` occurs in the game's text.
+    Cooked,
+    /// `hhdb "<cook>"` ... (logical, per position): the marker occurs in
+    /// the comment of the move to the current position (one of
+    /// [`HhdbField::MARKS`]).
+    Mark(&'static str),
+    /// `hhdb mainline` (logical, per position): every variation on the
+    /// way to the position starts with a `<main>` move.
+    Mainline,
+    /// `hhdb variation` (logical): not `hhdb mainline`.
+    Variation,
+    /// `hhdb composer` (string): the `White` tag.
+    Composer,
+    /// `hhdb search` (string): the `Event`, `White` and `Black` tags, one
+    /// per line.
+    Search,
+    /// `hhdb diagram` (string): the word after the first `#` of the
+    /// `Event` tag.
+    Diagram,
+    /// `hhdb egdiagram` (numeric): the number after `EG#` in the comment
+    /// before the first move.
+    EgDiagram,
+    /// `hhdb firstcomment` (string): the comment before the first move.
+    FirstComment,
+    /// `hhdb [special] [award|prize|hm|commendation] [max]` (numeric):
+    /// the rank of the award the `Event` tag starts with (`1.p`, `2/3.hm`,
+    /// `sp.c` ...), `max` the last rank of a shared award; without
+    /// `special`, a special award matches without a value.
+    Award {
+        /// Which awards count.
+        kind: AwardKind,
+        /// `special`: special awards only (else only ordinary ones).
+        special: bool,
+        /// `max`: the last rank of a shared award.
+        max: bool,
+    },
+    /// The key `hhdb sort K` sorts by (numeric, ascending: prizes, then
+    /// honourable mentions, then commendations, each ordinary before
+    /// special, then by rank); written only as the argument of that
+    /// `sort min`.
+    AwardRank {
+        /// Which awards count.
+        kind: AwardKind,
+        /// `special`: special awards only (else any).
+        special: bool,
+    },
+}
+
+/// The awards an `hhdb` award filter counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AwardKind {
+    /// `award` (or none named): any.
+    Any,
+    /// `prize`.
+    Prize,
+    /// `hm` (honourable mention).
+    Hm,
+    /// `commendation`.
+    Commendation,
+}
+
+impl AwardKind {
+    /// The keyword naming it (`award` for any).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            AwardKind::Any => "award",
+            AwardKind::Prize => "prize",
+            AwardKind::Hm => "hm",
+            AwardKind::Commendation => "commendation",
+        }
+    }
+}
+
+impl HhdbField {
+    /// The codes of the `Black` tag: (code, its synonyms).
+    pub const CODES: &'static [(&'static str, &'static [&'static str])] = &[
+        ("(c)", &["correction"]),
+        ("(m)", &["modification"]),
+        ("(s)", &["corrected_solution"]),
+        ("(v)", &["version"]),
+        ("AN", &["anticipation"]),
+        ("CR", &["colors_reversed"]),
+        ("MC", &["too_many_composers"]),
+        ("PH", &["posthumous"]),
+        ("TE", &["theoretical_ending"]),
+        ("TT", &["theme_tourney", "theme_tournament"]),
+        ("TW", &["twin"]),
+        ("U1", &["dual_at_move_1"]),
+        ("U2", &["dual_after_move_1"]),
+        ("U3", &["white_fails"]),
+        ("U4", &["white_wins_in_draw"]),
+        ("U5", &["unreachable"]),
+    ];
+
+    /// The markers of a move's comment.
+    pub const MARKS: &'static [&'static str] =
+        &["<cook>", "<eg>", "<main>", "<or>", "<minor_dual>"];
+
+    /// Its kind.
+    pub fn kind(self) -> Kind {
+        match self {
+            HhdbField::Composer
+            | HhdbField::Search
+            | HhdbField::Diagram
+            | HhdbField::FirstComment => Kind::String,
+            HhdbField::EgDiagram | HhdbField::Award { .. } | HhdbField::AwardRank { .. } => {
+                Kind::Numeric
+            }
+            _ => Kind::Logical,
+        }
+    }
+
+    /// Whether it reads the game's comments (not only its tags).
+    pub fn reads_comments(self) -> bool {
+        matches!(
+            self,
+            HhdbField::Cooked
+                | HhdbField::Sound
+                | HhdbField::Unsound
+                | HhdbField::Mark(_)
+                | HhdbField::Mainline
+                | HhdbField::Variation
+                | HhdbField::FirstComment
+                | HhdbField::EgDiagram
+        )
+    }
 }
 
 impl Builtin {
@@ -999,6 +1159,10 @@ impl Builtin {
             Builtin::ColorType => "colortype",
             Builtin::Loop => "loop",
             Builtin::While => "while",
+            Builtin::Hhdb(_) => "hhdb",
+            Builtin::OriginalComment => "originalcomment",
+            Builtin::RemoveComment => "removecomment",
+            Builtin::SetTag => "settag",
         }
     }
 
@@ -1016,6 +1180,19 @@ impl Builtin {
         regex::RegexBuilder::new(pattern)
             .size_limit(Self::REGEX_SIZE_LIMIT)
             .build()
+    }
+
+    /// Whether `settag` may set tag `name`: CQL 6.2 refuses the seven-tag
+    /// roster, `FEN`, `ECO`, `EventDate` and any other name beginning with
+    /// `White` or `Black`.
+    pub fn settable_tag(name: &str) -> bool {
+        !name.is_empty()
+            && !matches!(
+                name,
+                "Event" | "Site" | "Date" | "Round" | "Result" | "FEN" | "ECO" | "EventDate"
+            )
+            && !name.starts_with("White")
+            && !name.starts_with("Black")
     }
 
     /// The variable it reads or changes, if any.
@@ -1706,7 +1883,9 @@ impl Expr {
                 Builtin::Unbind(_)
                 | Builtin::DictSet(_)
                 | Builtin::DictRemove(_)
-                | Builtin::PieceAssign(_),
+                | Builtin::PieceAssign(_)
+                | Builtin::SetTag
+                | Builtin::RemoveComment,
                 _,
             ) => true,
             _ => {

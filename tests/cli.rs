@@ -463,12 +463,20 @@ fn alwayscomment_keeps_comments_of_failing_filters_and_lineincrement_reports() {
     // CQL 6.2 (`cql -alwayscomment`): `comment("y") btm` comments every
     // position, also those where `btm` fails; without the option only the
     // matching ones (smart comments).
+    // The initial position's comment is in the game's header comment
+    // (`{Game number 1 y}`, as CQL 6.2 writes it).
     let (smart, _) = run(&["-cql", "comment(\"y\") btm"]);
-    assert_eq!(smart.matches("{y}").count(), 2, "{smart}");
+    assert_eq!(
+        smart.matches(" y}").count() + smart.matches("{y}").count(),
+        2,
+        "{smart}"
+    );
     let (always, _) = run(&["-alwayscomment", "-cql", "comment(\"y\") btm"]);
-    assert_eq!(always.matches("{y}").count(), 5, "{always}");
+    assert!(always.contains("{Game number 1 y}"), "{always}");
+    assert_eq!(always.matches("{y}").count(), 4, "{always}");
     let (always, _) = run(&["-alwayscomment", "-cql", "{comment(\"x\") false} or Ra1"]);
-    assert_eq!(always.matches("{x}").count(), 5, "{always}");
+    assert!(always.contains("{Game number 1 x CQL}"), "{always}");
+    assert_eq!(always.matches("{x}").count(), 4, "{always}");
     let (_, err) = run(&["-lineincrement", "1", "-cql", "Ra1"]);
     assert!(err.contains("cqlj: 1 games searched"), "{err}");
     let (code, _, err) = cqlj(&["-lineincrement", "0", "-cql", "Ra1"]);
@@ -544,4 +552,85 @@ fn writefile_is_serial_and_spares_the_runs_own_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `removecomment` and `settag` change the written game as CQL 6.2 does
+/// (checked with its binary on this game): `removecomment` drops the PGN
+/// comments of every position where it is evaluated (before `btm` fails
+/// at the others), `settag` replaces an existing tag in place and adds a
+/// new one after the others, the last evaluation's value winning.
+#[test]
+fn removecomment_and_settag_change_the_written_game() {
+    let dir = Scratch::new("settag");
+    let pgn = "[Event \"a\"]\n[Annotator \"old\"]\n[Result \"*\"]\n\n\
+               {pre} 1. e4 {A} {A2} e5 2. Nf3 {Nice move} Nc6 {x} *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let run = |query: &str| {
+        std::fs::write(dir.path("q.cql"), query).expect("write");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .current_dir(&dir.0)
+            .args(["q.cql", "-o", "-"])
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run("cql(input in.pgn) removecomment btm");
+    assert!(
+        out.contains("1. e4 {CQL} 1... e5 2. Nf3 {CQL} 2... Nc6 *"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn) btm removecomment");
+    assert!(
+        out.contains("{pre} 1. e4 {CQL} 1... e5 2. Nf3 {CQL} 2... Nc6 {x} *"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn) settag (\"Ply\" str ply) settag (\"Annotator\" \"new\") btm");
+    assert!(
+        out.contains("[Event \"a\"]\n[Annotator \"new\"]\n[Result \"*\"]\n[Ply \"4\"]\n"),
+        "{out}"
+    );
+}
+
+/// The header comment of a matching game, as CQL 6.2 writes it (checked
+/// with its binary): the game number, the initial position's match string
+/// and the sort values after two spaces; with `quiet` no match string is
+/// written, the header is; with `silent` neither.
+#[test]
+fn game_header_comment_with_sort_values_quiet_and_silent() {
+    let dir = Scratch::new("header");
+    let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n{pre} 1. e4 e5 2. Nf3 Nc6 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let run = |query: &str| {
+        std::fs::write(dir.path("q.cql"), query).expect("write");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .current_dir(&dir.0)
+            .args(["q.cql", "-o", "-"])
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let out = run("cql(input in.pgn) sort \"n\" #P sort #N initial or btm");
+    assert!(
+        out.contains("{Game number 1 CQL  n: 8 <sort-id-1>: 2} {pre} 1. e4 {CQL}"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn quiet) sort \"n\" #P initial or btm");
+    assert!(
+        out.contains("{Game number 1  n: 8} {pre} 1. e4 e5 2. Nf3 Nc6 *"),
+        "{out}"
+    );
+    let out = run("cql(input in.pgn silent) sort \"n\" #P initial or btm");
+    assert!(out.contains("\n{pre} 1. e4 e5 2. Nf3 Nc6 *"), "{out}");
 }

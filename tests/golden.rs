@@ -214,9 +214,16 @@ fn read_back(pgn: &str) -> Vec<ReadBack> {
     games
 }
 
-/// The comments equal to `mark` and the positions they follow.
+/// The comments equal to `mark` and the positions they follow (the
+/// game's header comment, `Game number N ...`, counts when it ends with
+/// the mark: the initial position's match string is written in it).
 fn marks<'a>(game: &'a ReadBack, mark: &str) -> Vec<&'a (String, Chess, bool)> {
-    game.comments.iter().filter(|c| c.0 == mark).collect()
+    game.comments
+        .iter()
+        .filter(|c| {
+            c.0 == mark || (c.0.starts_with("Game number ") && c.0.ends_with(&format!(" {mark}")))
+        })
+        .collect()
 }
 
 #[test]
@@ -235,11 +242,13 @@ fn golden_pgn_check_marks_matching_moves() {
         assert_eq!(m.len(), 1, "{}: {:?}", g.event, g.comments);
         assert!(m.iter().all(|(_, pos, var)| pos.is_check() && !var));
     }
-    // The matching initial position gets its comment before the first move.
+    // The matching initial position gets its match string in the header
+    // comment before the first move (as CQL 6.2 writes it).
     assert!(
         r.stdout
-            .contains("{CQL} 1. Kxe2 {the queen is gone} 1/2-1/2")
+            .contains("{Game number 3 CQL} 1. Kxe2 {the queen is gone} 1/2-1/2")
     );
+    assert!(r.stdout.contains("{Game number 1} {Opening comment}"));
     // Original comments and NAGs are kept.
     for kept in ["{Opening comment}", "{Italian-ish}", "$2", "$1", "{threat}"] {
         assert!(r.stdout.contains(kept), "{kept} lost");

@@ -274,8 +274,8 @@ fn syntax_several_errors_reported() {
 
 #[test]
 fn syntax_unsupported_keyword_message() {
-    let d = syntax::parse("check\n  zobristkey").expect_err("bad");
-    assert_eq!(d.items[0].message, "not supported yet: zobristkey");
+    let d = syntax::parse("check\n  pathdebug").expect_err("bad");
+    assert_eq!(d.items[0].message, "not supported yet: pathdebug");
     assert_eq!((d.items[0].line, d.items[0].col), (2, 3));
 }
 
@@ -759,4 +759,69 @@ fn syntax_unicode_spelling_of_seed_queries_gives_same_ir() {
         checked >= 150,
         "only {checked} queries had a Unicode spelling"
     );
+}
+
+/// `hhdb` and the other CQL 6.2 keywords of issue 16's tail: every form
+/// parses and prints back to the same IR.
+#[test]
+fn syntax_round_trip_tail_keywords() {
+    let queries = [
+        "hhdb sound",
+        "hhdb unsound hhdb dual hhdb cooked",
+        "hhdb U1 or hhdb dual_after_move_1 or hhdb \"(c)\" or hhdb correction",
+        "hhdb theme_tournament hhdb TT hhdb anticipation",
+        "hhdb \"<main>\" hhdb \"<cook>\" hhdb \"<minor_dual>\"",
+        "hhdb mainline hhdb variation",
+        "hhdb composer == \"Kasparyan\"",
+        "hhdb search ~~ \"Troitzky\"",
+        "hhdb diagram == \"12\" hhdb egdiagram > 3 hhdb firstcomment",
+        "hhdb prize == 1",
+        "hhdb award max > 2",
+        "hhdb max",
+        "hhdb special",
+        "hhdb special prize",
+        "hhdb hm special max",
+        "hhdb commendation",
+        "hhdb sort award",
+        "hhdb sort special",
+        "hhdb sort special prize",
+        "hhdb sort hm sort \"x\" 3",
+        "originalcomment",
+        "hascomment \"Nice\"",
+        "originalcomment == \"a\" removecomment",
+        "settag (\"Theme\" \"pin\")",
+        "settag (\"Ply\" str ply)",
+        "appendfile = 3 zobristkey = appendfile + 1",
+        "local dictionary D\nunbind D\nD[\"a\"] = 1\n#D == 1",
+        "dictionary E\n#E == 0",
+    ];
+    let mut failures = Vec::new();
+    for text in queries {
+        match syntax::parse(text) {
+            Ok(q) => {
+                if let Err(e) = round_trip(text, &q) {
+                    failures.push(e);
+                }
+            }
+            Err(d) => failures.push(format!("{text:?} rejected: {d}")),
+        }
+    }
+    for (text, want) in [
+        ("hhdb", "hhdb keyword"),
+        ("hhdb foo", "hhdb keyword"),
+        ("hhdb gbr", "not supported yet: hhdb gbr"),
+        ("hhdb sort max", "hhdb sort"),
+        ("hhdb prize prize", "twice"),
+        ("settag (\"White\" \"x\")", "cannot set the tag"),
+        ("settag (x \"y\")", "quoted tag name"),
+    ] {
+        match syntax::parse(text) {
+            Ok(_) => failures.push(format!("{text:?} accepted, expected {want:?}")),
+            Err(d) if !d.to_string().contains(want) => {
+                failures.push(format!("{text:?}: expected {want:?}, got {d}"))
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

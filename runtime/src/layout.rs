@@ -765,19 +765,37 @@ pub mod chess {
     /// position shakmaty cannot play, such as a setup with the side not to
     /// move in check) and its castling mode.
     pub fn setup_of(rec: &PositionRecord) -> (Setup, CastlingMode) {
-        let mut board = shakmaty::Board::empty();
-        for (i, role) in Role::ALL.into_iter().enumerate() {
-            for color in [Color::White, Color::Black] {
-                let cbb = rec.bb[if color == Color::White {
-                    BB_WHITE
-                } else {
-                    BB_BLACK
-                }];
-                for sq in shakmaty::Bitboard(rec.bb[i] & cbb) {
-                    board.set_piece_at(sq, shakmaty::Piece { color, role });
+        let bb = |i: usize| shakmaty::Bitboard(rec.bb[i]);
+        let by_role = shakmaty::ByRole {
+            pawn: bb(BB_PAWN),
+            knight: bb(BB_KNIGHT),
+            bishop: bb(BB_BISHOP),
+            rook: bb(BB_ROOK),
+            queen: bb(BB_QUEEN),
+            king: bb(BB_KING),
+        };
+        let by_color = shakmaty::ByColor {
+            white: bb(BB_WHITE),
+            black: bb(BB_BLACK),
+        };
+        // Consistent bitboards (every imported record): the board as it
+        // stands; else piece by piece, as far as the bitboards agree.
+        let board = shakmaty::Board::try_from_bitboards(by_role, by_color).unwrap_or_else(|_| {
+            let mut board = shakmaty::Board::empty();
+            for (i, role) in Role::ALL.into_iter().enumerate() {
+                for color in [Color::White, Color::Black] {
+                    let cbb = rec.bb[if color == Color::White {
+                        BB_WHITE
+                    } else {
+                        BB_BLACK
+                    }];
+                    for sq in shakmaty::Bitboard(rec.bb[i] & cbb) {
+                        board.set_piece_at(sq, shakmaty::Piece { color, role });
+                    }
                 }
             }
-        }
+            board
+        });
         let castling =
             shakmaty::Bitboard((rec.castling as u64 & 0xff) | ((rec.castling as u64 >> 8) << 56));
         let turn = if rec.white_to_move() {

@@ -9,8 +9,9 @@
 //! queries ([`SEQUENCES`], `--suite sequences`), which relate several
 //! positions of a game (`line`, `path`, `find`, `echo`): the JIT
 //! pre-selects the games where a top-level `line` or `find` can match
-//! (`scan::line_pre`) and leaves the rest, `path` and `echo`, to the
-//! interpreter.
+//! (`scan::line_pre`) or where an `echo`'s compared values recur
+//! (`scan::echo_pre`, exact for an echo of such equalities alone) and
+//! leaves `path` to the interpreter.
 //!
 //! The interpreter is two orders of magnitude slower than the JIT, so by
 //! default it runs on a prefix of the store (`--interp-games`); on that
@@ -419,11 +420,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     // timed on the interpreter's prefix. A sequence
                     // pre-selection (`line`, `find`) skips games: the whole
                     // store.
-                    let sequence_notes = cqlj::scan::line_pre::explain(
+                    let mut sequence_notes = cqlj::scan::line_pre::explain(
                         &prepared.query,
                         cq,
                         &cqlj::jit::JitOptions::default(),
                     );
+                    sequence_notes.extend(cqlj::scan::echo_pre::explain(&prepared.query, cq));
                     let interp_only = cq.plan().jit.is_empty() && sequence_notes.is_empty();
                     let (games, n_games) = if interp_only {
                         (&prefix, n_prefix)
@@ -437,7 +439,15 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                     timed::<Count>(&m, games, threads, 1)?;
                     let (t1, c1) = timed::<Count>(&m, games, 1, args.runs)?;
                     let (tn, _) = timed::<Count>(&m, games, threads, args.runs)?;
-                    let bpp = cq.bytes_per_position();
+                    // The constituent kernels of a pre-selection read too.
+                    let bpp: usize = cqlj::scan::line_pre::columns(
+                        &prepared.query,
+                        cq,
+                        &cqlj::jit::JitOptions::default(),
+                    )
+                    .iter()
+                    .map(|c| c.width())
+                    .sum();
                     let gbs = read_positions as f64 * bpp as f64 / t1.as_secs_f64().max(1e-9) / 1e9;
                     println!(
                         "{:<46} {:<6} {:>8} {:>10} {:>9} {:>9} {:>5.2}x {:>5} {:>6.2} {:>7.2}ms {:>5}/{:<5}",

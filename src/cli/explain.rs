@@ -272,9 +272,13 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
     };
     let body = query.body();
     let engines = filter_engines(body.len(), cq.as_ref());
-    let line_notes = cq
+    let line_notes: Vec<String> = cq
         .as_ref()
-        .map(|cq| cqlj::scan::line_pre::explain(query, cq, &opts))
+        .map(|cq| {
+            let mut notes = cqlj::scan::line_pre::explain(query, cq, &opts);
+            notes.extend(cqlj::scan::echo_pre::explain(query, cq));
+            notes
+        })
         .unwrap_or_default();
     let mut s = String::new();
     let overall = match (&cq, &why_not) {

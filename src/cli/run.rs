@@ -152,6 +152,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         (false, Format::Jsonl) => Form::Jsonl,
         (false, Format::Pgn) => Form::Pgn(PgnOptions {
             matchstring: settings.matchstring.clone(),
+            quiet: settings.quiet,
         }),
     };
     let printer_options = PrinterOptions {

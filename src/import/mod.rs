@@ -21,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod comments;
 pub mod game;
 mod report;
 

@@ -145,6 +145,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         match self.eval(e, at)? {
             None => Ok(None),
             Some(Value::Number(n)) => Ok(Some(n)),
+            // A numeric filter that matches without a value (`hhdb award`
+            // of a special award) has none to give.
+            Some(Value::Matched) if e.kind == Kind::Numeric => Ok(None),
             other => Err(self.mismatch(e, "numeric", &other)),
         }
     }
@@ -1023,6 +1026,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(Value::Set(self.set(value, at)?))
         } else {
             match self.eval(value, at)? {
+                // A numeric filter matching without a value assigns nothing.
+                Some(Value::Matched) if value.kind == Kind::Numeric => None,
                 Some(Value::Matched) => {
                     return Err(Self::dispatch_error(
                         value,
@@ -1113,6 +1118,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             };
             match v {
                 None => out.push_str("<none>"),
+                Some(Value::Matched) if a.kind == Kind::Numeric => out.push_str("<none>"),
                 Some(v) => {
                     let text = self.value_text(v);
                     out.push_str(&text);

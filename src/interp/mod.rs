@@ -25,6 +25,7 @@
 mod board;
 mod eval;
 mod files;
+mod hhdb;
 mod line;
 mod mates;
 mod moves;
@@ -143,6 +144,9 @@ pub struct SortKey {
     pub value: Option<SortValue>,
     /// `sort min`: games are ordered ascending by this key.
     pub min: bool,
+    /// Written in the game's header comment (`label: value`); not for the
+    /// key of `hhdb sort`, which CQL 6.2 does not show.
+    pub shown: bool,
 }
 
 /// What evaluating one game produced.
@@ -158,6 +162,25 @@ pub struct GameOutcome {
     pub messages: Vec<String>,
     /// One key per distinct `sort` filter of the query, in query order.
     pub sort_keys: Vec<SortKey>,
+    /// Changes to the written game (`removecomment`, `settag`), in
+    /// evaluation order.
+    pub edits: Vec<GameEdit>,
+}
+
+/// A change the query makes to a matching game as it is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GameEdit {
+    /// `removecomment`: the PGN comments of this position (store order)
+    /// are left out.
+    RemoveComment(u32),
+    /// `settag (name value)`: the tag is written with this value (added
+    /// after the others when the game has no such tag).
+    SetTag {
+        /// The tag's name.
+        name: String,
+        /// Its value.
+        value: String,
+    },
 }
 
 /// Errors of evaluation. They mean the IR is inconsistent (a kind mismatch
@@ -289,6 +312,8 @@ pub struct Interpreter {
     query: ExpandedQuery,
     /// The distinct sort filters, in query (pre-)order.
     sorts: Vec<SortId>,
+    /// Per sort: whether its key is shown (see [`SortKey::shown`]).
+    sort_shown: Vec<bool>,
     sort_index: HashMap<SortId, usize>,
     /// The value of `lastgamenumber`; `None`: unknown, and then each game
     /// is taken to be the last one (its own number).
@@ -320,6 +345,7 @@ impl Interpreter {
     /// declared in the query's variable table.
     pub fn new(query: &ExpandedQuery) -> Result<Interpreter, InterpError> {
         let mut sorts = Vec::new();
+        let mut sort_shown = Vec::new();
         let mut sort_index = HashMap::new();
         let nvars = query.vars().len();
         let mut bad_var = None;
@@ -336,11 +362,15 @@ impl Interpreter {
                 Node::Builtin(f, _) if f.var().is_some_and(|v| v.0 as usize >= nvars) => {
                     bad_var = f.var().map(|v| v.0);
                 }
-                Node::Sort { label, min, .. } => {
+                Node::Sort { label, min, arg } => {
                     let id = sort_id(label, *min, e.span);
                     if !sort_index.contains_key(&id) {
                         sort_index.insert(id.clone(), sorts.len());
                         sorts.push(id);
+                        sort_shown.push(!matches!(
+                            arg.node,
+                            Node::Builtin(Builtin::Hhdb(crate::ir::HhdbField::AwardRank { .. }), _)
+                        ));
                     }
                 }
                 Node::Var(v) | Node::Assign { var: v, .. } | Node::SquareLoop { var: v, .. }
@@ -371,6 +401,7 @@ impl Interpreter {
         Ok(Interpreter {
             query: query.clone(),
             sorts,
+            sort_shown,
             sort_index,
             last_game_number: None,
             regexes,
@@ -465,6 +496,23 @@ impl Interpreter {
         reads
     }
 
+    /// Whether evaluating the query reads the game's comments (`hhdb`
+    /// markers, `originalcomment`, ...): a caller should then pass them
+    /// to [`Interpreter::eval_game_with_text`].
+    pub fn reads_text(&self) -> bool {
+        let mut reads = false;
+        for e in self.query.body() {
+            walk(e, &mut |e| {
+                reads |= match &e.node {
+                    Node::Builtin(crate::ir::Builtin::Hhdb(f), _) => f.reads_comments(),
+                    Node::Builtin(crate::ir::Builtin::OriginalComment, _) => true,
+                    _ => false,
+                }
+            });
+        }
+        reads
+    }
+
     /// Whether the query has persistent variables: its games must be
     /// evaluated one after another, in game order, by one interpreter (or
     /// its clones), for each game to see the values the earlier ones left;
@@ -546,6 +594,8 @@ impl Interpreter {
             path_frames: Vec::new(),
             last_path: None,
             path_bans: HashMap::new(),
+            text: None,
+            edits: Vec::new(),
         }
     }
 
@@ -560,7 +610,23 @@ impl Interpreter {
         game: &GameView,
         opts: &EvalOptions,
     ) -> Result<GameOutcome, InterpError> {
+        self.eval_game_with_text(game, opts, None)
+    }
+
+    /// [`Interpreter::eval_game`] with what the game's text tells (its
+    /// comments), for a query that [reads it](Interpreter::reads_text);
+    /// without it, the game has no comments.
+    ///
+    /// # Errors
+    /// See [`InterpError`].
+    pub fn eval_game_with_text(
+        &self,
+        game: &GameView,
+        opts: &EvalOptions,
+        text: Option<GameText>,
+    ) -> Result<GameOutcome, InterpError> {
         let mut state = self.new_state(opts);
+        state.text = text;
         let mut matched = Vec::new();
         for (i, rec) in game.positions.iter().enumerate() {
             if !opts.variations && !rec.has(cqlj_runtime::layout::flags::MAINLINE) {
@@ -601,6 +667,7 @@ impl Interpreter {
         Ok(GameOutcome {
             matched,
             sort_keys: self.sort_keys(&state),
+            edits: state.edits,
             comments: state.comments,
             messages: state.messages,
         })
@@ -635,10 +702,12 @@ impl Interpreter {
         self.sorts
             .iter()
             .zip(&state.sort_values)
-            .map(|((label, min, _, _), value)| SortKey {
+            .zip(&self.sort_shown)
+            .map(|(((label, min, _, _), value), shown)| SortKey {
                 label: label.clone(),
                 value: value.clone(),
                 min: *min,
+                shown: *shown,
             })
             .collect()
     }
@@ -687,6 +756,22 @@ pub struct State {
     /// positions no match may start at: the inner positions of its
     /// matches so far in this game.
     path_bans: HashMap<usize, std::collections::HashSet<u32>>,
+    /// What the game's text tells, when the caller read it.
+    text: Option<GameText>,
+    /// Changes to the written game, in evaluation order.
+    edits: Vec<GameEdit>,
+}
+
+/// What a game's PGN text tells beyond its tags and positions, read by
+/// the caller for a query that [reads it](Interpreter::reads_text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GameText {
+    /// The comment of each position, in store order (CQL 6.2 keeps one per
+    /// position: the last comment after the move to it; the initial
+    /// position's is the one before the first move), white space collapsed.
+    pub comments: Vec<Option<String>>,
+    /// `<cook>` occurs somewhere in the text (`hhdb cooked`).
+    pub contains_cook: bool,
 }
 
 impl State {

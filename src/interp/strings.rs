@@ -150,6 +150,14 @@ impl Evaluator<'_, '_> {
         let num = Value::Number;
         let string = Value::Str;
         Ok(match (f, args) {
+            (Builtin::Hhdb(h), _) => return self.hhdb(h, at),
+            (Builtin::OriginalComment, _) => {
+                self.position_comment(at).map(|c| string(c.to_string()))
+            }
+            (Builtin::RemoveComment, _) => {
+                self.st.edits.push(super::GameEdit::RemoveComment(at));
+                Some(Value::Matched)
+            }
             (Builtin::Sqrt, [a]) => self.num(a, at)?.filter(|n| *n >= 0).map(|n| num(isqrt(n))),
             (Builtin::Str, [a]) if matches!(a.node, Node::Builtin(Builtin::PieceVar(_), _)) => {
                 match &a.node {
@@ -184,6 +192,14 @@ impl Evaluator<'_, '_> {
                 let x = self.equal_operand(a, at)?;
                 let y = self.equal_operand(b, at)?;
                 (a.kind == b.kind && x == y).then_some(Value::Matched)
+            }
+            (Builtin::SetTag, [name, value]) => {
+                let (Some(name), Some(value)) = (self.text(name, at)?, self.text(value, at)?)
+                else {
+                    return Ok(None);
+                };
+                self.st.edits.push(super::GameEdit::SetTag { name, value });
+                Some(Value::Matched)
             }
             (Builtin::WriteFile, [f, s]) => {
                 let (Some(name), Some(text)) = (self.text(f, at)?, self.text(s, at)?) else {
@@ -326,9 +342,13 @@ impl Evaluator<'_, '_> {
             (Builtin::IsUnbound(v), _) => (!self.var_bound(v.0)?).then_some(Value::Matched),
             (Builtin::Unbind(v), _) => {
                 *self.var_slot(v.0)? = None;
+                // Of a dictionary (CQL 6.2): its entries are removed.
+                self.st.dicts.remove(&v.0);
                 Some(Value::Matched)
             }
             (Builtin::Dictionary { .. }, [access]) => self.eval(access, at)?,
+            // A bare declaration (`[local] dictionary D`).
+            (Builtin::Dictionary { .. }, []) => Some(Value::Matched),
             (Builtin::DictGet(d), [key]) => match self.dict_key(key, at)? {
                 Some(k) => self.st.dicts.get(&d.0).and_then(|m| m.get(&k)).cloned(),
                 None => None,

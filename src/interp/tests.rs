@@ -931,7 +931,8 @@ fn sort_key_of_a_game() {
         vec![SortKey {
             label: Some("ply".into()),
             value: Some(SortValue::Number(7)),
-            min: false
+            min: false,
+            shown: true,
         }]
     );
 }

@@ -4,12 +4,14 @@
 //! order and without spaces (the compact form `serde_json` gives a
 //! `Value`), each string escaped by `serde_json`.
 
-use shakmaty::fen::{Fen, LossyFenError};
+use shakmaty::fen::Fen;
 use shakmaty::san::San;
-use shakmaty::{CastlingSide, Color, EnPassantMode, Move, Position, Square};
+use shakmaty::{CastlingSide, Color, Move, Position, Square};
 
-use crate::runtime::layout::chess::{chess_of, role_of, setup_of};
-use crate::runtime::layout::{MoveKind, PositionRecord, flags};
+use crate::runtime::layout::chess::{chess_of, role_of};
+use crate::runtime::layout::{
+    BB_BLACK, BB_KING, BB_ROOK, BB_WHITE, MoveKind, PositionRecord, flags,
+};
 use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
 
@@ -62,20 +64,15 @@ pub(crate) fn match_json(
             out.push(b',');
         }
         first = false;
-        // A position shakmaty cannot play (a setup CQL 6.2 reads with the
-        // side not to move in check) is written from its record as it
-        // stands.
-        let mut setup = match chess_of(p) {
-            Ok(pos) => pos.to_setup(EnPassantMode::Legal),
-            Err(_) => setup_of(p).0,
-        };
+        // The record is the position as imported: its en-passant square
+        // is set only where a capture is legal and its castling rights are
+        // shakmaty's, so its FEN is the position's (`EnPassantMode::Legal`)
+        // without replaying it; a position shakmaty cannot play (a setup
+        // CQL 6.2 reads with the side not to move in check) is written as
+        // it stands too. A FEN holds no character JSON escapes.
         let half = start_half + u32::from(p.ply);
-        setup.fullmoves = std::num::NonZeroU32::new(half / 2 + 1).unwrap_or(setup.fullmoves);
-        // A FEN holds no character JSON escapes.
         out.extend_from_slice(b"{\"fen\":\"");
-        Fen::try_from_setup(setup)
-            .unwrap_or_else(LossyFenError::ignore)
-            .append_ascii_to(out);
+        push_fen(out, p, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
         push_integer(out, i64::from(i));
         out.extend_from_slice(b",\"move\":");
@@ -135,6 +132,96 @@ pub(crate) fn match_json(
     }
     out.extend_from_slice(b"}}\n");
     Ok(())
+}
+
+/// Appends the FEN of `rec` with move number `fullmoves`: what shakmaty
+/// writes for its setup (`chess::setup_of`; X-FEN castling: `K`/`Q` for the
+/// outermost rook on the king's side of the back rank, else the rook's
+/// file), built from the bitboards directly.
+fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
+    const LETTERS: [u8; 6] = *b"pnbrqk";
+    let (white, black) = (rec.bb[BB_WHITE], rec.bb[BB_BLACK]);
+    let mut board = [0u8; 64];
+    for (role, letter) in LETTERS.iter().enumerate() {
+        for (colour, c) in [(white, letter.to_ascii_uppercase()), (black, *letter)] {
+            let mut bb = rec.bb[role] & colour;
+            while bb != 0 {
+                board[bb.trailing_zeros() as usize] = c;
+                bb &= bb - 1;
+            }
+        }
+    }
+    for rank in (0..8).rev() {
+        let mut empty = 0u8;
+        for file in 0..8 {
+            match board[rank * 8 + file] {
+                0 => empty += 1,
+                c => {
+                    if empty > 0 {
+                        out.push(b'0' + empty);
+                        empty = 0;
+                    }
+                    out.push(c);
+                }
+            }
+        }
+        if empty > 0 {
+            out.push(b'0' + empty);
+        }
+        if rank > 0 {
+            out.push(b'/');
+        }
+    }
+    out.extend_from_slice(if rec.white_to_move() { b" w " } else { b" b " });
+    let mut any = false;
+    for (is_white, colour, rank) in [(true, white, 0u32), (false, black, 7)] {
+        let back = 0xffu64 << (8 * rank);
+        // The king, if there is one of that colour and it is on its
+        // back rank.
+        let kings = rec.bb[BB_KING] & colour;
+        let king = if kings.count_ones() == 1 {
+            kings & back
+        } else {
+            0
+        };
+        let rooks = rec.bb[BB_ROOK] & colour & back;
+        let rights = if is_white {
+            u64::from(rec.castling & 0xff)
+        } else {
+            u64::from(rec.castling >> 8)
+        } << (8 * rank);
+        // Highest file first, as shakmaty writes them.
+        let mut files: Vec<u32> = (0..8)
+            .filter(|f| rights >> (8 * rank + f) & 1 != 0)
+            .collect();
+        files.reverse();
+        for f in files {
+            let sq = 8 * rank + f;
+            let k = (king != 0).then(|| king.trailing_zeros());
+            let c = if rooks != 0 && sq == rooks.trailing_zeros() && k.is_some_and(|k| sq < k) {
+                b'Q'
+            } else if rooks != 0 && sq == 63 - rooks.leading_zeros() && k.is_some_and(|k| k < sq) {
+                b'K'
+            } else {
+                b'A' + f as u8
+            };
+            out.push(if is_white { c } else { c.to_ascii_lowercase() });
+            any = true;
+        }
+    }
+    if !any {
+        out.push(b'-');
+    }
+    out.push(b' ');
+    if rec.ep < 64 {
+        out.extend_from_slice(&[b'a' + rec.ep % 8, b'1' + rec.ep / 8]);
+    } else {
+        out.push(b'-');
+    }
+    out.push(b' ');
+    push_integer(out, i64::from(rec.halfmove));
+    out.push(b' ');
+    push_integer(out, i64::from(fullmoves.max(1)));
 }
 
 /// The move from `parent` to `child` in SAN with its check or mate sign
@@ -208,6 +295,49 @@ fn push_integer(out: &mut Vec<u8>, n: i64) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `push_fen` writes what shakmaty writes for the position, X-FEN
+    /// castling included (inner rooks of Chess960 by file letter).
+    #[test]
+    fn fen_from_the_record_is_shakmatys() {
+        use crate::runtime::layout::chess::record_of;
+        use shakmaty::{CastlingMode, EnPassantMode};
+        for (fen, mode) in [
+            (
+                "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+                CastlingMode::Standard,
+            ),
+            (
+                "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+                CastlingMode::Standard,
+            ),
+            (
+                "r3k2r/8/8/8/8/8/8/R3K2R b Kq - 12 40",
+                CastlingMode::Standard,
+            ),
+            ("8/8/8/4k3/8/8/8/4K3 w - - 0 70", CastlingMode::Standard),
+            (
+                "1r2k1rr/8/8/8/8/8/8/RR2K1R1 w BGbg - 0 1",
+                CastlingMode::Chess960,
+            ),
+            (
+                "rr2k2r/8/8/8/8/8/8/R3K1RR w AGbh - 0 1",
+                CastlingMode::Chess960,
+            ),
+            (
+                "2rkr3/8/8/8/8/8/8/2RKR3 b CEce - 3 9",
+                CastlingMode::Chess960,
+            ),
+        ] {
+            let setup = Fen::from_ascii(fen.as_bytes()).unwrap().into_setup();
+            let pos: shakmaty::Chess = setup.position(mode).unwrap();
+            let rec = record_of(&pos, mode == CastlingMode::Chess960);
+            let mut out = Vec::new();
+            push_fen(&mut out, &rec, pos.fullmoves().get());
+            let want = Fen::from_position(&pos, EnPassantMode::Legal).to_string();
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{fen}");
+        }
+    }
 
     #[test]
     fn strings_and_integers_are_written_as_serde_json_writes_them() {

@@ -398,6 +398,8 @@ mod tests {
 
     fn key(min: bool, value: Option<SortValue>) -> SortKey {
         SortKey {
+            shown: true,
+            matchcount: false,
             label: None,
             min,
             value,
@@ -438,6 +440,7 @@ mod tests {
         let options = PrinterOptions {
             form: Form::Pgn(PgnOptions {
                 matchstring: Some("CQL".into()),
+                quiet: false,
             }),
             limit: None,
             sorted: false,

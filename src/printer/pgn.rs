@@ -16,7 +16,7 @@ use shakmaty::Color;
 use shakmaty::fen::Fen;
 
 use crate::runtime::store::{Store, StoreError, TextReader};
-use crate::scan::GameMatch;
+use crate::scan::{GameEdit, GameMatch, SortKey, SortValue};
 
 /// What to add to one game when it is written.
 #[derive(Clone, Debug, Default)]
@@ -77,6 +77,8 @@ pub fn write_pgn_game(
     let notes = Notes {
         inserts: &inserts,
         san_index: notes.san_index.as_deref(),
+        removed: &[],
+        tags: &[],
     };
     rewrite(&mut buf, game_number, text, &notes)?;
     out.write_all(&buf)?;
@@ -91,6 +93,12 @@ struct Notes<'a> {
     /// The position each move of the text leads to (see
     /// [`Annotations::san_index`]); `None`: move k leads to position k.
     san_index: Option<&'a [Option<u32>]>,
+    /// Positions whose PGN comments are left out (`removecomment`),
+    /// ascending.
+    removed: &'a [u32],
+    /// Tags to write with a new value (`settag`): (name, value), each name
+    /// once, in the order first set.
+    tags: &'a [(String, String)],
 }
 
 impl Notes<'_> {
@@ -171,6 +179,9 @@ pub struct PgnOptions {
     /// The comment written after each matching move (`None`: `-silent`,
     /// only the query's own comments are written).
     pub matchstring: Option<String>,
+    /// `-quiet` (CQL 6.2): no match string is written, but the game's
+    /// header comment is.
+    pub quiet: bool,
 }
 
 /// Appends matching game `m` of `store` read through `texts` to `out`: the
@@ -195,7 +206,7 @@ pub(crate) fn write_match(
     options: &PgnOptions,
 ) -> Result<(), OutputError> {
     let mut inserts: Vec<(u32, &str)> = Vec::new();
-    if let Some(s) = &options.matchstring {
+    if let Some(s) = options.matchstring.as_ref().filter(|_| !options.quiet) {
         inserts.extend(m.positions.iter().map(|p| (p, s.as_str())));
     }
     inserts.extend(m.comments.iter().map(|(p, t)| (*p, t.as_str())));
@@ -203,23 +214,94 @@ pub(crate) fn write_match(
     // comments in the order the query made them.
     inserts.sort_by_key(|&(p, _)| p);
     let game_number = u64::from(m.game) + 1;
+    // CQL 6.2's header comment: the game number, the initial position's
+    // texts, then the sort values (not with `-silent`).
+    let header;
+    if let Some(s) = &options.matchstring {
+        let at_start = inserts.partition_point(|&(p, _)| p == 0);
+        // CQL 6.2 writes the initial position's comments before its match
+        // string.
+        let mut texts: Vec<&str> = m
+            .comments
+            .iter()
+            .filter(|(p, _)| *p == 0)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        if !options.quiet && m.positions.iter().next() == Some(0) {
+            texts.push(s.as_str());
+        }
+        header = header_comment(game_number, &texts, &m.sort_keys);
+        inserts.splice(..at_start, [(0, header.as_str())]);
+    }
     let stored_moves = store.game(m.game)?.n_positions.saturating_sub(1);
     let text = texts.game_text(m.game)?;
     let start = out.len();
+    let mut removed = Vec::new();
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for e in &m.edits {
+        match e {
+            GameEdit::RemoveComment(p) => removed.push(*p),
+            GameEdit::SetTag { name, value } => match tags.iter_mut().find(|(n, _)| n == name) {
+                Some(t) => t.1.clone_from(value),
+                None => tags.push((name.clone(), value.clone())),
+            },
+        }
+    }
+    removed.sort_unstable();
+    removed.dedup();
     let mut notes = Notes {
         inserts: &inserts,
         san_index: None,
+        removed: &removed,
+        tags: &tags,
     };
     let moves = rewrite(out, game_number, text, &notes)?;
     // The numbering only places comments: a game written without any
     // (`-silent`) needs no check.
-    if !inserts.is_empty() && moves != stored_moves {
+    if (!inserts.is_empty() || !removed.is_empty()) && moves != stored_moves {
         out.truncate(start);
         let san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
         notes.san_index = san_index.as_deref();
         rewrite(out, game_number, text, &notes)?;
     }
     Ok(())
+}
+
+/// The comment CQL 6.2 writes at the start of a matching game: `Game
+/// number N`, the texts of the initial position (its `comment`s, then the
+/// match string), and after two spaces each shown sort key as `label: value`
+/// (the query's in query order, an unlabelled one as `<sort-id-K>`
+/// counting the unlabelled ones, then `matchcount`).
+fn header_comment(game_number: u64, start: &[&str], keys: &[SortKey]) -> String {
+    let mut h = format!("Game number {game_number}");
+    for t in start {
+        h.push(' ');
+        h.push_str(t);
+    }
+    let mut parts = Vec::new();
+    let mut unlabelled = 0;
+    let query = keys.iter().filter(|k| !k.matchcount);
+    let matchcount = keys.iter().filter(|k| k.matchcount);
+    for k in query.chain(matchcount).filter(|k| k.shown) {
+        let label = match &k.label {
+            Some(l) => l.clone(),
+            None => {
+                unlabelled += 1;
+                format!("<sort-id-{unlabelled}>")
+            }
+        };
+        let value = match &k.value {
+            Some(SortValue::Number(n)) => n.to_string(),
+            Some(SortValue::Text(t)) => t.clone(),
+            None => continue,
+        };
+        parts.push(format!("{label}: {value}"));
+    }
+    if !parts.is_empty() {
+        h.push_str("  ");
+        h.push_str(&parts.join(" "));
+    }
+    h
 }
 
 /// Whether `token` is a game result.
@@ -241,6 +323,8 @@ struct PgnRewriter<'a, 'o> {
 struct TagValues {
     fen: Option<Vec<u8>>,
     result: Option<Vec<u8>>,
+    /// Which of `Notes::tags` the game already has (written in place).
+    set: Vec<bool>,
 }
 
 struct Movetext {
@@ -271,6 +355,12 @@ struct Movetext {
     scratch: Vec<u8>,
     /// Where the next search of the notes starts ([`Notes::at`]).
     cursor: usize,
+    /// The position a comment read now belongs to: the last move's of the
+    /// current line, the initial one before the first move, none at the
+    /// start of a variation (as `import::comments` reads them).
+    current: Option<u32>,
+    /// `current` of the enclosing lines.
+    current_stack: Vec<Option<u32>>,
 }
 
 impl Movetext {
@@ -344,7 +434,19 @@ impl Visitor for PgnRewriter<'_, '_> {
         out.extend_from_slice(name);
         out.extend_from_slice(b" \"");
         let from = out.len();
-        out.extend_from_slice(value.as_bytes());
+        let new = self
+            .notes
+            .tags
+            .iter()
+            .position(|(n, _)| n.as_bytes() == name);
+        match new {
+            Some(i) => {
+                tags.set.resize(self.notes.tags.len(), false);
+                tags.set[i] = true;
+                out.extend_from_slice(self.notes.tags[i].1.as_bytes());
+            }
+            None => out.extend_from_slice(value.as_bytes()),
+        }
         if self.quotes {
             for b in &mut out[from..] {
                 if *b == crate::import::TAG_QUOTE {
@@ -363,6 +465,11 @@ impl Visitor for PgnRewriter<'_, '_> {
     }
 
     fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
+        for (i, (name, value)) in self.notes.tags.iter().enumerate() {
+            if !tags.set.get(i).copied().unwrap_or(false) {
+                let _ = writeln!(self.out, "[{name} \"{value}\"]");
+            }
+        }
         self.out.push(b'\n');
         let fen = tags.fen.as_deref().and_then(|v| Fen::from_ascii(v).ok());
         let (white_first, first_move_number) = match fen {
@@ -386,6 +493,8 @@ impl Visitor for PgnRewriter<'_, '_> {
             after_result: false,
             scratch: Vec::new(),
             cursor: 0,
+            current: Some(0),
+            current_stack: Vec::new(),
         };
         mt.comment_tokens(self.out, 0, self.notes);
         ControlFlow::Continue(mt)
@@ -413,6 +522,7 @@ impl Visitor for PgnRewriter<'_, '_> {
             Some(map) => map.get(nth as usize - 1).copied().flatten(),
             None => Some(nth),
         };
+        mt.current = mt.pending;
         ControlFlow::Continue(())
     }
 
@@ -430,6 +540,12 @@ impl Visitor for PgnRewriter<'_, '_> {
         comment: RawComment<'_>,
     ) -> ControlFlow<Self::Output> {
         mt.flush(self.out, self.notes);
+        if mt
+            .current
+            .is_some_and(|p| self.notes.removed.binary_search(&p).is_ok())
+        {
+            return ControlFlow::Continue(());
+        }
         mt.scratch.clear();
         mt.scratch.push(b'{');
         mt.scratch
@@ -443,6 +559,8 @@ impl Visitor for PgnRewriter<'_, '_> {
     fn begin_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
         mt.flush(self.out, self.notes);
         mt.stack.push(mt.ply);
+        mt.current_stack.push(mt.current);
+        mt.current = None;
         mt.ply = mt.ply.saturating_sub(1);
         mt.token(self.out, b"(");
         mt.need_number = true;
@@ -451,6 +569,9 @@ impl Visitor for PgnRewriter<'_, '_> {
 
     fn end_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output> {
         mt.flush(self.out, self.notes);
+        if let Some(current) = mt.current_stack.pop() {
+            mt.current = current;
+        }
         if let Some(ply) = mt.stack.pop() {
             mt.ply = ply;
             mt.token(self.out, b")");
@@ -542,6 +663,8 @@ mod tests {
         let notes = Notes {
             inserts: &inserts,
             san_index: None,
+            removed: &[],
+            tags: &[],
         };
         let mut cursor = 0;
         let texts = |i: u32, cursor: &mut usize| -> Vec<&str> {

@@ -39,6 +39,10 @@ pub struct SortKey {
     /// The game's best value; `None` if the sort's argument never matched
     /// (such games come last).
     pub value: Option<SortValue>,
+    /// Written in the game's header comment (`label: value`).
+    pub shown: bool,
+    /// The key of `sort matchcount` (written after the query's own).
+    pub matchcount: bool,
 }
 
 /// The value of a sort key.
@@ -295,6 +299,8 @@ fn count_bits_portable(bits: &[u64], lo: usize, hi: usize) -> usize {
     inner + (bits[first] & head).count_ones() as usize + (bits[last] & tail).count_ones() as usize
 }
 
+pub use crate::interp::GameEdit;
+
 /// One matching game and what the query recorded for it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GameMatch {
@@ -309,6 +315,8 @@ pub struct GameMatch {
     /// Sort keys (one per `sort` filter that fired; max/min taken over the
     /// game's positions as CQL does).
     pub sort_keys: Vec<SortKey>,
+    /// Changes to the game as it is written (`removecomment`, `settag`).
+    pub edits: Vec<GameEdit>,
 }
 
 /// Errors during a scan.
@@ -551,6 +559,8 @@ impl<M: GameMatcher> GameMatcher for MatchCount<M> {
                         label: Some("matchcount".to_owned()),
                         min: false,
                         value: Some(SortValue::Number(n)),
+                        shown: true,
+                        matchcount: true,
                     },
                 );
             }

@@ -27,6 +27,7 @@
 
 use crate::ir::{ExpandedQuery, Expr, FindFilter, LineAtom, LineFilter, Node, Query, Thompson};
 use crate::jit::{self, CompiledQuery, JitOptions};
+use cqlj_runtime::layout::Column;
 
 /// One automaton state.
 #[derive(Clone, Copy, Debug)]
@@ -213,6 +214,18 @@ impl LinePreselect {
         }
     }
 
+    /// The idle set: the states that reach `Accept` without a test. A
+    /// child's set adds nothing to its parent's step beyond these bits.
+    /// `Some` when a position where no compiled kernel matches and whose
+    /// children's sets hold only idle states gets the idle set too, and
+    /// the idle set does not accept: then such a position (most positions
+    /// of most games) needs no step.
+    pub(super) fn idle(&self) -> Option<u64> {
+        let idle = self.eps_accept;
+        let stays = self.step(|k| self.kernels[k].is_none(), idle) == idle;
+        (stays && !self.accepts(idle)).then_some(idle)
+    }
+
     /// Whether a set from [`LinePreselect::step`] lets the line match at
     /// its position.
     pub(super) fn accepts(&self, set: u64) -> bool {
@@ -252,6 +265,25 @@ pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<
         .collect()
 }
 
+/// The columns a scan of `q` reads per position: the kernel's and, where
+/// the sequence pre-selection runs, its constituent kernels' (each column
+/// once, in first-read order).
+pub fn columns(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<Column> {
+    let mut out: Vec<Column> = cq.columns().to_vec();
+    if !cq.plan().is_exact() {
+        for l in LinePreselect::for_query(q, opts) {
+            for k in l.kernels().iter().flatten() {
+                for c in k.columns() {
+                    if !out.contains(c) {
+                        out.push(*c);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether `Accept` is reachable from `start` through states that do not
 /// test kernel `k`.
 fn accepts_without(states: &[State], start: usize, k: usize) -> bool {
@@ -274,7 +306,7 @@ fn accepts_without(states: &[State], start: usize, k: usize) -> bool {
 /// `e`'s conjuncts, each a filter that must match wherever `e` matches:
 /// the operands of `and` and the filters of a `{ }` block, recursively (so
 /// that the JIT lowers those it can even when it cannot lower all).
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+pub(super) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match &e.node {
         Node::And(a, b) => {
             conjuncts(a, out);

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::driver::count_bits;
+use super::echo_pre::{self, EchoPreselect};
 use super::line_pre::LinePreselect;
 use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
@@ -88,6 +89,13 @@ pub struct StoreMatcher<'s> {
     /// constituents' kernels (`jit_batch` skips a pre-selected game where
     /// one cannot match); empty without the JIT or with an exact plan.
     lines: Vec<LinePreselect>,
+    /// The body's top-level `echo` filters' comparable conjuncts
+    /// (`jit_batch` skips a game where no two positions agree on them);
+    /// empty without the JIT or with an exact plan.
+    echoes: Vec<EchoPreselect>,
+    /// The query reads the games' comments ([`Interpreter::reads_text`]):
+    /// the interpreter gets each game's text read.
+    reads_text: bool,
 }
 
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
@@ -121,6 +129,15 @@ pub struct Scratch {
     /// The automaton's state sets of the game being decided, by position
     /// in the game (children's sets OR-ed in before their parent's).
     line_sets: Vec<u64>,
+    /// The current game's visible positions' keys (`echo_pre::pack`:
+    /// hash bits and index in the game).
+    echo_keys: Vec<u64>,
+    /// Their compared values, a group per position of the game.
+    echo_values: Vec<u64>,
+    /// The hash of each position's values.
+    echo_hashes: Vec<u64>,
+    /// One key's values over a run of positions.
+    echo_column: Vec<u64>,
 }
 
 impl<'s> StoreMatcher<'s> {
@@ -194,9 +211,22 @@ impl<'s> StoreMatcher<'s> {
         if !lines.is_empty() && !hint_columns.contains(&Column::ParentDelta) {
             hint_columns.push(Column::ParentDelta);
         }
+        let echoes = match &jit {
+            Some(cq) if !cq.plan().is_exact() => EchoPreselect::for_query(query),
+            _ => Vec::new(),
+        };
+        if !echoes.is_empty() {
+            for c in Column::ALL {
+                if !hint_columns.contains(&c) {
+                    hint_columns.push(c);
+                }
+            }
+        }
+        let interp = Interpreter::new(query)?.with_last_game_number(last_game_number);
         Ok(StoreMatcher {
             store,
-            interp: Interpreter::new(query)?.with_last_game_number(last_game_number),
+            reads_text: interp.reads_text(),
+            interp,
             last_game_number,
             opts: EvalOptions {
                 variations: plan.variations,
@@ -208,6 +238,7 @@ impl<'s> StoreMatcher<'s> {
             arenas: Mutex::new(Vec::new()),
             stop: None,
             lines,
+            echoes,
         })
     }
 
@@ -286,9 +317,18 @@ impl<'s> StoreMatcher<'s> {
             tags: &tags,
             positions: &scratch.positions,
         };
+        let text = if self.reads_text {
+            let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
+            Some(crate::interp::GameText {
+                comments: crate::import::comments::position_comments(&raw),
+                contains_cook: raw.windows(6).any(|w| w == b"<cook>"),
+            })
+        } else {
+            None
+        };
         let outcome = self
             .interp
-            .eval_game(&view, &self.opts)
+            .eval_game_with_text(&view, &self.opts, text)
             .map_err(|e| err(e.to_string()))?;
         if !outcome.matched.is_empty() {
             out.push(GameMatch {
@@ -297,6 +337,7 @@ impl<'s> StoreMatcher<'s> {
                 comments: outcome.comments,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+                edits: outcome.edits,
             });
         }
         Ok(())
@@ -568,6 +609,22 @@ impl<'s> StoreMatcher<'s> {
             if !self.lines.is_empty() && !self.lines_may_match(base, range.clone(), scratch) {
                 continue;
             }
+            if !self.echoes.is_empty() {
+                match self.echoes_may_match(base, range.clone(), scratch) {
+                    (false, _) => continue,
+                    (true, Some(positions)) => {
+                        if !positions.is_empty() {
+                            out.push(GameMatch {
+                                game: g,
+                                positions: positions.into(),
+                                ..GameMatch::default()
+                            });
+                        }
+                        continue;
+                    }
+                    (true, None) => {}
+                }
+            }
             self.interp_game(g, scratch, out)?;
         }
         scratch.found = pending;
@@ -602,7 +659,22 @@ impl<'s> StoreMatcher<'s> {
             // The chunk of the position being stepped (looked up once per
             // chunk, not per position).
             let mut current: Option<(u64, &ChunkColumns)> = None;
+            // Where no compiled constituent matches and no child's set
+            // holds more than the idle states, the step gives the idle set,
+            // which neither accepts nor adds to the parent's: nothing to do
+            // there (most positions of most games; see `idle`).
+            let idle = line.idle();
+            let compiled: Vec<usize> = (0..line.kernels().len())
+                .filter(|&k| line.kernels()[k].is_some())
+                .map(|k| kernels.start + k)
+                .collect();
             for i in range.clone().rev() {
+                if let Some(idle) = idle
+                    && sets[i - range.start] & !idle == 0
+                    && !compiled.iter().any(|&k| bit(&scratch.line_bits[k], i))
+                {
+                    continue;
+                }
                 let pos = base + i as u64;
                 let c = pos / chunk_len as u64;
                 let chunk = match current {
@@ -635,6 +707,80 @@ impl<'s> StoreMatcher<'s> {
             }
         }
         true
+    }
+
+    /// Whether every top-level echo can match in the game whose positions
+    /// are bits `range` of the batch (first position `base`): two of its
+    /// visible positions have equal keys (see `echo_pre`). For an exact
+    /// echo, the game's matching positions instead (`Some`, empty when
+    /// none).
+    fn echoes_may_match(
+        &self,
+        base: u64,
+        range: Range<usize>,
+        scratch: &mut Scratch,
+    ) -> (bool, Option<Vec<u32>>) {
+        let chunk_len = CHUNK_POSITIONS as u64;
+        if range.len() > echo_pre::MAX_POSITIONS {
+            // Too long to pack its positions' indices: the interpreter.
+            return (true, None);
+        }
+        for echo in &self.echoes {
+            let (keys, values) = (&mut scratch.echo_keys, &mut scratch.echo_values);
+            let (hashes, column) = (&mut scratch.echo_hashes, &mut scratch.echo_column);
+            values.clear();
+            hashes.clear();
+            // The game's positions, a run per chunk.
+            let (first, last) = (base + range.start as u64, base + range.end as u64);
+            let mut pos = first;
+            while pos < last {
+                let c = pos / chunk_len;
+                let chunk = self.store.chunk(c);
+                let at = (pos % chunk_len) as usize;
+                let n = ((c + 1) * chunk_len).min(last) - pos;
+                echo.keys(chunk, at..at + n as usize, column, values, hashes);
+                pos += n;
+            }
+            // The visible ones, each with its hash and values.
+            keys.clear();
+            let mut current: Option<(u64, &ChunkColumns)> = None;
+            for (t, &h) in hashes.iter().enumerate() {
+                if !self.opts.variations {
+                    let pos = first + t as u64;
+                    let c = pos / chunk_len;
+                    let chunk = match current {
+                        Some((cc, chunk)) if cc == c => chunk,
+                        _ => {
+                            let chunk = self.store.chunk(c);
+                            current = Some((c, chunk));
+                            chunk
+                        }
+                    };
+                    if chunk.flags[(pos % chunk_len) as usize] & flags::MAINLINE == 0 {
+                        continue;
+                    }
+                }
+                keys.push(echo_pre::pack(h, t));
+            }
+            if echo.is_exact() {
+                // The query is this echo alone: the positions whose values
+                // recur, among those the kernel selects.
+                let bits = &scratch.batch_bits;
+                let matched: Vec<u32> = echo
+                    .matches(keys, values)
+                    .into_iter()
+                    .filter(|&p| {
+                        let i = range.start + p as usize;
+                        (bits[i / 64] >> (i % 64)) & 1 != 0
+                    })
+                    .collect();
+                return (true, Some(matched));
+            }
+            if !echo_pre::has_equal_pair(keys) {
+                return (false, None);
+            }
+        }
+        (true, None)
     }
 
     /// An unshared match bitmap: a pooled one whose games were all
@@ -685,6 +831,8 @@ fn convert_sort_key(k: &interp::SortKey) -> SortKey {
     SortKey {
         label: k.label.clone(),
         min: k.min,
+        shown: k.shown,
+        matchcount: false,
         value: k.value.as_ref().map(|v| match v {
             interp::SortValue::Number(n) => SortValue::Number(*n),
             interp::SortValue::Str(s) => SortValue::Text(s.clone()),
@@ -707,6 +855,10 @@ impl GameMatcher for StoreMatcher<'_> {
             line_out: ChunkOutput::new(),
             line_bits: Vec::new(),
             line_sets: Vec::new(),
+            echo_keys: Vec::new(),
+            echo_values: Vec::new(),
+            echo_hashes: Vec::new(),
+            echo_column: Vec::new(),
         }
     }
 

@@ -8,11 +8,12 @@
 //! (`printer`, a sink).
 
 pub mod driver;
+pub mod echo_pre;
 pub mod line_pre;
 pub mod matcher;
 
 pub use driver::{
-    Collect, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError, ScanOptions,
-    ScanStats, Sink, SortKey, SortValue, scan,
+    Collect, GameEdit, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError,
+    ScanOptions, ScanStats, Sink, SortKey, SortValue, scan,
 };
 pub use matcher::{Engine, RunPlan, StoreMatcher};

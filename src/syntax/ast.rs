@@ -208,6 +208,11 @@ pub(crate) enum ExprKind {
         local: bool,
         access: Box<Expr>,
     },
+    /// `[local] dictionary D` alone (CQL 6.2): declares dictionary D.
+    DictionaryDecl {
+        local: bool,
+        name: Name,
+    },
     /// `D[k] = v`: `index` is the [`ExprKind::Index`] `D[k]`.
     IndexAssign {
         index: Box<Expr>,
@@ -490,6 +495,9 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         ExprKind::Dictionary { local, access } => {
             kids.push(access);
             format!("Dictionary local={local}")
+        }
+        ExprKind::DictionaryDecl { local, name } => {
+            format!("DictionaryDecl {} local={local}", name.name)
         }
         ExprKind::IndexAssign { index, value } => {
             kids.push(index);

@@ -59,6 +59,9 @@ struct Dict {
     var: Option<VarId>,
     key: Option<Kind>,
     local: bool,
+    /// The kind of `var` is its values' (a bare declaration allocates
+    /// `var` before the first store fixes it).
+    valued: bool,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -236,6 +239,65 @@ impl<'a> Lowerer<'a, '_> {
         }
     }
 
+    /// `[local] dictionary D` alone (CQL 6.2): declares D as
+    /// [`Lower::dictionary`] does; D's variable is allocated now (its
+    /// value kind is fixed by the first store). Matches always.
+    fn dictionary_decl(&mut self, local: bool, name: &ast::Name, span: Span) -> LResult {
+        match self.dicts.get(&name.name).copied() {
+            Some(d) if d.local != local => {
+                return Err(self.err(
+                    span,
+                    format!(
+                        "dictionary `{}` was declared {}local before",
+                        name.name,
+                        if d.local { "" } else { "not " }
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                if self.var_ids.contains_key(&name.name) || self.functions.contains_key(&name.name)
+                {
+                    return Err(self.err(
+                        name.span,
+                        format!(
+                            "`{}` is already a variable or function, so it cannot name a dictionary",
+                            name.name
+                        ),
+                    ));
+                }
+                self.dicts.insert(
+                    name.name.clone(),
+                    Dict {
+                        var: None,
+                        key: None,
+                        local,
+                        valued: false,
+                    },
+                );
+            }
+        }
+        let dict = match self.dicts.get(&name.name).and_then(|d| d.var) {
+            Some(v) => v,
+            None => {
+                let id = VarId(self.vars.len() as u32);
+                self.vars.push(Var {
+                    name: name.name.clone(),
+                    kind: Kind::Numeric,
+                });
+                if let Some(d) = self.dicts.get_mut(&name.name) {
+                    d.var = Some(id);
+                }
+                id
+            }
+        };
+        self.mk(
+            Node::Builtin(ir::Builtin::Dictionary { dict, local }, Vec::new()),
+            Kind::Logical,
+            span,
+        )
+    }
+
     /// `[local] dictionary D[...]`: declares D (a name not otherwise used;
     /// `local` as at its first declaration), then the access.
     fn dictionary(&mut self, local: bool, access: &'a ast::Expr, span: Span) -> LResult {
@@ -279,6 +341,7 @@ impl<'a> Lowerer<'a, '_> {
                         var: None,
                         key: None,
                         local,
+                        valued: false,
                     },
                 );
             }
@@ -339,8 +402,8 @@ impl<'a> Lowerer<'a, '_> {
             _ => d.key = Some(k.kind),
         }
         match d.var {
-            Some(v) => Ok((v, k)),
-            None => Err(self.err(
+            Some(v) if d.valued => Ok((v, k)),
+            _ => Err(self.err(
                 index.span,
                 format!(
                     "dictionary `{name}` has no entry type yet: store one first (`{name}[k] = v`)"
@@ -371,16 +434,26 @@ impl<'a> Lowerer<'a, '_> {
                 ),
             ));
         }
-        if let Some(d) = self.dicts.get(&name).copied()
-            && d.var.is_none()
-        {
-            let id = VarId(self.vars.len() as u32);
-            self.vars.push(Var {
-                name: name.clone(),
-                kind: v.kind,
-            });
-            if let Some(d) = self.dicts.get_mut(&name) {
-                d.var = Some(id);
+        if let Some(d) = self.dicts.get(&name).copied() {
+            match d.var {
+                None => {
+                    let id = VarId(self.vars.len() as u32);
+                    self.vars.push(Var {
+                        name: name.clone(),
+                        kind: v.kind,
+                    });
+                    if let Some(d) = self.dicts.get_mut(&name) {
+                        d.var = Some(id);
+                        d.valued = true;
+                    }
+                }
+                Some(id) if !d.valued => {
+                    self.vars[id.0 as usize].kind = v.kind;
+                    if let Some(d) = self.dicts.get_mut(&name) {
+                        d.valued = true;
+                    }
+                }
+                Some(_) => {}
             }
         }
         let (dict, key) = self.dict_key(index)?;
@@ -520,7 +593,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 kind
             }
-            B::WriteFile => {
+            B::WriteFile | B::SetTag => {
                 for a in lowered {
                     out.push(self.want_string(a, &what)?);
                 }
@@ -1070,6 +1143,21 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Fen(text) => self.fen(text, span),
             ExprKind::Builtin(f, args) => self.builtin(*f, args, span),
+            ExprKind::VarBuiltin(ir::Builtin::Unbind(_), name)
+                if self.dicts.get(&name.name).and_then(|d| d.var).is_some() =>
+            {
+                // `unbind D` (CQL 6.2): empties dictionary D.
+                let dict = self
+                    .dicts
+                    .get(&name.name)
+                    .and_then(|d| d.var)
+                    .ok_or(Failed)?;
+                self.mk(
+                    Node::Builtin(ir::Builtin::Unbind(dict), Vec::new()),
+                    Kind::Logical,
+                    span,
+                )
+            }
             ExprKind::VarBuiltin(f, name) => {
                 let Some(&id) = self.var_ids.get(&name.name) else {
                     return Err(self.err(
@@ -1089,6 +1177,7 @@ impl<'a> Lowerer<'a, '_> {
                 self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
             }
             ExprKind::Dictionary { local, access } => self.dictionary(*local, access, span),
+            ExprKind::DictionaryDecl { local, name } => self.dictionary_decl(*local, name, span),
             ExprKind::IndexAssign { index, value } => self.dict_set(index, value, span),
             ExprKind::UnbindIndex(index) => {
                 let (dict, key) = self.dict_key(index)?;
@@ -2144,6 +2233,8 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::PathStatus(ir::PathStatus::Count | ir::PathStatus::CountUnfocused) => Kind::Numeric,
         Node::PathStatus(_) => Kind::Position,
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
+        Node::Builtin(ir::Builtin::Hhdb(f), _) => f.kind(),
+        Node::Builtin(ir::Builtin::RemoveComment, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }

@@ -56,17 +56,7 @@ pub(crate) mod bp {
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
-pub const UNSUPPORTED: &[&str] = &[
-    "appendfile",
-    "similarposition",
-    "hascomment",
-    "originalcomment",
-    "settag",
-    "removecomment",
-    "zobristkey",
-    "hhdb",
-    "pathdebug",
-];
+pub const UNSUPPORTED: &[&str] = &["similarposition", "pathdebug"];
 
 /// The options of the `cql(...)` header.
 const HEADER_OPTIONS: [&str; 10] = [
@@ -100,6 +90,11 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "square",
     "piece",
     "function",
+    "originalcomment",
+    "hascomment",
+    "removecomment",
+    "settag",
+    "hhdb",
     "sort",
     "min",
     "max",
@@ -459,6 +454,143 @@ impl Parser<'_, '_> {
             self.fatal = true;
         }
         Failed
+    }
+
+    /// The text of the next token as an `hhdb` keyword: a string's
+    /// contents (`"(c)"`, `"<main>"`), else the token as written.
+    fn peek_hhdb_word(&mut self) -> String {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Str(s) => s,
+            _ => self
+                .src
+                .get(t.span.start as usize..t.span.end as usize)
+                .unwrap_or("")
+                .to_string(),
+        }
+    }
+
+    /// `hhdb K...` after the keyword (CQL 6.2): one keyword, or a set of
+    /// award words (`sort` only right after `hhdb`, where it makes a `sort
+    /// min` of the award's rank).
+    fn hhdb(&mut self, start: Span) -> PResult<Expr> {
+        use ir::{AwardKind, HhdbField as H};
+        let leaf = |f: H, span: Span| {
+            Expr::new(
+                ExprKind::Leaf(Node::Builtin(ir::Builtin::Hhdb(f), Vec::new())),
+                span,
+            )
+        };
+        let w = self.peek_hhdb_word();
+        let single = match w.as_str() {
+            "sound" => Some(H::Sound),
+            "unsound" => Some(H::Unsound),
+            "dual" => Some(H::Dual),
+            "cooked" => Some(H::Cooked),
+            "mainline" => Some(H::Mainline),
+            "variation" => Some(H::Variation),
+            "composer" => Some(H::Composer),
+            "search" => Some(H::Search),
+            "diagram" => Some(H::Diagram),
+            "egdiagram" => Some(H::EgDiagram),
+            "firstcomment" => Some(H::FirstComment),
+            _ => H::MARKS
+                .iter()
+                .find(|m| **m == w)
+                .map(|m| H::Mark(m))
+                .or_else(|| {
+                    H::CODES
+                        .iter()
+                        .find(|(c, syn)| *c == w || syn.contains(&w.as_str()))
+                        .map(|(c, _)| H::Code(c))
+                }),
+        };
+        if let Some(f) = single {
+            let sp = self.bump().span;
+            let e = leaf(f, start.join(sp));
+            // A string field followed by a string literal searches it, as
+            // `player white "Kasparov"` does.
+            if f.kind() == ir::Kind::String {
+                return self.string_match(e, start);
+            }
+            return Ok(e);
+        }
+        if matches!(w.as_str(), "gbr" | "stipulation") {
+            let sp = self.peek().span;
+            return Err(self.error(sp, format!("not supported yet: hhdb {w}")));
+        }
+        let is_award_word = |w: &str| {
+            matches!(
+                w,
+                "award" | "prize" | "hm" | "commendation" | "special" | "max"
+            )
+        };
+        let sort = if w == "sort" {
+            Some(self.bump().span)
+        } else {
+            None
+        };
+        let (mut kind, mut special, mut max) = (None, false, false);
+        let mut end = start;
+        loop {
+            let w = self.peek_hhdb_word();
+            if !is_award_word(&w) {
+                break;
+            }
+            let sp = self.bump().span;
+            let repeated = match w.as_str() {
+                "special" => std::mem::replace(&mut special, true),
+                "max" => std::mem::replace(&mut max, true),
+                k => {
+                    let k = match k {
+                        "prize" => AwardKind::Prize,
+                        "hm" => AwardKind::Hm,
+                        "commendation" => AwardKind::Commendation,
+                        _ => AwardKind::Any,
+                    };
+                    kind.replace(k).is_some()
+                }
+            };
+            if repeated {
+                return Err(self.error(sp, format!("`{w}` given twice to `hhdb`")));
+            }
+            end = sp;
+        }
+        let span = start.join(end);
+        match sort {
+            Some(sort_span) => {
+                if max {
+                    return Err(self.error(span, "`hhdb sort` does not take `max`"));
+                }
+                if kind.is_none() && !special {
+                    return Err(self.error(
+                        sort_span,
+                        "`hhdb sort` needs `special`, `award`, `prize`, `hm` or `commendation`",
+                    ));
+                }
+                let kind = kind.unwrap_or(AwardKind::Any);
+                let arg = leaf(H::AwardRank { kind, special }, span);
+                Ok(Expr::new(
+                    ExprKind::Sort {
+                        label: None,
+                        min: true,
+                        arg: Box::new(arg),
+                    },
+                    span,
+                ))
+            }
+            None if kind.is_some() || special || max => {
+                let kind = kind.unwrap_or(AwardKind::Any);
+                Ok(leaf(H::Award { kind, special, max }, span))
+            }
+            None => {
+                let sp = self.peek().span;
+                Err(self.error(
+                    sp,
+                    "expected an hhdb keyword after `hhdb` (e.g. `hhdb sound`, `hhdb prize`, `hhdb \"<main>\"`)",
+                ))
+            }
+        }
     }
 
     fn describe(t: &Tok) -> String {
@@ -1462,6 +1594,31 @@ impl Parser<'_, '_> {
                 ))
             }
             "equal" => self.two_args(start, ir::Builtin::Equal, "`equal` takes two filters, e.g. `equal (x 3)`"),
+            "settag" => {
+                let e = self.two_args(
+                    start,
+                    ir::Builtin::SetTag,
+                    "`settag` takes a tag name and a string, e.g. `settag (\"Theme\" \"pin\")`",
+                )?;
+                let name = match &e.kind {
+                    ExprKind::Builtin(_, args) => match args.first().map(|a| &a.kind) {
+                        Some(ExprKind::Str(n)) => Some(n.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match name {
+                    None => Err(self.error(
+                        e.span,
+                        "the first argument of `settag` must be a quoted tag name",
+                    )),
+                    Some(n) if !ir::Builtin::settable_tag(&n) => Err(self.error(
+                        e.span,
+                        format!("`settag` cannot set the tag {n:?} (CQL 6.2 reserves it)"),
+                    )),
+                    Some(_) => Ok(e),
+                }
+            }
             "writefile" => self.two_args(
                 start,
                 ir::Builtin::WriteFile,
@@ -1505,11 +1662,9 @@ impl Parser<'_, '_> {
                 }
                 let name = self.name("a dictionary name")?;
                 if self.peek_tok() != Tok::LBracket {
-                    let sp = self.peek().span;
-                    return Err(self.error(
-                        sp,
-                        format!("expected `[` after `dictionary {}` (e.g. `dictionary {}[\"key\"] = 1`)", name.name, name.name),
-                    ));
+                    // CQL 6.2: `[local] dictionary D` alone declares D.
+                    let span = start.join(name.span);
+                    return Ok(Expr::new(ExprKind::DictionaryDecl { local, name }, span));
                 }
                 let target = Expr::new(ExprKind::Ident(name.name), name.span);
                 let access = self.dict_access(target)?;
@@ -1702,6 +1857,19 @@ impl Parser<'_, '_> {
                 )),
             },
             "result" => self.result(start),
+            "hhdb" => self.hhdb(start),
+            // CQL 6.2: `hascomment` is `originalcomment`.
+            "originalcomment" | "hascomment" => {
+                let f = Expr::new(
+                    ExprKind::Leaf(Node::Builtin(ir::Builtin::OriginalComment, Vec::new())),
+                    start,
+                );
+                self.string_match(f, start)
+            }
+            "removecomment" => Ok(Expr::new(
+                ExprKind::Leaf(Node::Builtin(ir::Builtin::RemoveComment, Vec::new())),
+                start,
+            )),
             "elo" => match self.side() {
                 Some(side) => Ok(Expr::new(
                     ExprKind::Leaf(Node::Elo(side)),
@@ -1794,6 +1962,12 @@ impl Parser<'_, '_> {
                     } else {
                         break;
                     }
+                }
+                if all && let Some(&(_, sp)) = range.first() {
+                    return Err(self.error(
+                        sp,
+                        "`find` takes a range or `all`, not both (as in CQL 6.2)",
+                    ));
                 }
                 let range = self.range(&range, "find")?;
                 let saved = self.logical_stop.replace(self.depth + 1);

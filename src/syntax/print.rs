@@ -489,6 +489,7 @@ impl Printer<'_> {
             (Builtin::RegexMatch, [a, b]) => self.infix(a, "~~", b, bp::REGEX, true),
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
             (Builtin::WriteFile, _) => atom(format!("writefile ({})", self.seq(args, " "))),
+            (Builtin::SetTag, _) => atom(format!("settag ({})", self.seq(args, " "))),
             (Builtin::Equal, _) => atom(format!("equal ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
@@ -514,10 +515,18 @@ impl Printer<'_> {
                 atom(format!("{t}[{inner}]"))
             }
             (Builtin::Fen, _) => atom("fen"),
+            (Builtin::Hhdb(h), _) => atom(hhdb_text(h)),
+            (Builtin::OriginalComment, _) => atom("originalcomment"),
+            (Builtin::RemoveComment, _) => atom("removecomment"),
             (Builtin::EventDate, _) => atom("eventdate"),
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::Dictionary { local, dict }, []) => atom(format!(
+                "{}dictionary {}",
+                if local { "local " } else { "" },
+                self.var(dict)
+            )),
             (Builtin::Dictionary { local, .. }, [access]) => {
                 let d = self.doc(access);
                 let head = if local {
@@ -894,6 +903,17 @@ impl Printer<'_> {
                 }
             }
             Node::Var(id) => atom(self.var(*id)),
+            Node::Sort {
+                label: None,
+                min: true,
+                arg,
+            } if matches!(
+                arg.node,
+                Node::Builtin(Builtin::Hhdb(crate::ir::HhdbField::AwardRank { .. }), _)
+            ) =>
+            {
+                self.doc(arg)
+            }
             Node::Sort { label, min, arg } => {
                 let mut head = String::from("sort ");
                 if let Some(l) = label {
@@ -1163,4 +1183,44 @@ pub fn print_query(q: &Query) -> String {
 /// The associative operator spelled `op`, if it is one.
 fn assoc_op(op: &str) -> Option<&str> {
     matches!(op, "and" | "or" | "&" | "|").then_some(op)
+}
+
+/// The text of an `hhdb` filter (`AwardRank` is written as the `hhdb sort`
+/// that holds it).
+fn hhdb_text(h: crate::ir::HhdbField) -> String {
+    use crate::ir::HhdbField as H;
+    let award = |sort: bool, kind: crate::ir::AwardKind, special: bool, max: bool| {
+        let mut t = String::from("hhdb");
+        if sort {
+            t.push_str(" sort");
+        }
+        if special {
+            t.push_str(" special");
+        }
+        if kind != crate::ir::AwardKind::Any || !special {
+            t.push(' ');
+            t.push_str(kind.keyword());
+        }
+        if max {
+            t.push_str(" max");
+        }
+        t
+    };
+    match h {
+        H::Code(c) | H::Mark(c) if c.starts_with(['(', '<']) => format!("hhdb {}", quote(c)),
+        H::Code(c) | H::Mark(c) => format!("hhdb {c}"),
+        H::Sound => "hhdb sound".into(),
+        H::Unsound => "hhdb unsound".into(),
+        H::Dual => "hhdb dual".into(),
+        H::Cooked => "hhdb cooked".into(),
+        H::Mainline => "hhdb mainline".into(),
+        H::Variation => "hhdb variation".into(),
+        H::Composer => "hhdb composer".into(),
+        H::Search => "hhdb search".into(),
+        H::Diagram => "hhdb diagram".into(),
+        H::EgDiagram => "hhdb egdiagram".into(),
+        H::FirstComment => "hhdb firstcomment".into(),
+        H::Award { kind, special, max } => award(false, kind, special, max),
+        H::AwardRank { kind, special } => award(true, kind, special, false),
+    }
 }
