@@ -1506,6 +1506,7 @@ impl Gen<'_> {
     /// `find`, position comparisons.
     fn logical_sequence(&mut self, depth: u32, leaf: bool) -> Expr {
         match self.below(if leaf { 4 } else { 8 }) {
+            0 if self.chance(50) => e(Node::TreeLeaf(TreeLeaf::Try), Kind::Logical),
             0 => e(Node::TreeLeaf(TreeLeaf::VirtualMainline), Kind::Logical),
             1 => {
                 let rel = if self.chance(50) {

@@ -114,6 +114,11 @@ pub enum TreeLeaf {
     VirtualMainline,
     /// `initialposition` (position): the game's first position.
     InitialPosition,
+    /// `try` (logical, CQL 6.2): some move on the way from the game's
+    /// start to the position (the position's own move included) is a
+    /// White move starting a variation; `not virtualmainline` (CQL 6.2
+    /// oracle).
+    Try,
 }
 
 impl TreeLeaf {
@@ -125,6 +130,7 @@ impl TreeLeaf {
             TreeLeaf::PositionId => "positionid",
             TreeLeaf::VirtualMainline => "virtualmainline",
             TreeLeaf::InitialPosition => "initialposition",
+            TreeLeaf::Try => "try",
         }
     }
     /// The kind of its value.
@@ -132,7 +138,7 @@ impl TreeLeaf {
         match self {
             TreeLeaf::Parent | TreeLeaf::InitialPosition => Kind::Position,
             TreeLeaf::Depth | TreeLeaf::PositionId => Kind::Numeric,
-            TreeLeaf::VirtualMainline => Kind::Logical,
+            TreeLeaf::VirtualMainline | TreeLeaf::Try => Kind::Logical,
         }
     }
 }
@@ -156,6 +162,10 @@ pub enum TreeRel {
     After,
     /// `x [>=] y` / `x ≽ y`.
     AfterEq,
+    /// `x & y` / `x ∩ y` of two positions (CQL 6.2's positional
+    /// intersection): the set of squares whose contents (empty, or the same
+    /// piece of the same colour) are the same in both.
+    Intersect,
 }
 
 /// `find`: a position where F matches, searched from the current position

@@ -1184,6 +1184,7 @@ impl<'a> Lowerer<'a, '_> {
                 let kind = match rel {
                     ir::TreeRel::Ancestor | ir::TreeRel::Descendant => Kind::Logical,
                     ir::TreeRel::Distance => Kind::Numeric,
+                    ir::TreeRel::Intersect => Kind::Set,
                     // `lca`, and the relations, whose value is their left side.
                     _ => Kind::Position,
                 };
@@ -1224,6 +1225,13 @@ impl<'a> Lowerer<'a, '_> {
                 let s = self.declare(source, Kind::Position)?;
                 let t = self.declare(target, Kind::Position)?;
                 let body = self.sub(body)?;
+                // CQL 6.2: with a numeric body, echo is numeric (the
+                // largest value of the body over the targets).
+                let kind = if body.kind == Kind::Numeric {
+                    Kind::Numeric
+                } else {
+                    Kind::Logical
+                };
                 self.mk(
                     Node::Echo(Box::new(ir::EchoFilter {
                         source: s,
@@ -1232,7 +1240,7 @@ impl<'a> Lowerer<'a, '_> {
                         quiet: *quiet,
                         body: Box::new(body),
                     })),
-                    Kind::Logical,
+                    kind,
                     span,
                 )
             }
@@ -1594,18 +1602,7 @@ impl<'a> Lowerer<'a, '_> {
             let mut lowered = Vec::with_capacity(leaves.len());
             let mut failed = false;
             for leaf in leaves {
-                let x = match op0 {
-                    Infix::Set(sop) => {
-                        let what = if sop == ir::SetOp::Inter {
-                            "`&`"
-                        } else {
-                            "`|`"
-                        };
-                        self.set_arg(leaf, what)
-                    }
-                    _ => self.sub(leaf),
-                };
-                match x {
+                match self.lower(leaf) {
                     Ok(x) => lowered.push(x),
                     Err(Failed) => failed = true,
                 }
@@ -1616,6 +1613,9 @@ impl<'a> Lowerer<'a, '_> {
             self.depth -= extra;
             if failed || self.fatal {
                 return Err(Failed);
+            }
+            if let Infix::Set(sop) = op0 {
+                lowered = self.set_operands(sop, lowered)?;
             }
             return self.balanced(op0, lowered);
         }
@@ -1637,6 +1637,39 @@ impl<'a> Lowerer<'a, '_> {
             };
         }
         acc
+    }
+
+    /// The operands of a chain of `&` or `|`, each a set: in a chain of
+    /// `&`, two adjacent positions are their positional intersection
+    /// ([`ir::TreeRel::Intersect`], CQL 6.2's `source∩target`; a
+    /// parenthesised pair is flattened into the chain before this).
+    fn set_operands(&mut self, sop: ir::SetOp, items: Vec<Expr>) -> Result<Vec<Expr>, Failed> {
+        let what = if sop == ir::SetOp::Inter {
+            "`&`"
+        } else {
+            "`|`"
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut failed = false;
+        let mut items = items.into_iter().peekable();
+        while let Some(x) = items.next() {
+            let x = if sop == ir::SetOp::Inter
+                && x.kind == Kind::Position
+                && items.peek().is_some_and(|y| y.kind == Kind::Position)
+                && let Some(y) = items.next()
+            {
+                let span = x.span.join(y.span);
+                let node = Node::TreeRel(ir::TreeRel::Intersect, Box::new(x), Box::new(y));
+                self.mk(node, Kind::Set, span)
+            } else {
+                self.want_set(x, what)
+            };
+            match x {
+                Ok(x) => out.push(x),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
     }
 
     /// The balanced tree of the associative `op` over `items` (at least
@@ -1681,11 +1714,15 @@ impl<'a> Lowerer<'a, '_> {
                 )),
             },
             Infix::Set(sop) => {
-                let what = if sop == ir::SetOp::Inter { "`&`" } else { "`|`" };
-                let x = self.want_set(x, what);
-                let y = self.want_set(y, what);
-                let (x, y) = (x?, y?);
-                self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+                let mut xy = self.set_operands(sop, vec![x, y])?;
+                let y = xy.pop().ok_or(Failed)?;
+                match xy.pop() {
+                    Some(x) => {
+                        self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+                    }
+                    // Two positions: their intersection.
+                    None => Ok(y),
+                }
             }
             Infix::Arith(ir::ArithOp::Add) if x.kind == Kind::String || y.kind == Kind::String => {
                 let x = self.want_string(x, "`+` of strings");

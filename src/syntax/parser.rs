@@ -179,6 +179,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "positionid",
     "depth",
     "virtualmainline",
+    "try",
     "initialposition",
     "ancestor",
     "descendant",
@@ -321,6 +322,7 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "depth" => Node::TreeLeaf(ir::TreeLeaf::Depth),
         "positionid" => Node::TreeLeaf(ir::TreeLeaf::PositionId),
         "virtualmainline" => Node::TreeLeaf(ir::TreeLeaf::VirtualMainline),
+        "try" => Node::TreeLeaf(ir::TreeLeaf::Try),
         "initialposition" => Node::TreeLeaf(ir::TreeLeaf::InitialPosition),
         "eventdate" => Node::Builtin(ir::Builtin::EventDate, Vec::new()),
         "pathcount" => Node::PathStatus(ir::PathStatus::Count),
@@ -470,6 +472,7 @@ impl Parser<'_, '_> {
             Tok::Word(s) => format!("`{s}`"),
             Tok::Designator { .. } => "a piece or square designator".to_owned(),
             Tok::Eof => "the end of the query".to_owned(),
+            Tok::EndLine => "the end of the line".to_owned(),
             other => format!("`{}`", tok_text(other)),
         }
     }
@@ -842,7 +845,7 @@ impl Parser<'_, '_> {
             }
             let tok = self.peek_tok();
             if tok == Tok::Colon {
-                if bp::COLON < min_bp || self.colon_stop == Some(self.depth) {
+                if bp::COLON < min_bp || self.colon_stop.is_some_and(|d| self.depth >= d) {
                     break;
                 }
                 self.bump();
@@ -1140,6 +1143,13 @@ impl Parser<'_, '_> {
     }
 
     fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
+        let saved = self.colon_stop.take();
+        let r = self.arg_list_inner(what);
+        self.colon_stop = saved;
+        r
+    }
+
+    fn arg_list_inner(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
         let open = self.expect(&Tok::LParen, &format!("`(` after `{what}`"))?;
         let mut args = Vec::new();
         loop {
@@ -1160,7 +1170,44 @@ impl Parser<'_, '_> {
         Ok((args, self.span_from(open)))
     }
 
+    /// `/// A B ...`: CQL 6.2's `comment (A B ...)` with its arguments
+    /// written up to the end of the line (after the `///` token).
+    fn slash_comment(&mut self, start: Span) -> PResult<Expr> {
+        let mut args = Vec::new();
+        loop {
+            match self.peek_tok() {
+                Tok::EndLine => {
+                    self.bump();
+                    break;
+                }
+                Tok::RParen | Tok::RBrace | Tok::Comma | Tok::Eof | Tok::SlashComment => {
+                    let got = self.peek().clone();
+                    return Err(self.error(
+                        got.span,
+                        format!(
+                            "`///` takes its arguments up to the end of its line; found {} before it",
+                            Self::describe(&got.tok)
+                        ),
+                    ));
+                }
+                _ => args.push(self.expr(bp::LOWEST)?),
+            }
+        }
+        if args.is_empty() {
+            return Err(self.error(start, "`///` needs at least one argument on its line"));
+        }
+        let span = args.last().map_or(start, |a| start.join(a.span));
+        Ok(Expr::new(ExprKind::List(ListFilter::Comment, args), span))
+    }
+
     fn block(&mut self, open: Span) -> PResult<Expr> {
+        let saved = self.colon_stop.take();
+        let r = self.block_inner(open);
+        self.colon_stop = saved;
+        r
+    }
+
+    fn block_inner(&mut self, open: Span) -> PResult<Expr> {
         let mut items = Vec::new();
         loop {
             match self.peek_tok() {
@@ -1203,7 +1250,10 @@ impl Parser<'_, '_> {
                         "empty parentheses `()`: a filter is expected inside",
                     ));
                 }
-                let inner = self.expr(bp::LOWEST)?;
+                let saved = self.colon_stop.take();
+                let inner = self.expr(bp::LOWEST);
+                self.colon_stop = saved;
+                let inner = inner?;
                 if self.peek().tok != Tok::RParen {
                     let got = self.peek().clone();
                     return Err(self.error(
@@ -1220,6 +1270,7 @@ impl Parser<'_, '_> {
                 self.maybe_dash(e)
             }
             Tok::LBrace => self.block(start),
+            Tok::SlashComment => self.slash_comment(start),
             Tok::Minus => {
                 if let Tok::Num(n) = self.peek_tok() {
                     let s = self.bump().span;
@@ -1715,7 +1766,13 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Child(None), start))
             }
             "position" => {
-                let n = self.expr(bp::COLON + 1)?;
+                // CQL 6.2: `position positionid+1` takes a whole arithmetic
+                // expression; a `:` after it applies to the position
+                // (`position 0+1:btm` is `(position 1):btm`).
+                let saved = self.colon_stop.replace(self.depth + 1);
+                let n = self.expr(bp::ASSIGN_RHS);
+                self.colon_stop = saved;
+                let n = n?;
                 let span = start.join(n.span);
                 Ok(Expr::new(ExprKind::PositionNumbered(Box::new(n)), span))
             }
@@ -2695,7 +2752,7 @@ fn is_logical_ast(e: &Expr) -> bool {
                 )
                 | Node::Result(_)
                 | Node::Bool(_)
-                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)
+                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline | ir::TreeLeaf::Try)
         ),
         ExprKind::Prefix(Prefix::Not, _) => true,
         ExprKind::Infix(_, rest) => {
@@ -2773,6 +2830,8 @@ fn tok_text(t: &Tok) -> String {
         Tok::GroupIndex(n) => format!("\\-{n}"),
         Tok::LBracket => "[".into(),
         Tok::RBracket => "]".into(),
+        Tok::SlashComment => "///".into(),
+        Tok::EndLine => "the end of the line".into(),
         Tok::Eof => "end".into(),
     }
 }

@@ -956,6 +956,7 @@ impl Printer<'_> {
                     TreeRel::BeforeEq => self.infix(a, "[<=]", b, bp::CMP, true),
                     TreeRel::After => self.infix(a, "[>]", b, bp::CMP, true),
                     TreeRel::AfterEq => self.infix(a, "[>=]", b, bp::CMP, true),
+                    TreeRel::Intersect => self.infix(a, "&", b, bp::INTER, true),
                 }
             }
             Node::Find(f) => {
