@@ -953,6 +953,13 @@ pub enum Builtin {
     /// `while (C) F` (logical, always matches; arguments C then F):
     /// evaluates F as long as C matches (whether F matches or not).
     While,
+    /// `dir N [M] X` with a distance that is a numeric variable or negative
+    /// (set; arguments N, M, X, each distance a number or a variable):
+    /// the squares k steps from a square of X in a direction of the set,
+    /// for each k in N..=M; a negative k goes the opposite way, 0 is the
+    /// square itself. A distance beyond -7..=7, or N > M, stops the run
+    /// (CQL 6.2 oracle: "Invalid range").
+    Direction(DirSet),
 }
 
 impl Builtin {
@@ -971,6 +978,7 @@ impl Builtin {
             Builtin::CharAt | Builtin::Substring { .. } => "[]",
             Builtin::Fen => "fen",
             Builtin::EventDate => "eventdate",
+            Builtin::Direction(d) => d.keyword().unwrap_or("direction"),
             Builtin::TypeName => "typename",
             Builtin::ReadFile => "readfile",
             Builtin::Assert => "assert",

@@ -655,6 +655,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             to: set(&m.to, self)?,
             capture: set(&m.capture, self)?,
             promote: match &m.promote {
+                // CQL 6.2: a string's letters name the piece types (case
+                // ignored); no types when it has no value.
+                Some(e) if e.kind == Kind::String => Some(
+                    self.text(e, base)?
+                        .unwrap_or_default()
+                        .chars()
+                        .filter_map(|c| shakmaty::Role::from_char(c.to_ascii_lowercase()))
+                        .collect(),
+                ),
                 Some(e) => Some(promotion_roles(e)?),
                 None => None,
             },
@@ -725,8 +734,22 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             return Err(Self::dispatch_error(e, "a loop without a body"));
         };
         let mut n: u64 = 0;
+        // `while (S ~~ R)`: each test searches on from the end of the
+        // previous match (CQL 6.2 oracle: `while ("RBNQ" ~~ ".")` runs its
+        // body for R, B, N and Q).
+        let mut from = 0;
         loop {
             let go = match cond {
+                Some(Expr {
+                    node: Node::Builtin(crate::ir::Builtin::RegexMatch, sp),
+                    ..
+                }) if sp.len() == 2 => match self.regex_match_from(&sp[0], &sp[1], at, from)? {
+                    Some((_, next)) => {
+                        from = next;
+                        true
+                    }
+                    None => false,
+                },
                 Some(c) => self.matches(c, at)?,
                 None => true,
             };

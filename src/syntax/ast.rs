@@ -91,6 +91,18 @@ pub(crate) struct MoveParams {
     pub(crate) special: Option<SpecialMove>,
     pub(crate) source: MoveSource,
     pub(crate) value: MoveValue,
+    /// `comment (...)` as a parameter (CQL 6.2): the comment filter,
+    /// evaluated at the position each matching move leads to.
+    pub(crate) comment: Option<Box<Expr>>,
+}
+
+/// A distance of a direction filter as written: a number (negative in
+/// CQL 6.2: the opposite direction) or a numeric variable
+/// (`up DeltaRank K`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum DirCount {
+    Lit(i64),
+    Var(String),
 }
 
 /// What the parentheses right after a dash filter hold.
@@ -133,7 +145,7 @@ pub(crate) enum ExprKind {
     /// `dir [min [max]] X`.
     Direction {
         dirs: DirSet,
-        range: Vec<(i64, Span)>,
+        range: Vec<(DirCount, Span)>,
         arg: Box<Expr>,
     },
     Ray {
@@ -363,7 +375,13 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         }
         ExprKind::Direction { dirs, range, arg } => {
             kids.push(arg);
-            let r: Vec<String> = range.iter().map(|(n, _)| n.to_string()).collect();
+            let r: Vec<String> = range
+                .iter()
+                .map(|(n, _)| match n {
+                    DirCount::Lit(n) => n.to_string(),
+                    DirCount::Var(v) => v.clone(),
+                })
+                .collect();
             format!(
                 "Direction {} {}",
                 dirs.keyword().unwrap_or("?"),
@@ -388,7 +406,7 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         }
         ExprKind::Move(m) => {
             kids.extend(
-                [&m.from, &m.to, &m.capture, &m.promote]
+                [&m.from, &m.to, &m.capture, &m.promote, &m.comment]
                     .into_iter()
                     .flatten()
                     .map(|b| &**b),

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
-use crate::syntax::ast::{self, DashTarget, ExprKind, Infix, ListFilter, Prefix};
+use crate::syntax::ast::{self, DashTarget, DirCount, ExprKind, Infix, ListFilter, Prefix};
 use crate::syntax::diag::{Diagnostics, suggest};
 use crate::syntax::parser::keywords;
 
@@ -667,6 +667,24 @@ impl<'a> Lowerer<'a, '_> {
         }
     }
 
+    /// A dash's promotion piece types: a piece designator, or (CQL 6.2) a
+    /// string whose letters name them (`T = "N"  ♟――=T`; `move promote`
+    /// takes no string in CQL 6.2).
+    fn opt_promote(
+        &mut self,
+        e: &'a Option<Box<ast::Expr>>,
+        what: &str,
+    ) -> Result<Option<Box<Expr>>, Failed> {
+        let Some(x) = e else {
+            return Ok(None);
+        };
+        let x = self.lower(x)?;
+        if x.kind == Kind::String {
+            return Ok(Some(Box::new(x)));
+        }
+        Ok(Some(Box::new(self.want_set(x, what)?)))
+    }
+
     fn lower_inner(&mut self, e: &'a ast::Expr) -> LResult {
         let span = e.span;
         match &e.kind {
@@ -691,7 +709,21 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::Prefix(op, arg) => self.prefix(*op, arg, span),
             ExprKind::Infix(first, rest) => self.infix_chain(first, rest, span),
             ExprKind::Compare(first, rest) => self.compare(first, rest, span),
+            ExprKind::Direction { dirs, range, arg }
+                if range
+                    .iter()
+                    .any(|(c, _)| matches!(c, DirCount::Var(_) | DirCount::Lit(..0))) =>
+            {
+                self.direction_by(*dirs, range, arg, span)
+            }
             ExprKind::Direction { dirs, range, arg } => {
+                let range: Vec<(i64, Span)> = range
+                    .iter()
+                    .map(|(c, s)| match c {
+                        DirCount::Lit(n) => (*n, *s),
+                        DirCount::Var(_) => (0, *s),
+                    })
+                    .collect();
                 let (min, max) = match range.as_slice() {
                     [] => (1, 7),
                     [(n, s)] => {
@@ -778,7 +810,7 @@ impl<'a> Lowerer<'a, '_> {
                 )
             }
             ExprKind::Move(m) => {
-                let mf = ir::MoveFilter {
+                let mut mf = ir::MoveFilter {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
                     capture: self.opt_set(&m.capture, "`move capture`")?,
@@ -792,7 +824,28 @@ impl<'a> Lowerer<'a, '_> {
                     ir::MoveValue::Count => Kind::Numeric,
                     ir::MoveValue::Destinations => Kind::Set,
                 };
-                self.mk(Node::Move(mf), kind, span)
+                let Some(comment) = &m.comment else {
+                    return self.mk(Node::Move(mf), kind, span);
+                };
+                // `comment (...)` as a parameter: at the position each
+                // matching move leads to (CQL 6.2 oracle): the move's
+                // target for the game's moves, the current position for
+                // `previous`.
+                let c = self.sub(comment)?;
+                match m.source {
+                    ir::MoveSource::Played => {
+                        mf.target = Some(Box::new(c));
+                        self.mk(Node::Move(mf), kind, span)
+                    }
+                    ir::MoveSource::Previous => {
+                        let mv = self.mk(Node::Move(mf), kind, span)?;
+                        self.mk(Node::Block(vec![mv, c]), Kind::Logical, span)
+                    }
+                    _ => Err(self.err(
+                        comment.span,
+                        "not supported yet: `comment` as a parameter of `move legal`, `pseudolegal`, `primary` or `secondary`",
+                    )),
+                }
             }
             ExprKind::Dash {
                 from,
@@ -805,7 +858,7 @@ impl<'a> Lowerer<'a, '_> {
             } => {
                 let from = self.opt_set(from, "the left side of a move dash")?;
                 let target = self.opt_set(to, "the right side of a move dash")?;
-                let promote = self.opt_set(promote, "a promotion `=`")?;
+                let promote = self.opt_promote(promote, "a promotion `=`")?;
                 let (to, capture) = if *capture {
                     let any = match target {
                         Some(t) => t,
@@ -1388,6 +1441,56 @@ impl<'a> Lowerer<'a, '_> {
             }
         }
         if failed { Err(Failed) } else { Ok(out) }
+    }
+
+    /// `dir N [M] X` with a negative or variable distance (CQL 6.2:
+    /// `up DeltaRank right DeltaFile K`): [`ir::Builtin::Direction`].
+    fn direction_by(
+        &mut self,
+        dirs: ir::DirSet,
+        range: &'a [(DirCount, Span)],
+        arg: &'a ast::Expr,
+        span: Span,
+    ) -> LResult {
+        let mut counts = Vec::new();
+        for (c, s) in range {
+            let e = match c {
+                DirCount::Lit(n) if (-7..=7).contains(n) => {
+                    self.mk(Node::Number(*n), Kind::Numeric, *s)?
+                }
+                DirCount::Lit(n) => {
+                    return Err(self.err(
+                        *s,
+                        format!("distance {n} is off the board: a direction distance is -7 to 7"),
+                    ));
+                }
+                DirCount::Var(v) => {
+                    let x = self.ident(v, *s)?;
+                    self.want_num(x, "a direction's distance")?
+                }
+            };
+            counts.push(e);
+        }
+        let (min, max) = match counts.len() {
+            1 => (counts[0].clone(), counts.remove(0)),
+            2 => {
+                let max = counts.remove(1);
+                (counts.remove(0), max)
+            }
+            _ => {
+                return Err(self.err(
+                    span,
+                    "a direction filter takes at most two distances (`up 1 3 K`)",
+                ));
+            }
+        };
+        let name = dirs.keyword().unwrap_or("direction");
+        let arg = self.set_arg(arg, &format!("`{name}`"))?;
+        self.mk(
+            Node::Builtin(ir::Builtin::Direction(dirs), vec![min, max, arg]),
+            Kind::Set,
+            span,
+        )
     }
 
     fn distance(&mut self, n: i64, span: Span) -> Result<u8, Failed> {

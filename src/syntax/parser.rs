@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
 use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilter};
 use crate::syntax::ast::{
-    DashTarget, Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams,
-    Name, Prefix,
+    DashTarget, DirCount, Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter,
+    MoveParams, Name, Prefix,
 };
 use crate::syntax::diag::{Diagnostics, line_col, suggest};
 use crate::syntax::lexer::{Lexer, Tok, Token};
@@ -366,6 +366,8 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         open_brackets: 0,
         header_filters: Vec::new(),
         colon_stop: None,
+        set_stop: None,
+        numeric_vars: HashSet::new(),
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -400,8 +402,16 @@ struct Parser<'s, 'd> {
     /// The nesting depth of an index bound being parsed (`s[i:j]`): there
     /// a `:` ends the bound instead of being the position operator.
     colon_stop: Option<usize>,
+    /// The nesting depth of a `position N` argument being parsed: there
+    /// (outside brackets) a set operator ends N (CQL 6.2: `position 0 & x`
+    /// is `(position 0) & x`).
+    set_stop: Option<usize>,
     /// Filters the header adds before the body (its `result R`).
     header_filters: Vec<Expr>,
+    /// Variables whose last assignment so far is surely numeric (see
+    /// [`surely_numeric`]): after a direction keyword such a name is a
+    /// distance (`up DeltaRank K`, CQL 6.2), any other name a set.
+    numeric_vars: HashSet<String>,
 }
 
 impl Parser<'_, '_> {
@@ -901,6 +911,9 @@ impl Parser<'_, '_> {
             if lbp < min_bp {
                 break;
             }
+            if lbp > bp::MUL && self.set_stop.is_some_and(|d| self.depth >= d) {
+                break;
+            }
             match op {
                 None => {
                     let mut rest = Vec::new();
@@ -1143,9 +1156,9 @@ impl Parser<'_, '_> {
     }
 
     fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
-        let saved = self.colon_stop.take();
+        let saved = (self.colon_stop.take(), self.set_stop.take());
         let r = self.arg_list_inner(what);
-        self.colon_stop = saved;
+        (self.colon_stop, self.set_stop) = saved;
         r
     }
 
@@ -1201,9 +1214,9 @@ impl Parser<'_, '_> {
     }
 
     fn block(&mut self, open: Span) -> PResult<Expr> {
-        let saved = self.colon_stop.take();
+        let saved = (self.colon_stop.take(), self.set_stop.take());
         let r = self.block_inner(open);
-        self.colon_stop = saved;
+        (self.colon_stop, self.set_stop) = saved;
         r
     }
 
@@ -1250,9 +1263,9 @@ impl Parser<'_, '_> {
                         "empty parentheses `()`: a filter is expected inside",
                     ));
                 }
-                let saved = self.colon_stop.take();
+                let saved = (self.colon_stop.take(), self.set_stop.take());
                 let inner = self.expr(bp::LOWEST);
-                self.colon_stop = saved;
+                (self.colon_stop, self.set_stop) = saved;
                 let inner = inner?;
                 if self.peek().tok != Tok::RParen {
                     let got = self.peek().clone();
@@ -1365,9 +1378,28 @@ impl Parser<'_, '_> {
         }
         if let Some(dirs) = direction_keyword(&w) {
             let mut range = Vec::new();
-            while let Tok::Num(n) = self.peek_tok() {
-                let s = self.bump().span;
-                range.push((n as i64, s));
+            loop {
+                match self.peek_tok() {
+                    Tok::Num(n) => {
+                        let s = self.bump().span;
+                        range.push((DirCount::Lit(n as i64), s));
+                    }
+                    // `up -1 a3` (CQL 6.2: one square down).
+                    Tok::Minus => {
+                        let mut probe = self.lexer.clone();
+                        let Tok::Num(n) = probe.next(&mut Diagnostics::default()).tok else {
+                            break;
+                        };
+                        let s = self.bump().span;
+                        let e = self.bump().span;
+                        range.push((DirCount::Lit(-(n as i64)), s.join(e)));
+                    }
+                    Tok::Ident(v) if self.numeric_vars.contains(&v) => {
+                        let s = self.bump().span;
+                        range.push((DirCount::Var(v), s));
+                    }
+                    _ => break,
+                }
             }
             if matches!(self.peek_tok(), Tok::Eof | Tok::RParen | Tok::RBrace) {
                 let sp = self.peek().span;
@@ -1770,8 +1802,10 @@ impl Parser<'_, '_> {
                 // expression; a `:` after it applies to the position
                 // (`position 0+1:btm` is `(position 1):btm`).
                 let saved = self.colon_stop.replace(self.depth + 1);
+                let saved_set = self.set_stop.replace(self.depth + 1);
                 let n = self.expr(bp::ASSIGN_RHS);
                 self.colon_stop = saved;
+                self.set_stop = saved_set;
                 let n = n?;
                 let span = start.join(n.span);
                 Ok(Expr::new(ExprKind::PositionNumbered(Box::new(n)), span))
@@ -1954,6 +1988,11 @@ impl Parser<'_, '_> {
                 if self.peek().tok == Tok::Assign {
                     self.bump();
                     let value = self.expr(bp::ASSIGN_RHS)?;
+                    if surely_numeric(&value) {
+                        self.numeric_vars.insert(name.name.clone());
+                    } else {
+                        self.numeric_vars.remove(&name.name);
+                    }
                     let span = start.join(value.span);
                     return Ok(Expr::new(
                         ExprKind::Assign {
@@ -2639,6 +2678,24 @@ impl Parser<'_, '_> {
                 m.source = source;
                 continue;
             }
+            // CQL 6.2: `move from r comment ("x")` comments the position
+            // each matching move leads to.
+            if w == "comment" {
+                let next = self.lexer.clone().next(&mut Diagnostics::default());
+                if next.tok != Tok::LParen {
+                    break;
+                }
+                if m.comment.is_some() {
+                    return Err(self.error(t.span, "`comment` is given twice in this `move`"));
+                }
+                self.bump();
+                let (args, span) = self.arg_list("comment")?;
+                m.comment = Some(Box::new(Expr::new(
+                    ExprKind::List(ListFilter::Comment, args),
+                    t.span.join(span),
+                )));
+                continue;
+            }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
@@ -2687,6 +2744,27 @@ impl Parser<'_, '_> {
             ));
         }
         Ok(Expr::new(ExprKind::Move(m), span))
+    }
+}
+
+/// Whether a parsed filter is surely numeric by its form: a number,
+/// a negation, `#`, `rank`/`file`, or arithmetic other than a `+` of
+/// operands not known to be numbers (which may join strings), also after
+/// `P:` and in parentheses.
+fn surely_numeric(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Number(_) => true,
+        ExprKind::Prefix(Prefix::Neg | Prefix::Count | Prefix::Rank | Prefix::File, _) => true,
+        ExprKind::Paren(x) | ExprKind::Colon(_, x) => surely_numeric(x),
+        ExprKind::Infix(first, rest) => {
+            rest.iter().all(|(op, _)| matches!(op, Infix::Arith(_)))
+                && (rest
+                    .iter()
+                    .any(|(op, _)| !matches!(op, Infix::Arith(ArithOp::Add)))
+                    || surely_numeric(first)
+                    || rest.iter().any(|(_, x)| surely_numeric(x)))
+        }
+        _ => false,
     }
 }
 

@@ -515,6 +515,13 @@ impl Printer<'_> {
             }
             (Builtin::Fen, _) => atom("fen"),
             (Builtin::EventDate, _) => atom("eventdate"),
+            (Builtin::Direction(d), [min, max, arg]) => {
+                let mut head = format!("{} {}", dirs_text(d), self.doc(min).text);
+                if max != min {
+                    head = format!("{head} {}", self.doc(max).text);
+                }
+                self.prefix(&format!("{head} "), arg, bp::PREFIX)
+            }
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
@@ -681,8 +688,12 @@ impl Printer<'_> {
                 "makesquare ({})",
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
+            // A promotion to the types a string names is a dash's only.
             Node::Move(m)
                 if m.target.is_some()
+                    || m.promote
+                        .as_ref()
+                        .is_some_and(|p| p.kind == crate::ir::Kind::String)
                     || (m.value == MoveValue::Count
                         && matches!(m.source, MoveSource::Played | MoveSource::Previous)) =>
             {
@@ -936,6 +947,9 @@ impl Printer<'_> {
             Node::TreeLeaf(l) => atom(l.keyword()),
             Node::Child(None) => atom("child"),
             Node::Child(Some(n)) => atom(format!("child({})", self.doc(n).text)),
+            // N in parentheses unless an atom: `position N` takes arithmetic
+            // into N (CQL 6.2: `position positionid+1`), which only a number
+            // could follow.
             Node::PositionNumbered(n) => atom(format!(
                 "position {}",
                 self.at(n, bp::COLON + 1, Some(bp::COLON))
