@@ -360,9 +360,12 @@ impl Evaluator<'_, '_> {
             (Builtin::IsUnbound(v), _) => (!self.var_bound(v.0)?).then_some(Value::Matched),
             (Builtin::Unbind(v), _) => {
                 *self.var_slot(v.0)? = None;
+                // `unbind D` of a dictionary empties it.
+                self.st.dicts.remove(&v.0);
                 Some(Value::Matched)
             }
             (Builtin::Dictionary { .. }, [access]) => self.eval(access, at)?,
+            (Builtin::Dictionary { .. }, []) => Some(Value::Matched),
             (Builtin::DictGet(d), [key]) => match self.dict_key(key, at)? {
                 Some(k) => self.st.dicts.get(&d.0).and_then(|m| m.get(&k)).cloned(),
                 None => None,

@@ -59,6 +59,10 @@ struct Dict {
     var: Option<VarId>,
     key: Option<Kind>,
     local: bool,
+    /// `var` was made before any store (`dictionary D` alone, a read or
+    /// `unbind D` first): the first store sets its kind; reads lowered
+    /// before it are logical (whether the key has an entry).
+    provisional: bool,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -241,6 +245,16 @@ impl<'a> Lowerer<'a, '_> {
     fn dictionary(&mut self, local: bool, access: &'a ast::Expr, span: Span) -> LResult {
         let index = match &access.kind {
             ExprKind::IndexAssign { index, .. } => index,
+            // `dictionary D` alone: a declaration (CQL 6.2).
+            ExprKind::Ident(name) => {
+                self.declare_dict(name, local, access.span, span)?;
+                let dict = self.dict_var(name);
+                return self.mk(
+                    Node::Builtin(ir::Builtin::Dictionary { dict, local }, Vec::new()),
+                    Kind::Logical,
+                    span,
+                );
+            }
             _ => access,
         };
         let ExprKind::Index {
@@ -255,6 +269,47 @@ impl<'a> Lowerer<'a, '_> {
         let ExprKind::Ident(name) = &target.kind else {
             return Err(self.err(target.span, "expected a dictionary name"));
         };
+        self.declare_dict(name, local, target.span, span)?;
+        let inner = self.sub(access)?;
+        let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
+            return Err(self.err(access.span, format!("dictionary `{name}` has no entry type yet: its first use stores one (`dictionary {name}[k] = v`)")));
+        };
+        let kind = inner.kind;
+        self.mk(
+            Node::Builtin(ir::Builtin::Dictionary { dict, local }, vec![inner]),
+            kind,
+            span,
+        )
+    }
+
+    /// The variable of the declared dictionary `name`, made now if no
+    /// entry was stored yet: its kind is then settled by the first store
+    /// ([`Dict::provisional`]).
+    fn dict_var(&mut self, name: &str) -> VarId {
+        if let Some(v) = self.dicts.get(name).and_then(|d| d.var) {
+            return v;
+        }
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(Var {
+            name: name.to_owned(),
+            kind: Kind::Logical,
+        });
+        if let Some(d) = self.dicts.get_mut(name) {
+            d.var = Some(id);
+            d.provisional = true;
+        }
+        id
+    }
+
+    /// Declares dictionary `name` (`local` as written), or checks it
+    /// against its earlier declaration.
+    fn declare_dict(
+        &mut self,
+        name: &str,
+        local: bool,
+        at: Span,
+        span: Span,
+    ) -> Result<(), Failed> {
         match self.dicts.get(name) {
             Some(d) if d.local != local => {
                 return Err(self.err(
@@ -269,30 +324,22 @@ impl<'a> Lowerer<'a, '_> {
             None => {
                 if self.var_ids.contains_key(name) || self.functions.contains_key(name) {
                     return Err(self.err(
-                        target.span,
+                        at,
                         format!("`{name}` is already a variable or function, so it cannot name a dictionary"),
                     ));
                 }
                 self.dicts.insert(
-                    name.clone(),
+                    name.to_owned(),
                     Dict {
                         var: None,
                         key: None,
                         local,
+                        provisional: false,
                     },
                 );
             }
         }
-        let inner = self.sub(access)?;
-        let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
-            return Err(self.err(access.span, format!("dictionary `{name}` has no entry type yet: its first use stores one (`dictionary {name}[k] = v`)")));
-        };
-        let kind = inner.kind;
-        self.mk(
-            Node::Builtin(ir::Builtin::Dictionary { dict, local }, vec![inner]),
-            kind,
-            span,
-        )
+        Ok(())
     }
 
     /// The dictionary and the lowered key of `D[k]` (the key's kind must be
@@ -338,15 +385,7 @@ impl<'a> Lowerer<'a, '_> {
             }
             _ => d.key = Some(k.kind),
         }
-        match d.var {
-            Some(v) => Ok((v, k)),
-            None => Err(self.err(
-                index.span,
-                format!(
-                    "dictionary `{name}` has no entry type yet: store one first (`{name}[k] = v`)"
-                ),
-            )),
-        }
+        Ok((self.dict_var(&name), k))
     }
 
     /// `D[k] = v`: the first store fixes the kind of D's values.
@@ -370,6 +409,15 @@ impl<'a> Lowerer<'a, '_> {
                     kind_phrase(v.kind)
                 ),
             ));
+        }
+        if let Some(d) = self.dicts.get(&name).copied()
+            && d.provisional
+            && let Some(var) = d.var
+        {
+            self.vars[var.0 as usize].kind = v.kind;
+            if let Some(d) = self.dicts.get_mut(&name) {
+                d.provisional = false;
+            }
         }
         if let Some(d) = self.dicts.get(&name).copied()
             && d.var.is_none()
@@ -1112,6 +1160,17 @@ impl<'a> Lowerer<'a, '_> {
             }
             ExprKind::Fen(text) => self.fen(text, span),
             ExprKind::Builtin(f, args) => self.builtin(*f, args, span),
+            ExprKind::VarBuiltin(ir::Builtin::Unbind(_), name)
+                if self.dicts.contains_key(&name.name) =>
+            {
+                // `unbind D`: empties the whole dictionary (CQL 6.2).
+                let dict = self.dict_var(&name.name);
+                self.mk(
+                    Node::Builtin(ir::Builtin::Unbind(dict), Vec::new()),
+                    Kind::Logical,
+                    span,
+                )
+            }
             ExprKind::VarBuiltin(f, name) => {
                 let Some(&id) = self.var_ids.get(&name.name) else {
                     return Err(self.err(

@@ -1545,10 +1545,15 @@ impl Parser<'_, '_> {
                 }
                 let name = self.name("a dictionary name")?;
                 if self.peek_tok() != Tok::LBracket {
-                    let sp = self.peek().span;
-                    return Err(self.error(
-                        sp,
-                        format!("expected `[` after `dictionary {}` (e.g. `dictionary {}[\"key\"] = 1`)", name.name, name.name),
+                    // `dictionary D` alone declares D (CQL 6.2).
+                    let span = start.join(name.span);
+                    let access = Expr::new(ExprKind::Ident(name.name), name.span);
+                    return Ok(Expr::new(
+                        ExprKind::Dictionary {
+                            local,
+                            access: Box::new(access),
+                        },
+                        span,
                     ));
                 }
                 let target = Expr::new(ExprKind::Ident(name.name), name.span);
@@ -1830,7 +1835,8 @@ impl Parser<'_, '_> {
                 let (mut backward, mut all, mut quiet) = (false, false, false);
                 let mut range = Vec::new();
                 loop {
-                    if self.eat_ident("all").is_some() {
+                    // CQL 6.2 also reads `find count F` as `find all F`.
+                    if self.eat_ident("all").is_some() || self.eat_ident("count").is_some() {
                         all = true;
                     } else if self.eat_ident("quiet").is_some() {
                         quiet = true;

@@ -525,6 +525,11 @@ impl Printer<'_> {
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::Dictionary { dict, local }, []) => atom(format!(
+                "{}dictionary {}",
+                if local { "local " } else { "" },
+                self.var(dict)
+            )),
             (Builtin::Dictionary { local, .. }, [access]) => {
                 let d = self.doc(access);
                 let head = if local {
