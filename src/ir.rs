@@ -960,6 +960,9 @@ pub enum Builtin {
     /// square itself. A distance beyond -7..=7, or N > M, stops the run
     /// (CQL 6.2 oracle: "Invalid range").
     Direction(DirSet),
+    /// `cql_abort` (logical, CQL 6.2): evaluating it stops the run with an
+    /// error naming its place; never evaluated, it does nothing.
+    Abort,
 }
 
 impl Builtin {
@@ -979,6 +982,7 @@ impl Builtin {
             Builtin::Fen => "fen",
             Builtin::EventDate => "eventdate",
             Builtin::Direction(d) => d.keyword().unwrap_or("direction"),
+            Builtin::Abort => "cql_abort",
             Builtin::TypeName => "typename",
             Builtin::ReadFile => "readfile",
             Builtin::Assert => "assert",

@@ -405,6 +405,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Builtin(crate::ir::Builtin::While, args) => {
                 self.repeat(e, args.first(), args.get(1..).unwrap_or_default(), at)
             }
+            Builtin(crate::ir::Builtin::Abort, _) => Err(InterpError::Aborted { span: span_of(e) }),
             Builtin(f, args) => self.builtin(*f, args, at),
             At { .. }
             | TreeLeaf(_)

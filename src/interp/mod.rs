@@ -266,6 +266,12 @@ pub enum InterpError {
         /// The greatest distance.
         max: i64,
     },
+    /// `cql_abort` was evaluated (CQL 6.2 stops the run there).
+    #[error("the run stopped at cql_abort, the filter at {span:?}")]
+    Aborted {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+    },
     /// `assert F` where F did not match.
     #[error(
         "assert failed: the filter at {span:?} does not match at positionid {position_id} of game {game}"

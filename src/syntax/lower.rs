@@ -2326,6 +2326,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::PathStatus(ir::PathStatus::Count | ir::PathStatus::CountUnfocused) => Kind::Numeric,
         Node::PathStatus(_) => Kind::Position,
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
+        Node::Builtin(ir::Builtin::Abort, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }

@@ -515,6 +515,7 @@ impl Printer<'_> {
             }
             (Builtin::Fen, _) => atom("fen"),
             (Builtin::EventDate, _) => atom("eventdate"),
+            (Builtin::Abort, _) => atom("cql_abort"),
             (Builtin::Direction(d), [min, max, arg]) => {
                 let mut head = format!("{} {}", dirs_text(d), self.doc(min).text);
                 if max != min {
