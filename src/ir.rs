@@ -786,6 +786,13 @@ pub enum MoveValue {
     /// `count`: the number of matching moves (numeric kind); only with
     /// [`MoveSource::Legal`] or [`MoveSource::PseudoLegal`].
     Count,
+    /// The set of the matching moves' origin squares (set kind): a `move`
+    /// of the game's moves whose first square parameter written is `from`
+    /// (CQL 6.2: `move from [QRB] to _` is the moving pieces' squares).
+    Origins,
+    /// The set of the matching moves' captured squares (set kind): such a
+    /// `move` whose first square parameter written is `capture`.
+    Captures,
 }
 
 /// The parameters of a `move` filter. Set-valued fields are filters of kind

@@ -570,7 +570,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 continue;
             }
             count += 1;
-            dest.add(mv.to);
+            dest.add(value_square(m, mv));
         }
         Ok(Some(move_value(m, count, dest)))
     }
@@ -639,7 +639,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 continue;
             }
             count += 1;
-            dest.add(mv.to);
+            dest.add(value_square(m, &mv));
         }
         Ok(Some(move_value(m, count, dest)))
     }
@@ -1217,6 +1217,16 @@ impl MoveParams {
 
 /// A `move` filter's value from its matching moves: their number with
 /// `count`, else the set of their destinations.
+/// The square a matching move adds to a `move` filter's set value: its
+/// origin, its captured square, or (the default) its destination.
+fn value_square(m: &MoveFilter, mv: &MoveFacts) -> Square {
+    match m.value {
+        MoveValue::Origins => mv.from,
+        MoveValue::Captures => mv.capture_square.unwrap_or(mv.to),
+        MoveValue::Destinations | MoveValue::Count => mv.to,
+    }
+}
+
 fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Value {
     if m.value == MoveValue::Count {
         Value::Number(count)

@@ -80,7 +80,7 @@ fn mv() -> MoveFilter {
 fn move_filter(m: MoveFilter) -> Expr {
     let kind = match m.value {
         MoveValue::Count => Kind::Numeric,
-        MoveValue::Destinations => Kind::Set,
+        MoveValue::Destinations | MoveValue::Origins | MoveValue::Captures => Kind::Set,
     };
     x(Node::Move(m), kind)
 }

@@ -94,6 +94,9 @@ pub(crate) struct MoveParams {
     /// `comment (...)` as a parameter (CQL 6.2): the comment filter,
     /// evaluated at the position each matching move leads to.
     pub(crate) comment: Option<Box<Expr>>,
+    /// The first of `from`, `to`, `capture` written (CQL 6.2: the value
+    /// of a `move` of the game's moves is that parameter's squares).
+    pub(crate) first: Option<&'static str>,
 }
 
 /// A distance of a direction filter as written: a number (negative in

@@ -858,6 +858,18 @@ impl<'a> Lowerer<'a, '_> {
                 )
             }
             ExprKind::Move(m) => {
+                // (With a `comment` parameter the move is written as a dash
+                // with a target, which keeps the destinations.)
+                let first = if m.comment.is_some() { None } else { m.first };
+                let value = match (m.source, m.value, first) {
+                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("from")) => {
+                        ir::MoveValue::Origins
+                    }
+                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("capture")) => {
+                        ir::MoveValue::Captures
+                    }
+                    (_, v, _) => v,
+                };
                 let mut mf = ir::MoveFilter {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
@@ -866,11 +878,13 @@ impl<'a> Lowerer<'a, '_> {
                     promote: self.opt_set(&m.promote, "`move promote`")?,
                     special: m.special,
                     source: m.source,
-                    value: m.value,
+                    value,
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
-                    ir::MoveValue::Destinations => Kind::Set,
+                    ir::MoveValue::Destinations
+                    | ir::MoveValue::Origins
+                    | ir::MoveValue::Captures => Kind::Set,
                 };
                 let Some(comment) = &m.comment else {
                     return self.mk(Node::Move(mf), kind, span);
@@ -940,7 +954,9 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 let kind = match value {
                     ir::MoveValue::Count => Kind::Numeric,
-                    ir::MoveValue::Destinations => Kind::Set,
+                    ir::MoveValue::Destinations
+                    | ir::MoveValue::Origins
+                    | ir::MoveValue::Captures => Kind::Set,
                 };
                 self.mk(Node::Move(mf), kind, span)
             }

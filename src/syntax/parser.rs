@@ -2719,6 +2719,14 @@ impl Parser<'_, '_> {
             if slot.is_some() {
                 return Err(self.error(t.span, format!("`{w}` is given twice in this `move`")));
             }
+            if m.first.is_none() {
+                m.first = match w.as_str() {
+                    "from" => Some("from"),
+                    "to" => Some("to"),
+                    "capture" => Some("capture"),
+                    _ => None,
+                };
+            }
             self.bump();
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
         }

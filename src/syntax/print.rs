@@ -705,14 +705,36 @@ impl Printer<'_> {
             {
                 self.dash_doc(m)
             }
+            // A move of the game's moves is valued by its first square
+            // parameter written (CQL 6.2): destinations with `to` first,
+            // else as a dash (`K--`, `Kxa1`).
+            Node::Move(m)
+                if m.source == MoveSource::Played
+                    && m.value == MoveValue::Destinations
+                    && m.to.is_none()
+                    && (m.from.is_some() || m.capture.is_some()) =>
+            {
+                // In parentheses: a `(` after a bare dash would be its target.
+                atom(format!("({})", self.dash_doc(m).text))
+            }
             Node::Move(m) => {
                 let mut t = String::from("move");
-                for (kw, x) in [
-                    ("from", &m.from),
-                    ("to", &m.to),
-                    ("capture", &m.capture),
-                    ("promote", &m.promote),
-                ] {
+                let order = match m.value {
+                    MoveValue::Origins => ["from", "to", "capture"],
+                    MoveValue::Captures => ["capture", "from", "to"],
+                    _ if m.source == MoveSource::Played => ["to", "from", "capture"],
+                    _ => ["from", "to", "capture"],
+                };
+                let param = |kw: &str| match kw {
+                    "from" => &m.from,
+                    "to" => &m.to,
+                    _ => &m.capture,
+                };
+                for (kw, x) in order
+                    .into_iter()
+                    .map(|kw| (kw, param(kw)))
+                    .chain([("promote", &m.promote)])
+                {
                     if let Some(x) = x {
                         t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
