@@ -1059,6 +1059,22 @@ impl Gen<'_> {
         }
         let s = |g: &mut Gen<'_>| Box::new(g.expr(d, Kind::Set));
         let Some(choice) = self.below_or_sequence(13) else {
+            // Interpreter-only set filters: CQL 6.2's positional
+            // intersection, a direction with a negative distance.
+            if self.chance(20) {
+                let (a, b) = self.two_positions(d);
+                return e(Node::TreeRel(TreeRel::Intersect, a, b), Kind::Set);
+            }
+            if self.chance(20) {
+                let lo = -1 - self.below(7) as i64;
+                let hi = lo + self.below((8 - lo) as u64) as i64;
+                let num = |n: i64| e(Node::Number(n), Kind::Numeric);
+                let arg = self.expr(d, Kind::Set);
+                return e(
+                    Node::Builtin(Builtin::Direction(self.dirs()), vec![num(lo), num(hi), arg]),
+                    Kind::Set,
+                );
+            }
             return self.at(d, Kind::Set);
         };
         match choice {
@@ -1506,6 +1522,7 @@ impl Gen<'_> {
     /// `find`, position comparisons.
     fn logical_sequence(&mut self, depth: u32, leaf: bool) -> Expr {
         match self.below(if leaf { 4 } else { 8 }) {
+            0 if self.chance(50) => e(Node::TreeLeaf(TreeLeaf::Try), Kind::Logical),
             0 => e(Node::TreeLeaf(TreeLeaf::VirtualMainline), Kind::Logical),
             1 => {
                 let rel = if self.chance(50) {

@@ -114,6 +114,11 @@ pub enum TreeLeaf {
     VirtualMainline,
     /// `initialposition` (position): the game's first position.
     InitialPosition,
+    /// `try` (logical, CQL 6.2): some move on the way from the game's
+    /// start to the position (the position's own move included) is a
+    /// White move starting a variation; `not virtualmainline` (CQL 6.2
+    /// oracle).
+    Try,
 }
 
 impl TreeLeaf {
@@ -125,6 +130,7 @@ impl TreeLeaf {
             TreeLeaf::PositionId => "positionid",
             TreeLeaf::VirtualMainline => "virtualmainline",
             TreeLeaf::InitialPosition => "initialposition",
+            TreeLeaf::Try => "try",
         }
     }
     /// The kind of its value.
@@ -132,7 +138,7 @@ impl TreeLeaf {
         match self {
             TreeLeaf::Parent | TreeLeaf::InitialPosition => Kind::Position,
             TreeLeaf::Depth | TreeLeaf::PositionId => Kind::Numeric,
-            TreeLeaf::VirtualMainline => Kind::Logical,
+            TreeLeaf::VirtualMainline | TreeLeaf::Try => Kind::Logical,
         }
     }
 }
@@ -156,6 +162,10 @@ pub enum TreeRel {
     After,
     /// `x [>=] y` / `x ≽ y`.
     AfterEq,
+    /// `x & y` / `x ∩ y` of two positions (CQL 6.2's positional
+    /// intersection): the set of squares whose contents (empty, or the same
+    /// piece of the same colour) are the same in both.
+    Intersect,
 }
 
 /// `find`: a position where F matches, searched from the current position
@@ -790,6 +800,13 @@ pub enum MoveValue {
     /// `◭T=♕――(from)` is the queen about to move); no matching move: the
     /// empty set for a set, else no match. Set by lowering, never written.
     Target,
+    /// The set of the matching moves' origin squares (set kind): a `move`
+    /// of the game's moves whose first square parameter written is `from`
+    /// (CQL 6.2: `move from [QRB] to _` is the moving pieces' squares).
+    Origins,
+    /// The set of the matching moves' captured squares (set kind): such a
+    /// `move` whose first square parameter written is `capture`.
+    Captures,
 }
 
 /// The parameters of a `move` filter. Set-valued fields are filters of kind
@@ -971,6 +988,16 @@ pub enum Builtin {
     /// replaced in place, a new one is written after the others); no match
     /// when S does not match. [`Builtin::settable_tag`] says which names.
     SetTag,
+    /// `dir N [M] X` with a distance that is a numeric variable or negative
+    /// (set; arguments N, M, X, each distance a number or a variable):
+    /// the squares k steps from a square of X in a direction of the set,
+    /// for each k in N..=M; a negative k goes the opposite way, 0 is the
+    /// square itself. A distance beyond -7..=7, or N > M, stops the run
+    /// (CQL 6.2 oracle: "Invalid range").
+    Direction(DirSet),
+    /// `cql_abort` (logical, CQL 6.2): evaluating it stops the run with an
+    /// error naming its place; never evaluated, it does nothing.
+    Abort,
     /// `hhdb K...` (no arguments; kind per [`HhdbField::kind`]): the
     /// HHdbVI conventions of a game's tags and comments.
     Hhdb(HhdbField),
@@ -1135,6 +1162,8 @@ impl Builtin {
             Builtin::CharAt | Builtin::Substring { .. } => "[]",
             Builtin::Fen => "fen",
             Builtin::EventDate => "eventdate",
+            Builtin::Direction(d) => d.keyword().unwrap_or("direction"),
+            Builtin::Abort => "cql_abort",
             Builtin::TypeName => "typename",
             Builtin::ReadFile => "readfile",
             Builtin::Assert => "assert",

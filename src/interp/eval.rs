@@ -408,6 +408,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Builtin(crate::ir::Builtin::While, args) => {
                 self.repeat(e, args.first(), args.get(1..).unwrap_or_default(), at)
             }
+            Builtin(crate::ir::Builtin::Abort, _) => Err(InterpError::Aborted { span: span_of(e) }),
             Builtin(f, args) => self.builtin(*f, args, at),
             At { .. }
             | TreeLeaf(_)
@@ -592,7 +593,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 continue;
             }
             count += 1;
-            dest.add(mv.to);
+            dest.add(value_square(m, mv));
         }
         Ok(move_value(m, count, dest))
     }
@@ -669,7 +670,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 continue;
             }
             count += 1;
-            dest.add(mv.to);
+            dest.add(value_square(m, &mv));
         }
         Ok(move_value(m, count, dest))
     }
@@ -686,6 +687,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             to: set(&m.to, self)?,
             capture: set(&m.capture, self)?,
             promote: match &m.promote {
+                // CQL 6.2: a string's letters name the piece types (case
+                // ignored); no types when it has no value.
+                Some(e) if e.kind == Kind::String => Some(
+                    self.text(e, base)?
+                        .unwrap_or_default()
+                        .chars()
+                        .filter_map(|c| shakmaty::Role::from_char(c.to_ascii_lowercase()))
+                        .collect(),
+                ),
                 Some(e) => Some(promotion_roles(e)?),
                 None => None,
             },
@@ -756,8 +766,22 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             return Err(Self::dispatch_error(e, "a loop without a body"));
         };
         let mut n: u64 = 0;
+        // `while (S ~~ R)`: each test searches on from the end of the
+        // previous match (CQL 6.2 oracle: `while ("RBNQ" ~~ ".")` runs its
+        // body for R, B, N and Q).
+        let mut from = 0;
         loop {
             let go = match cond {
+                Some(Expr {
+                    node: Node::Builtin(crate::ir::Builtin::RegexMatch, sp),
+                    ..
+                }) if sp.len() == 2 => match self.regex_match_from(&sp[0], &sp[1], at, from)? {
+                    Some((_, next)) => {
+                        from = next;
+                        true
+                    }
+                    None => false,
+                },
                 Some(c) => self.matches(c, at)?,
                 None => true,
             };
@@ -1230,12 +1254,24 @@ impl MoveParams {
 fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Option<Value> {
     match m.value {
         MoveValue::Count => Some(Value::Number(count)),
-        MoveValue::Destinations => Some(Value::Set(dest)),
+        MoveValue::Destinations | MoveValue::Origins | MoveValue::Captures => {
+            Some(Value::Set(dest))
+        }
         // No move's target had a value: an empty set, or no match.
         MoveValue::Target => m
             .target
             .as_ref()
             .filter(|t| t.kind == Kind::Set)
             .map(|_| Value::Set(Bitboard::EMPTY)),
+    }
+}
+
+/// The square a matching move adds to a `move` filter's set value: its
+/// origin, its captured square, or (the default) its destination.
+fn value_square(m: &MoveFilter, mv: &MoveFacts) -> Square {
+    match m.value {
+        MoveValue::Origins => mv.from,
+        MoveValue::Captures => mv.capture_square.unwrap_or(mv.to),
+        MoveValue::Destinations | MoveValue::Count | MoveValue::Target => mv.to,
     }
 }

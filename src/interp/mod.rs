@@ -276,6 +276,25 @@ pub enum InterpError {
         /// Why it could not be written.
         reason: String,
     },
+    /// A direction filter's distances (`up N M X` with variables) are not
+    /// a range within -7..=7 (CQL 6.2 stops with "Invalid range").
+    #[error(
+        "filter at {span:?}: invalid direction distances {min} {max}: each must lie in -7..=7 and the first must not exceed the second"
+    )]
+    InvalidDistance {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The least distance.
+        min: i64,
+        /// The greatest distance.
+        max: i64,
+    },
+    /// `cql_abort` was evaluated (CQL 6.2 stops the run there).
+    #[error("the run stopped at cql_abort, the filter at {span:?}")]
+    Aborted {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+    },
     /// `assert F` where F did not match.
     #[error(
         "assert failed: the filter at {span:?} does not match at positionid {position_id} of game {game}"

@@ -21,11 +21,13 @@
 
 use std::sync::Arc;
 
+use shakmaty::Bitboard;
+
 use cqlj_runtime::layout::flags;
 
 use super::eval::Evaluator;
 use super::{GameView, InterpError, Value};
-use crate::ir::{EchoFilter, Expr, FindFilter, Node, TreeLeaf, TreeRel};
+use crate::ir::{EchoFilter, Expr, FindFilter, Kind, Node, TreeLeaf, TreeRel};
 
 type R<T> = Result<T, InterpError>;
 
@@ -290,7 +292,7 @@ impl Evaluator<'_, '_> {
                     }
                     Ok(Some(Value::Number(depth)))
                 }
-                TreeLeaf::VirtualMainline => {
+                TreeLeaf::VirtualMainline | TreeLeaf::Try => {
                     let mut virtual_main = true;
                     for p in ancestors_or_self(self.game, at) {
                         // The mover of the move into p is white iff black
@@ -300,7 +302,8 @@ impl Evaluator<'_, '_> {
                             virtual_main = false;
                         }
                     }
-                    Ok(virtual_main.then_some(Value::Matched))
+                    let want = *leaf == TreeLeaf::VirtualMainline;
+                    Ok((virtual_main == want).then_some(Value::Matched))
                 }
             },
             Node::Child(n) => {
@@ -345,10 +348,15 @@ impl Evaluator<'_, '_> {
                     TreeRel::BeforeEq => left(anc(x, y)),
                     TreeRel::After => left(x != y && anc(y, x)),
                     TreeRel::AfterEq => left(anc(y, x)),
+                    TreeRel::Intersect => {
+                        let (rx, ry) = (self.rec(x)?, self.rec(y)?);
+                        let differ = rx.bb.iter().zip(&ry.bb).fold(0, |d, (a, b)| d | (a ^ b));
+                        Ok(Some(Value::Set(Bitboard(!differ))))
+                    }
                 }
             }
             Node::Find(f) => self.find(f, at),
-            Node::Echo(x) => self.echo(x, at),
+            Node::Echo(x) => self.echo(x, e.kind == Kind::Numeric, at),
             Node::ConsecutiveMoves {
                 range,
                 source,
@@ -426,18 +434,28 @@ impl Evaluator<'_, '_> {
     /// `echo (s t) F`: with the current position as the source `s`, F is
     /// evaluated at every visible position `t` of the game other than the
     /// source (with `in all`: also the source), with `t` as the current
-    /// position; matches when F matches for some target.
-    fn echo(&mut self, x: &EchoFilter, at: u32) -> R<Option<Value>> {
+    /// position; matches when F matches for some target. With a numeric
+    /// F (`numeric`, the echo's kind) its value is the largest value of F
+    /// over the targets where F matches (CQL 6.2 oracle).
+    fn echo(&mut self, x: &EchoFilter, numeric: bool, at: u32) -> R<Option<Value>> {
         let mut any = false;
+        let mut best: Option<i64> = None;
         for t in 0..self.game.positions.len() as u32 {
             if !self.visible(t) || (!x.all && t == at) {
                 continue;
             }
             *self.var_slot(x.source.0)? = Some(Value::Position(at));
             *self.var_slot(x.target.0)? = Some(Value::Position(t));
-            if self.matches(&x.body, t)? {
+            if numeric {
+                if let Some(n) = self.num(&x.body, t)? {
+                    best = Some(best.map_or(n, |b| b.max(n)));
+                }
+            } else if self.matches(&x.body, t)? {
                 any = true;
             }
+        }
+        if numeric {
+            return Ok(best.map(Value::Number));
         }
         Ok(any.then_some(Value::Matched))
     }

@@ -11,11 +11,11 @@
 use std::collections::HashMap;
 
 use cqlj_runtime::layout::{MoveKind, chess};
-use shakmaty::Square;
+use shakmaty::{Bitboard, Square};
 
 use super::eval::{Evaluator, squares_text};
 use super::{InterpError, Value};
-use crate::ir::{Builtin, Expr, Kind, Node};
+use crate::ir::{Builtin, Direction, Expr, Kind, Node};
 
 type R<T> = Result<T, InterpError>;
 
@@ -106,7 +106,7 @@ impl Evaluator<'_, '_> {
         }
     }
 
-    fn text(&mut self, e: &Expr, at: u32) -> R<Option<String>> {
+    pub(super) fn text(&mut self, e: &Expr, at: u32) -> R<Option<String>> {
         match self.eval(e, at)? {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(s)),
@@ -280,6 +280,40 @@ impl Evaluator<'_, '_> {
                 }))
             }
             (Builtin::Fen, _) => Some(string(self.fen(at)?)),
+            (Builtin::Direction(dirs), [min, max, x]) => {
+                let (Some(lo), Some(hi)) = (self.num(min, at)?, self.num(max, at)?) else {
+                    return Ok(None);
+                };
+                if !(-7..=7).contains(&lo) || !(-7..=7).contains(&hi) || lo > hi {
+                    return Err(InterpError::InvalidDistance {
+                        span: (min.span.start, x.span.end),
+                        min: lo,
+                        max: hi,
+                    });
+                }
+                let x = self.set(x, at)?;
+                let mut out = 0u64;
+                for k in lo..=hi {
+                    if k == 0 {
+                        out |= x.0;
+                        continue;
+                    }
+                    for d in dirs.iter() {
+                        // A negative distance goes the opposite way.
+                        let d = if k < 0 {
+                            Direction::ALL[(d as usize + 4) % 8]
+                        } else {
+                            d
+                        };
+                        let mut b = x.0;
+                        for _ in 0..k.unsigned_abs() {
+                            b = d.shift(b);
+                        }
+                        out |= b;
+                    }
+                }
+                Some(Value::Set(Bitboard(out)))
+            }
             (Builtin::EventDate, _) => Some(string(
                 self.game
                     .tag("EventDate")
@@ -419,9 +453,25 @@ impl Evaluator<'_, '_> {
     /// literal is compiled once per game and text, and one that does not
     /// compile does not match.
     fn regex_match(&mut self, s: &Expr, p: &Expr, at: u32) -> R<Option<Value>> {
+        Ok(self.regex_match_from(s, p, at, 0)?.map(|(v, _)| v))
+    }
+
+    /// `S ~~ R` searching S from byte `from` on (`while (S ~~ R)` goes
+    /// through the successive matches): the match's value and where the
+    /// next search starts (past an empty match, the next character).
+    pub(super) fn regex_match_from(
+        &mut self,
+        s: &Expr,
+        p: &Expr,
+        at: u32,
+        from: usize,
+    ) -> R<Option<(Value, usize)>> {
         let (Some(subject), Some(pattern)) = (self.text(s, at)?, self.text(p, at)?) else {
             return Ok(None);
         };
+        if from > subject.len() || !subject.is_char_boundary(from) {
+            return Ok(None);
+        }
         let re = match self.interp.regexes.get(&pattern) {
             Some(re) => re,
             None => {
@@ -436,16 +486,23 @@ impl Evaluator<'_, '_> {
                 }
             }
         };
-        let Some(caps) = re.captures(&subject) else {
+        let Some(caps) = re.captures_at(&subject, from) else {
             return Ok(None);
         };
         let groups: Vec<Option<(usize, String)>> = caps
             .iter()
             .map(|g| g.map(|m| (m.start(), m.as_str().to_owned())))
             .collect();
+        let next = caps.get(0).map_or(subject.len() + 1, |m| {
+            if m.end() > m.start() {
+                m.end()
+            } else {
+                m.end() + subject[m.end()..].chars().next().map_or(1, char::len_utf8)
+            }
+        });
         let whole = groups.first().cloned().flatten().map(|(_, t)| t);
         self.st.groups = Groups(groups);
-        Ok(whole.map(Value::Str))
+        Ok(whole.map(|w| (Value::Str(w), next)))
     }
 
     /// The FEN of position `at` as CQL 6.2 writes it (see

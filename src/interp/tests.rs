@@ -80,7 +80,9 @@ fn mv() -> MoveFilter {
 fn move_filter(m: MoveFilter) -> Expr {
     let kind = match m.value {
         MoveValue::Count => Kind::Numeric,
-        MoveValue::Destinations | MoveValue::Target => Kind::Set,
+        MoveValue::Destinations | MoveValue::Target | MoveValue::Origins | MoveValue::Captures => {
+            Kind::Set
+        }
     };
     x(Node::Move(m), kind)
 }
@@ -1278,4 +1280,27 @@ fn mate_types_values() {
     assert_eq!(mt(MateType::PureMate), set_value("e4 f7 g7 g8 h8"));
     assert_eq!(mt(MateType::ModelMate), None);
     assert_eq!(mt(MateType::PureStalemate), None);
+}
+
+/// `cql_abort`: evaluated, it stops the run with an error naming its
+/// place (CQL 6.2: "AbortNode ... failure at: {Line, Column}"); after a
+/// filter that fails it is not evaluated.
+#[test]
+fn cql_abort_stops_when_evaluated() {
+    let abort = || logical(Node::Builtin(Builtin::Abort, Vec::new()));
+    let positions = one_position(START);
+    let game = GameView {
+        number: 1,
+        tags: NO_TAGS,
+        positions: &positions,
+    };
+    let interp = query(vec![logical(Node::Check), abort()], &[]);
+    let mut st = interp.new_state(&EvalOptions::default());
+    assert!(matches!(interp.eval_body_at(&game, 0, &mut st), Ok(None)));
+    let interp = query(vec![logical(Node::ToMove(Side::White)), abort()], &[]);
+    let mut st = interp.new_state(&EvalOptions::default());
+    assert!(matches!(
+        interp.eval_body_at(&game, 0, &mut st),
+        Err(InterpError::Aborted { .. })
+    ));
 }

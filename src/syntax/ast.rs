@@ -91,6 +91,21 @@ pub(crate) struct MoveParams {
     pub(crate) special: Option<SpecialMove>,
     pub(crate) source: MoveSource,
     pub(crate) value: MoveValue,
+    /// `comment (...)` as a parameter (CQL 6.2): the comment filter,
+    /// evaluated at the position each matching move leads to.
+    pub(crate) comment: Option<Box<Expr>>,
+    /// The first of `from`, `to`, `capture` written (CQL 6.2: the value
+    /// of a `move` of the game's moves is that parameter's squares).
+    pub(crate) first: Option<&'static str>,
+}
+
+/// A distance of a direction filter as written: a number (negative in
+/// CQL 6.2: the opposite direction) or a numeric variable
+/// (`up DeltaRank K`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum DirCount {
+    Lit(i64),
+    Var(String),
 }
 
 /// What the parentheses right after a dash filter hold.
@@ -133,7 +148,7 @@ pub(crate) enum ExprKind {
     /// `dir [min [max]] X`.
     Direction {
         dirs: DirSet,
-        range: Vec<(i64, Span)>,
+        range: Vec<(DirCount, Span)>,
         arg: Box<Expr>,
     },
     Ray {
@@ -207,11 +222,6 @@ pub(crate) enum ExprKind {
     Dictionary {
         local: bool,
         access: Box<Expr>,
-    },
-    /// `[local] dictionary D` alone (CQL 6.2): declares dictionary D.
-    DictionaryDecl {
-        local: bool,
-        name: Name,
     },
     /// `D[k] = v`: `index` is the [`ExprKind::Index`] `D[k]`.
     IndexAssign {
@@ -370,7 +380,13 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         }
         ExprKind::Direction { dirs, range, arg } => {
             kids.push(arg);
-            let r: Vec<String> = range.iter().map(|(n, _)| n.to_string()).collect();
+            let r: Vec<String> = range
+                .iter()
+                .map(|(n, _)| match n {
+                    DirCount::Lit(n) => n.to_string(),
+                    DirCount::Var(v) => v.clone(),
+                })
+                .collect();
             format!(
                 "Direction {} {}",
                 dirs.keyword().unwrap_or("?"),
@@ -395,7 +411,7 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         }
         ExprKind::Move(m) => {
             kids.extend(
-                [&m.from, &m.to, &m.capture, &m.promote]
+                [&m.from, &m.to, &m.capture, &m.promote, &m.comment]
                     .into_iter()
                     .flatten()
                     .map(|b| &**b),
@@ -495,9 +511,6 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
         ExprKind::Dictionary { local, access } => {
             kids.push(access);
             format!("Dictionary local={local}")
-        }
-        ExprKind::DictionaryDecl { local, name } => {
-            format!("DictionaryDecl {} local={local}", name.name)
         }
         ExprKind::IndexAssign { index, value } => {
             kids.push(index);

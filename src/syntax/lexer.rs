@@ -114,6 +114,13 @@ pub enum Tok {
     LBracket,
     /// `]` closing a [`Tok::LBracket`].
     RBracket,
+    /// `///`: CQL 6.2's comment filter whose arguments run to the end of
+    /// the line (`////` and longer runs of slashes are line comments).
+    SlashComment,
+    /// The end of the line of a [`Tok::SlashComment`] (or the end of the
+    /// text there): its argument list ends. Emitted only after a
+    /// `SlashComment`, once.
+    EndLine,
     /// The end of the text (returned again on every later call).
     Eof,
 }
@@ -322,6 +329,14 @@ pub struct Lexer<'s> {
     pos: usize,
     /// String indexes `S[` opened and not yet closed by their `]`.
     open_indexes: usize,
+    /// A `///` was read and the end of its line not yet reported
+    /// ([`Tok::EndLine`]).
+    slash_open: bool,
+}
+
+/// Whether `s` starts with the `///` comment filter (exactly three slashes).
+fn starts_slash_comment(s: &str) -> bool {
+    s.starts_with("///") && !s[3..].starts_with('/')
 }
 
 impl<'s> Lexer<'s> {
@@ -331,6 +346,7 @@ impl<'s> Lexer<'s> {
             src,
             pos: 0,
             open_indexes: 0,
+            slash_open: false,
         }
     }
 
@@ -344,7 +360,7 @@ impl<'s> Lexer<'s> {
             let rest = self.rest();
             let trimmed = rest.trim_start();
             self.pos += rest.len() - trimmed.len();
-            if trimmed.starts_with("//") {
+            if trimmed.starts_with("//") && !starts_slash_comment(trimmed) {
                 let n = trimmed.find('\n').unwrap_or(trimmed.len());
                 self.pos += n;
             } else if let Some(body) = trimmed.strip_prefix("/*") {
@@ -386,9 +402,39 @@ impl<'s> Lexer<'s> {
         }
     }
 
+    /// Where the line of an open `///` ends, if only blanks and comments
+    /// come before its end: the byte of its `\n` (or the end of the text).
+    fn line_end_ahead(&self) -> Option<usize> {
+        let mut at = self.pos;
+        loop {
+            let rest = &self.src[at..];
+            let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() && c != '\n');
+            at += rest.len() - trimmed.len();
+            if trimmed.is_empty() || trimmed.starts_with('\n') {
+                return Some(at);
+            }
+            if trimmed.starts_with("//") && !starts_slash_comment(trimmed) {
+                return Some(at + trimmed.find('\n').unwrap_or(trimmed.len()));
+            }
+            match trimmed.strip_prefix("/*").and_then(|b| b.find("*/")) {
+                Some(n) => at += n + 4,
+                None => return None,
+            }
+        }
+    }
+
     /// The next token (`Eof` at the end, forever).
     pub fn next(&mut self, diags: &mut Diagnostics) -> Token {
         loop {
+            if self.slash_open
+                && let Some(at) = self.line_end_ahead()
+            {
+                self.slash_open = false;
+                return Token {
+                    tok: Tok::EndLine,
+                    span: Span::new(at, at),
+                };
+            }
             self.skip_trivia(diags);
             let start = self.pos;
             let rest = self.rest();
@@ -418,6 +464,10 @@ impl<'s> Lexer<'s> {
     fn lex_one(&mut self, c: char, diags: &mut Diagnostics) -> Option<Tok> {
         let rest = self.rest();
         let start = self.pos;
+        if starts_slash_comment(rest) {
+            self.slash_open = true;
+            return self.take(3, Tok::SlashComment);
+        }
         // Multi-character operators first.
         for (text, tok) in [
             ("o-o-o", Tok::CastleQueen),

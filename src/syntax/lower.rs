@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ir::{self, Bitboard, CmpOp, Expr, Kind, Node, PieceSet, Query, Span, Var, VarId};
-use crate::syntax::ast::{self, DashTarget, ExprKind, Infix, ListFilter, Prefix};
+use crate::syntax::ast::{self, DashTarget, DirCount, ExprKind, Infix, ListFilter, Prefix};
 use crate::syntax::diag::{Diagnostics, suggest};
 use crate::syntax::parser::keywords;
 
@@ -59,9 +59,10 @@ struct Dict {
     var: Option<VarId>,
     key: Option<Kind>,
     local: bool,
-    /// The kind of `var` is its values' (a bare declaration allocates
-    /// `var` before the first store fixes it).
-    valued: bool,
+    /// `var` was made before any store (`dictionary D` alone, a read or
+    /// `unbind D` first): the first store sets its kind; reads lowered
+    /// before it are logical (whether the key has an entry).
+    provisional: bool,
 }
 
 /// A loop variable: which loop kind declared it, where, and whether the
@@ -239,70 +240,21 @@ impl<'a> Lowerer<'a, '_> {
         }
     }
 
-    /// `[local] dictionary D` alone (CQL 6.2): declares D as
-    /// [`Lower::dictionary`] does; D's variable is allocated now (its
-    /// value kind is fixed by the first store). Matches always.
-    fn dictionary_decl(&mut self, local: bool, name: &ast::Name, span: Span) -> LResult {
-        match self.dicts.get(&name.name).copied() {
-            Some(d) if d.local != local => {
-                return Err(self.err(
-                    span,
-                    format!(
-                        "dictionary `{}` was declared {}local before",
-                        name.name,
-                        if d.local { "" } else { "not " }
-                    ),
-                ));
-            }
-            Some(_) => {}
-            None => {
-                if self.var_ids.contains_key(&name.name) || self.functions.contains_key(&name.name)
-                {
-                    return Err(self.err(
-                        name.span,
-                        format!(
-                            "`{}` is already a variable or function, so it cannot name a dictionary",
-                            name.name
-                        ),
-                    ));
-                }
-                self.dicts.insert(
-                    name.name.clone(),
-                    Dict {
-                        var: None,
-                        key: None,
-                        local,
-                        valued: false,
-                    },
-                );
-            }
-        }
-        let dict = match self.dicts.get(&name.name).and_then(|d| d.var) {
-            Some(v) => v,
-            None => {
-                let id = VarId(self.vars.len() as u32);
-                self.vars.push(Var {
-                    name: name.name.clone(),
-                    kind: Kind::Numeric,
-                });
-                if let Some(d) = self.dicts.get_mut(&name.name) {
-                    d.var = Some(id);
-                }
-                id
-            }
-        };
-        self.mk(
-            Node::Builtin(ir::Builtin::Dictionary { dict, local }, Vec::new()),
-            Kind::Logical,
-            span,
-        )
-    }
-
     /// `[local] dictionary D[...]`: declares D (a name not otherwise used;
     /// `local` as at its first declaration), then the access.
     fn dictionary(&mut self, local: bool, access: &'a ast::Expr, span: Span) -> LResult {
         let index = match &access.kind {
             ExprKind::IndexAssign { index, .. } => index,
+            // `dictionary D` alone: a declaration (CQL 6.2).
+            ExprKind::Ident(name) => {
+                self.declare_dict(name, local, access.span, span)?;
+                let dict = self.dict_var(name);
+                return self.mk(
+                    Node::Builtin(ir::Builtin::Dictionary { dict, local }, Vec::new()),
+                    Kind::Logical,
+                    span,
+                );
+            }
             _ => access,
         };
         let ExprKind::Index {
@@ -317,6 +269,47 @@ impl<'a> Lowerer<'a, '_> {
         let ExprKind::Ident(name) = &target.kind else {
             return Err(self.err(target.span, "expected a dictionary name"));
         };
+        self.declare_dict(name, local, target.span, span)?;
+        let inner = self.sub(access)?;
+        let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
+            return Err(self.err(access.span, format!("dictionary `{name}` has no entry type yet: its first use stores one (`dictionary {name}[k] = v`)")));
+        };
+        let kind = inner.kind;
+        self.mk(
+            Node::Builtin(ir::Builtin::Dictionary { dict, local }, vec![inner]),
+            kind,
+            span,
+        )
+    }
+
+    /// The variable of the declared dictionary `name`, made now if no
+    /// entry was stored yet: its kind is then settled by the first store
+    /// ([`Dict::provisional`]).
+    fn dict_var(&mut self, name: &str) -> VarId {
+        if let Some(v) = self.dicts.get(name).and_then(|d| d.var) {
+            return v;
+        }
+        let id = VarId(self.vars.len() as u32);
+        self.vars.push(Var {
+            name: name.to_owned(),
+            kind: Kind::Logical,
+        });
+        if let Some(d) = self.dicts.get_mut(name) {
+            d.var = Some(id);
+            d.provisional = true;
+        }
+        id
+    }
+
+    /// Declares dictionary `name` (`local` as written), or checks it
+    /// against its earlier declaration.
+    fn declare_dict(
+        &mut self,
+        name: &str,
+        local: bool,
+        at: Span,
+        span: Span,
+    ) -> Result<(), Failed> {
         match self.dicts.get(name) {
             Some(d) if d.local != local => {
                 return Err(self.err(
@@ -331,31 +324,22 @@ impl<'a> Lowerer<'a, '_> {
             None => {
                 if self.var_ids.contains_key(name) || self.functions.contains_key(name) {
                     return Err(self.err(
-                        target.span,
+                        at,
                         format!("`{name}` is already a variable or function, so it cannot name a dictionary"),
                     ));
                 }
                 self.dicts.insert(
-                    name.clone(),
+                    name.to_owned(),
                     Dict {
                         var: None,
                         key: None,
                         local,
-                        valued: false,
+                        provisional: false,
                     },
                 );
             }
         }
-        let inner = self.sub(access)?;
-        let Some(dict) = self.dicts.get(name).and_then(|d| d.var) else {
-            return Err(self.err(access.span, format!("dictionary `{name}` has no entry type yet: its first use stores one (`dictionary {name}[k] = v`)")));
-        };
-        let kind = inner.kind;
-        self.mk(
-            Node::Builtin(ir::Builtin::Dictionary { dict, local }, vec![inner]),
-            kind,
-            span,
-        )
+        Ok(())
     }
 
     /// The dictionary and the lowered key of `D[k]` (the key's kind must be
@@ -401,15 +385,7 @@ impl<'a> Lowerer<'a, '_> {
             }
             _ => d.key = Some(k.kind),
         }
-        match d.var {
-            Some(v) if d.valued => Ok((v, k)),
-            _ => Err(self.err(
-                index.span,
-                format!(
-                    "dictionary `{name}` has no entry type yet: store one first (`{name}[k] = v`)"
-                ),
-            )),
-        }
+        Ok((self.dict_var(&name), k))
     }
 
     /// `D[k] = v`: the first store fixes the kind of D's values.
@@ -434,26 +410,25 @@ impl<'a> Lowerer<'a, '_> {
                 ),
             ));
         }
-        if let Some(d) = self.dicts.get(&name).copied() {
-            match d.var {
-                None => {
-                    let id = VarId(self.vars.len() as u32);
-                    self.vars.push(Var {
-                        name: name.clone(),
-                        kind: v.kind,
-                    });
-                    if let Some(d) = self.dicts.get_mut(&name) {
-                        d.var = Some(id);
-                        d.valued = true;
-                    }
-                }
-                Some(id) if !d.valued => {
-                    self.vars[id.0 as usize].kind = v.kind;
-                    if let Some(d) = self.dicts.get_mut(&name) {
-                        d.valued = true;
-                    }
-                }
-                Some(_) => {}
+        if let Some(d) = self.dicts.get(&name).copied()
+            && d.provisional
+            && let Some(var) = d.var
+        {
+            self.vars[var.0 as usize].kind = v.kind;
+            if let Some(d) = self.dicts.get_mut(&name) {
+                d.provisional = false;
+            }
+        }
+        if let Some(d) = self.dicts.get(&name).copied()
+            && d.var.is_none()
+        {
+            let id = VarId(self.vars.len() as u32);
+            self.vars.push(Var {
+                name: name.clone(),
+                kind: v.kind,
+            });
+            if let Some(d) = self.dicts.get_mut(&name) {
+                d.var = Some(id);
             }
         }
         let (dict, key) = self.dict_key(index)?;
@@ -740,6 +715,24 @@ impl<'a> Lowerer<'a, '_> {
         }
     }
 
+    /// A dash's promotion piece types: a piece designator, or (CQL 6.2) a
+    /// string whose letters name them (`T = "N"  ♟――=T`; `move promote`
+    /// takes no string in CQL 6.2).
+    fn opt_promote(
+        &mut self,
+        e: &'a Option<Box<ast::Expr>>,
+        what: &str,
+    ) -> Result<Option<Box<Expr>>, Failed> {
+        let Some(x) = e else {
+            return Ok(None);
+        };
+        let x = self.lower(x)?;
+        if x.kind == Kind::String {
+            return Ok(Some(Box::new(x)));
+        }
+        Ok(Some(Box::new(self.want_set(x, what)?)))
+    }
+
     fn lower_inner(&mut self, e: &'a ast::Expr) -> LResult {
         let span = e.span;
         match &e.kind {
@@ -764,7 +757,21 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::Prefix(op, arg) => self.prefix(*op, arg, span),
             ExprKind::Infix(first, rest) => self.infix_chain(first, rest, span),
             ExprKind::Compare(first, rest) => self.compare(first, rest, span),
+            ExprKind::Direction { dirs, range, arg }
+                if range
+                    .iter()
+                    .any(|(c, _)| matches!(c, DirCount::Var(_) | DirCount::Lit(..0))) =>
+            {
+                self.direction_by(*dirs, range, arg, span)
+            }
             ExprKind::Direction { dirs, range, arg } => {
+                let range: Vec<(i64, Span)> = range
+                    .iter()
+                    .map(|(c, s)| match c {
+                        DirCount::Lit(n) => (*n, *s),
+                        DirCount::Var(_) => (0, *s),
+                    })
+                    .collect();
                 let (min, max) = match range.as_slice() {
                     [] => (1, 7),
                     [(n, s)] => {
@@ -851,7 +858,19 @@ impl<'a> Lowerer<'a, '_> {
                 )
             }
             ExprKind::Move(m) => {
-                let mf = ir::MoveFilter {
+                // (With a `comment` parameter the move is written as a dash
+                // with a target, which keeps the destinations.)
+                let first = if m.comment.is_some() { None } else { m.first };
+                let value = match (m.source, m.value, first) {
+                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("from")) => {
+                        ir::MoveValue::Origins
+                    }
+                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("capture")) => {
+                        ir::MoveValue::Captures
+                    }
+                    (_, v, _) => v,
+                };
+                let mut mf = ir::MoveFilter {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
                     capture: self.opt_set(&m.capture, "`move capture`")?,
@@ -859,13 +878,37 @@ impl<'a> Lowerer<'a, '_> {
                     promote: self.opt_set(&m.promote, "`move promote`")?,
                     special: m.special,
                     source: m.source,
-                    value: m.value,
+                    value,
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
-                    ir::MoveValue::Destinations | ir::MoveValue::Target => Kind::Set,
+                    ir::MoveValue::Destinations
+                    | ir::MoveValue::Target
+                    | ir::MoveValue::Origins
+                    | ir::MoveValue::Captures => Kind::Set,
                 };
-                self.mk(Node::Move(mf), kind, span)
+                let Some(comment) = &m.comment else {
+                    return self.mk(Node::Move(mf), kind, span);
+                };
+                // `comment (...)` as a parameter: at the position each
+                // matching move leads to (CQL 6.2 oracle): the move's
+                // target for the game's moves, the current position for
+                // `previous`.
+                let c = self.sub(comment)?;
+                match m.source {
+                    ir::MoveSource::Played => {
+                        mf.target = Some(Box::new(c));
+                        self.mk(Node::Move(mf), kind, span)
+                    }
+                    ir::MoveSource::Previous => {
+                        let mv = self.mk(Node::Move(mf), kind, span)?;
+                        self.mk(Node::Block(vec![mv, c]), Kind::Logical, span)
+                    }
+                    _ => Err(self.err(
+                        comment.span,
+                        "not supported yet: `comment` as a parameter of `move legal`, `pseudolegal`, `primary` or `secondary`",
+                    )),
+                }
             }
             ExprKind::Dash {
                 from,
@@ -878,7 +921,7 @@ impl<'a> Lowerer<'a, '_> {
             } => {
                 let from = self.opt_set(from, "the left side of a move dash")?;
                 let target = self.opt_set(to, "the right side of a move dash")?;
-                let promote = self.opt_set(promote, "a promotion `=`")?;
+                let promote = self.opt_promote(promote, "a promotion `=`")?;
                 let (to, capture) = if *capture {
                     let any = match target {
                         Some(t) => t,
@@ -1144,14 +1187,10 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::Fen(text) => self.fen(text, span),
             ExprKind::Builtin(f, args) => self.builtin(*f, args, span),
             ExprKind::VarBuiltin(ir::Builtin::Unbind(_), name)
-                if self.dicts.get(&name.name).and_then(|d| d.var).is_some() =>
+                if self.dicts.contains_key(&name.name) =>
             {
-                // `unbind D` (CQL 6.2): empties dictionary D.
-                let dict = self
-                    .dicts
-                    .get(&name.name)
-                    .and_then(|d| d.var)
-                    .ok_or(Failed)?;
+                // `unbind D`: empties the whole dictionary (CQL 6.2).
+                let dict = self.dict_var(&name.name);
                 self.mk(
                     Node::Builtin(ir::Builtin::Unbind(dict), Vec::new()),
                     Kind::Logical,
@@ -1177,7 +1216,6 @@ impl<'a> Lowerer<'a, '_> {
                 self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
             }
             ExprKind::Dictionary { local, access } => self.dictionary(*local, access, span),
-            ExprKind::DictionaryDecl { local, name } => self.dictionary_decl(*local, name, span),
             ExprKind::IndexAssign { index, value } => self.dict_set(index, value, span),
             ExprKind::UnbindIndex(index) => {
                 let (dict, key) = self.dict_key(index)?;
@@ -1284,6 +1322,7 @@ impl<'a> Lowerer<'a, '_> {
                 let kind = match rel {
                     ir::TreeRel::Ancestor | ir::TreeRel::Descendant => Kind::Logical,
                     ir::TreeRel::Distance => Kind::Numeric,
+                    ir::TreeRel::Intersect => Kind::Set,
                     // `lca`, and the relations, whose value is their left side.
                     _ => Kind::Position,
                 };
@@ -1324,6 +1363,13 @@ impl<'a> Lowerer<'a, '_> {
                 let s = self.declare(source, Kind::Position)?;
                 let t = self.declare(target, Kind::Position)?;
                 let body = self.sub(body)?;
+                // CQL 6.2: with a numeric body, echo is numeric (the
+                // largest value of the body over the targets).
+                let kind = if body.kind == Kind::Numeric {
+                    Kind::Numeric
+                } else {
+                    Kind::Logical
+                };
                 self.mk(
                     Node::Echo(Box::new(ir::EchoFilter {
                         source: s,
@@ -1332,7 +1378,7 @@ impl<'a> Lowerer<'a, '_> {
                         quiet: *quiet,
                         body: Box::new(body),
                     })),
-                    Kind::Logical,
+                    kind,
                     span,
                 )
             }
@@ -1486,6 +1532,56 @@ impl<'a> Lowerer<'a, '_> {
             }
         }
         if failed { Err(Failed) } else { Ok(out) }
+    }
+
+    /// `dir N [M] X` with a negative or variable distance (CQL 6.2:
+    /// `up DeltaRank right DeltaFile K`): [`ir::Builtin::Direction`].
+    fn direction_by(
+        &mut self,
+        dirs: ir::DirSet,
+        range: &'a [(DirCount, Span)],
+        arg: &'a ast::Expr,
+        span: Span,
+    ) -> LResult {
+        let mut counts = Vec::new();
+        for (c, s) in range {
+            let e = match c {
+                DirCount::Lit(n) if (-7..=7).contains(n) => {
+                    self.mk(Node::Number(*n), Kind::Numeric, *s)?
+                }
+                DirCount::Lit(n) => {
+                    return Err(self.err(
+                        *s,
+                        format!("distance {n} is off the board: a direction distance is -7 to 7"),
+                    ));
+                }
+                DirCount::Var(v) => {
+                    let x = self.ident(v, *s)?;
+                    self.want_num(x, "a direction's distance")?
+                }
+            };
+            counts.push(e);
+        }
+        let (min, max) = match counts.len() {
+            1 => (counts[0].clone(), counts.remove(0)),
+            2 => {
+                let max = counts.remove(1);
+                (counts.remove(0), max)
+            }
+            _ => {
+                return Err(self.err(
+                    span,
+                    "a direction filter takes at most two distances (`up 1 3 K`)",
+                ));
+            }
+        };
+        let name = dirs.keyword().unwrap_or("direction");
+        let arg = self.set_arg(arg, &format!("`{name}`"))?;
+        self.mk(
+            Node::Builtin(ir::Builtin::Direction(dirs), vec![min, max, arg]),
+            Kind::Set,
+            span,
+        )
     }
 
     fn distance(&mut self, n: i64, span: Span) -> Result<u8, Failed> {
@@ -1700,18 +1796,7 @@ impl<'a> Lowerer<'a, '_> {
             let mut lowered = Vec::with_capacity(leaves.len());
             let mut failed = false;
             for leaf in leaves {
-                let x = match op0 {
-                    Infix::Set(sop) => {
-                        let what = if sop == ir::SetOp::Inter {
-                            "`&`"
-                        } else {
-                            "`|`"
-                        };
-                        self.set_arg(leaf, what)
-                    }
-                    _ => self.sub(leaf),
-                };
-                match x {
+                match self.lower(leaf) {
                     Ok(x) => lowered.push(x),
                     Err(Failed) => failed = true,
                 }
@@ -1722,6 +1807,9 @@ impl<'a> Lowerer<'a, '_> {
             self.depth -= extra;
             if failed || self.fatal {
                 return Err(Failed);
+            }
+            if let Infix::Set(sop) = op0 {
+                lowered = self.set_operands(sop, lowered)?;
             }
             return self.balanced(op0, lowered);
         }
@@ -1743,6 +1831,39 @@ impl<'a> Lowerer<'a, '_> {
             };
         }
         acc
+    }
+
+    /// The operands of a chain of `&` or `|`, each a set: in a chain of
+    /// `&`, two adjacent positions are their positional intersection
+    /// ([`ir::TreeRel::Intersect`], CQL 6.2's `source∩target`; a
+    /// parenthesised pair is flattened into the chain before this).
+    fn set_operands(&mut self, sop: ir::SetOp, items: Vec<Expr>) -> Result<Vec<Expr>, Failed> {
+        let what = if sop == ir::SetOp::Inter {
+            "`&`"
+        } else {
+            "`|`"
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut failed = false;
+        let mut items = items.into_iter().peekable();
+        while let Some(x) = items.next() {
+            let x = if sop == ir::SetOp::Inter
+                && x.kind == Kind::Position
+                && items.peek().is_some_and(|y| y.kind == Kind::Position)
+                && let Some(y) = items.next()
+            {
+                let span = x.span.join(y.span);
+                let node = Node::TreeRel(ir::TreeRel::Intersect, Box::new(x), Box::new(y));
+                self.mk(node, Kind::Set, span)
+            } else {
+                self.want_set(x, what)
+            };
+            match x {
+                Ok(x) => out.push(x),
+                Err(Failed) => failed = true,
+            }
+        }
+        if failed { Err(Failed) } else { Ok(out) }
     }
 
     /// The balanced tree of the associative `op` over `items` (at least
@@ -1787,11 +1908,15 @@ impl<'a> Lowerer<'a, '_> {
                 )),
             },
             Infix::Set(sop) => {
-                let what = if sop == ir::SetOp::Inter { "`&`" } else { "`|`" };
-                let x = self.want_set(x, what);
-                let y = self.want_set(y, what);
-                let (x, y) = (x?, y?);
-                self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+                let mut xy = self.set_operands(sop, vec![x, y])?;
+                let y = xy.pop().ok_or(Failed)?;
+                match xy.pop() {
+                    Some(x) => {
+                        self.mk(Node::SetBinary(sop, Box::new(x), Box::new(y)), Kind::Set, span)
+                    }
+                    // Two positions: their intersection.
+                    None => Ok(y),
+                }
             }
             Infix::Arith(ir::ArithOp::Add) if x.kind == Kind::String || y.kind == Kind::String => {
                 let x = self.want_string(x, "`+` of strings");
@@ -2235,6 +2360,7 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Builtin(ir::Builtin::GroupIndex(_), _) => Kind::Numeric,
         Node::Builtin(ir::Builtin::Hhdb(f), _) => f.kind(),
         Node::Builtin(ir::Builtin::RemoveComment, _) => Kind::Logical,
+        Node::Builtin(ir::Builtin::Abort, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
     }

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use crate::ir::{self, ArithOp, CmpOp, DirSet, GameResult, PawnSet, SetOp, Side, Span, TagField};
 use crate::ir::{Castle, MoveSource, MoveValue, Node, SpecialMove, TransformFilter};
 use crate::syntax::ast::{
-    DashTarget, Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter, MoveParams,
-    Name, Prefix,
+    DashTarget, DirCount, Expr, ExprKind, File, Header, Infix, LineAtom, LineItem, ListFilter,
+    MoveParams, Name, Prefix,
 };
 use crate::syntax::diag::{Diagnostics, line_col, suggest};
 use crate::syntax::lexer::{Lexer, Tok, Token};
@@ -173,6 +173,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "positionid",
     "depth",
     "virtualmainline",
+    "try",
     "initialposition",
     "ancestor",
     "descendant",
@@ -216,6 +217,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "indexof",
     "typename",
     "eventdate",
+    "cql_abort",
     "isbound",
     "isunbound",
     "unbind",
@@ -315,8 +317,10 @@ fn leaf_keyword(w: &str) -> Option<Node> {
         "depth" => Node::TreeLeaf(ir::TreeLeaf::Depth),
         "positionid" => Node::TreeLeaf(ir::TreeLeaf::PositionId),
         "virtualmainline" => Node::TreeLeaf(ir::TreeLeaf::VirtualMainline),
+        "try" => Node::TreeLeaf(ir::TreeLeaf::Try),
         "initialposition" => Node::TreeLeaf(ir::TreeLeaf::InitialPosition),
         "eventdate" => Node::Builtin(ir::Builtin::EventDate, Vec::new()),
+        "cql_abort" => Node::Builtin(ir::Builtin::Abort, Vec::new()),
         "pathcount" => Node::PathStatus(ir::PathStatus::Count),
         "pathcountunfocused" => Node::PathStatus(ir::PathStatus::CountUnfocused),
         "pathstart" => Node::PathStatus(ir::PathStatus::Start),
@@ -358,6 +362,8 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         open_brackets: 0,
         header_filters: Vec::new(),
         colon_stop: None,
+        set_stop: None,
+        numeric_vars: HashSet::new(),
     };
     let file = p.file();
     if p.diags.has_errors() { None } else { file }
@@ -392,8 +398,16 @@ struct Parser<'s, 'd> {
     /// The nesting depth of an index bound being parsed (`s[i:j]`): there
     /// a `:` ends the bound instead of being the position operator.
     colon_stop: Option<usize>,
+    /// The nesting depth of a `position N` argument being parsed: there
+    /// (outside brackets) a set operator ends N (CQL 6.2: `position 0 & x`
+    /// is `(position 0) & x`).
+    set_stop: Option<usize>,
     /// Filters the header adds before the body (its `result R`).
     header_filters: Vec<Expr>,
+    /// Variables whose last assignment so far is surely numeric (see
+    /// [`surely_numeric`]): after a direction keyword such a name is a
+    /// distance (`up DeltaRank K`, CQL 6.2), any other name a set.
+    numeric_vars: HashSet<String>,
 }
 
 impl Parser<'_, '_> {
@@ -601,6 +615,7 @@ impl Parser<'_, '_> {
             Tok::Word(s) => format!("`{s}`"),
             Tok::Designator { .. } => "a piece or square designator".to_owned(),
             Tok::Eof => "the end of the query".to_owned(),
+            Tok::EndLine => "the end of the line".to_owned(),
             other => format!("`{}`", tok_text(other)),
         }
     }
@@ -973,7 +988,7 @@ impl Parser<'_, '_> {
             }
             let tok = self.peek_tok();
             if tok == Tok::Colon {
-                if bp::COLON < min_bp || self.colon_stop == Some(self.depth) {
+                if bp::COLON < min_bp || self.colon_stop.is_some_and(|d| self.depth >= d) {
                     break;
                 }
                 self.bump();
@@ -1027,6 +1042,9 @@ impl Parser<'_, '_> {
                 _ => break,
             };
             if lbp < min_bp {
+                break;
+            }
+            if lbp > bp::MUL && self.set_stop.is_some_and(|d| self.depth >= d) {
                 break;
             }
             match op {
@@ -1309,6 +1327,13 @@ impl Parser<'_, '_> {
     }
 
     fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
+        let saved = (self.colon_stop.take(), self.set_stop.take());
+        let r = self.arg_list_inner(what);
+        (self.colon_stop, self.set_stop) = saved;
+        r
+    }
+
+    fn arg_list_inner(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
         let open = self.expect(&Tok::LParen, &format!("`(` after `{what}`"))?;
         let mut args = Vec::new();
         loop {
@@ -1329,7 +1354,44 @@ impl Parser<'_, '_> {
         Ok((args, self.span_from(open)))
     }
 
+    /// `/// A B ...`: CQL 6.2's `comment (A B ...)` with its arguments
+    /// written up to the end of the line (after the `///` token).
+    fn slash_comment(&mut self, start: Span) -> PResult<Expr> {
+        let mut args = Vec::new();
+        loop {
+            match self.peek_tok() {
+                Tok::EndLine => {
+                    self.bump();
+                    break;
+                }
+                Tok::RParen | Tok::RBrace | Tok::Comma | Tok::Eof | Tok::SlashComment => {
+                    let got = self.peek().clone();
+                    return Err(self.error(
+                        got.span,
+                        format!(
+                            "`///` takes its arguments up to the end of its line; found {} before it",
+                            Self::describe(&got.tok)
+                        ),
+                    ));
+                }
+                _ => args.push(self.expr(bp::LOWEST)?),
+            }
+        }
+        if args.is_empty() {
+            return Err(self.error(start, "`///` needs at least one argument on its line"));
+        }
+        let span = args.last().map_or(start, |a| start.join(a.span));
+        Ok(Expr::new(ExprKind::List(ListFilter::Comment, args), span))
+    }
+
     fn block(&mut self, open: Span) -> PResult<Expr> {
+        let saved = (self.colon_stop.take(), self.set_stop.take());
+        let r = self.block_inner(open);
+        (self.colon_stop, self.set_stop) = saved;
+        r
+    }
+
+    fn block_inner(&mut self, open: Span) -> PResult<Expr> {
         let mut items = Vec::new();
         loop {
             match self.peek_tok() {
@@ -1372,7 +1434,10 @@ impl Parser<'_, '_> {
                         "empty parentheses `()`: a filter is expected inside",
                     ));
                 }
-                let inner = self.expr(bp::LOWEST)?;
+                let saved = (self.colon_stop.take(), self.set_stop.take());
+                let inner = self.expr(bp::LOWEST);
+                (self.colon_stop, self.set_stop) = saved;
+                let inner = inner?;
                 if self.peek().tok != Tok::RParen {
                     let got = self.peek().clone();
                     return Err(self.error(
@@ -1389,6 +1454,7 @@ impl Parser<'_, '_> {
                 self.maybe_dash(e)
             }
             Tok::LBrace => self.block(start),
+            Tok::SlashComment => self.slash_comment(start),
             Tok::Minus => {
                 if let Tok::Num(n) = self.peek_tok() {
                     let s = self.bump().span;
@@ -1489,9 +1555,28 @@ impl Parser<'_, '_> {
         }
         if let Some(dirs) = direction_keyword(&w) {
             let mut range = Vec::new();
-            while let Tok::Num(n) = self.peek_tok() {
-                let s = self.bump().span;
-                range.push((n as i64, s));
+            loop {
+                match self.peek_tok() {
+                    Tok::Num(n) => {
+                        let s = self.bump().span;
+                        range.push((DirCount::Lit(n as i64), s));
+                    }
+                    // `up -1 a3` (CQL 6.2: one square down).
+                    Tok::Minus => {
+                        let mut probe = self.lexer.clone();
+                        let Tok::Num(n) = probe.next(&mut Diagnostics::default()).tok else {
+                            break;
+                        };
+                        let s = self.bump().span;
+                        let e = self.bump().span;
+                        range.push((DirCount::Lit(-(n as i64)), s.join(e)));
+                    }
+                    Tok::Ident(v) if self.numeric_vars.contains(&v) => {
+                        let s = self.bump().span;
+                        range.push((DirCount::Var(v), s));
+                    }
+                    _ => break,
+                }
             }
             if matches!(self.peek_tok(), Tok::Eof | Tok::RParen | Tok::RBrace) {
                 let sp = self.peek().span;
@@ -1662,9 +1747,16 @@ impl Parser<'_, '_> {
                 }
                 let name = self.name("a dictionary name")?;
                 if self.peek_tok() != Tok::LBracket {
-                    // CQL 6.2: `[local] dictionary D` alone declares D.
+                    // `dictionary D` alone declares D (CQL 6.2).
                     let span = start.join(name.span);
-                    return Ok(Expr::new(ExprKind::DictionaryDecl { local, name }, span));
+                    let access = Expr::new(ExprKind::Ident(name.name), name.span);
+                    return Ok(Expr::new(
+                        ExprKind::Dictionary {
+                            local,
+                            access: Box::new(access),
+                        },
+                        span,
+                    ));
                 }
                 let target = Expr::new(ExprKind::Ident(name.name), name.span);
                 let access = self.dict_access(target)?;
@@ -1926,7 +2018,15 @@ impl Parser<'_, '_> {
                 Ok(Expr::new(ExprKind::Child(None), start))
             }
             "position" => {
-                let n = self.expr(bp::COLON + 1)?;
+                // CQL 6.2: `position positionid+1` takes a whole arithmetic
+                // expression; a `:` after it applies to the position
+                // (`position 0+1:btm` is `(position 1):btm`).
+                let saved = self.colon_stop.replace(self.depth + 1);
+                let saved_set = self.set_stop.replace(self.depth + 1);
+                let n = self.expr(bp::ASSIGN_RHS);
+                self.colon_stop = saved;
+                self.set_stop = saved_set;
+                let n = n?;
                 let span = start.join(n.span);
                 Ok(Expr::new(ExprKind::PositionNumbered(Box::new(n)), span))
             }
@@ -1950,7 +2050,8 @@ impl Parser<'_, '_> {
                 let (mut backward, mut all, mut quiet) = (false, false, false);
                 let mut range = Vec::new();
                 loop {
-                    if self.eat_ident("all").is_some() {
+                    // CQL 6.2 also reads `find count F` as `find all F`.
+                    if self.eat_ident("all").is_some() || self.eat_ident("count").is_some() {
                         all = true;
                     } else if self.eat_ident("quiet").is_some() {
                         quiet = true;
@@ -2114,6 +2215,11 @@ impl Parser<'_, '_> {
                 if self.peek().tok == Tok::Assign {
                     self.bump();
                     let value = self.expr(bp::ASSIGN_RHS)?;
+                    if surely_numeric(&value) {
+                        self.numeric_vars.insert(name.name.clone());
+                    } else {
+                        self.numeric_vars.remove(&name.name);
+                    }
                     let span = start.join(value.span);
                     return Ok(Expr::new(
                         ExprKind::Assign {
@@ -2900,6 +3006,24 @@ impl Parser<'_, '_> {
                 m.source = source;
                 continue;
             }
+            // CQL 6.2: `move from r comment ("x")` comments the position
+            // each matching move leads to.
+            if w == "comment" {
+                let next = self.lexer.clone().next(&mut Diagnostics::default());
+                if next.tok != Tok::LParen {
+                    break;
+                }
+                if m.comment.is_some() {
+                    return Err(self.error(t.span, "`comment` is given twice in this `move`"));
+                }
+                self.bump();
+                let (args, span) = self.arg_list("comment")?;
+                m.comment = Some(Box::new(Expr::new(
+                    ExprKind::List(ListFilter::Comment, args),
+                    t.span.join(span),
+                )));
+                continue;
+            }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
                 "to" => &mut m.to,
@@ -2914,6 +3038,14 @@ impl Parser<'_, '_> {
             };
             if slot.is_some() {
                 return Err(self.error(t.span, format!("`{w}` is given twice in this `move`")));
+            }
+            if m.first.is_none() {
+                m.first = match w.as_str() {
+                    "from" => Some("from"),
+                    "to" => Some("to"),
+                    "capture" => Some("capture"),
+                    _ => None,
+                };
             }
             self.bump();
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));
@@ -2948,6 +3080,27 @@ impl Parser<'_, '_> {
             ));
         }
         Ok(Expr::new(ExprKind::Move(m), span))
+    }
+}
+
+/// Whether a parsed filter is surely numeric by its form: a number,
+/// a negation, `#`, `rank`/`file`, or arithmetic other than a `+` of
+/// operands not known to be numbers (which may join strings), also after
+/// `P:` and in parentheses.
+fn surely_numeric(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Number(_) => true,
+        ExprKind::Prefix(Prefix::Neg | Prefix::Count | Prefix::Rank | Prefix::File, _) => true,
+        ExprKind::Paren(x) | ExprKind::Colon(_, x) => surely_numeric(x),
+        ExprKind::Infix(first, rest) => {
+            rest.iter().all(|(op, _)| matches!(op, Infix::Arith(_)))
+                && (rest
+                    .iter()
+                    .any(|(op, _)| !matches!(op, Infix::Arith(ArithOp::Add)))
+                    || surely_numeric(first)
+                    || rest.iter().any(|(_, x)| surely_numeric(x)))
+        }
+        _ => false,
     }
 }
 
@@ -3013,7 +3166,7 @@ fn is_logical_ast(e: &Expr) -> bool {
                 )
                 | Node::Result(_)
                 | Node::Bool(_)
-                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline)
+                | Node::TreeLeaf(ir::TreeLeaf::VirtualMainline | ir::TreeLeaf::Try)
         ),
         ExprKind::Prefix(Prefix::Not, _) => true,
         ExprKind::Infix(_, rest) => {
@@ -3142,6 +3295,8 @@ fn tok_text(t: &Tok) -> String {
         Tok::GroupIndex(n) => format!("\\-{n}"),
         Tok::LBracket => "[".into(),
         Tok::RBracket => "]".into(),
+        Tok::SlashComment => "///".into(),
+        Tok::EndLine => "the end of the line".into(),
         Tok::Eof => "end".into(),
     }
 }

@@ -519,6 +519,14 @@ impl Printer<'_> {
             (Builtin::OriginalComment, _) => atom("originalcomment"),
             (Builtin::RemoveComment, _) => atom("removecomment"),
             (Builtin::EventDate, _) => atom("eventdate"),
+            (Builtin::Abort, _) => atom("cql_abort"),
+            (Builtin::Direction(d), [min, max, arg]) => {
+                let mut head = format!("{} {}", dirs_text(d), self.doc(min).text);
+                if max != min {
+                    head = format!("{head} {}", self.doc(max).text);
+                }
+                self.prefix(&format!("{head} "), arg, bp::PREFIX)
+            }
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
@@ -690,21 +698,47 @@ impl Printer<'_> {
                 "makesquare ({})",
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
+            // A promotion to the types a string names is a dash's only.
             Node::Move(m)
                 if m.target.is_some()
+                    || m.promote
+                        .as_ref()
+                        .is_some_and(|p| p.kind == crate::ir::Kind::String)
                     || (m.value == MoveValue::Count
                         && matches!(m.source, MoveSource::Played | MoveSource::Previous)) =>
             {
                 self.dash_doc(m)
             }
+            // A move of the game's moves is valued by its first square
+            // parameter written (CQL 6.2): destinations with `to` first,
+            // else as a dash (`K--`, `Kxa1`).
+            Node::Move(m)
+                if m.source == MoveSource::Played
+                    && m.value == MoveValue::Destinations
+                    && m.to.is_none()
+                    && (m.from.is_some() || m.capture.is_some()) =>
+            {
+                // In parentheses: a `(` after a bare dash would be its target.
+                atom(format!("({})", self.dash_doc(m).text))
+            }
             Node::Move(m) => {
                 let mut t = String::from("move");
-                for (kw, x) in [
-                    ("from", &m.from),
-                    ("to", &m.to),
-                    ("capture", &m.capture),
-                    ("promote", &m.promote),
-                ] {
+                let order = match m.value {
+                    MoveValue::Origins => ["from", "to", "capture"],
+                    MoveValue::Captures => ["capture", "from", "to"],
+                    _ if m.source == MoveSource::Played => ["to", "from", "capture"],
+                    _ => ["from", "to", "capture"],
+                };
+                let param = |kw: &str| match kw {
+                    "from" => &m.from,
+                    "to" => &m.to,
+                    _ => &m.capture,
+                };
+                for (kw, x) in order
+                    .into_iter()
+                    .map(|kw| (kw, param(kw)))
+                    .chain([("promote", &m.promote)])
+                {
                     if let Some(x) = x {
                         t.push_str(&format!(" {kw} {}", self.param(x)));
                     }
@@ -956,6 +990,9 @@ impl Printer<'_> {
             Node::TreeLeaf(l) => atom(l.keyword()),
             Node::Child(None) => atom("child"),
             Node::Child(Some(n)) => atom(format!("child({})", self.doc(n).text)),
+            // N in parentheses unless an atom: `position N` takes arithmetic
+            // into N (CQL 6.2: `position positionid+1`), which only a number
+            // could follow.
             Node::PositionNumbered(n) => atom(format!(
                 "position {}",
                 self.at(n, bp::COLON + 1, Some(bp::COLON))
@@ -976,6 +1013,7 @@ impl Printer<'_> {
                     TreeRel::BeforeEq => self.infix(a, "[<=]", b, bp::CMP, true),
                     TreeRel::After => self.infix(a, "[>]", b, bp::CMP, true),
                     TreeRel::AfterEq => self.infix(a, "[>=]", b, bp::CMP, true),
+                    TreeRel::Intersect => self.infix(a, "&", b, bp::INTER, true),
                 }
             }
             Node::Find(f) => {

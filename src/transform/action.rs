@@ -49,7 +49,9 @@ pub fn map_node(node: &mut Node, t: &Transform) -> Result<(), Elision> {
             map_squares(t, squares)?;
             *pieces = t.apply_pieces(*pieces);
         }
-        Node::Direction { dirs, .. } | Node::Ray { dirs, .. } => *dirs = t.apply_dirs(*dirs),
+        Node::Direction { dirs, .. }
+        | Node::Ray { dirs, .. }
+        | Node::Builtin(crate::ir::Builtin::Direction(dirs), _) => *dirs = t.apply_dirs(*dirs),
         Node::Light(_) | Node::Dark(_) if t.swaps_square_colour() => {
             let old = std::mem::replace(node, Node::Bool(false));
             *node = match old {
