@@ -1565,7 +1565,8 @@ impl Gen<'_> {
             (false, _) => (false, None),
             (true, 0) => (true, None),
             (true, 1) => (false, Some(self.range())),
-            (true, _) => (true, Some(self.range())),
+            // A range and `all` together are an error (CQL 6.2).
+            (true, _) => (false, Some(self.range())),
         };
         let body = Box::new(self.expr(depth, Kind::Logical));
         e(

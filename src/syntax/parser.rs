@@ -34,9 +34,13 @@ pub(crate) mod bp {
     pub(crate) const CMP: u8 = 50;
     pub(crate) const ADD: u8 = 60;
     pub(crate) const MUL: u8 = 70;
+    /// `X -> Y`, `X <- Y`: looser than the set operators and `~`
+    /// (CQL 6.2 oracle: `a1|[Aa]->d4` is `(a1|[Aa])->d4`, `~R->d4` is
+    /// `(~R)->d4`), tighter than arithmetic (`#[Aa]->d4 + 1` is
+    /// `#([Aa]->d4) + 1`).
+    pub(crate) const ATTACKS: u8 = 75;
     pub(crate) const UNION: u8 = 80;
     pub(crate) const INTER: u8 = 90;
-    pub(crate) const ATTACKS: u8 = 100;
     pub(crate) const PREFIX: u8 = 110;
     /// `S ~~ R`: tighter than every prefix keyword (`uppercase s ~~ r` is
     /// `uppercase (s ~~ r)`, as in CQL 6.2).
@@ -47,10 +51,11 @@ pub(crate) mod bp {
     pub(crate) const ABS_ARG: u8 = ADD;
     /// Operand of unary minus.
     pub(crate) const NEG_ARG: u8 = MUL;
-    /// Operand of `#`, `power`, `rank`, `file`, the domain of `square`.
-    pub(crate) const SET_ARG: u8 = UNION;
-    /// Operand of `~`.
-    pub(crate) const COMPLEMENT_ARG: u8 = ATTACKS;
+    /// Operand of `#`, `power`, `rank`, `file`, the domain of `square`:
+    /// attacks included (`#[Aa]->d4` is `#([Aa]->d4)`, CQL 6.2 oracle).
+    pub(crate) const SET_ARG: u8 = ATTACKS;
+    /// Operand of `~`: tighter than the set operators.
+    pub(crate) const COMPLEMENT_ARG: u8 = 100;
     /// Right side of an assignment.
     pub(crate) const ASSIGN_RHS: u8 = CMP + 1;
 }
