@@ -636,7 +636,6 @@ impl<'s> StoreMatcher<'s> {
     /// (first position `base`): its automaton run backwards over the game
     /// with the constituents' bits (see `line_pre`).
     fn lines_may_match(&self, base: u64, range: Range<usize>, scratch: &mut Scratch) -> bool {
-        let chunk_len = CHUNK_POSITIONS;
         let bit = |words: &[u64], i: usize| (words[i / 64] >> (i % 64)) & 1 != 0;
         let mut first_kernel = 0;
         for line in &self.lines {
@@ -675,17 +674,7 @@ impl<'s> StoreMatcher<'s> {
                 {
                     continue;
                 }
-                let pos = base + i as u64;
-                let c = pos / chunk_len as u64;
-                let chunk = match current {
-                    Some((cc, chunk)) if cc == c => chunk,
-                    _ => {
-                        let chunk = self.store.chunk(c);
-                        current = Some((c, chunk));
-                        chunk
-                    }
-                };
-                let at = (pos % chunk_len as u64) as usize;
+                let (chunk, at) = self.chunk_at(base + i as u64, &mut current);
                 if !self.opts.variations && chunk.flags[at] & flags::MAINLINE == 0 {
                     continue;
                 }
@@ -707,6 +696,26 @@ impl<'s> StoreMatcher<'s> {
             }
         }
         true
+    }
+
+    /// The chunk holding store position `pos` and the position's index in
+    /// it; `current` keeps the last chunk looked up (games are walked
+    /// position by position: one lookup per chunk, not per position).
+    fn chunk_at<'a>(
+        &'a self,
+        pos: u64,
+        current: &mut Option<(u64, &'a ChunkColumns)>,
+    ) -> (&'a ChunkColumns, usize) {
+        let c = pos / CHUNK_POSITIONS as u64;
+        let chunk = match *current {
+            Some((cc, chunk)) if cc == c => chunk,
+            _ => {
+                let chunk = self.store.chunk(c);
+                *current = Some((c, chunk));
+                chunk
+            }
+        };
+        (chunk, (pos % CHUNK_POSITIONS as u64) as usize)
     }
 
     /// Whether every top-level echo can match in the game whose positions
@@ -746,17 +755,8 @@ impl<'s> StoreMatcher<'s> {
             let mut current: Option<(u64, &ChunkColumns)> = None;
             for (t, &h) in hashes.iter().enumerate() {
                 if !self.opts.variations {
-                    let pos = first + t as u64;
-                    let c = pos / chunk_len;
-                    let chunk = match current {
-                        Some((cc, chunk)) if cc == c => chunk,
-                        _ => {
-                            let chunk = self.store.chunk(c);
-                            current = Some((c, chunk));
-                            chunk
-                        }
-                    };
-                    if chunk.flags[(pos % chunk_len) as usize] & flags::MAINLINE == 0 {
+                    let (chunk, at) = self.chunk_at(first + t as u64, &mut current);
+                    if chunk.flags[at] & flags::MAINLINE == 0 {
                         continue;
                     }
                 }
