@@ -53,6 +53,15 @@ pub(super) struct LinePreselect {
     /// The kernels every match needs (each accepting path tests one): a
     /// game where one of them matches nowhere is rejected at once.
     mandatory: Vec<usize>,
+    /// The constituents that have a kernel.
+    compiled: Vec<usize>,
+    /// The idle set: the states that reach `Accept` without a test (a
+    /// child's set adds nothing to its parent's step beyond these bits).
+    /// `Some` when a position where no compiled kernel matches and whose
+    /// children's sets hold only idle states gets the idle set too, and
+    /// the idle set does not accept: then such a position (most positions
+    /// of most games) needs no step.
+    idle: Option<u64>,
 }
 
 /// Most states the automaton may have (one bit each in a `u64`).
@@ -167,13 +176,21 @@ impl LinePreselect {
         let mandatory = (0..kernels.len())
             .filter(|&k| !accepts_without(&states, start, k))
             .collect();
-        Some(LinePreselect {
+        let compiled = (0..kernels.len())
+            .filter(|&k| kernels[k].is_some())
+            .collect();
+        let mut pre = LinePreselect {
             states,
             start,
             eps_accept,
             kernels,
             mandatory,
-        })
+            compiled,
+            idle: None,
+        };
+        let stays = pre.step(|k| pre.kernels[k].is_none(), eps_accept) == eps_accept;
+        pre.idle = (stays && !pre.accepts(eps_accept)).then_some(eps_accept);
+        Some(pre)
     }
 
     /// The kernels every match of the line needs (see `mandatory`).
@@ -214,16 +231,16 @@ impl LinePreselect {
         }
     }
 
-    /// The idle set: the states that reach `Accept` without a test. A
-    /// child's set adds nothing to its parent's step beyond these bits.
-    /// `Some` when a position where no compiled kernel matches and whose
-    /// children's sets hold only idle states gets the idle set too, and
-    /// the idle set does not accept: then such a position (most positions
-    /// of most games) needs no step.
+    /// The idle set when positions without a compiled match need no
+    /// step (see the field of that name).
     pub(super) fn idle(&self) -> Option<u64> {
-        let idle = self.eps_accept;
-        let stays = self.step(|k| self.kernels[k].is_none(), idle) == idle;
-        (stays && !self.accepts(idle)).then_some(idle)
+        self.idle
+    }
+
+    /// The constituents that have a kernel (indices into
+    /// [`LinePreselect::kernels`]).
+    pub(super) fn compiled(&self) -> &[usize] {
+        &self.compiled
     }
 
     /// Whether a set from [`LinePreselect::step`] lets the line match at

@@ -663,14 +663,13 @@ impl<'s> StoreMatcher<'s> {
             // which neither accepts nor adds to the parent's: nothing to do
             // there (most positions of most games; see `idle`).
             let idle = line.idle();
-            let compiled: Vec<usize> = (0..line.kernels().len())
-                .filter(|&k| line.kernels()[k].is_some())
-                .map(|k| kernels.start + k)
-                .collect();
             for i in range.clone().rev() {
                 if let Some(idle) = idle
                     && sets[i - range.start] & !idle == 0
-                    && !compiled.iter().any(|&k| bit(&scratch.line_bits[k], i))
+                    && !line
+                        .compiled()
+                        .iter()
+                        .any(|&k| bit(&scratch.line_bits[kernels.start + k], i))
                 {
                     continue;
                 }
