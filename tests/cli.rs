@@ -554,6 +554,25 @@ fn writefile_is_serial_and_spares_the_runs_own_files() {
     );
 }
 
+/// Runs the query file `query` (written as `q.cql` in `dir`, whose header
+/// names the input) and returns the PGN written to standard output; the
+/// run must succeed.
+fn run_query_file(dir: &Scratch, query: &str) -> String {
+    std::fs::write(dir.path("q.cql"), query).expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .current_dir(&dir.0)
+        .args(["q.cql", "-o", "-"])
+        .env("CQLJ_CACHE_DIR", dir.path("cache"))
+        .output()
+        .expect("the cqlj binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// `removecomment` and `settag` change the written game as CQL 6.2 does
 /// (checked with its binary on this game): `removecomment` drops the PGN
 /// comments of every position where it is evaluated (before `btm` fails
@@ -565,21 +584,7 @@ fn removecomment_and_settag_change_the_written_game() {
     let pgn = "[Event \"a\"]\n[Annotator \"old\"]\n[Result \"*\"]\n\n\
                {pre} 1. e4 {A} {A2} e5 2. Nf3 {Nice move} Nc6 {x} *\n";
     std::fs::write(dir.path("in.pgn"), pgn).expect("write");
-    let run = |query: &str| {
-        std::fs::write(dir.path("q.cql"), query).expect("write");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
-            .current_dir(&dir.0)
-            .args(["q.cql", "-o", "-"])
-            .env("CQLJ_CACHE_DIR", dir.path("cache"))
-            .output()
-            .expect("the cqlj binary runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |query: &str| run_query_file(&dir, query);
     let out = run("cql(input in.pgn) removecomment btm");
     assert!(
         out.contains("1. e4 {CQL} 1... e5 2. Nf3 {CQL} 2... Nc6 *"),
@@ -606,21 +611,7 @@ fn game_header_comment_with_sort_values_quiet_and_silent() {
     let dir = Scratch::new("header");
     let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n{pre} 1. e4 e5 2. Nf3 Nc6 *\n";
     std::fs::write(dir.path("in.pgn"), pgn).expect("write");
-    let run = |query: &str| {
-        std::fs::write(dir.path("q.cql"), query).expect("write");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
-            .current_dir(&dir.0)
-            .args(["q.cql", "-o", "-"])
-            .env("CQLJ_CACHE_DIR", dir.path("cache"))
-            .output()
-            .expect("the cqlj binary runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |query: &str| run_query_file(&dir, query);
     let out = run("cql(input in.pgn) sort \"n\" #P sort #N initial or btm");
     assert!(
         out.contains("{Game number 1 CQL  n: 8 <sort-id-1>: 2} {pre} 1. e4 {CQL}"),

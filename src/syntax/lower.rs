@@ -1408,18 +1408,7 @@ impl<'a> Lowerer<'a, '_> {
                 items,
             } => {
                 let items = self.line_items(items)?;
-                let states = line_states(&items);
-                if states > MAX_LINE_STATES {
-                    return Err(self.err(
-                        span,
-                        format!("this line is too large: its repetitions expand to {states} constituents (the limit is {MAX_LINE_STATES})"),
-                    ));
-                }
-                let kind = if params.lastposition {
-                    Kind::Position
-                } else {
-                    Kind::Numeric
-                };
+                let kind = self.sequence_kind(&items, "line", params.lastposition, span)?;
                 self.mk(
                     Node::Line(Box::new(ir::LineFilter {
                         backward: *backward,
@@ -1442,18 +1431,7 @@ impl<'a> Lowerer<'a, '_> {
                     None => None,
                 };
                 let items = self.path_items(items)?;
-                let states = line_states(&items);
-                if states > MAX_LINE_STATES {
-                    return Err(self.err(
-                        span,
-                        format!("this path is too large: its repetitions expand to {states} constituents (the limit is {MAX_LINE_STATES})"),
-                    ));
-                }
-                let kind = if params.lastposition {
-                    Kind::Position
-                } else {
-                    Kind::Numeric
-                };
+                let kind = self.sequence_kind(&items, "path", params.lastposition, span)?;
                 self.mk(
                     Node::Path(Box::new(ir::PathFilter {
                         params: ir::PathParams {
@@ -1482,6 +1460,30 @@ impl<'a> Lowerer<'a, '_> {
                 kind_phrase(e.kind)
             ),
         ))
+    }
+
+    /// The kind of a `line` or `path` (`what`) of constituents `items`: a
+    /// position with `lastposition`, else numeric; an error when its
+    /// repetitions expand past [`MAX_LINE_STATES`].
+    fn sequence_kind(
+        &mut self,
+        items: &[ir::LineItem],
+        what: &str,
+        lastposition: bool,
+        span: Span,
+    ) -> Result<Kind, Failed> {
+        let states = line_states(items);
+        if states > MAX_LINE_STATES {
+            return Err(self.err(
+                span,
+                format!("this {what} is too large: its repetitions expand to {states} constituents (the limit is {MAX_LINE_STATES})"),
+            ));
+        }
+        Ok(if lastposition {
+            Kind::Position
+        } else {
+            Kind::Numeric
+        })
     }
 
     fn line_items(&mut self, items: &'a [ast::LineItem]) -> Result<Vec<ir::LineItem>, Failed> {
