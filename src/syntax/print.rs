@@ -372,7 +372,15 @@ impl Printer<'_> {
         let mut out = Vec::new();
         for it in items {
             let body = match &it.atom {
-                LineAtom::Filter(e) => format!("{{{}}}", self.doc(e).text),
+                LineAtom::Filter(e) => {
+                    let text = self.doc(e).text;
+                    // `{1}` after a constituent would read as a quantifier.
+                    if text.starts_with(|c: char| c.is_ascii_digit()) {
+                        format!("{{({text})}}")
+                    } else {
+                        format!("{{{text}}}")
+                    }
+                }
                 LineAtom::Dash(e) => self.path_dash(e),
                 LineAtom::Group(g) => format!("({})", self.path_items(g)),
             };
