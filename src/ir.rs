@@ -988,6 +988,22 @@ pub enum Builtin {
     /// replaced in place, a new one is written after the others); no match
     /// when S does not match. [`Builtin::settable_tag`] says which names.
     SetTag,
+    /// `similarposition [nosort] [notransform] "F.pgn"` (numeric; one
+    /// argument, the file name, a string literal): the smallest number of
+    /// a game of the submissions file F whose mainline holds a position
+    /// similar to the current one (same side to move and, unless
+    /// `notransform`, the same board up to a rotation or reflection when
+    /// both are pawnless, up to a reflection about the vertical bisector
+    /// and a horizontal shift otherwise); no match when there is none. It
+    /// comments the position with the similar positions it found. The
+    /// parser wraps it in `sort min "submission game"` unless `nosort`.
+    SimilarPosition {
+        /// `notransform`: only identical boards are similar.
+        notransform: bool,
+        /// Not `nosort`: the matching games are written in ascending
+        /// order of this value (the lowering adds the `sort`).
+        sort: bool,
+    },
     /// `dir N [M] X` with a distance that is a numeric variable or negative
     /// (set; arguments N, M, X, each distance a number or a variable):
     /// the squares k steps from a square of X in a direction of the set,
@@ -1192,6 +1208,7 @@ impl Builtin {
             Builtin::OriginalComment => "originalcomment",
             Builtin::RemoveComment => "removecomment",
             Builtin::SetTag => "settag",
+            Builtin::SimilarPosition { .. } => "similarposition",
         }
     }
 
@@ -1914,7 +1931,8 @@ impl Expr {
                 | Builtin::DictRemove(_)
                 | Builtin::PieceAssign(_)
                 | Builtin::SetTag
-                | Builtin::RemoveComment,
+                | Builtin::RemoveComment
+                | Builtin::SimilarPosition { .. },
                 _,
             ) => true,
             _ => {

@@ -625,3 +625,79 @@ fn game_header_comment_with_sort_values_quiet_and_silent() {
     let out = run("cql(input in.pgn silent) sort \"n\" #P initial or btm");
     assert!(out.contains("\n{pre} 1. e4 e5 2. Nf3 Nc6 *"), "{out}");
 }
+
+/// `similarposition` (CQL 6.2): the games are written in the order of the
+/// first similar submission game (ties in input order), `nosort` keeps the
+/// input order, and `-similarposition FILE` is the filter added to the
+/// query (alone, it is the query). Orders checked with CQL 6.2.
+#[test]
+fn similarposition_orders_games_by_submission() {
+    let dir = Scratch::new("similarposition");
+    std::fs::write(
+        dir.path("in.pgn"),
+        "[Event \"1\"]\n[Result \"*\"]\n\n1. e4 e5 *\n\n[Event \"2\"]\n[Result \"*\"]\n\n1. d4 d5 *\n\n\
+         [Event \"3\"]\n[Result \"*\"]\n\n1. Nf3 *\n\n[Event \"4\"]\n[Result \"*\"]\n\n1. c4 *\n",
+    )
+    .expect("write");
+    // 1: the position after 1. c4, reflected; 2: after 1. e4 e5; 3: after 1. Nf3.
+    let setup =
+        |n: u32, fen: &str| format!("[Event \"s{n}\"]\n[SetUp \"1\"]\n[FEN \"{fen}\"]\n\n*\n\n");
+    std::fs::write(
+        dir.path("sub.pgn"),
+        setup(1, "rnbkqbnr/pppppppp/8/8/5P2/8/PPPPP1PP/RNBKQBNR b - - 0 1")
+            + &setup(
+                2,
+                "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",
+            )
+            + &setup(
+                3,
+                "rnbqkbnr/pppppppp/8/8/8/5N2/PPPPPPPP/RNBQKB1R b KQkq - 1 1",
+            ),
+    )
+    .expect("write");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args(["-i", "in.pgn", "-o", "-"])
+            .args(args)
+            .current_dir(&dir.0)
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let games: Vec<String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("[Event \""))
+            .map(|l| l.trim_end_matches("\"]").to_owned())
+            .collect();
+        (out.status.code(), games, text, stderr)
+    };
+    let (code, games, text, stderr) = run(&["-cql", "similarposition \"sub.pgn\""]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(games, ["4", "1", "3"]);
+    assert!(
+        text.contains("{Game number 4  submission game: 1}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("{see sub.pgn game: 1 at move: 1 btm reflect_v}"),
+        "{text}"
+    );
+    assert_eq!(
+        run(&["-cql", "similarposition nosort \"sub.pgn\""]).1,
+        ["1", "3", "4"]
+    );
+    assert_eq!(run(&["-similarposition", "sub.pgn"]).1, ["4", "1", "3"]);
+    assert_eq!(
+        run(&["-similarposition", "sub.pgn", "-cql", "btm"]).1,
+        ["4", "3"]
+    );
+    // A submissions file that cannot be read stops the run before it starts.
+    let (code, games, _, stderr) = run(&["-cql", "similarposition \"missing.pgn\""]);
+    assert_ne!(code, Some(0));
+    assert!(games.is_empty());
+    assert!(
+        stderr.contains("similarposition") && stderr.contains("missing.pgn"),
+        "{stderr}"
+    );
+}

@@ -794,6 +794,9 @@ fn syntax_round_trip_tail_keywords() {
         "appendfile = 3 zobristkey = appendfile + 1",
         "local dictionary D\nunbind D\nD[\"a\"] = 1\n#D == 1",
         "dictionary E\n#E == 0",
+        "similarposition \"x.pgn\"",
+        "btm similarposition nosort notransform \"dir/x.pgn\"",
+        "not similarposition notransform \"x.pgn\"",
     ];
     let mut failures = Vec::new();
     for text in queries {

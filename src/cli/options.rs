@@ -78,7 +78,7 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 32] = [
+const CQL_LONG_OPTIONS: [&str; 33] = [
     "alwayscomment",
     "lineincrement",
     "cql",
@@ -101,6 +101,7 @@ const CQL_LONG_OPTIONS: [&str; 32] = [
     "event",
     "site",
     "fen",
+    "similarposition",
     "year",
     "result",
     "engine",
@@ -115,7 +116,7 @@ const CQL_LONG_OPTIONS: [&str; 32] = [
 
 /// Options taking values: how many (the second of `gamenumber` and `year`
 /// is optional and numeric).
-const VALUE_OPTIONS: [(&str, usize, usize); 22] = [
+const VALUE_OPTIONS: [(&str, usize, usize); 23] = [
     ("lineincrement", 1, 1),
     ("cql", 1, 1),
     ("input", 1, 1),
@@ -134,6 +135,7 @@ const VALUE_OPTIONS: [(&str, usize, usize); 22] = [
     ("event", 1, 1),
     ("site", 1, 1),
     ("fen", 1, 1),
+    ("similarposition", 1, 1),
     ("result", 1, 1),
     ("engine", 1, 1),
     ("format", 1, 1),
@@ -145,7 +147,7 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 16] = [
+const CQL_UNSUPPORTED: [&str; 15] = [
     "a",
     "assign",
     "btm",
@@ -157,7 +159,6 @@ const CQL_UNSUPPORTED: [&str; 16] = [
     "noheader",
     "noremovecomment",
     "nosettag",
-    "similarposition",
     "u",
     "vi",
     "virtualmainline",
@@ -268,6 +269,11 @@ pub struct RunArgs {
     /// Only positions whose board is FEN's (`fen "FEN"`).
     #[arg(long, value_name = "FEN", allow_hyphen_values = true)]
     pub fen: Option<String>,
+    /// Only positions similar to a mainline position of the games of
+    /// FILE.pgn (`similarposition "FILE.pgn"`; games written in the order
+    /// of the first such game); alone, it is the whole query.
+    #[arg(long, value_name = "FILE.pgn", allow_hyphen_values = true)]
+    pub similarposition: Option<String>,
     /// Only games of year Y, or of years Y..=B.
     #[arg(long, num_args = 1..=2, value_names = ["Y", "B"], allow_negative_numbers = true)]
     pub year: Option<Vec<i64>>,
@@ -430,6 +436,12 @@ pub fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     if let Some(fen) = &args.fen {
         f.push(format!("fen {}", cql_string(fen)));
     }
+    // Without a query, `-similarposition` is the query (see `read_query`).
+    if let Some(file) = &args.similarposition
+        && (args.cql.is_some() || args.query_file.is_some())
+    {
+        f.push(format!("similarposition {}", cql_string(file)));
+    }
     match args.year.as_deref() {
         Some([y]) => f.push(format!("year == {y}")),
         Some([a, b]) if b < a => {
@@ -516,6 +528,13 @@ pub fn read_query(args: &RunArgs) -> anyhow::Result<QueryText> {
                 .with_context(|| format!("cannot read query file {}", f.display()))?;
             let stem = f.file_stem().map_or("cql".into(), |s| s.to_string_lossy());
             (text, f.with_file_name(format!("{stem}-out.pgn")))
+        }
+        (None, None) if args.similarposition.is_some() => {
+            let file = args.similarposition.as_deref().unwrap_or_default();
+            (
+                format!("similarposition {}", cql_string(file)),
+                PathBuf::from("cqldefault-out.pgn"),
+            )
         }
         (None, None) => {
             return Err(usage!(

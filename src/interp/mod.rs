@@ -32,6 +32,7 @@ mod moves;
 mod path;
 mod pieces;
 mod sequence;
+pub mod similar;
 mod strings;
 
 #[cfg(test)]
@@ -265,6 +266,16 @@ pub enum InterpError {
         /// Why it could not be read.
         reason: String,
     },
+    /// `similarposition` could not read its submissions file.
+    #[error("similarposition at {span:?}: {path:?}: {reason}")]
+    SimilarPosition {
+        /// The filter's source span (start, end).
+        span: (u32, u32),
+        /// The file name as the query gave it.
+        path: String,
+        /// Why it could not be read.
+        reason: String,
+    },
     /// `writefile` could not write its file, or the file's name does not
     /// end in `.cqo` or `.cql`, or names one of the run's own files.
     #[error("writefile at {span:?}: {path:?}: {reason}")]
@@ -339,6 +350,12 @@ pub struct Interpreter {
     last_game_number: Option<u64>,
     /// The compiled literal patterns of the query's `~~` filters.
     regexes: HashMap<String, regex::Regex>,
+    /// The submissions files the query's `similarposition` filters name
+    /// (file, `notransform`, the filter's span), in query order.
+    similar_files: Vec<(String, bool, Span)>,
+    /// Their games, added by the caller ([`Interpreter::add_submissions`]),
+    /// by file name and `notransform`.
+    similar: HashMap<(String, bool), Arc<similar::Submissions>>,
     /// The persistent variables ([`crate::ir::Query::persistent_vars`]).
     persistent: Vec<(VarId, bool)>,
     /// Their values between games (indexed by variable; only persistent
@@ -369,6 +386,7 @@ impl Interpreter {
         let nvars = query.vars().len();
         let mut bad_var = None;
         let mut regexes = HashMap::new();
+        let mut similar_files = Vec::new();
         for e in query.body() {
             walk(e, &mut |e| match &e.node {
                 Node::Builtin(Builtin::RegexMatch, args) => {
@@ -376,6 +394,15 @@ impl Interpreter {
                         && let Ok(re) = Builtin::compile_regex(p)
                     {
                         regexes.insert(p.clone(), re);
+                    }
+                }
+                Node::Builtin(Builtin::SimilarPosition { notransform, .. }, args) => {
+                    if let Some(Node::Str(file)) = args.first().map(|a| &a.node)
+                        && !similar_files
+                            .iter()
+                            .any(|(f, n, _)| f == file && n == notransform)
+                    {
+                        similar_files.push((file.clone(), *notransform, e.span));
                     }
                 }
                 Node::Builtin(f, _) if f.var().is_some_and(|v| v.0 as usize >= nvars) => {
@@ -406,6 +433,7 @@ impl Interpreter {
         if let Some(v) = bad_var {
             return Err(InterpError::UnknownVariable(v));
         }
+
         let persistent = query.query().persistent_vars();
         let mut start = vec![None; nvars];
         for (v, _) in &persistent {
@@ -424,6 +452,8 @@ impl Interpreter {
             sort_index,
             last_game_number: None,
             regexes,
+            similar_files,
+            similar: HashMap::new(),
             persistent,
             persistent_values: Arc::new(Mutex::new(start)),
             persistent_dicts: query
@@ -714,6 +744,25 @@ impl Interpreter {
         }
         let mut ev = eval::Evaluator::new(self, game, state);
         ev.body(self.query.body(), index)
+    }
+
+    /// The submissions files of the query's `similarposition` filters: file
+    /// name (relative to the current folder), `notransform`, and the
+    /// filter's span (for an error). The interpreter reads no file of
+    /// games: the caller reads each and adds it with
+    /// [`Interpreter::add_submissions`]; until then the filter stops the
+    /// game's evaluation with an error.
+    pub fn similar_files(&self) -> &[(String, bool, Span)] {
+        &self.similar_files
+    }
+
+    /// Adds the games of a submissions file (see
+    /// [`Interpreter::similar_files`]).
+    pub fn add_submissions(&mut self, subs: similar::Submissions) {
+        self.similar.insert(
+            (subs.file().to_string(), subs.notransform()),
+            Arc::new(subs),
+        );
     }
 
     /// The sort keys of a finished game's state, in query order.

@@ -154,6 +154,24 @@ impl Evaluator<'_, '_> {
             (Builtin::OriginalComment, _) => {
                 self.position_comment(at).map(|c| string(c.to_string()))
             }
+            (Builtin::SimilarPosition { notransform, .. }, [file]) => {
+                let Node::Str(name) = &file.node else {
+                    return Err(Self::dispatch_error(
+                        file,
+                        "similarposition needs a file name",
+                    ));
+                };
+                let subs = self
+                    .interp
+                    .similar
+                    .get(&(name.clone(), notransform))
+                    .ok_or_else(|| Self::dispatch_error(file, "similarposition file not read"))?;
+                let found = subs.find(self.rec(at)?);
+                found.map(|f| {
+                    self.st.comments.push((at, f.comment));
+                    num(i64::try_from(f.game).unwrap_or(i64::MAX))
+                })
+            }
             (Builtin::RemoveComment, _) => {
                 self.st.edits.push(super::GameEdit::RemoveComment(at));
                 Some(Value::Matched)

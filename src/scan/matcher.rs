@@ -222,7 +222,8 @@ impl<'s> StoreMatcher<'s> {
                 }
             }
         }
-        let interp = Interpreter::new(query)?.with_last_game_number(last_game_number);
+        let mut interp = Interpreter::new(query)?.with_last_game_number(last_game_number);
+        read_submissions(&mut interp)?;
         Ok(StoreMatcher {
             store,
             reads_text: interp.reads_text(),
@@ -826,6 +827,30 @@ fn mainline_mask(flags: &[u8; CHUNK_POSITIONS], w: usize) -> u64 {
 }
 
 /// The interpreter's sort key in the driver's form.
+/// Reads the submissions files of the query's `similarposition` filters
+/// (the mainline positions of each game that replays; a game the importer
+/// would skip is left out) into `interp`, before the scan starts.
+fn read_submissions(interp: &mut Interpreter) -> Result<(), interp::InterpError> {
+    for (file, notransform, span) in interp.similar_files().to_vec() {
+        let error = |reason: String| interp::InterpError::SimilarPosition {
+            span: (span.start, span.end),
+            path: file.clone(),
+            reason,
+        };
+        let reader = crate::import::open_pgn(std::path::Path::new(&file), Default::default())
+            .map_err(|e| error(e.to_string()))?;
+        let mut subs = interp::similar::Submissions::new(&file, notransform);
+        for item in crate::import::PgnGames::new(reader) {
+            let item = item.map_err(|e| error(e.to_string()))?;
+            if let Ok(game) = &item.game {
+                subs.add_game(item.number, &game.meta.tags, &game.positions);
+            }
+        }
+        interp.add_submissions(subs);
+    }
+    Ok(())
+}
+
 fn convert_sort_key(k: &interp::SortKey) -> SortKey {
     SortKey {
         label: k.label.clone(),

@@ -20,6 +20,10 @@ pub const MAX_NODES: usize = 1_000_000;
 /// so that the printed form of any accepted query parses again.
 pub const MAX_LOWER_DEPTH: usize = 128;
 
+/// The label of the sort a `similarposition` without `nosort` makes (CQL
+/// 6.2 writes "submission game: N" in the game's first comment).
+const SUBMISSION_GAME: &str = "submission game";
+
 struct Function<'a> {
     params: &'a [ast::Name],
     body: &'a ast::Expr,
@@ -577,6 +581,22 @@ impl<'a> Lowerer<'a, '_> {
             B::Assert | B::Equal => {
                 out = lowered;
                 Kind::Logical
+            }
+            B::SimilarPosition { sort, .. } => {
+                out = lowered;
+                let f = self.mk(Node::Builtin(f, out), Kind::Numeric, span)?;
+                if !sort {
+                    return Ok(f);
+                }
+                return self.mk(
+                    Node::Sort {
+                        label: Some(SUBMISSION_GAME.to_string()),
+                        min: true,
+                        arg: Box::new(f),
+                    },
+                    Kind::Numeric,
+                    span,
+                );
             }
             B::Atomic => {
                 match lowered.first().map(|a| &a.node) {

@@ -61,7 +61,7 @@ pub(crate) mod bp {
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
-pub const UNSUPPORTED: &[&str] = &["similarposition", "pathdebug"];
+pub const UNSUPPORTED: &[&str] = &["pathdebug"];
 
 /// The options of the `cql(...)` header.
 const HEADER_OPTIONS: [&str; 10] = [
@@ -142,6 +142,7 @@ pub(crate) const KEYWORDS: &[&str] = &[
     "wtm",
     "btm",
     "sidetomove",
+    "similarposition",
     "white",
     "black",
     "initial",
@@ -487,6 +488,44 @@ impl Parser<'_, '_> {
                 .unwrap_or("")
                 .to_string(),
         }
+    }
+
+    /// `similarposition [nosort] [notransform] "F.pgn"` after the keyword:
+    /// the parameters in any order, then the file name, a string literal
+    /// naming a `.pgn` file (as CQL 6.2 requires). Unless `nosort`, the
+    /// filter is a `sort min "submission game"` of itself.
+    fn similar_position(&mut self, start: Span) -> PResult<Expr> {
+        let (mut sort, mut notransform) = (true, false);
+        loop {
+            if self.eat_ident("nosort").is_some() {
+                sort = false;
+            } else if self.eat_ident("notransform").is_some() {
+                notransform = true;
+            } else {
+                break;
+            }
+        }
+        let Tok::Str(file) = self.peek_tok() else {
+            let at = self.peek().span;
+            return Err(self.error(
+                at,
+                "`similarposition` must be followed by a quoted string, the name of a .pgn file (e.g. `similarposition \"x.pgn\"`)",
+            ));
+        };
+        let sp = self.bump().span;
+        if !file.ends_with(".pgn") {
+            return Err(self.error(
+                sp,
+                format!("the file of `similarposition` must be a .pgn file, not {file:?}"),
+            ));
+        }
+        Ok(Expr::new(
+            ExprKind::Builtin(
+                ir::Builtin::SimilarPosition { notransform, sort },
+                vec![Expr::new(ExprKind::Str(file), sp)],
+            ),
+            start.join(sp),
+        ))
     }
 
     /// `hhdb K...` after the keyword (CQL 6.2): one keyword, or a set of
@@ -1955,6 +1994,7 @@ impl Parser<'_, '_> {
             },
             "result" => self.result(start),
             "hhdb" => self.hhdb(start),
+            "similarposition" => self.similar_position(start),
             // CQL 6.2: `hascomment` is `originalcomment`.
             "originalcomment" | "hascomment" => {
                 let f = Expr::new(

@@ -498,6 +498,12 @@ impl Printer<'_> {
             (Builtin::IndexOf, _) => atom(format!("indexof ({})", self.seq(args, " "))),
             (Builtin::WriteFile, _) => atom(format!("writefile ({})", self.seq(args, " "))),
             (Builtin::SetTag, _) => atom(format!("settag ({})", self.seq(args, " "))),
+            (Builtin::SimilarPosition { notransform, sort }, _) => atom(format!(
+                "similarposition{}{} {}",
+                if sort { "" } else { " nosort" },
+                if notransform { " notransform" } else { "" },
+                self.seq(args, " ")
+            )),
             (Builtin::Equal, _) => atom(format!("equal ({})", self.seq(args, " "))),
             (Builtin::CharAt | Builtin::Substring { .. }, [target, rest @ ..]) => {
                 let d = self.doc(target);
@@ -952,6 +958,18 @@ impl Printer<'_> {
             } if matches!(
                 arg.node,
                 Node::Builtin(Builtin::Hhdb(crate::ir::HhdbField::AwardRank { .. }), _)
+            ) =>
+            {
+                self.doc(arg)
+            }
+            // `similarposition` without `nosort` is lowered to this sort.
+            Node::Sort {
+                label: Some(_),
+                min: true,
+                arg,
+            } if matches!(
+                arg.node,
+                Node::Builtin(Builtin::SimilarPosition { sort: true, .. }, _)
             ) =>
             {
                 self.doc(arg)
