@@ -1705,6 +1705,8 @@ impl Gen<'_> {
                 Kind::Numeric,
             ))
         });
+        // CQL 6.2 refuses `singlecolor` with `focus` or `primary`.
+        let singlecolor = focus.is_none() && flags & 8 == 0 && self.chance(25);
         let params = PathParams {
             focus,
             focus_capture,
@@ -1715,6 +1717,7 @@ impl Gen<'_> {
             lastposition,
             nestban,
             primary: flags & 8 != 0,
+            singlecolor,
             quiet: flags & 0x20 != 0,
             verbose: false,
             title: (flags & 2 != 0).then(|| "t".to_owned()),

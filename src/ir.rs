@@ -411,6 +411,11 @@ pub struct PathParams {
     pub nestban: bool,
     /// Follow primary moves only.
     pub primary: bool,
+    /// `singlecolor`: the dashes match moves of the side to move at the
+    /// start only; the opponent's move between two of them is skipped
+    /// untested (a filter between two dashes tests the position after the
+    /// first), as in CQL 6.2.
+    pub singlecolor: bool,
     /// No `Start path ...`/`End path ...` comments.
     pub quiet: bool,
     /// `verbose` as written (kept so that the query prints back the same).

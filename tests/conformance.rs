@@ -374,8 +374,10 @@ impl Prepared {
             }
             Direct::Interp | Direct::Scan => None,
         };
+        let mut interp = Interpreter::new(q).map_err(|e| e.to_string())?;
+        cqlj::scan::read_submissions(&mut interp).map_err(|e| e.to_string())?;
         Ok(Prepared {
-            interp: Interpreter::new(q).map_err(|e| e.to_string())?,
+            interp,
             opts: EvalOptions { variations },
             variations,
             jit,

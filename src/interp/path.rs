@@ -21,6 +21,12 @@
 //! the tail of a matched move). The path's length counts the matched
 //! moves; `pathcountunfocused` the skipped ones.
 //!
+//! **Single colour.** With `singlecolor` the dashes match moves of the
+//! side to move at the start only: after a matched move, the opponent's
+//! move is skipped untested as a move out of focus is (not counted by
+//! `pathcountunfocused`), so `path singlecolor Q-- R--` is `path Q-- --
+//! R--` (CQL 6.2 oracle).
+//!
 //! With `piecepath`, the start also gets `Focus path: Nf5-g3-f1 ...`:
 //! each focused piece's journey along the kept path.
 //!
@@ -222,6 +228,9 @@ struct Search<'n, 'e> {
     /// The focused pieces' squares at the start (`None`: no focus).
     focus: Option<Bitboard>,
     focus_capture: bool,
+    /// `singlecolor`: whether white is to move at the start (the side
+    /// whose moves the dashes match).
+    single_color: Option<bool>,
     /// (state, position) -> result.
     cache: HashMap<(usize, u32), Tested>,
     steps: u64,
@@ -393,6 +402,10 @@ impl Evaluator<'_, '_> {
             firstmatch: p.params.firstmatch,
             focus,
             focus_capture: p.params.focus_capture,
+            single_color: match p.params.singlecolor {
+                true => Some(self.rec(at)?.white_to_move()),
+                false => None,
+            },
             cache: HashMap::new(),
             steps: 0,
             best: None,
@@ -551,7 +564,27 @@ impl Evaluator<'_, '_> {
             if search.primary {
                 kids.truncate(1);
             }
+            // `singlecolor`: the opponent's move is skipped untested.
+            let opponent = match search.single_color {
+                Some(white) => self.rec(n.p)?.white_to_move() != white,
+                None => false,
+            };
             for c in kids.into_iter().rev() {
+                if opponent {
+                    // (A path has no `focus` with `singlecolor`.)
+                    if n.matched > 0 {
+                        stack.push(Node {
+                            p: c,
+                            live: moves.clone(),
+                            focus: n.focus,
+                            depth: n.depth + 1,
+                            matched: n.matched,
+                            skipped: n.skipped,
+                            skipping: true,
+                        });
+                    }
+                    continue;
+                }
                 let (focused, focus) = match n.focus {
                     None => (true, None),
                     Some(f) => match MoveFacts::from_packed(self.rec(c)?.mv) {

@@ -829,8 +829,13 @@ fn mainline_mask(flags: &[u8; CHUNK_POSITIONS], w: usize) -> u64 {
 /// The interpreter's sort key in the driver's form.
 /// Reads the submissions files of the query's `similarposition` filters
 /// (the mainline positions of each game that replays; a game the importer
-/// would skip is left out) into `interp`, before the scan starts.
-fn read_submissions(interp: &mut Interpreter) -> Result<(), interp::InterpError> {
+/// would skip is left out) into `interp`, before the scan starts. A
+/// matcher does it itself; a caller evaluating games with its own
+/// interpreter calls it once.
+///
+/// # Errors
+/// A file cannot be opened or read ([`interp::InterpError::SimilarPosition`]).
+pub fn read_submissions(interp: &mut Interpreter) -> Result<(), interp::InterpError> {
     for (file, notransform, span) in interp.similar_files().to_vec() {
         let error = |reason: String| interp::InterpError::SimilarPosition {
             span: (span.start, span.end),

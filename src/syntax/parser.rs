@@ -2485,6 +2485,7 @@ impl Parser<'_, '_> {
                         "verbose" => &mut params.verbose,
                         "piecepath" => &mut params.piecepath,
                         "keepallbest" => &mut params.keepallbest,
+                        "singlecolor" => &mut params.singlecolor,
                         "max" => {
                             self.bump();
                             if max.is_some() {
@@ -2529,12 +2530,6 @@ impl Parser<'_, '_> {
                             focus = Some(Box::new(f?));
                             continue;
                         }
-                        "singlecolor" => {
-                            return Err(self.error(
-                                t.span,
-                                format!("not supported yet: the `path` parameter `{w}`"),
-                            ));
-                        }
                         "secondary" => {
                             return Err(self.error(
                                 t.span,
@@ -2558,6 +2553,13 @@ impl Parser<'_, '_> {
             return Err(self.error(
                 start,
                 "`piecepath` comments the moves in focus: it needs `focus` (as in CQL 6.2)",
+            ));
+        }
+        if params.singlecolor && (focus.is_some() || params.primary) {
+            let other = if params.primary { "primary" } else { "focus" };
+            return Err(self.error(
+                start,
+                format!("a path takes `singlecolor` or `{other}`, not both (as in CQL 6.2)"),
             ));
         }
         let items = self.path_items(true)?;

@@ -1123,6 +1123,7 @@ impl Printer<'_> {
                     (p.lastposition, "lastposition"),
                     (p.nestban, "nestban"),
                     (p.primary, "primary"),
+                    (p.singlecolor, "singlecolor"),
                     (p.quiet, "quiet"),
                     (p.verbose, "verbose"),
                     (p.piecepath, "piecepath"),
