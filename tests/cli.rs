@@ -701,3 +701,66 @@ fn similarposition_orders_games_by_submission() {
         "{stderr}"
     );
 }
+
+/// CQL 6.2's `-silent` (no match strings, no query comments), `-noheader`
+/// (no `Game number N`, the sort values stay), `-nosettag` and
+/// `-noremovecomment` (the filters match, their changes are not made),
+/// each checked with CQL 6.2 on this game.
+#[test]
+fn output_options_drop_what_cql_drops() {
+    let dir = Scratch::new("output-options");
+    std::fs::write(
+        dir.path("in.pgn"),
+        "[Event \"e\"]\n[Result \"*\"]\n\n{first} 1. e4 {c1} e5 {c2} *\n",
+    )
+    .expect("write");
+    let run = |query: &str, option: Option<&str>| {
+        let mut args = vec!["-i", "in.pgn", "-o", "-", "-cql", query];
+        args.extend(option);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args(&args)
+            .current_dir(&dir.0)
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // White space collapsed (line breaks depend on the line width).
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let edits = "settag (\"Theme\" \"new\") ply == 1 removecomment comment (\"mine\")";
+    let tags = "[Event \"e\"] [Result \"*\"]";
+    assert_eq!(
+        run(edits, None),
+        format!(
+            "{tags} [Theme \"new\"] {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} 1... e5 {{c2}} *"
+        )
+    );
+    assert_eq!(
+        run(edits, Some("-silent")),
+        format!("{tags} [Theme \"new\"] {{first}} 1. e4 e5 {{c2}} *")
+    );
+    assert_eq!(
+        run(edits, Some("-nosettag")),
+        format!("{tags} {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} 1... e5 {{c2}} *")
+    );
+    assert_eq!(
+        run(edits, Some("-noremovecomment")),
+        format!(
+            "{tags} [Theme \"new\"] {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} {{c1}} 1... e5 {{c2}} *"
+        )
+    );
+    let sorted = "sort \"P\" ply ply == 1";
+    assert_eq!(
+        run(sorted, Some("-noheader")),
+        format!("{tags} {{P: 2}} {{first}} 1. e4 {{CQL}} {{c1}} 1... e5 {{c2}} *")
+    );
+    assert_eq!(
+        run(sorted, None),
+        format!("{tags} {{Game number 1 P: 2}} {{first}} 1. e4 {{CQL}} {{c1}} 1... e5 {{c2}} *")
+    );
+}

@@ -78,7 +78,7 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 33] = [
+const CQL_LONG_OPTIONS: [&str; 37] = [
     "alwayscomment",
     "lineincrement",
     "cql",
@@ -91,6 +91,10 @@ const CQL_LONG_OPTIONS: [&str; 33] = [
     "mainline",
     "matchstring",
     "silent",
+    "noheader",
+    "noremovecomment",
+    "nosettag",
+    "vi",
     "quiet",
     "showmatches",
     "threads",
@@ -147,7 +151,7 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 15] = [
+const CQL_UNSUPPORTED: [&str; 11] = [
     "a",
     "assign",
     "btm",
@@ -156,11 +160,7 @@ const CQL_UNSUPPORTED: [&str; 15] = [
     "html",
     "lex",
     "m",
-    "noheader",
-    "noremovecomment",
-    "nosettag",
     "u",
-    "vi",
     "virtualmainline",
     "wtm",
 ];
@@ -217,9 +217,24 @@ pub struct RunArgs {
     /// The comment written at each matching position (default "CQL").
     #[arg(long, allow_hyphen_values = true)]
     pub matchstring: Option<String>,
-    /// Do not write the match comments into the output games.
+    /// Do not write the match comments into the output games, nor the
+    /// query's comments (CQL 6.2's `-silent`).
     #[arg(long)]
     pub silent: bool,
+    /// Do not write `Game number N` in the comment at a game's start (its
+    /// other texts and the sort values stay).
+    #[arg(long)]
+    pub noheader: bool,
+    /// Ignore the query's `removecomment` filters (they still match).
+    #[arg(long)]
+    pub noremovecomment: bool,
+    /// Ignore the query's `settag` filters' changes (they still match).
+    #[arg(long)]
+    pub nosettag: bool,
+    /// Read `hhdbvi.pgn` (the HHdbVI study database) unless an input is
+    /// given.
+    #[arg(long)]
+    pub vi: bool,
     /// Print nothing but errors (no summary, no warnings, no progress).
     #[arg(long)]
     pub quiet: bool,
@@ -593,7 +608,8 @@ impl Settings {
         let input = args
             .input
             .clone()
-            .or_else(|| header.input.as_deref().map(|p| header_path(p, query_file)));
+            .or_else(|| header.input.as_deref().map(|p| header_path(p, query_file)))
+            .or_else(|| args.vi.then(|| PathBuf::from("hhdbvi.pgn")));
         let output = args
             .output
             .clone()

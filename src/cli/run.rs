@@ -108,6 +108,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .with_protected_files(&own_files)
         .with_last_game_number(u64::from(games.end))
         .with_always_comment(args.alwayscomment)
+        .with_output_edits(scan::OutputEdits {
+            comments: settings.matchstring.is_some(),
+            settag: !args.nosettag,
+            removecomment: !args.noremovecomment,
+        })
         .with_stop(&files::STOP);
     if !quiet && let Some(note) = matcher.fallback_note() {
         eprintln!("cqlj: {note}");
@@ -153,6 +158,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         (false, Format::Pgn) => Form::Pgn(PgnOptions {
             matchstring: settings.matchstring.clone(),
             quiet: settings.quiet,
+            game_number: !args.noheader,
         }),
     };
     let printer_options = PrinterOptions {

@@ -441,6 +441,7 @@ mod tests {
             form: Form::Pgn(PgnOptions {
                 matchstring: Some("CQL".into()),
                 quiet: false,
+                game_number: true,
             }),
             limit: None,
             sorted: false,

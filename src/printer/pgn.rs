@@ -182,6 +182,9 @@ pub struct PgnOptions {
     /// `-quiet` (CQL 6.2): no match string is written, but the game's
     /// header comment is.
     pub quiet: bool,
+    /// The header comment starts with `Game number N` (not with CQL's
+    /// `-noheader`, which keeps its other texts).
+    pub game_number: bool,
 }
 
 /// Appends matching game `m` of `store` read through `texts` to `out`: the
@@ -230,8 +233,18 @@ pub(crate) fn write_match(
         if !options.quiet && m.positions.iter().next() == Some(0) {
             texts.push(s.as_str());
         }
-        header = header_comment(game_number, &texts, &m.sort_keys);
-        inserts.splice(..at_start, [(0, header.as_str())]);
+        header = header_comment(
+            options.game_number.then_some(game_number),
+            &texts,
+            &m.sort_keys,
+        );
+        let header = [(0, header.as_str())];
+        let header = if header[0].1.is_empty() {
+            &header[..0]
+        } else {
+            &header[..]
+        };
+        inserts.splice(..at_start, header.iter().copied());
     }
     let stored_moves = store.game(m.game)?.n_positions.saturating_sub(1);
     let text = texts.game_text(m.game)?;
@@ -268,14 +281,17 @@ pub(crate) fn write_match(
 }
 
 /// The comment CQL 6.2 writes at the start of a matching game: `Game
-/// number N`, the texts of the initial position (its `comment`s, then the
-/// match string), and after two spaces each shown sort key as `label: value`
-/// (the query's in query order, an unlabelled one as `<sort-id-K>`
-/// counting the unlabelled ones, then `matchcount`).
-fn header_comment(game_number: u64, start: &[&str], keys: &[SortKey]) -> String {
-    let mut h = format!("Game number {game_number}");
+/// number N` (unless `-noheader`: `None`), the texts of the initial
+/// position (its `comment`s, then the match string), and after two spaces
+/// each shown sort key as `label: value` (the query's in query order, an
+/// unlabelled one as `<sort-id-K>` counting the unlabelled ones, then
+/// `matchcount`). Empty when there is nothing to say.
+fn header_comment(game_number: Option<u64>, start: &[&str], keys: &[SortKey]) -> String {
+    let mut h = game_number.map_or_else(String::new, |n| format!("Game number {n}"));
     for t in start {
-        h.push(' ');
+        if !h.is_empty() {
+            h.push(' ');
+        }
         h.push_str(t);
     }
     let mut parts = Vec::new();
@@ -298,7 +314,9 @@ fn header_comment(game_number: u64, start: &[&str], keys: &[SortKey]) -> String 
         parts.push(format!("{label}: {value}"));
     }
     if !parts.is_empty() {
-        h.push_str("  ");
+        if !h.is_empty() {
+            h.push_str("  ");
+        }
         h.push_str(&parts.join(" "));
     }
     h

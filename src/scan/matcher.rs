@@ -56,6 +56,28 @@ pub enum MatcherError {
     Jit(#[from] jit::JitError),
 }
 
+/// Which of the query's changes to the written games are kept (see
+/// [`StoreMatcher::with_output_edits`]); all by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputEdits {
+    /// The query's comments (`comment`, `line`/`path` comments ...).
+    pub comments: bool,
+    /// `settag`'s changes.
+    pub settag: bool,
+    /// `removecomment`'s removals.
+    pub removecomment: bool,
+}
+
+impl Default for OutputEdits {
+    fn default() -> Self {
+        OutputEdits {
+            comments: true,
+            settag: true,
+            removecomment: true,
+        }
+    }
+}
+
 /// A matcher over one store.
 pub struct StoreMatcher<'s> {
     /// The store whose games are matched.
@@ -93,6 +115,8 @@ pub struct StoreMatcher<'s> {
     /// (`jit_batch` skips a game where no two positions agree on them);
     /// empty without the JIT or with an exact plan.
     echoes: Vec<EchoPreselect>,
+    /// The query's changes to the written games that are kept.
+    output_edits: OutputEdits,
     /// The query reads the games' comments ([`Interpreter::reads_text`]):
     /// the interpreter gets each game's text read.
     reads_text: bool,
@@ -240,6 +264,7 @@ impl<'s> StoreMatcher<'s> {
             stop: None,
             lines,
             echoes,
+            output_edits: OutputEdits::default(),
         })
     }
 
@@ -283,6 +308,15 @@ impl<'s> StoreMatcher<'s> {
     /// Keeps the comments of filters that fail (CQL's `-alwayscomment`).
     pub fn with_always_comment(mut self, on: bool) -> StoreMatcher<'s> {
         self.interp = self.interp.with_always_comment(on);
+        self
+    }
+
+    /// Which of the query's changes to the written games a match carries:
+    /// its comments (none with CQL's `-silent`), its `settag` changes
+    /// (`-nosettag`) and its `removecomment`s (`-noremovecomment`). The
+    /// filters match all the same.
+    pub fn with_output_edits(mut self, edits: OutputEdits) -> StoreMatcher<'s> {
+        self.output_edits = edits;
         self
     }
 
@@ -332,13 +366,23 @@ impl<'s> StoreMatcher<'s> {
             .eval_game_with_text(&view, &self.opts, text)
             .map_err(|e| err(e.to_string()))?;
         if !outcome.matched.is_empty() {
+            let keep = self.output_edits;
+            let mut comments = outcome.comments;
+            if !keep.comments {
+                comments.clear();
+            }
+            let mut edits = outcome.edits;
+            edits.retain(|e| match e {
+                interp::GameEdit::SetTag { .. } => keep.settag,
+                interp::GameEdit::RemoveComment(_) => keep.removecomment,
+            });
             out.push(GameMatch {
                 game: g,
                 positions: outcome.matched.into(),
-                comments: outcome.comments,
+                comments,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
-                edits: outcome.edits,
+                edits,
             });
         }
         Ok(())
