@@ -1706,7 +1706,8 @@ impl Gen<'_> {
             ))
         });
         // CQL 6.2 refuses `singlecolor` with `focus` or `primary`.
-        let singlecolor = focus.is_none() && flags & 8 == 0 && self.chance(25);
+        let has_focus = focus.is_some();
+        let singlecolor = !has_focus && flags & 8 == 0 && self.chance(25);
         let params = PathParams {
             focus,
             focus_capture,
@@ -1716,7 +1717,8 @@ impl Gen<'_> {
             firstmatch: flags & 1 != 0,
             lastposition,
             nestban,
-            primary: flags & 8 != 0,
+            // CQL 6.2 refuses `primary` with `focus`.
+            primary: flags & 8 != 0 && !has_focus,
             singlecolor,
             quiet: flags & 0x20 != 0,
             verbose: false,

@@ -426,6 +426,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
                         &cqlj::jit::JitOptions::default(),
                     );
                     sequence_notes.extend(cqlj::scan::echo_pre::explain(&prepared.query, cq));
+                    sequence_notes.extend(cqlj::scan::path_exact::explain(
+                        &prepared.query,
+                        cq,
+                        &cqlj::jit::JitOptions::default(),
+                    ));
                     let interp_only = cq.plan().jit.is_empty() && sequence_notes.is_empty();
                     let (games, n_games) = if interp_only {
                         (&prefix, n_prefix)

@@ -277,6 +277,7 @@ fn plan_text(query: &cqlj::ir::ExpandedQuery, engine: Engine) -> anyhow::Result<
         .map(|cq| {
             let mut notes = cqlj::scan::line_pre::explain(query, cq, &opts);
             notes.extend(cqlj::scan::echo_pre::explain(query, cq));
+            notes.extend(cqlj::scan::path_exact::explain(query, cq, &opts));
             notes
         })
         .unwrap_or_default();

@@ -45,7 +45,12 @@ use crate::ir::{Builtin, ExpandedQuery, Expr, Kind, Node, Span, VarId};
 use cqlj_runtime::bitboard::Bitboard;
 use cqlj_runtime::layout::PositionRecord;
 
+/// The pieces of the reference `path` that `scan::path_exact` runs
+/// natively (the same automaton, focus rules and move facts).
+pub(crate) use moves::MoveFacts;
+pub(crate) use path::{MAX_PATH_STEPS, Nfa, State as PathState, in_focus, move_focus};
 pub use pieces::{PieceId, PieceIds};
+pub(crate) use sequence::in_range;
 
 /// One game as the interpreter sees it.
 ///

@@ -88,7 +88,7 @@ pub(crate) const MAX_PATH_STEPS: u64 = 4_000_000;
 
 /// One NFA state.
 #[derive(Clone, Copy, Debug)]
-enum State<'e> {
+pub(crate) enum State<'e> {
     /// The filter must match the current position; then `next`, there.
     Check(&'e Expr, usize),
     /// Consumes a move to a child where the dash matches; then `next`.
@@ -99,10 +99,12 @@ enum State<'e> {
     Accept,
 }
 
-/// A Thompson NFA of a path's constituents.
-struct Nfa<'e> {
-    states: Vec<State<'e>>,
-    start: usize,
+/// A Thompson NFA of a path's constituents (also `scan::path_exact`'s:
+/// the same states in the same order, so that both walks agree step for
+/// step).
+pub(crate) struct Nfa<'e> {
+    pub(crate) states: Vec<State<'e>>,
+    pub(crate) start: usize,
 }
 
 impl<'e> Thompson<'e> for Nfa<'e> {
@@ -124,7 +126,8 @@ impl<'e> Thompson<'e> for Nfa<'e> {
 }
 
 impl<'e> Nfa<'e> {
-    fn new(items: &'e [LineItem]) -> Nfa<'e> {
+    /// The automaton of a path's constituents.
+    pub(crate) fn new(items: &'e [LineItem]) -> Nfa<'e> {
         let mut nfa = Nfa {
             states: vec![State::Accept],
             start: 0,
@@ -171,7 +174,7 @@ struct Node {
 
 /// Whether the move `mv` is in focus (by a focused piece; castling: the
 /// king or the rook; with `capture`, also a capture of a focused piece).
-fn in_focus(mv: &MoveFacts, focus: Bitboard, capture: bool) -> bool {
+pub(crate) fn in_focus(mv: &MoveFacts, focus: Bitboard, capture: bool) -> bool {
     if focus.contains(mv.from) {
         return true;
     }
@@ -198,7 +201,7 @@ fn castle_rook(mv: &MoveFacts) -> Option<(shakmaty::Square, shakmaty::Square)> {
 
 /// The focused pieces' squares after `mv`: they move with their pieces,
 /// and a captured one leaves the set.
-fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
+pub(crate) fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
     let mut f = focus;
     if let Some(c) = mv.capture_square {
         f.discard(c);

@@ -518,7 +518,7 @@ impl Evaluator<'_, '_> {
 }
 
 /// Whether `n` lies in `range` (no range: always).
-pub(super) fn in_range(range: Option<(i64, Option<i64>)>, n: i64) -> bool {
+pub(crate) fn in_range(range: Option<(i64, Option<i64>)>, n: i64) -> bool {
     match range {
         None => true,
         Some((lo, hi)) => n >= lo && hi.is_none_or(|hi| n <= hi),

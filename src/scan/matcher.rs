@@ -11,11 +11,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::driver::count_bits;
 use super::echo_pre::{self, EchoPreselect};
 use super::line_pre::LinePreselect;
+use super::path_exact::{GameTree, PathExact};
 use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
-use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, Column, PositionRecord, flags};
+use crate::runtime::layout::{
+    CHUNK_POSITIONS, ChunkColumns, Column, PackedMove, PositionRecord, flags,
+};
 use crate::runtime::store::Store;
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
@@ -117,6 +120,9 @@ pub struct StoreMatcher<'s> {
     echoes: Vec<EchoPreselect>,
     /// The query's changes to the written games that are kept.
     output_edits: OutputEdits,
+    /// The query is one `path` the walk decides natively (see
+    /// `path_exact`); its kernels run after the lines' in `line_bits`.
+    path_exact: Option<PathExact>,
     /// The query reads the games' comments ([`Interpreter::reads_text`]):
     /// the interpreter gets each game's text read.
     reads_text: bool,
@@ -150,6 +156,10 @@ pub struct Scratch {
     /// Match bits of each line constituent over the batch (as
     /// `batch_bits`), in the order of the lines' kernels.
     line_bits: Vec<Vec<u64>>,
+    /// The current game's tree for the native `path` walk (buffers reused).
+    path_tree: GameTree,
+    /// The walk's stack (reused).
+    path_stack: Vec<super::path_exact::WalkNode>,
     /// The automaton's state sets of the game being decided, by position
     /// in the game (children's sets OR-ed in before their parent's).
     line_sets: Vec<u64>,
@@ -239,6 +249,18 @@ impl<'s> StoreMatcher<'s> {
             Some(cq) if !cq.plan().is_exact() => EchoPreselect::for_query(query),
             _ => Vec::new(),
         };
+        let path_exact = match &jit {
+            Some(cq) if !cq.plan().is_exact() => PathExact::for_query(query, jit_options),
+            _ => None,
+        };
+        if path_exact.is_some() {
+            // The walk reads whole records (moves, boards for designators).
+            for c in Column::ALL {
+                if !hint_columns.contains(&c) {
+                    hint_columns.push(c);
+                }
+            }
+        }
         if !echoes.is_empty() {
             for c in Column::ALL {
                 if !hint_columns.contains(&c) {
@@ -265,6 +287,7 @@ impl<'s> StoreMatcher<'s> {
             lines,
             echoes,
             output_edits: OutputEdits::default(),
+            path_exact,
         })
     }
 
@@ -520,7 +543,8 @@ impl<'s> StoreMatcher<'s> {
         bits.clear();
         bits.resize((c_end - c0) as usize * words_per_chunk, 0);
         let mut any = false;
-        let n_line_kernels: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
+        let n_line_kernels: usize = self.lines.iter().map(|l| l.kernels().len()).sum::<usize>()
+            + self.path_exact.as_ref().map_or(0, |p| p.kernels().len());
         scratch.line_bits.resize_with(n_line_kernels, Vec::new);
         for lb in &mut scratch.line_bits {
             lb.clear();
@@ -535,7 +559,8 @@ impl<'s> StoreMatcher<'s> {
             );
             if n_line_kernels != 0 {
                 let chunk = self.store.chunk(c);
-                let kernels = self.lines.iter().flat_map(|l| l.kernels());
+                let kernels = (self.lines.iter().flat_map(|l| l.kernels()))
+                    .chain(self.path_exact.iter().flat_map(|p| p.kernels()));
                 for (k, dst) in kernels.zip(scratch.line_bits.iter_mut()) {
                     let dst = &mut dst[(c - c0) as usize * words_per_chunk..][..words_per_chunk];
                     match k {
@@ -651,6 +676,18 @@ impl<'s> StoreMatcher<'s> {
             if self.stopped() {
                 break;
             }
+            if let Some(px) = &self.path_exact
+                && let Some(positions) = self.path_exact_game(px, base, range.clone(), scratch)
+            {
+                if !positions.is_empty() {
+                    out.push(GameMatch {
+                        game: g,
+                        positions: positions.into(),
+                        ..GameMatch::default()
+                    });
+                }
+                continue;
+            }
             if !self.lines.is_empty() && !self.lines_may_match(base, range.clone(), scratch) {
                 continue;
             }
@@ -740,6 +777,64 @@ impl<'s> StoreMatcher<'s> {
             }
         }
         true
+    }
+
+    /// The positions of the game whose positions are bits `range` of the
+    /// batch (first position `base`) where the query's one `path` matches,
+    /// among those the kernel selects; `None` when a walk would pass the
+    /// interpreter's step limit (the interpreter decides the game then).
+    fn path_exact_game(
+        &self,
+        px: &PathExact,
+        base: u64,
+        range: Range<usize>,
+        scratch: &mut Scratch,
+    ) -> Option<Vec<u32>> {
+        let bit = |words: &[u64], i: usize| (words[i / 64] >> (i % 64)) & 1 != 0;
+        let mut current: Option<(u64, &ChunkColumns)> = None;
+        let mut tree = std::mem::take(&mut scratch.path_tree);
+        tree.clear();
+        for i in range.clone() {
+            let (chunk, at) = self.chunk_at(base + i as u64, &mut current);
+            tree.push(
+                PackedMove(chunk.mv[at]),
+                chunk.flags[at],
+                chunk.parent_delta[at],
+            );
+        }
+        tree.link(self.opts.variations);
+        let record = |p: u32| {
+            let pos = base + (range.start + p as usize) as u64;
+            let c = pos / CHUNK_POSITIONS as u64;
+            self.store
+                .chunk(c)
+                .get((pos % CHUNK_POSITIONS as u64) as usize)
+        };
+        let first_kernel: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
+        let kernel_bits = &scratch.line_bits[first_kernel..];
+        let check = |k: usize, p: u32| bit(&kernel_bits[k], range.start + p as usize);
+        let stack = &mut scratch.path_stack;
+        let mut matched = Vec::new();
+        let mut result = Some(());
+        for p in 0..range.len() {
+            let i = range.start + p;
+            if !bit(&scratch.batch_bits, i)
+                || (!self.opts.variations && !tree.is_mainline(p as u32))
+            {
+                continue;
+            }
+            match px.matches_at(&tree, p as u32, &check, &record, stack) {
+                Some(true) => matched.push(p as u32),
+                Some(false) => {}
+                None => {
+                    result = None;
+                    break;
+                }
+            }
+        }
+        scratch.path_tree = tree;
+        result?;
+        Some(matched)
     }
 
     /// The chunk holding store position `pos` and the position's index in
@@ -927,6 +1022,8 @@ impl GameMatcher for StoreMatcher<'_> {
             last_chunk: None,
             line_out: ChunkOutput::new(),
             line_bits: Vec::new(),
+            path_tree: GameTree::default(),
+            path_stack: Vec::new(),
             line_sets: Vec::new(),
             echo_keys: Vec::new(),
             echo_values: Vec::new(),

@@ -11,6 +11,7 @@ pub mod driver;
 pub mod echo_pre;
 pub mod line_pre;
 pub mod matcher;
+pub mod path_exact;
 
 pub use driver::{
     Collect, GameEdit, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError,

@@ -2555,11 +2555,19 @@ impl Parser<'_, '_> {
                 "`piecepath` comments the moves in focus: it needs `focus` (as in CQL 6.2)",
             ));
         }
-        if params.singlecolor && (focus.is_some() || params.primary) {
-            let other = if params.primary { "primary" } else { "focus" };
+        // CQL 6.2 refuses any two of `singlecolor`, `primary` and `focus`.
+        let chosen: Vec<&str> = [
+            (params.singlecolor, "singlecolor"),
+            (params.primary, "primary"),
+            (focus.is_some(), "focus"),
+        ]
+        .into_iter()
+        .filter_map(|(on, w)| on.then_some(w))
+        .collect();
+        if let [a, b, ..] = chosen[..] {
             return Err(self.error(
                 start,
-                format!("a path takes `singlecolor` or `{other}`, not both (as in CQL 6.2)"),
+                format!("a path takes `{a}` or `{b}`, not both (as in CQL 6.2)"),
             ));
         }
         let items = self.path_items(true)?;

@@ -1,0 +1,580 @@
+//! A `path` decided without the interpreter: when the whole query is one
+//! `path quiet` filter whose constituent filters the JIT lowers exactly
+//! and whose dashes are plain moves (`--`, `X--Y` with designators), the
+//! path's automaton runs natively over each game's tree, its filters read
+//! from the JIT's bitmaps (one kernel per distinct constituent, run over
+//! whole chunks with the batch) and its dashes from the stored moves.
+//!
+//! **Exactness.** The walk is the interpreter's (`interp::path`): the same
+//! Thompson automaton ([`interp::Nfa`], so the same states in the same
+//! order), the same depth-first order over the visible children, the same
+//! focus rules ([`interp::in_focus`], [`interp::move_focus`]), the same
+//! `singlecolor` skip, `primary`, `firstmatch` and range, and the same
+//! count of state visits: an evaluation that would pass
+//! [`interp::MAX_PATH_STEPS`] hands the game to the interpreter, which
+//! then reports the error. What the walk does not compute is what the
+//! eligible paths do not have: comments (`quiet`, no `title`,
+//! `piecepath` or `max`), bans (`nestban`) and status filters (a
+//! constituent reading one is not lowered exactly).
+
+use cqlj_runtime::layout::{MoveKind, PackedMove, PositionRecord, flags};
+use shakmaty::Bitboard;
+
+use crate::interp::{self, MoveFacts, PathState};
+use crate::ir::{
+    ExpandedQuery, Expr, MoveFilter, MoveSource, MoveValue, Node, PathFilter, PieceSet, Query,
+    SpecialMove,
+};
+use crate::jit::{self, CompiledQuery, JitOptions};
+use crate::scan::line_pre::conjuncts;
+
+/// One automaton state, its tests resolved to kernels and dash tests.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// Kernel `.0` must match here; then `.1`.
+    Check(usize, usize),
+    /// A move to a child that dash `.0` admits; then `.1`.
+    Move(usize, usize),
+    Split(usize, usize),
+    Accept,
+}
+
+/// A set parameter of a dash, or a path's focus: a designator, read at the
+/// move's origin (the focus: at the start).
+#[derive(Clone, Copy, Debug)]
+struct Designator {
+    /// Bit `6 * colour + role` (white 0, black 1): a piece of that kind
+    /// on one of `squares`; `None`: every square of `squares`.
+    pieces: Option<u16>,
+    /// Empty squares of `squares` too (`_`).
+    empty: bool,
+    squares: Bitboard,
+}
+
+impl Designator {
+    /// `Piece { pieces, squares }` or a square set; `None` for anything
+    /// else (not evaluated natively).
+    fn of(e: &Expr) -> Option<Designator> {
+        match &e.node {
+            Node::Piece { pieces, squares } => {
+                let mut mask = 0u16;
+                for (c, white) in [true, false].into_iter().enumerate() {
+                    for role in 0..6u8 {
+                        if pieces.contains(PieceSet::piece(white, role)) {
+                            mask |= 1 << (6 * c + usize::from(role));
+                        }
+                    }
+                }
+                Some(Designator {
+                    pieces: Some(mask),
+                    empty: pieces.contains(PieceSet::EMPTY_SQUARE),
+                    squares: *squares,
+                })
+            }
+            Node::Squares(b) => Some(Designator {
+                pieces: None,
+                empty: false,
+                squares: *b,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Its squares at `at` (the interpreter's `designate`).
+    fn squares(&self, at: &PositionRecord) -> Bitboard {
+        let Some(mask) = self.pieces else {
+            return self.squares;
+        };
+        let mut out = if self.empty { !at.occupied() } else { 0 };
+        let mut m = mask;
+        while m != 0 {
+            let k = m.trailing_zeros() as usize;
+            m &= m - 1;
+            out |= at.pieces(k < 6, k % 6);
+        }
+        Bitboard(out) & self.squares
+    }
+
+    /// Whether a piece of kind (`white`, `role`) may stand on one of its
+    /// squares (`true` when it is not a designator of pieces).
+    fn may_hold(&self, white: bool, role: u8) -> bool {
+        match self.pieces {
+            None => true,
+            Some(mask) => {
+                role < 6 && mask & (1 << (6 * usize::from(!white) + usize::from(role))) != 0
+            }
+        }
+    }
+
+    /// Whether the move `mv` may be in focus of this designator read before
+    /// it (a necessary condition of `interp::in_focus`: the moving piece,
+    /// a castling rook or, with `capture`, the captured piece is of a kind
+    /// it holds).
+    fn may_focus(&self, mv: PackedMove, capture: bool) -> bool {
+        if self.pieces.is_none() || self.empty || mv.is_null() {
+            return true;
+        }
+        self.may_hold(mv.white(), mv.role())
+            || (matches!(
+                mv.kind(),
+                MoveKind::CastleKingside | MoveKind::CastleQueenside
+            ) && self.may_hold(mv.white(), 3))
+            || (capture && self.may_hold(!mv.white(), mv.captured()))
+    }
+}
+
+/// A dash read as `move previous [from X] [to Y] [capture Z] [special]`.
+#[derive(Clone, Copy, Debug)]
+struct Dash {
+    from: Option<Designator>,
+    to: Option<Designator>,
+    capture: Option<Designator>,
+    special: Option<SpecialMove>,
+}
+
+impl Dash {
+    fn of(e: &Expr) -> Option<Dash> {
+        let Node::Move(m) = &e.node else {
+            return None;
+        };
+        let MoveFilter {
+            from,
+            to,
+            capture,
+            promote,
+            special,
+            target,
+            source,
+            value,
+        } = m;
+        if *source != MoveSource::Previous
+            || promote.is_some()
+            || target.is_some()
+            || *value != MoveValue::Destinations
+        {
+            return None;
+        }
+        let param = |p: &Option<Box<Expr>>| match p {
+            None => Some(None),
+            Some(e) => Designator::of(e).map(Some),
+        };
+        Some(Dash {
+            from: param(from)?,
+            to: param(to)?,
+            capture: param(capture)?,
+            special: *special,
+        })
+    }
+
+    /// Whether the move `mv` from `origin` matches (the interpreter's
+    /// `MoveParams::admits`, its sets read at the origin).
+    fn admits(&self, mv: &MoveFacts, mut origin: impl FnMut() -> PositionRecord) -> bool {
+        use crate::ir::Castle;
+        let mut has = |d: &Option<Designator>, sq: shakmaty::Square| {
+            d.as_ref().is_none_or(|d| d.squares(&origin()).contains(sq))
+        };
+        has(&self.from, mv.from)
+            && has(&self.to, mv.to)
+            && self.capture.as_ref().is_none_or(|d| {
+                mv.capture_square
+                    .is_some_and(|c| d.squares(&origin()).contains(c))
+            })
+            && match self.special {
+                None => true,
+                Some(SpecialMove::EnPassant) => mv.en_passant,
+                Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
+                Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
+                Some(SpecialMove::Castle(Castle::Either)) => {
+                    mv.castle_kingside || mv.castle_queenside
+                }
+                Some(SpecialMove::Null) => mv.null,
+            }
+    }
+}
+
+/// An eligible top-level `path`, ready to run (see the module docs).
+pub(super) struct PathExact {
+    states: Vec<State>,
+    start: usize,
+    /// The kernel of each distinct constituent filter (exact).
+    kernels: Vec<Option<CompiledQuery>>,
+    dashes: Vec<Dash>,
+    focus: Option<Designator>,
+    focus_capture: bool,
+    singlecolor: bool,
+    primary: bool,
+    firstmatch: bool,
+    range: Option<(i64, Option<i64>)>,
+}
+
+/// Most automaton states (one bit each in a `u64`).
+const MAX_STATES: usize = 64;
+
+/// One position of the walk waiting to be visited (as the interpreter's).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WalkNode {
+    p: u32,
+    /// Waiting states (bit s: state s).
+    live: u64,
+    focus: Option<Bitboard>,
+    matched: i64,
+    skipping: bool,
+}
+
+/// One game's positions, as the walk reads them: the moves, flags and
+/// visible children (the boards are read on demand). Its buffers are
+/// reused from game to game.
+#[derive(Default)]
+pub(super) struct GameTree {
+    mv: Vec<PackedMove>,
+    flags: Vec<u8>,
+    parent_delta: Vec<u16>,
+    /// Visible children of each position, in store order (CSR).
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+}
+
+impl GameTree {
+    /// Starts a game: no position yet.
+    pub(super) fn clear(&mut self) {
+        self.mv.clear();
+        self.flags.clear();
+        self.parent_delta.clear();
+    }
+
+    /// Adds the game's next position (store order).
+    pub(super) fn push(&mut self, mv: PackedMove, flags: u8, parent_delta: u16) {
+        self.mv.push(mv);
+        self.flags.push(flags);
+        self.parent_delta.push(parent_delta);
+    }
+
+    /// Links the positions added: with `variations` false only mainline
+    /// positions are visible.
+    pub(super) fn link(&mut self, variations: bool) {
+        let n = self.mv.len();
+        let visible = |f: u8| variations || f & flags::MAINLINE != 0;
+        self.child_start.clear();
+        self.child_start.resize(n + 1, 0);
+        for i in 0..n {
+            let d = usize::from(self.parent_delta[i]);
+            if d != 0 && d <= i && visible(self.flags[i]) {
+                self.child_start[i - d + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            self.child_start[i + 1] += self.child_start[i];
+        }
+        self.children.clear();
+        self.children.resize(self.child_start[n] as usize, 0);
+        // Fill each parent's slice in store order, moving its start up;
+        // then shift the starts back.
+        for i in 0..n {
+            let d = usize::from(self.parent_delta[i]);
+            if d != 0 && d <= i && visible(self.flags[i]) {
+                let slot = &mut self.child_start[i - d];
+                self.children[*slot as usize] = i as u32;
+                *slot += 1;
+            }
+        }
+        for i in (1..=n).rev() {
+            self.child_start[i] = self.child_start[i - 1];
+        }
+        self.child_start[0] = 0;
+    }
+
+    /// The number of positions.
+    pub(super) fn len(&self) -> usize {
+        self.mv.len()
+    }
+
+    /// Whether position `p` is on the mainline.
+    pub(super) fn is_mainline(&self, p: u32) -> bool {
+        self.flags[p as usize] & flags::MAINLINE != 0
+    }
+
+    fn white_to_move(&self, p: u32) -> bool {
+        self.flags[p as usize] & flags::WHITE_TO_MOVE != 0
+    }
+
+    fn children(&self, p: u32) -> &[u32] {
+        let (a, b) = (
+            self.child_start[p as usize],
+            self.child_start[p as usize + 1],
+        );
+        &self.children[a as usize..b as usize]
+    }
+}
+
+impl PathExact {
+    /// The query's path when it is eligible (see the module docs).
+    pub(super) fn for_query(q: &ExpandedQuery, opts: &JitOptions) -> Option<PathExact> {
+        let [e] = q.body() else {
+            return None;
+        };
+        let Node::Path(p) = &e.node else {
+            return None;
+        };
+        PathExact::path(q, p, opts)
+    }
+
+    fn path(q: &ExpandedQuery, p: &PathFilter, opts: &JitOptions) -> Option<PathExact> {
+        let params = &p.params;
+        if !params.quiet
+            || params.title.is_some()
+            || params.max.is_some()
+            || params.piecepath
+            || params.nestban
+        {
+            return None;
+        }
+        let focus = match &params.focus {
+            None => None,
+            Some(f) => Some(Designator::of(f)?),
+        };
+        let nfa = interp::Nfa::new(&p.items);
+        if nfa.states.len() > MAX_STATES {
+            return None;
+        }
+        let mut filters: Vec<&Expr> = Vec::new();
+        let mut dashes: Vec<Dash> = Vec::new();
+        let mut states = Vec::with_capacity(nfa.states.len());
+        for s in &nfa.states {
+            states.push(match *s {
+                PathState::Check(e, next) => {
+                    let k = match filters.iter().position(|f| *f == e) {
+                        Some(k) => k,
+                        None => {
+                            filters.push(e);
+                            filters.len() - 1
+                        }
+                    };
+                    State::Check(k, next)
+                }
+                PathState::Move(e, next) => {
+                    dashes.push(Dash::of(e)?);
+                    State::Move(dashes.len() - 1, next)
+                }
+                PathState::Split(a, b) => State::Split(a, b),
+                PathState::Accept => State::Accept,
+            });
+        }
+        let opts = JitOptions {
+            verify: false,
+            ..opts.clone()
+        };
+        let mut kernels = Vec::with_capacity(filters.len());
+        for f in filters {
+            let mut body = Vec::new();
+            conjuncts(f, &mut body);
+            let one = ExpandedQuery::new_unchecked(Query {
+                header: q.header().clone(),
+                body,
+                vars: q.vars().to_vec(),
+            });
+            let cq = jit::compile(&one, &opts).ok()?;
+            if !cq.plan().is_exact() || !cq.game_slots().is_empty() {
+                return None;
+            }
+            kernels.push(Some(cq));
+        }
+        Some(PathExact {
+            states,
+            start: nfa.start,
+            kernels,
+            dashes,
+            focus,
+            focus_capture: params.focus_capture,
+            singlecolor: params.singlecolor,
+            primary: params.primary,
+            firstmatch: params.firstmatch,
+            range: params.range,
+        })
+    }
+
+    /// `explain --plan`'s line on it.
+    fn describe(&self) -> String {
+        format!(
+            "path walked natively: an automaton of {} states over each game's tree, {} constituent kernel(s) and {} dash(es) read from the stored moves; the path is the whole query, so the walk decides it (no interpreter)",
+            self.states.len(),
+            self.kernels.len(),
+            self.dashes.len()
+        )
+    }
+
+    /// The constituents' kernels (run with the batch; each bitmap is the
+    /// exact set of positions where its filter matches).
+    pub(super) fn kernels(&self) -> &[Option<CompiledQuery>] {
+        &self.kernels
+    }
+
+    /// Whether the path matches at `start`; `check(k, p)` says whether
+    /// kernel `k` matches at position `p`; `stack` is scratch space.
+    /// `None`: the walk would pass the interpreter's step limit (the
+    /// interpreter decides the game).
+    ///
+    /// State sets are bit masks (at most [`MAX_STATES`] states): a closure
+    /// visits the states reachable from the live ones through splits and
+    /// passing checks, a set that does not depend on the order of the
+    /// visits, so its size is the interpreter's count of steps.
+    pub(super) fn matches_at(
+        &self,
+        tree: &GameTree,
+        start: u32,
+        check: &impl Fn(usize, u32) -> bool,
+        record: &impl Fn(u32) -> PositionRecord,
+        stack: &mut Vec<WalkNode>,
+    ) -> Option<bool> {
+        // With a focus, the first move must be in focus (before it, a move
+        // out of focus ends the walk): no child whose move may be, no
+        // match (and no step beyond the start's closure).
+        if let Some(d) = &self.focus
+            && !tree
+                .children(start)
+                .iter()
+                .take(if self.primary { 1 } else { usize::MAX })
+                .any(|&c| d.may_focus(tree.mv[c as usize], self.focus_capture))
+        {
+            return Some(false);
+        }
+        let white = tree.white_to_move(start);
+        // A walk reaches each position of the start's subtree at most once
+        // (one way down a tree), each closure visiting at most every
+        // state: when that bound is within the step limit, the limit
+        // cannot be passed, so the walk may stop at the first match that
+        // settles the answer (any match without a range or `firstmatch`
+        // needing the longest).
+        let bound = (tree.len() as u64 - u64::from(start)) * self.states.len() as u64;
+        let early = bound <= interp::MAX_PATH_STEPS && self.range.is_none();
+        let mut steps = 0u64;
+        let mut best: Option<i64> = None;
+        stack.clear();
+        stack.push(WalkNode {
+            p: start,
+            live: 1 << self.start,
+            focus: self.focus.as_ref().map(|d| d.squares(&record(start))),
+            matched: 0,
+            skipping: false,
+        });
+        while let Some(n) = stack.pop() {
+            if self.firstmatch && best.is_some() {
+                break;
+            }
+            let moves = if n.skipping {
+                n.live
+            } else {
+                // The closure at n.p (the interpreter's `path_closure`).
+                let (mut todo, mut seen, mut moves) = (n.live, 0u64, 0u64);
+                let mut accept = false;
+                while todo != 0 {
+                    let s = todo.trailing_zeros() as usize;
+                    todo &= todo - 1;
+                    if seen & (1 << s) != 0 {
+                        continue;
+                    }
+                    seen |= 1 << s;
+                    match self.states[s] {
+                        State::Accept => accept = true,
+                        State::Move(..) => moves |= 1 << s,
+                        State::Split(a, b) => todo |= (1 << a) | (1 << b),
+                        State::Check(k, next) => {
+                            if check(k, n.p) {
+                                todo |= 1 << next;
+                            }
+                        }
+                    }
+                }
+                steps += u64::from(seen.count_ones());
+                if steps > interp::MAX_PATH_STEPS {
+                    return None;
+                }
+                if accept && n.matched > 0 {
+                    if early {
+                        return Some(true);
+                    }
+                    // The longest path is kept (the first among equals).
+                    if best.is_none_or(|b| n.matched > b) {
+                        best = Some(n.matched);
+                    }
+                }
+                moves
+            };
+            if moves == 0 {
+                continue;
+            }
+            let mut kids = tree.children(n.p);
+            if self.primary {
+                kids = &kids[..kids.len().min(1)];
+            }
+            let opponent = self.singlecolor && tree.white_to_move(n.p) != white;
+            // The origin's board, read once if a dash's designator needs it.
+            let mut origin: Option<PositionRecord> = None;
+            for &c in kids.iter().rev() {
+                let skip = |focus| WalkNode {
+                    p: c,
+                    live: moves,
+                    focus,
+                    matched: n.matched,
+                    skipping: true,
+                };
+                if opponent {
+                    if n.matched > 0 {
+                        stack.push(skip(n.focus));
+                    }
+                    continue;
+                }
+                let facts = MoveFacts::from_packed(tree.mv[c as usize]);
+                let (focused, focus) = match n.focus {
+                    None => (true, None),
+                    Some(f) => match &facts {
+                        Some(mv) => (
+                            interp::in_focus(mv, f, self.focus_capture),
+                            Some(interp::move_focus(mv, f)),
+                        ),
+                        None => (false, Some(f)),
+                    },
+                };
+                if !focused {
+                    if n.matched > 0 {
+                        stack.push(skip(focus));
+                    }
+                    continue;
+                }
+                let Some(mv) = facts else { continue };
+                let mut next = 0u64;
+                let mut m = moves;
+                while m != 0 {
+                    let s = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if let State::Move(d, to) = self.states[s]
+                        && self.dashes[d].admits(&mv, || *origin.get_or_insert_with(|| record(n.p)))
+                    {
+                        next |= 1 << to;
+                    }
+                }
+                if next != 0 {
+                    stack.push(WalkNode {
+                        p: c,
+                        live: next,
+                        focus,
+                        matched: n.matched + 1,
+                        skipping: false,
+                    });
+                }
+            }
+        }
+        Some(best.is_some_and(|b| interp::in_range(self.range, b)))
+    }
+}
+
+/// `explain --plan`'s line on a query that is one `path` the walk decides
+/// natively (none otherwise, or when the kernel's plan is exact).
+pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<String> {
+    if cq.plan().is_exact() {
+        return Vec::new();
+    }
+    PathExact::for_query(q, opts)
+        .iter()
+        .map(PathExact::describe)
+        .collect()
+}
