@@ -803,12 +803,10 @@ impl<'s> StoreMatcher<'s> {
             );
         }
         tree.link(self.opts.variations);
-        let record = |p: u32| {
+        let board = |p: u32, k: usize| {
             let pos = base + (range.start + p as usize) as u64;
             let c = pos / CHUNK_POSITIONS as u64;
-            self.store
-                .chunk(c)
-                .get((pos % CHUNK_POSITIONS as u64) as usize)
+            self.store.chunk(c).bb[k][(pos % CHUNK_POSITIONS as u64) as usize]
         };
         let first_kernel: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
         let kernel_bits = &scratch.line_bits[first_kernel..];
@@ -823,7 +821,7 @@ impl<'s> StoreMatcher<'s> {
             {
                 continue;
             }
-            match px.matches_at(&tree, p as u32, &check, &record, stack) {
+            match px.matches_at(&tree, p as u32, &check, &board, stack) {
                 Some(true) => matched.push(p as u32),
                 Some(false) => {}
                 None => {

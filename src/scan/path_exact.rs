@@ -17,7 +17,7 @@
 //! `piecepath` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
 
-use cqlj_runtime::layout::{MoveKind, PackedMove, PositionRecord, flags};
+use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MoveKind, PackedMove, flags};
 use shakmaty::Bitboard;
 
 use crate::interp::{self, MoveFacts, PathState};
@@ -80,17 +80,29 @@ impl Designator {
         }
     }
 
-    /// Its squares at `at` (the interpreter's `designate`).
-    fn squares(&self, at: &PositionRecord) -> Bitboard {
+    /// Its squares in a position whose bitboard `BB_*` index k is
+    /// `bb(k)` (the interpreter's `designate`; only the bitboards it
+    /// needs are read).
+    fn squares(&self, bb: impl Fn(usize) -> u64) -> Bitboard {
         let Some(mask) = self.pieces else {
             return self.squares;
         };
-        let mut out = if self.empty { !at.occupied() } else { 0 };
-        let mut m = mask;
-        while m != 0 {
-            let k = m.trailing_zeros() as usize;
-            m &= m - 1;
-            out |= at.pieces(k < 6, k % 6);
+        let mut out = if self.empty {
+            !(bb(BB_WHITE) | bb(BB_BLACK))
+        } else {
+            0
+        };
+        for (colour, side) in [(BB_WHITE, mask & 0x3f), (BB_BLACK, mask >> 6)] {
+            if side == 0 {
+                continue;
+            }
+            let mut roles = 0u64;
+            let mut m = side;
+            while m != 0 {
+                roles |= bb(m.trailing_zeros() as usize);
+                m &= m - 1;
+            }
+            out |= roles & bb(colour);
         }
         Bitboard(out) & self.squares
     }
@@ -168,16 +180,16 @@ impl Dash {
 
     /// Whether the move `mv` from `origin` matches (the interpreter's
     /// `MoveParams::admits`, its sets read at the origin).
-    fn admits(&self, mv: &MoveFacts, mut origin: impl FnMut() -> PositionRecord) -> bool {
+    fn admits(&self, mv: &MoveFacts, origin: impl Fn(usize) -> u64) -> bool {
         use crate::ir::Castle;
-        let mut has = |d: &Option<Designator>, sq: shakmaty::Square| {
-            d.as_ref().is_none_or(|d| d.squares(&origin()).contains(sq))
+        let has = |d: &Option<Designator>, sq: shakmaty::Square| {
+            d.as_ref().is_none_or(|d| d.squares(&origin).contains(sq))
         };
         has(&self.from, mv.from)
             && has(&self.to, mv.to)
             && self.capture.as_ref().is_none_or(|d| {
                 mv.capture_square
-                    .is_some_and(|c| d.squares(&origin()).contains(c))
+                    .is_some_and(|c| d.squares(&origin).contains(c))
             })
             && match self.special {
                 None => true,
@@ -409,7 +421,8 @@ impl PathExact {
     }
 
     /// Whether the path matches at `start`; `check(k, p)` says whether
-    /// kernel `k` matches at position `p`; `stack` is scratch space.
+    /// kernel `k` matches at position `p`, `board(p, k)` is bitboard `k`
+    /// (`BB_*`) of position `p`; `stack` is scratch space.
     /// `None`: the walk would pass the interpreter's step limit (the
     /// interpreter decides the game).
     ///
@@ -422,7 +435,7 @@ impl PathExact {
         tree: &GameTree,
         start: u32,
         check: &impl Fn(usize, u32) -> bool,
-        record: &impl Fn(u32) -> PositionRecord,
+        board: &impl Fn(u32, usize) -> u64,
         stack: &mut Vec<WalkNode>,
     ) -> Option<bool> {
         // With a focus, the first move must be in focus (before it, a move
@@ -452,7 +465,7 @@ impl PathExact {
         stack.push(WalkNode {
             p: start,
             live: 1 << self.start,
-            focus: self.focus.as_ref().map(|d| d.squares(&record(start))),
+            focus: self.focus.as_ref().map(|d| d.squares(|k| board(start, k))),
             matched: 0,
             skipping: false,
         });
@@ -507,8 +520,6 @@ impl PathExact {
                 kids = &kids[..kids.len().min(1)];
             }
             let opponent = self.singlecolor && tree.white_to_move(n.p) != white;
-            // The origin's board, read once if a dash's designator needs it.
-            let mut origin: Option<PositionRecord> = None;
             for &c in kids.iter().rev() {
                 let skip = |focus| WalkNode {
                     p: c,
@@ -547,7 +558,7 @@ impl PathExact {
                     let s = m.trailing_zeros() as usize;
                     m &= m - 1;
                     if let State::Move(d, to) = self.states[s]
-                        && self.dashes[d].admits(&mv, || *origin.get_or_insert_with(|| record(n.p)))
+                        && self.dashes[d].admits(&mv, |k| board(n.p, k))
                     {
                         next |= 1 << to;
                     }
