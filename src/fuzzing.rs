@@ -36,8 +36,8 @@ use shakmaty::{CastlingMode, Chess};
 use crate::import::PgnGames;
 use crate::interp::{EvalOptions, GameView, InterpError, Interpreter, Value};
 use crate::ir::{
-    ArithOp, Bitboard, Builtin, Castle, CmpOp, DirSet, EchoFilter, Expr, FindFilter, Kind,
-    LineAtom, LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node,
+    ArithOp, Bitboard, Builtin, Castle, CmpOp, DirSet, EchoFilter, ExpandedQuery, Expr, FindFilter,
+    Kind, LineAtom, LineFilter, LineItem, LineParams, MoveFilter, MoveSource, MoveValue, Node,
     PathFilter, PathParams, PawnSet, PieceSet, PinValue, Query, SetOp, Side, Span, SpecialMove,
     TransformFilter, TreeLeaf, TreeRel, Var, VarId,
 };
@@ -690,6 +690,22 @@ pub fn check_jit_vs_interp(data: &[u8]) {
             Err(InterpError::LineTooLarge { .. } | InterpError::PathTooLarge { .. }) => return,
             Err(e) => panic!("interpreter error on {text:?} at {place}, position {i}: {e}"),
         }
+    }
+    // A query that is one quiet path: the native walk of the scan
+    // (`scan::path_exact`) decides each position as the interpreter does.
+    if let Some(walk) = crate::scan::path_exact::matches_in_game(&expanded, positions, variations)
+        && let Some(walk) = walk
+    {
+        for (i, (want, got)) in wants.iter().zip(&walk).enumerate() {
+            assert_eq!(
+                want.is_some(),
+                *got,
+                "native path walk disagrees with the interpreter on {text:?} at {place}, position {i}"
+            );
+        }
+    }
+    if variations {
+        check_path_walk(&expanded, positions, &place);
     }
     let opts = JitOptions {
         values: true,
@@ -1907,6 +1923,106 @@ impl Gen<'_> {
                 LineItem { atom, min, max }
             })
             .collect()
+    }
+}
+
+/// A generated `path` (the first byte picks one of [`GAMES`], the rest
+/// the path) through [`check_path_walk`]: the scan's native walk and the
+/// interpreter agree wherever the walk decides the path.
+pub fn check_native_path_walk(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let mut g = Gen {
+        src: ByteSource::new(rest),
+        transforms: 0,
+        sequences: 0,
+        vars: Vec::new(),
+        scope: Vec::new(),
+    };
+    let lastposition = g.chance(20);
+    let path = g.path(0, lastposition);
+    let mut q = Query {
+        header: Default::default(),
+        body: vec![path],
+        vars: g.vars,
+    };
+    q.body.iter_mut().for_each(canonical);
+    if line_over_limit(&q) {
+        return;
+    }
+    let Ok(expanded) = transform::expand(&q, &transform::Limits::default()) else {
+        return;
+    };
+    let positions = &game_positions()[first as usize % GAMES.len()];
+    check_path_walk(
+        &expanded.query,
+        positions,
+        &format!("game {first} of GAMES"),
+    );
+}
+
+/// The first `path` of `q`'s body, made quiet and alone (no `title`,
+/// `max`, `piecepath`, `nestban`), evaluated by the interpreter and by the
+/// scan's native walk (`scan::path_exact`) at every position of a game:
+/// where the walk decides it, both must agree.
+fn check_path_walk(q: &ExpandedQuery, positions: &[PositionRecord], place: &str) {
+    fn first_path(e: &Expr, found: &mut Option<PathFilter>) {
+        if found.is_some() {
+            return;
+        }
+        if let Node::Path(p) = &e.node {
+            *found = Some((**p).clone());
+            return;
+        }
+        e.for_each_child(|c| first_path(c, found));
+    }
+    let mut found = None;
+    for b in q.body() {
+        first_path(b, &mut found);
+    }
+    let Some(mut p) = found else {
+        return;
+    };
+    p.params.quiet = true;
+    p.params.title = None;
+    p.params.max = None;
+    p.params.piecepath = false;
+    p.params.nestban = false;
+    let kind = if p.params.lastposition {
+        Kind::Position
+    } else {
+        Kind::Numeric
+    };
+    let alone = ExpandedQuery::new_unchecked(Query {
+        header: Default::default(),
+        body: vec![e(Node::Path(Box::new(p)), kind)],
+        vars: q.vars().to_vec(),
+    });
+    let text = syntax::print_query(alone.query());
+    let Ok(Some(walk)) =
+        crate::scan::path_exact::matches_in_game(&alone, positions, true).ok_or(())
+    else {
+        return;
+    };
+    let Ok(interp) = Interpreter::new(&alone) else {
+        return;
+    };
+    let view = GameView {
+        number: 1,
+        tags: &[],
+        positions,
+    };
+    let mut state = interp.new_state(&EvalOptions { variations: true });
+    for (i, got) in walk.iter().enumerate() {
+        match interp.eval_body_at(&view, i as u32, &mut state) {
+            Ok(v) => assert_eq!(
+                v.is_some(),
+                *got,
+                "native path walk disagrees with the interpreter on {text:?} at {place}, position {i}"
+            ),
+            Err(_) => return,
+        }
     }
 }
 

@@ -80,6 +80,13 @@ fn fuzz_regressions_store_open() {
     sweep(fuzzing::check_store_open, 4, 200, 24);
 }
 
+/// The scan's native `path` walk against the interpreter, on generated
+/// paths over the fuzz games.
+#[test]
+fn fuzz_native_path_walk() {
+    sweep(fuzzing::check_native_path_walk, 11, 1500, 64);
+}
+
 #[test]
 fn fuzz_regressions_jit_vs_interp() {
     replay("jit_vs_interp");

@@ -589,3 +589,47 @@ pub fn explain(q: &ExpandedQuery, cq: &CompiledQuery, opts: &JitOptions) -> Vec<
         .map(PathExact::describe)
         .collect()
 }
+
+/// For the differential fuzz target: where the query's path matches in
+/// one game (its records in store order, at most one chunk), when the
+/// query is a path the walk decides; `Some(None)` when a walk would pass
+/// the step limit. Positions not visible (off the mainline without
+/// `variations`) are `false`.
+pub fn matches_in_game(
+    q: &ExpandedQuery,
+    positions: &[cqlj_runtime::layout::PositionRecord],
+    variations: bool,
+) -> Option<Option<Vec<bool>>> {
+    use cqlj_runtime::layout::{CHUNK_POSITIONS, ChunkColumns};
+    let px = PathExact::for_query(q, &JitOptions::default())?;
+    if positions.len() > CHUNK_POSITIONS {
+        return None;
+    }
+    let mut chunk = ChunkColumns::new_boxed();
+    let mut tree = GameTree::default();
+    for (i, r) in positions.iter().enumerate() {
+        chunk.set(i, r);
+        tree.push(r.mv, r.flags, r.parent_delta);
+    }
+    tree.link(variations);
+    let mut bits = Vec::new();
+    for k in px.kernels().iter().flatten() {
+        let mut out = jit::ChunkOutput::new();
+        k.run(&chunk, 0..positions.len(), &[], &mut out).ok()?;
+        bits.push(out);
+    }
+    let check = |k: usize, p: u32| bits[k].matched(p as usize);
+    let board = |p: u32, k: usize| positions[p as usize].bb[k];
+    let mut stack = Vec::new();
+    let mut out = vec![false; positions.len()];
+    for (p, o) in out.iter_mut().enumerate() {
+        if !variations && !tree.is_mainline(p as u32) {
+            continue;
+        }
+        match px.matches_at(&tree, p as u32, &check, &board, &mut stack) {
+            Some(m) => *o = m,
+            None => return Some(None),
+        }
+    }
+    Some(Some(out))
+}
