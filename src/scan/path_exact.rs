@@ -12,7 +12,12 @@
 //! `singlecolor` skip, `primary`, `firstmatch` and range, and the same
 //! count of state visits: an evaluation that would pass
 //! [`interp::MAX_PATH_STEPS`] hands the game to the interpreter, which
-//! then reports the error. What the walk does not compute is what the
+//! then reports the error. A walk reaches each position below its start
+//! at most once, so when (positions below the start) × (states) is within
+//! the limit the limit cannot be passed, and a walk without a range stops
+//! at its first match (the answer is then known). A path whose first dash
+//! must be in focus skips, without a walk, the starts where no child's
+//! move can be ([`Designator::may_focus`]). What the walk does not compute is what the
 //! eligible paths do not have: comments (`quiet`, no `title`,
 //! `piecepath` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
