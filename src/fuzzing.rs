@@ -1786,6 +1786,12 @@ impl Gen<'_> {
         let target = self
             .chance(15)
             .then(|| Box::new(self.expr(depth, Kind::Logical)));
+        // A target with a value (a position, say) gives the dash that
+        // value, as the parser reads it (CQL 6.2).
+        let valued = target
+            .as_ref()
+            .map(|t| t.kind)
+            .filter(|k| *k != Kind::Logical);
         let m = MoveFilter {
             from,
             to,
@@ -1794,9 +1800,13 @@ impl Gen<'_> {
             special: None,
             target,
             source: MoveSource::Previous,
-            value: MoveValue::Destinations,
+            value: if valued.is_some() {
+                MoveValue::Target
+            } else {
+                MoveValue::Destinations
+            },
         };
-        e(Node::Move(m), Kind::Set)
+        e(Node::Move(m), valued.unwrap_or(Kind::Set))
     }
 
     /// One to three path constituents; a group nests at most twice. Only a

@@ -1503,9 +1503,15 @@ pub enum Node {
     /// `comment (args)` (side effect: a comment at the position; always
     /// matches).
     Comment(Vec<Expr>),
-    /// `message (args)` (side effect: a text recorded for the game, in
-    /// evaluation order; always matches).
-    Message(Vec<Expr>),
+    /// `message [quiet] (args)` (side effect: a text recorded for the
+    /// game, in evaluation order, and printed as the run goes, after `Game:
+    /// N move M(wtm):` unless `quiet`; always matches).
+    Message {
+        /// The texts.
+        args: Vec<Expr>,
+        /// `quiet`: printed without the game and position.
+        quiet: bool,
+    },
     /// A transform filter `T [count] [restrict] F`.
     Transform {
         /// Which filter T is.
@@ -1652,7 +1658,7 @@ impl Node {
             Node::Var(..) => "Var",
             Node::Sort { .. } => "Sort",
             Node::Comment(..) => "Comment",
-            Node::Message(..) => "Message",
+            Node::Message { .. } => "Message",
             Node::Transform { .. } => "Transform",
             Node::NoTransform(..) => "NoTransform",
             Node::At { .. } => "At",
@@ -1852,7 +1858,7 @@ impl Expr {
             | Min(args)
             | Block(args)
             | Comment(args)
-            | Message(args)
+            | Message { args, .. }
             | Node::Builtin(_, args) => args.iter().for_each(f),
             Pin {
                 from, through, to, ..
@@ -1929,7 +1935,7 @@ impl Expr {
             Node::Assign { .. }
             | Node::Sort { .. }
             | Node::Comment(_)
-            | Node::Message(_)
+            | Node::Message { .. }
             | Node::Builtin(
                 Builtin::Unbind(_)
                 | Builtin::DictSet(_)
@@ -2011,7 +2017,7 @@ impl Expr {
             | Min(args)
             | Block(args)
             | Comment(args)
-            | Message(args)
+            | Message { args, .. }
             | Node::Builtin(_, args) => args.iter_mut().for_each(f),
             Pin {
                 from, through, to, ..

@@ -764,3 +764,53 @@ fn output_options_drop_what_cql_drops() {
         format!("{tags} {{Game number 1 P: 2}} {{first}} 1. e4 {{CQL}} {{c1}} 1... e5 {{c2}} *")
     );
 }
+
+/// `message` prints as CQL 6.2 does, as the run goes: `Game: N move
+/// M(wtm): text` (with `[positionid]` off the mainline), only the text for
+/// `message quiet`, in the games that do not match too, positions in
+/// CQL 6.2's order (a line's continuation before its variations). Lines
+/// checked with CQL 6.2 on this game.
+#[test]
+fn message_prints_lines_as_cql_does() {
+    let dir = Scratch::new("message-lines");
+    std::fs::write(
+        dir.path("in.pgn"),
+        "[Event \"v\"]\n[Result \"*\"]\n\n1. e4 e5 (1... c5 2. Nf3 (2. c3 d5) 2... d6) 2. Nf3 *\n\n\
+         [Event \"w\"]\n[Result \"*\"]\n\n1. d4 *\n",
+    )
+    .expect("write");
+    let run = |query: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args([
+                "-i",
+                "in.pgn",
+                "-o",
+                "out.pgn",
+                "--variations",
+                "-threads",
+                "1",
+                "-cql",
+                query,
+            ])
+            .current_dir(&dir.0)
+            .env("CQLJ_CACHE_DIR", dir.path("cache"))
+            .output()
+            .expect("the cqlj binary runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        run("variation message (\"x\" ply)"),
+        "Game: 1 move 2(wtm)[4]: x2\nGame: 1 move 2(btm)[5]: x3\nGame: 1 move 3(wtm)[6]: x4\n\
+         Game: 1 move 2(btm)[7]: x3\nGame: 1 move 3(wtm)[8]: x4\n"
+    );
+    // Printed where evaluated, also where the game then fails to match.
+    assert_eq!(
+        run("ply == 1 message quiet (\"a\") message (\"b\") mate"),
+        "a\nGame: 1 move 1(btm): b\na\nGame: 2 move 1(btm): b\n"
+    );
+}

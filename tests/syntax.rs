@@ -795,6 +795,7 @@ fn syntax_round_trip_tail_keywords() {
         "local dictionary D\nunbind D\nD[\"a\"] = 1\n#D == 1",
         "dictionary E\n#E == 0",
         "similarposition \"x.pgn\"",
+        "message quiet (\"a\" ply) message (\"b\")",
         "btm similarposition nosort notransform \"dir/x.pgn\"",
         "not similarposition notransform \"x.pgn\"",
     ];

@@ -108,6 +108,9 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .with_protected_files(&own_files)
         .with_last_game_number(u64::from(games.end))
         .with_always_comment(args.alwayscomment)
+        .with_message_sink(message_sink(
+            settings.output.as_os_str() == "-" || args.count,
+        ))
         .with_output_edits(scan::OutputEdits {
             comments: settings.matchstring.is_some(),
             settag: !args.nosettag,
@@ -300,4 +303,23 @@ impl Summary<'_> {
             ),
         }
     }
+}
+
+/// Where `message` lines go: standard output, as CQL 6.2 prints them, or
+/// standard error when standard output carries the games or the count.
+fn message_sink(to_stderr: bool) -> scan::MessageSink<'static> {
+    Box::new(move |lines: &[String]| {
+        let mut text = String::new();
+        for l in lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        // One write per game, so that threads do not interleave its lines;
+        // a closed stream is not an error of the run.
+        let _ = if to_stderr {
+            io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            io::stdout().lock().write_all(text.as_bytes())
+        };
+    })
 }

@@ -398,9 +398,19 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 self.st.comments.push((at, text));
                 Ok(Some(Value::Matched))
             }
-            Message(args) => {
+            Message { args, quiet } => {
                 let text = self.render(args, at)?;
+                let line = if *quiet {
+                    text.clone()
+                } else {
+                    format!(
+                        "Game: {} {}: {text}",
+                        self.game.number,
+                        self.position_text(at)
+                    )
+                };
                 self.st.messages.push(text);
+                self.st.message_lines.push(line);
                 Ok(Some(Value::Matched))
             }
             Orbit { count, elements } => self.orbit(e.kind, *count, elements, at),

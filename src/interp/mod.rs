@@ -166,6 +166,9 @@ pub struct GameOutcome {
     pub comments: Vec<(u32, String)>,
     /// Texts of `message` filters, in evaluation order.
     pub messages: Vec<String>,
+    /// The same, as CQL 6.2 prints them: `Game: N move M(wtm): text`
+    /// (only the text for `message quiet`).
+    pub message_lines: Vec<String>,
     /// One key per distinct `sort` filter of the query, in query order.
     pub sort_keys: Vec<SortKey>,
     /// Changes to the written game (`removecomment`, `settag`), in
@@ -638,6 +641,7 @@ impl Interpreter {
             variations: opts.variations,
             comments: Vec::new(),
             messages: Vec::new(),
+            message_lines: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
@@ -682,14 +686,13 @@ impl Interpreter {
         let mut state = self.new_state(opts);
         state.text = text;
         let mut matched = Vec::new();
-        for (i, rec) in game.positions.iter().enumerate() {
-            if !opts.variations && !rec.has(cqlj_runtime::layout::flags::MAINLINE) {
-                continue;
-            }
-            if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
-                matched.push(i as u32);
+        for i in evaluation_order(game, opts.variations) {
+            if self.eval_body_at(game, i, &mut state)?.is_some() {
+                matched.push(i);
             }
         }
+        // Ascending, as the matched positions are reported.
+        matched.sort_unstable();
         if !self.persistent_dicts.is_empty() {
             let mut dicts = self
                 .dict_values
@@ -724,6 +727,7 @@ impl Interpreter {
             edits: state.edits,
             comments: state.comments,
             messages: state.messages,
+            message_lines: state.message_lines,
         })
     }
 
@@ -786,6 +790,55 @@ impl Interpreter {
     }
 }
 
+/// The positions a game's evaluation visits, in CQL 6.2's order: the
+/// game tree in pre-order, a line's continuation before the variations
+/// that branch from it (`positionid` order; CQL 6.2 oracle: the lines of
+/// `message` come in this order). Without `variations` the mainline only,
+/// in store order (which is that order there). A position whose parent
+/// link is broken comes last, in store order.
+fn evaluation_order(game: &GameView, variations: bool) -> Vec<u32> {
+    use cqlj_runtime::layout::flags::MAINLINE;
+    let n = game.positions.len();
+    let all_mainline = game.positions.iter().all(|r| r.has(MAINLINE));
+    if !variations || all_mainline {
+        return (0..n as u32)
+            .filter(|&i| variations || game.positions[i as usize].has(MAINLINE))
+            .collect();
+    }
+    // Children in store order (primary first), as a linked list per parent.
+    let mut first_child = vec![u32::MAX; n];
+    let mut next_sibling = vec![u32::MAX; n];
+    let mut last_child = vec![u32::MAX; n];
+    let mut roots = Vec::new();
+    for (i, r) in game.positions.iter().enumerate() {
+        let d = usize::from(r.parent_delta);
+        if d == 0 || d > i {
+            roots.push(i as u32);
+            continue;
+        }
+        let p = i - d;
+        if last_child[p] == u32::MAX {
+            first_child[p] = i as u32;
+        } else {
+            next_sibling[last_child[p] as usize] = i as u32;
+        }
+        last_child[p] = i as u32;
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut stack: Vec<u32> = roots.into_iter().rev().collect();
+    while let Some(p) = stack.pop() {
+        order.push(p);
+        let mut kids = Vec::new();
+        let mut c = first_child[p as usize];
+        while c != u32::MAX {
+            kids.push(c);
+            c = next_sibling[c as usize];
+        }
+        stack.extend(kids.into_iter().rev());
+    }
+    order
+}
+
 fn sort_id(label: &Option<String>, min: bool, span: Span) -> SortId {
     (label.clone(), min, span.start, span.end)
 }
@@ -805,6 +858,7 @@ pub struct State {
     variations: bool,
     comments: Vec<(u32, String)>,
     messages: Vec<String>,
+    message_lines: Vec<String>,
     sort_values: Vec<Option<SortValue>>,
     /// Values of game-constant filters (string comparisons of literals and
     /// tags), keyed by the filter's address in the query.

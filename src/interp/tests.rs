@@ -907,7 +907,10 @@ fn sort_key_of_a_game() {
         string("knights: "),
         count(pd("Nn", "")),
     ]));
-    let message = logical(Node::Message(vec![string("at "), numeric(Node::Ply)]));
+    let message = logical(Node::Message {
+        args: vec![string("at "), numeric(Node::Ply)],
+        quiet: false,
+    });
     let body = vec![
         sort,
         message,
@@ -1021,7 +1024,12 @@ fn orbit_value_rules() {
 
 #[test]
 fn orbit_evaluates_every_element_for_side_effects() {
-    let msg = |t: &str| logical(Node::Message(vec![string(t)]));
+    let msg = |t: &str| {
+        logical(Node::Message {
+            args: vec![string(t)],
+            quiet: false,
+        })
+    };
     let e = x(
         Node::Orbit {
             count: false,

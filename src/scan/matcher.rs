@@ -59,6 +59,23 @@ pub enum MatcherError {
     Jit(#[from] jit::JitError),
 }
 
+/// Receives one evaluated game's `message` lines (see
+/// [`StoreMatcher::with_message_sink`]).
+pub type MessageSink<'s> = Box<dyn Fn(&[String]) + Send + Sync + 's>;
+
+/// Whether `q` has a `message` filter.
+fn has_message(q: &ExpandedQuery) -> bool {
+    fn walk(e: &crate::ir::Expr) -> bool {
+        if matches!(e.node, crate::ir::Node::Message { .. }) {
+            return true;
+        }
+        let mut any = false;
+        e.for_each_child(|c| any = any || walk(c));
+        any
+    }
+    q.body().iter().any(walk)
+}
+
 /// Which of the query's changes to the written games are kept (see
 /// [`StoreMatcher::with_output_edits`]); all by default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +140,11 @@ pub struct StoreMatcher<'s> {
     /// The query is one `path` the walk decides natively (see
     /// `path_exact`); its kernels run after the lines' in `line_bits`.
     path_exact: Option<PathExact>,
+    /// Where the lines of `message` filters go, as games are evaluated.
+    message_sink: Option<MessageSink<'s>>,
+    /// Set when the scan is over (a sorted run evaluates its matched games
+    /// again, and those evaluations print nothing).
+    messages_done: AtomicBool,
     /// The query reads the games' comments ([`Interpreter::reads_text`]):
     /// the interpreter gets each game's text read.
     reads_text: bool,
@@ -205,6 +227,15 @@ impl<'s> StoreMatcher<'s> {
         let serial = query.query().is_serial();
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
+            // A `message` prints wherever it is evaluated, also in games
+            // that do not match: every game goes to the interpreter.
+            _ if has_message(query) => (
+                None,
+                Some(
+                    "using the interpreter alone: the query's `message` prints wherever it is evaluated"
+                        .to_owned(),
+                ),
+            ),
             // The kernel skips games; persistent variables need every game.
             _ if serial => (
                 None,
@@ -288,6 +319,8 @@ impl<'s> StoreMatcher<'s> {
             echoes,
             output_edits: OutputEdits::default(),
             path_exact,
+            message_sink: None,
+            messages_done: AtomicBool::new(false),
         })
     }
 
@@ -314,10 +347,21 @@ impl<'s> StoreMatcher<'s> {
         self
     }
 
-    /// Ends the `writefile` writes once the scan is over (a sorted run
-    /// matches its games again and must not write twice).
+    /// Ends the `writefile` writes and the `message` lines once the scan
+    /// is over (a sorted run matches its games again and must not write
+    /// twice).
     pub fn finish_writes(&self) {
         self.interp.finish_writes();
+        self.messages_done.store(true, Ordering::Relaxed);
+    }
+
+    /// Sends the lines of the query's `message` filters (CQL 6.2's `Game:
+    /// N move M(wtm): text`) to `sink` as games are evaluated, those of
+    /// games that do not match too; with several threads, games' lines
+    /// come in the order the games are evaluated (one game's together).
+    pub fn with_message_sink(mut self, sink: MessageSink<'s>) -> StoreMatcher<'s> {
+        self.message_sink = Some(sink);
+        self
     }
 
     /// Sets the value of `lastgamenumber`: the 1-based number of the last
@@ -388,6 +432,12 @@ impl<'s> StoreMatcher<'s> {
             .interp
             .eval_game_with_text(&view, &self.opts, text)
             .map_err(|e| err(e.to_string()))?;
+        if let Some(sink) = &self.message_sink
+            && !outcome.message_lines.is_empty()
+            && !self.messages_done.load(Ordering::Relaxed)
+        {
+            sink(&outcome.message_lines);
+        }
         if !outcome.matched.is_empty() {
             let keep = self.output_edits;
             let mut comments = outcome.comments;

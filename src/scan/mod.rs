@@ -17,4 +17,4 @@ pub use driver::{
     Collect, GameEdit, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError,
     ScanOptions, ScanStats, Sink, SortKey, SortValue, scan,
 };
-pub use matcher::{Engine, OutputEdits, RunPlan, StoreMatcher, read_submissions};
+pub use matcher::{Engine, MessageSink, OutputEdits, RunPlan, StoreMatcher, read_submissions};

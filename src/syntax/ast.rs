@@ -79,6 +79,8 @@ pub(crate) enum ListFilter {
     Min,
     Comment,
     Message,
+    /// `message quiet (...)`: printed without the game and position.
+    MessageQuiet,
 }
 
 /// The parameters of a `move` filter as written.

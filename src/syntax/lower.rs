@@ -2143,7 +2143,7 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 self.mk(node, Kind::Numeric, span)
             }
-            ListFilter::Comment | ListFilter::Message => {
+            ListFilter::Comment | ListFilter::Message | ListFilter::MessageQuiet => {
                 if args.is_empty() {
                     let name = if f == ListFilter::Comment {
                         "comment"
@@ -2166,10 +2166,12 @@ impl<'a> Lowerer<'a, '_> {
                 if failed {
                     return Err(Failed);
                 }
-                let node = if f == ListFilter::Comment {
-                    Node::Comment(out)
-                } else {
-                    Node::Message(out)
+                let node = match f {
+                    ListFilter::Comment => Node::Comment(out),
+                    _ => Node::Message {
+                        args: out,
+                        quiet: f == ListFilter::MessageQuiet,
+                    },
                 };
                 self.mk(node, Kind::Logical, span)
             }

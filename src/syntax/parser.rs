@@ -1870,6 +1870,9 @@ impl Parser<'_, '_> {
             "comment" | "message" => {
                 let f = if w == "comment" {
                     ListFilter::Comment
+                } else if self.eat_ident("quiet").is_some() {
+                    // `message quiet ...` (CQL 6.2; not `comment quiet`).
+                    ListFilter::MessageQuiet
                 } else {
                     ListFilter::Message
                 };

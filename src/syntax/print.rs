@@ -995,7 +995,11 @@ impl Printer<'_> {
                 }
             }
             Node::Comment(args) => atom(format!("comment ({})", self.seq(args, " "))),
-            Node::Message(args) => atom(format!("message ({})", self.seq(args, " "))),
+            Node::Message { args, quiet } => atom(format!(
+                "message {}({})",
+                if *quiet { "quiet " } else { "" },
+                self.seq(args, " ")
+            )),
             Node::Transform {
                 filter,
                 count,

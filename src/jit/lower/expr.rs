@@ -35,7 +35,7 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
         Node::Builtin(f, _) => Some(NotLowered::Builtin(f.keyword())),
         Node::MateType(m) => Some(NotLowered::MateType(m.keyword())),
         Node::Sort { .. } => Some(NotLowered::Sort),
-        Node::Comment(_) | Node::Message(_) => Some(NotLowered::CommentOrMessage),
+        Node::Comment(_) | Node::Message { .. } => Some(NotLowered::CommentOrMessage),
         Node::SquareLoop { .. } => Some(NotLowered::SquareLoop),
         Node::Move(_) => Some(NotLowered::MoveFilter),
         Node::CurrentMove(CurrentMoveFact::From | CurrentMoveFact::To | CurrentMoveFact::Null) => {
