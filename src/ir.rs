@@ -1042,6 +1042,12 @@ pub enum HhdbField {
     EgDiagram,
     /// `hhdb firstcomment` (string): the comment before the first move.
     FirstComment,
+    /// `hhdb stipulation` (string): the text between `stipulation: ` and
+    /// the next `.` in the comment before the first move (not empty).
+    Stipulation,
+    /// `hhdb gbr [kings|material|pieces|pawns]` (string): the first GBR
+    /// code of the `Black` tag (`+0130.12a1h8`), or one part of it.
+    Gbr(GbrPart),
     /// `hhdb [special] [award|prize|hm|commendation] [max]` (numeric):
     /// the rank of the award the `Event` tag starts with (`1.p`, `2/3.hm`,
     /// `sp.c` ...), `max` the last rank of a shared award; without
@@ -1064,6 +1070,44 @@ pub enum HhdbField {
         /// `special`: special awards only (else any).
         special: bool,
     },
+}
+
+/// The part of a GBR code `hhdb gbr` reads: a code is 12 characters, a
+/// sign (CQL 6.2 accepts any character from `+` to `=`), four digits for
+/// the pieces, `.`, two digits for the pawns and the two kings' squares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GbrPart {
+    /// `hhdb gbr`: the whole code.
+    Code,
+    /// `hhdb gbr material`: the pieces' and pawns' digits, `0130.12`.
+    Material,
+    /// `hhdb gbr pieces`: the pieces' four digits, `0130`.
+    Pieces,
+    /// `hhdb gbr pawns`: the pawns' two digits, `12`.
+    Pawns,
+    /// `hhdb gbr kings`: the kings' squares, `a1h8`.
+    Kings,
+}
+
+impl GbrPart {
+    /// The parts named by a word after `hhdb gbr`.
+    pub const NAMED: [GbrPart; 4] = [
+        GbrPart::Material,
+        GbrPart::Pieces,
+        GbrPart::Pawns,
+        GbrPart::Kings,
+    ];
+
+    /// The word after `hhdb gbr` that names it (none for the whole code).
+    pub fn keyword(self) -> Option<&'static str> {
+        match self {
+            GbrPart::Code => None,
+            GbrPart::Material => Some("material"),
+            GbrPart::Pieces => Some("pieces"),
+            GbrPart::Pawns => Some("pawns"),
+            GbrPart::Kings => Some("kings"),
+        }
+    }
 }
 
 /// The awards an `hhdb` award filter counts.
@@ -1122,7 +1166,9 @@ impl HhdbField {
             HhdbField::Composer
             | HhdbField::Search
             | HhdbField::Diagram
-            | HhdbField::FirstComment => Kind::String,
+            | HhdbField::FirstComment
+            | HhdbField::Stipulation
+            | HhdbField::Gbr(_) => Kind::String,
             HhdbField::EgDiagram | HhdbField::Award { .. } | HhdbField::AwardRank { .. } => {
                 Kind::Numeric
             }
@@ -1142,6 +1188,7 @@ impl HhdbField {
                 | HhdbField::Variation
                 | HhdbField::FirstComment
                 | HhdbField::EgDiagram
+                | HhdbField::Stipulation
         )
     }
 }

@@ -18,7 +18,16 @@
 //!   `Black` tags, each on its own line; `diagram`: the
 //!   characters after the `Event` tag's first `#` up to white space (none:
 //!   no match); `firstcomment`: the comment before the first move;
-//!   `egdiagram`: the digits after its first `EG#`;
+//!   `egdiagram`: the digits after its first `EG#`; `stipulation`: the
+//!   first text of that comment that follows `stipulation: ` and ends
+//!   before a `.`, at least one character (a regular expression's
+//!   leftmost match);
+//! - `gbr`: the first GBR code in the `Black` tag, anywhere in it: 12
+//!   characters, one from `+` to `=` in ASCII (`+`, `-`, `=`, but also
+//!   `,`, `.`, `/`, a digit, `:`, `;` or `<`), four digits, `.`, two
+//!   digits and two squares (`+0130.12a1h8`); `gbr material` is its
+//!   characters 1 to 7 (`0130.12`), `gbr pieces` 1 to 4, `gbr pawns` 6
+//!   and 7, `gbr kings` the last four;
 //! - awards: the `Event` tag starts with `N.`, `N/M.` (1 <= N < M), an
 //!   optional `sp.` (special; then N is optional), and `p` (prize), `hm`
 //!   (honourable mention) or `c` (commendation), anything after. `award`
@@ -29,7 +38,7 @@
 //!   value). `hhdb sort K` orders by kind (prize, hm,
 //!   commendation), ordinary before special, then N and M, ascending.
 
-use crate::ir::{AwardKind, HhdbField};
+use crate::ir::{AwardKind, GbrPart, HhdbField};
 
 use super::eval::Evaluator;
 use super::{InterpError, Value};
@@ -126,6 +135,45 @@ fn eg_diagram(event: &str) -> Option<i64> {
     rest[..end].parse().ok()
 }
 
+/// The stipulation written in the comment `comment` (see the module doc).
+fn stipulation(comment: &str) -> Option<&str> {
+    const KEY: &str = "stipulation: ";
+    let mut from = 0;
+    while let Some(k) = comment[from..].find(KEY) {
+        let start = from + k + KEY.len();
+        let rest = &comment[start..];
+        let end = rest.find('.')?;
+        if end > 0 {
+            return Some(&rest[..end]);
+        }
+        from = start;
+    }
+    None
+}
+
+/// Part `part` of the first GBR code in `black` (see the module doc).
+fn gbr(black: &str, part: GbrPart) -> Option<&str> {
+    const LEN: usize = 12;
+    let is_code = |w: &[u8]| {
+        (b'+'..=b'=').contains(&w[0])
+            && w[1..5].iter().all(u8::is_ascii_digit)
+            && w[5] == b'.'
+            && w[6..8].iter().all(u8::is_ascii_digit)
+            && [8, 10].iter().all(|&i| (b'a'..=b'h').contains(&w[i]))
+            && [9, 11].iter().all(|&i| (b'1'..=b'8').contains(&w[i]))
+    };
+    let at = black.as_bytes().windows(LEN).position(is_code)?;
+    let range = match part {
+        GbrPart::Code => 0..LEN,
+        GbrPart::Material => 1..8,
+        GbrPart::Pieces => 1..5,
+        GbrPart::Pawns => 6..8,
+        GbrPart::Kings => 8..LEN,
+    };
+    // The code is ASCII, so its bytes are whole characters.
+    black.get(at + range.start..at + range.end)
+}
+
 impl Evaluator<'_, '_> {
     /// The value of `hhdb f` at position `at` (see the module doc).
     pub(super) fn hhdb(&mut self, f: HhdbField, at: u32) -> R<Option<Value>> {
@@ -165,6 +213,8 @@ impl Evaluator<'_, '_> {
                 .and_then(eg_diagram)
                 .map(Value::Number),
             HhdbField::FirstComment => self.position_comment(0).map(|c| Value::Str(c.to_string())),
+            HhdbField::Stipulation => string(self.position_comment(0).and_then(stipulation)),
+            HhdbField::Gbr(part) => string(gbr(black, part)),
             HhdbField::Award { kind, special, max } => event
                 .and_then(parse_award)
                 .filter(|a| (a.special || !special) && kind_counts(kind, a))
@@ -243,6 +293,51 @@ mod tests {
         ] {
             assert_eq!(a(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn stipulations() {
+        assert_eq!(stipulation("stipulation: win."), Some("win"));
+        assert_eq!(
+            stipulation("x stipulation: mate in 2. y."),
+            Some("mate in 2")
+        );
+        assert_eq!(
+            stipulation("stipulation: . stipulation: draw."),
+            Some("draw")
+        );
+        assert_eq!(
+            stipulation("stipulation: a stipulation: b."),
+            Some("a stipulation: b")
+        );
+        assert_eq!(stipulation("stipulation: win"), None);
+        assert_eq!(stipulation("stipulation:win."), None);
+        assert_eq!(stipulation("Stipulation: win."), None);
+        assert_eq!(stipulation("stipulation: ☺."), Some("☺"));
+    }
+
+    #[test]
+    fn gbr_codes() {
+        let g = |s| gbr(s, GbrPart::Code);
+        assert_eq!(g("+0130.12a1h8"), Some("+0130.12a1h8"));
+        assert_eq!(g("x =0001.00e1e8 U1"), Some("=0001.00e1e8"));
+        assert_eq!(g("+12345.67a1b2c3"), Some("12345.67a1b2"));
+        assert_eq!(g("/1234.56b2c3"), Some("/1234.56b2c3"));
+        for bad in [
+            "+",
+            "+0001.00a1a9",
+            "+0001.00i1a3",
+            "*0001.00a1a3",
+            "+001.00a1a3",
+            "é0001.00a1a",
+        ] {
+            assert_eq!(g(bad), None, "{bad}");
+        }
+        let code = "ü =0130.12a1h8 ü";
+        assert_eq!(gbr(code, GbrPart::Material), Some("0130.12"));
+        assert_eq!(gbr(code, GbrPart::Pieces), Some("0130"));
+        assert_eq!(gbr(code, GbrPart::Pawns), Some("12"));
+        assert_eq!(gbr(code, GbrPart::Kings), Some("a1h8"));
     }
 
     #[test]

@@ -534,9 +534,24 @@ impl Parser<'_, '_> {
             }
             return Ok(e);
         }
-        if matches!(w.as_str(), "gbr" | "stipulation") {
-            let sp = self.peek().span;
-            return Err(self.error(sp, format!("not supported yet: hhdb {w}")));
+        let quoted = matches!(self.peek_tok(), Tok::Str(_));
+        if !quoted && matches!(w.as_str(), "gbr" | "stipulation") {
+            let mut span = start.join(self.bump().span);
+            let f = if w == "gbr" {
+                // `hhdb gbr` takes an optional part word (CQL 6.2).
+                let part = self.peek_hhdb_word();
+                let named = ir::GbrPart::NAMED
+                    .into_iter()
+                    .find(|p| p.keyword() == Some(part.as_str()))
+                    .filter(|_| !matches!(self.peek_tok(), Tok::Str(_)));
+                if named.is_some() {
+                    span = start.join(self.bump().span);
+                }
+                H::Gbr(named.unwrap_or(ir::GbrPart::Code))
+            } else {
+                H::Stipulation
+            };
+            return self.string_match(leaf(f, span), start);
         }
         let is_award_word = |w: &str| {
             matches!(
