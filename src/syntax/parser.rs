@@ -475,12 +475,15 @@ impl Parser<'_, '_> {
         Failed
     }
 
-    /// The text of the next token as an `hhdb` keyword: a string's
-    /// contents (`"(c)"`, `"<main>"`), else the token as written.
+    /// The text of the next token as an `hhdb` keyword: the contents of a
+    /// string that starts with `(` or `<` (`"(c)"`, `"<main>"`), else the
+    /// token as written (another string is no keyword: CQL 6.2 rejects
+    /// `hhdb "sound"`, and `hhdb gbr "kings"` searches for `kings`).
     fn peek_hhdb_word(&mut self) -> String {
         let t = self.peek().clone();
         match t.tok {
-            Tok::Str(s) => s,
+            Tok::Str(s) if s.starts_with(['(', '<']) => s,
+            Tok::Str(_) => String::new(),
             _ => self
                 .src
                 .get(t.span.start as usize..t.span.end as usize)
@@ -534,16 +537,14 @@ impl Parser<'_, '_> {
             }
             return Ok(e);
         }
-        let quoted = matches!(self.peek_tok(), Tok::Str(_));
-        if !quoted && matches!(w.as_str(), "gbr" | "stipulation") {
+        if matches!(w.as_str(), "gbr" | "stipulation") {
             let mut span = start.join(self.bump().span);
             let f = if w == "gbr" {
                 // `hhdb gbr` takes an optional part word (CQL 6.2).
                 let part = self.peek_hhdb_word();
                 let named = ir::GbrPart::NAMED
                     .into_iter()
-                    .find(|p| p.keyword() == Some(part.as_str()))
-                    .filter(|_| !matches!(self.peek_tok(), Tok::Str(_)));
+                    .find(|p| p.keyword() == Some(part.as_str()));
                 if named.is_some() {
                     span = start.join(self.bump().span);
                 }
