@@ -1029,10 +1029,11 @@ pub enum HhdbField {
     Mainline,
     /// `hhdb variation` (logical): not `hhdb mainline`.
     Variation,
-    /// `hhdb composer` (string): the `White` tag.
+    /// `hhdb composer` (string): the `White` tag, or with the code `MC`
+    /// the first sentence of the comment before the first move.
     Composer,
-    /// `hhdb search` (string): the `Event`, `White` and `Black` tags, one
-    /// per line.
+    /// `hhdb search` (string): the `Event`, `White` and `Black` tags and
+    /// the comment before the first move, one per line.
     Search,
     /// `hhdb diagram` (string): the word after the first `#` of the
     /// `Event` tag.
@@ -1189,6 +1190,8 @@ impl HhdbField {
                 | HhdbField::FirstComment
                 | HhdbField::EgDiagram
                 | HhdbField::Stipulation
+                | HhdbField::Composer
+                | HhdbField::Search
         )
     }
 }

@@ -789,8 +789,14 @@ pub struct GameText {
     /// position: the last comment after the move to it; the initial
     /// position's is the one before the first move), white space collapsed.
     pub comments: Vec<Option<String>>,
-    /// `<cook>` occurs somewhere in the text (`hhdb cooked`).
+    /// [`GameText::COOK`] occurs somewhere in the text (`hhdb cooked`).
     pub contains_cook: bool,
+}
+
+impl GameText {
+    /// What `hhdb cooked` looks for in a game's text and tags: `<cook`,
+    /// without the closing `>` (CQL 6.2 oracle: `<cooked>` counts).
+    pub const COOK: &'static str = "<cook";
 }
 
 impl State {

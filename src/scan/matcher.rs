@@ -321,7 +321,9 @@ impl<'s> StoreMatcher<'s> {
             let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
             Some(crate::interp::GameText {
                 comments: crate::import::comments::position_comments(&raw),
-                contains_cook: raw.windows(6).any(|w| w == b"<cook>"),
+                contains_cook: raw
+                    .windows(crate::interp::GameText::COOK.len())
+                    .any(|w| w == crate::interp::GameText::COOK.as_bytes()),
             })
         } else {
             None
