@@ -1177,6 +1177,17 @@ impl HhdbField {
         }
     }
 
+    /// Whether it tells positions in variations apart by their `<main>`
+    /// markers (`hhdb mainline`, `hhdb variation`, `hhdb "<main>"`, `hhdb
+    /// "<or>"`): CQL 6.2 refuses to run a query with one without
+    /// `variations` ([`Query::needs_variations`]).
+    pub fn needs_variations(self) -> bool {
+        matches!(
+            self,
+            HhdbField::Mainline | HhdbField::Variation | HhdbField::Mark("<main>" | "<or>")
+        )
+    }
+
     /// Whether it reads the game's comments (not only its tags).
     pub fn reads_comments(self) -> bool {
         matches!(
@@ -1772,6 +1783,26 @@ impl Query {
         !self.persistent_vars().is_empty()
             || self.dictionaries().iter().any(|(_, local)| !local)
             || self.has_assert()
+    }
+
+    /// The first `hhdb` filter of the body that needs `variations`
+    /// ([`HhdbField::needs_variations`]).
+    pub fn needs_variations(&self) -> Option<HhdbField> {
+        fn walk(e: &Expr, out: &mut Option<HhdbField>) {
+            if let Node::Builtin(Builtin::Hhdb(f), _) = e.node
+                && f.needs_variations()
+            {
+                out.get_or_insert(f);
+            }
+            if out.is_none() {
+                e.for_each_child(|c| walk(c, out));
+            }
+        }
+        let mut found = None;
+        for e in &self.body {
+            walk(e, &mut found);
+        }
+        found
     }
 
     /// Whether the query has an `assert` or a `writefile` (its run stops at

@@ -14,7 +14,9 @@
 //!   move); `<cook>` and `<minor_dual>` are looked for without their `>`;
 //! - `mainline`: every variation on the way to the position (the position
 //!   included) starts with a move whose comment holds `<main>`; `variation`
-//!   is its negation;
+//!   is its negation; a query with `mainline`, `variation`, `<main>` or
+//!   `<or>` is refused on the mainline only (`ir::Query::needs_variations`,
+//!   checked by the scan's matcher), as CQL 6.2 refuses it;
 //! - a missing `Event`, `White` or `Black` tag reads as `?`;
 //! - `composer`: with the code `MC` (too many composers), the start of
 //!   the comment before the first move up to its first `.` (at least one

@@ -54,6 +54,13 @@ pub enum MatcherError {
     /// [`Engine::Jit`] was requested and the JIT cannot compile the query.
     #[error("the JIT cannot compile this query: {0}")]
     Jit(#[from] jit::JitError),
+    /// The query has an `hhdb` filter that reads the `<main>` markers of
+    /// variations (its text is given) and the run is on the mainline only,
+    /// which CQL 6.2 refuses.
+    #[error(
+        "`{0}` can only be used when variations are searched (`variations` in the cql(...) header, or --variations)"
+    )]
+    NeedsVariations(String),
 }
 
 /// A matcher over one store.
@@ -168,6 +175,19 @@ impl<'s> StoreMatcher<'s> {
         plan: &RunPlan,
         jit_options: &JitOptions,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
+        if !plan.variations
+            && let Some(f) = query.query().needs_variations()
+        {
+            let e = crate::ir::Expr {
+                node: crate::ir::Node::Builtin(crate::ir::Builtin::Hhdb(f), Vec::new()),
+                kind: f.kind(),
+                span: Default::default(),
+            };
+            return Err(MatcherError::NeedsVariations(crate::syntax::print_expr(
+                &e,
+                &[],
+            )));
+        }
         let serial = query.query().is_serial();
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
