@@ -151,9 +151,11 @@ impl<'s> StoreMatcher<'s> {
     /// Builds the matcher for `query` over `store`.
     ///
     /// # Errors
-    /// The interpreter rejects the query (inconsistent IR), or the plan asks
+    /// The interpreter rejects the query (inconsistent IR), the plan asks
     /// for [`Engine::Jit`] and the JIT cannot compile it ([`Engine::Auto`]
-    /// falls back to the interpreter with a [`fallback_note`]).
+    /// falls back to the interpreter with a [`fallback_note`]), or the
+    /// query needs variations and the plan searches the mainline only
+    /// ([`MatcherError::NeedsVariations`]).
     ///
     /// [`fallback_note`]: StoreMatcher::fallback_note
     pub fn new(
