@@ -17,7 +17,10 @@
 //!   is its negation; a query with `mainline`, `variation`, `<main>` or
 //!   `<or>` is refused on the mainline only (`ir::Query::needs_variations`,
 //!   checked by the scan's matcher), as CQL 6.2 refuses it;
-//! - a missing `Event`, `White` or `Black` tag reads as `?`;
+//! - a missing `Event`, `White` or `Black` tag reads as `?`; `White` and
+//!   `Black` are trimmed as [`GameView::tag`](super::GameView::tag) trims
+//!   them, and one left empty has no value (`composer` and `search` then
+//!   fail);
 //! - `composer`: with the code `MC` (too many composers), the start of
 //!   the comment before the first move up to its first `.` (at least one
 //!   character; none: no match), else the `White` tag without a final
@@ -209,9 +212,13 @@ impl Evaluator<'_, '_> {
         let has = |code: &str| black.contains(code);
         let logical = |b: bool| b.then_some(Value::Matched);
         let string = |s: Option<&str>| s.map(|s| Value::Str(s.to_string()));
-        // CQL 6.2 reads a missing tag of the seven-tag roster as "?".
-        let roster = |name: &str| self.game.tag(name).unwrap_or("?");
-        let event = Some(roster("Event"));
+        // CQL 6.2 reads a missing tag of the seven-tag roster as "?" (and
+        // a `White` or `Black` tag left empty by its trimming as none).
+        let roster = |name: &str| match self.game.raw_tag(name) {
+            None => Some("?"),
+            Some(_) => self.game.tag(name),
+        };
+        let event = roster("Event");
         Ok(match f {
             HhdbField::Code(c) => logical(has(c)),
             HhdbField::Sound => {
@@ -239,16 +246,15 @@ impl Evaluator<'_, '_> {
                 string(self.position_comment(0).and_then(first_sentence))
             }
             HhdbField::Composer => {
-                let white = roster("White");
-                string(Some(white.strip_suffix(" NN").unwrap_or(white)))
+                string(roster("White").map(|white| white.strip_suffix(" NN").unwrap_or(white)))
             }
             HhdbField::Search => {
-                let mut text = format!(
-                    "{}\n{}\n{}",
-                    roster("Event"),
-                    roster("White"),
-                    roster("Black")
-                );
+                let (Some(event), Some(white), Some(black)) =
+                    (roster("Event"), roster("White"), roster("Black"))
+                else {
+                    return Ok(None);
+                };
+                let mut text = format!("{event}\n{white}\n{black}");
                 if let Some(c) = self.position_comment(0) {
                     text.push('\n');
                     text.push_str(c);

@@ -64,7 +64,22 @@ pub struct GameView<'a> {
 
 impl<'a> GameView<'a> {
     /// The value of tag `name` (exact, case-sensitive name), if present.
+    /// `White` and `Black` read as CQL 6.2 reads them (oracle): without
+    /// leading white space, nor trailing white space and `.` (`Tal, M.`
+    /// is `Tal, M`); a value left empty is no value.
     pub fn tag(&self, name: &str) -> Option<&'a str> {
+        let value = self.raw_tag(name)?;
+        if !matches!(name, "White" | "Black") {
+            return Some(value);
+        }
+        let name = value
+            .trim_start_matches(|c: char| c.is_ascii_whitespace())
+            .trim_end_matches(|c: char| c == '.' || c.is_ascii_whitespace());
+        (!name.is_empty()).then_some(name)
+    }
+
+    /// The value of tag `name` as written, if present.
+    pub fn raw_tag(&self, name: &str) -> Option<&'a str> {
         self.tags
             .iter()
             .find(|(k, _)| k == name)
