@@ -212,12 +212,9 @@ impl Evaluator<'_, '_> {
         let has = |code: &str| black.contains(code);
         let logical = |b: bool| b.then_some(Value::Matched);
         let string = |s: Option<&str>| s.map(|s| Value::Str(s.to_string()));
-        // CQL 6.2 reads a missing tag of the seven-tag roster as "?" (and
-        // a `White` or `Black` tag left empty by its trimming as none).
-        let roster = |name: &str| match self.game.raw_tag(name) {
-            None => Some("?"),
-            Some(_) => self.game.tag(name),
-        };
+        // A missing tag reads as "?"; a `White` or `Black` tag left empty
+        // by its trimming has no value (`GameView::tag`).
+        let roster = |name: &str| self.game.tag(name);
         let event = roster("Event");
         Ok(match f {
             HhdbField::Code(c) => logical(has(c)),

@@ -63,12 +63,20 @@ pub struct GameView<'a> {
 }
 
 impl<'a> GameView<'a> {
-    /// The value of tag `name` (exact, case-sensitive name), if present.
-    /// `White` and `Black` read as CQL 6.2 reads them (oracle): without
-    /// leading white space, nor trailing white space and `.` (`Tal, M.`
-    /// is `Tal, M`); a value left empty is no value.
+    /// The value of tag `name` (exact, case-sensitive name) as CQL 6.2
+    /// reads it (oracle): a missing `Event`, `Site`, `White` or `Black`
+    /// tag is `?` and a missing `Date` `????.??.??` (the seven-tag
+    /// roster's unknown values); `White` and `Black` without leading
+    /// white space, nor trailing white space and `.` (`Tal, M.` is `Tal,
+    /// M`), a value left empty being no value.
     pub fn tag(&self, name: &str) -> Option<&'a str> {
-        let value = self.raw_tag(name)?;
+        let Some(value) = self.raw_tag(name) else {
+            return match name {
+                "Event" | "Site" | "White" | "Black" => Some("?"),
+                "Date" => Some("????.??.??"),
+                _ => None,
+            };
+        };
         if !matches!(name, "White" | "Black") {
             return Some(value);
         }
