@@ -791,6 +791,8 @@ fn syntax_round_trip_tail_keywords() {
         "hhdb gbr hhdb gbr kings hhdb gbr material hhdb gbr pieces hhdb gbr pawns",
         "hhdb gbr \"a1\" hhdb gbr kings \"h8\" hhdb gbr pawns[0] == \"1\"",
         "hhdb gbr ~~ \"^.0\" hhdb gbr pieces + \"x\"",
+        "message (\"S \" hhdb stipulation \"x\" player white \"y\" (player black \"z\"))",
+        "comment (hhdb gbr kings \"a\" not hhdb composer \"b\")",
         "originalcomment",
         "hascomment \"Nice\"",
         "originalcomment == \"a\" removecomment",
