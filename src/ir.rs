@@ -1050,10 +1050,11 @@ pub enum HhdbField {
     Mainline,
     /// `hhdb variation` (logical): not `hhdb mainline`.
     Variation,
-    /// `hhdb composer` (string): the `White` tag.
+    /// `hhdb composer` (string): the `White` tag, or with the code `MC`
+    /// the first sentence of the comment before the first move.
     Composer,
-    /// `hhdb search` (string): the `Event`, `White` and `Black` tags, one
-    /// per line.
+    /// `hhdb search` (string): the `Event`, `White` and `Black` tags and
+    /// the comment before the first move, one per line.
     Search,
     /// `hhdb diagram` (string): the word after the first `#` of the
     /// `Event` tag.
@@ -1063,6 +1064,12 @@ pub enum HhdbField {
     EgDiagram,
     /// `hhdb firstcomment` (string): the comment before the first move.
     FirstComment,
+    /// `hhdb stipulation` (string): the text between `stipulation: ` and
+    /// the next `.` in the comment before the first move (not empty).
+    Stipulation,
+    /// `hhdb gbr [kings|material|pieces|pawns]` (string): the first GBR
+    /// code of the `Black` tag (`+0130.12a1h8`), or one part of it.
+    Gbr(GbrPart),
     /// `hhdb [special] [award|prize|hm|commendation] [max]` (numeric):
     /// the rank of the award the `Event` tag starts with (`1.p`, `2/3.hm`,
     /// `sp.c` ...), `max` the last rank of a shared award; without
@@ -1085,6 +1092,44 @@ pub enum HhdbField {
         /// `special`: special awards only (else any).
         special: bool,
     },
+}
+
+/// The part of a GBR code `hhdb gbr` reads: a code is 12 characters, a
+/// sign (CQL 6.2 accepts any character from `+` to `=`), four digits for
+/// the pieces, `.`, two digits for the pawns and the two kings' squares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GbrPart {
+    /// `hhdb gbr`: the whole code.
+    Code,
+    /// `hhdb gbr material`: the pieces' and pawns' digits, `0130.12`.
+    Material,
+    /// `hhdb gbr pieces`: the pieces' four digits, `0130`.
+    Pieces,
+    /// `hhdb gbr pawns`: the pawns' two digits, `12`.
+    Pawns,
+    /// `hhdb gbr kings`: the kings' squares, `a1h8`.
+    Kings,
+}
+
+impl GbrPart {
+    /// The parts named by a word after `hhdb gbr`.
+    pub const NAMED: [GbrPart; 4] = [
+        GbrPart::Material,
+        GbrPart::Pieces,
+        GbrPart::Pawns,
+        GbrPart::Kings,
+    ];
+
+    /// The word after `hhdb gbr` that names it (none for the whole code).
+    pub fn keyword(self) -> Option<&'static str> {
+        match self {
+            GbrPart::Code => None,
+            GbrPart::Material => Some("material"),
+            GbrPart::Pieces => Some("pieces"),
+            GbrPart::Pawns => Some("pawns"),
+            GbrPart::Kings => Some("kings"),
+        }
+    }
 }
 
 /// The awards an `hhdb` award filter counts.
@@ -1143,12 +1188,25 @@ impl HhdbField {
             HhdbField::Composer
             | HhdbField::Search
             | HhdbField::Diagram
-            | HhdbField::FirstComment => Kind::String,
+            | HhdbField::FirstComment
+            | HhdbField::Stipulation
+            | HhdbField::Gbr(_) => Kind::String,
             HhdbField::EgDiagram | HhdbField::Award { .. } | HhdbField::AwardRank { .. } => {
                 Kind::Numeric
             }
             _ => Kind::Logical,
         }
+    }
+
+    /// Whether it tells positions in variations apart by their `<main>`
+    /// markers (`hhdb mainline`, `hhdb variation`, `hhdb "<main>"`, `hhdb
+    /// "<or>"`): CQL 6.2 refuses to run a query with one without
+    /// `variations` ([`Query::needs_variations`]).
+    pub fn needs_variations(self) -> bool {
+        matches!(
+            self,
+            HhdbField::Mainline | HhdbField::Variation | HhdbField::Mark("<main>" | "<or>")
+        )
     }
 
     /// Whether it reads the game's comments (not only its tags).
@@ -1163,6 +1221,9 @@ impl HhdbField {
                 | HhdbField::Variation
                 | HhdbField::FirstComment
                 | HhdbField::EgDiagram
+                | HhdbField::Stipulation
+                | HhdbField::Composer
+                | HhdbField::Search
         )
     }
 }
@@ -1750,6 +1811,26 @@ impl Query {
         !self.persistent_vars().is_empty()
             || self.dictionaries().iter().any(|(_, local)| !local)
             || self.has_assert()
+    }
+
+    /// The first `hhdb` filter of the body that needs `variations`
+    /// ([`HhdbField::needs_variations`]).
+    pub fn needs_variations(&self) -> Option<HhdbField> {
+        fn walk(e: &Expr, out: &mut Option<HhdbField>) {
+            if let Node::Builtin(Builtin::Hhdb(f), _) = e.node
+                && f.needs_variations()
+            {
+                out.get_or_insert(f);
+            }
+            if out.is_none() {
+                e.for_each_child(|c| walk(c, out));
+            }
+        }
+        let mut found = None;
+        for e in &self.body {
+            walk(e, &mut found);
+        }
+        found
     }
 
     /// Whether the query has an `assert` or a `writefile` (its run stops at

@@ -814,3 +814,43 @@ fn message_prints_lines_as_cql_does() {
         "a\nGame: 1 move 1(btm): b\na\nGame: 2 move 1(btm): b\n"
     );
 }
+
+#[test]
+fn hhdb_main_markers_need_variations() {
+    // CQL 6.2 refuses `hhdb mainline`, `variation`, `"<main>"` and
+    // `"<or>"` without variations, wherever they stand in the query.
+    let dir = Scratch::new("hhdb-variations");
+    let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n1. e4 (1. d4 {<main>} d5) e5 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let input = dir.path("in.pgn");
+    let input = input.to_str().expect("utf-8");
+    let cache = dir.path("cache");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+            .args(["-i", input, "-o", "-", "--format", "jsonl"])
+            .args(args)
+            .env("CQLJ_CACHE_DIR", &cache)
+            .output()
+            .expect("the cqlj binary runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for q in [
+        "hhdb mainline",
+        "false hhdb variation",
+        "hhdb \"<main>\"",
+        "hhdb \"<or>\"",
+    ] {
+        let (code, err) = run(&["-cql", q]);
+        assert_eq!(code, USAGE, "{q}: {err}");
+        assert!(err.contains("can only be used when variations"), "{err}");
+        let (code, err) = run(&["--variations", "-cql", q]);
+        assert_eq!(code, 0, "{q}: {err}");
+        let (code, err) = run(&["-cql", &format!("cql(variations) {q}")]);
+        assert_eq!(code, 0, "{q}: {err}");
+    }
+    let (code, err) = run(&["-cql", "hhdb \"<eg>\""]);
+    assert_eq!(code, 0, "{err}");
+}

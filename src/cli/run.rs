@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
-
 use cqlj::printer::{Form, PgnOptions, Printed, Printer, PrinterOptions};
 use cqlj::query::{PrepareError, QueryOptions};
 use cqlj::scan::{self, GameMatch, GameMatcher, RunPlan, ScanOptions, ScanStats};
@@ -104,7 +102,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         own_files.push(settings.output.clone());
     }
     let matcher = scan::StoreMatcher::new(&store, &prepared.query, &plan)
-        .context("cannot compile the query")?
+        .map_err(|e| match e {
+            // A query CQL 6.2 refuses to run on the mainline only.
+            e @ scan::matcher::MatcherError::NeedsVariations(_) => usage_error(e),
+            e => anyhow::Error::new(e).context("cannot compile the query"),
+        })?
         .with_protected_files(&own_files)
         .with_last_game_number(u64::from(games.end))
         .with_always_comment(args.alwayscomment)

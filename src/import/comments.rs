@@ -6,7 +6,8 @@
 //! move); of several comments in a row the last one wins, and a comment at
 //! the start of a variation, before its first move, belongs to no
 //! position. Its text is trimmed and each run of white space becomes one
-//! space. Moves are numbered as the importer numbered them
+//! space; an empty one (`{}`, `{ }`) is no comment, so a position whose
+//! last comment is empty has none (CQL 6.2 oracle). Moves are numbered as the importer numbered them
 //! (`ParsedGame::san_index`), so a comment lands on the position the store
 //! holds for its move.
 
@@ -103,7 +104,8 @@ impl Visitor for CommentVisitor<'_> {
         let text = normalize(&line.partial);
         line.partial.clear();
         if let Some(slot) = line.current.and_then(|p| self.out.get_mut(p as usize)) {
-            *slot = Some(text);
+            // An empty last comment leaves the position without one.
+            *slot = (!text.is_empty()).then_some(text);
         }
         ControlFlow::Continue(())
     }
@@ -142,5 +144,13 @@ mod tests {
                 Some("E".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn an_empty_last_comment_is_none() {
+        let text =
+            b"[Event \"a\"]\n[Result \"*\"]\n\n{x} {} 1. e4 {y} { } e5 {} 2. Nf3 {  } {z} *\n";
+        let c = position_comments(text);
+        assert_eq!(c, vec![None, None, None, Some("z".to_string())]);
     }
 }

@@ -69,8 +69,31 @@ pub struct GameView<'a> {
 }
 
 impl<'a> GameView<'a> {
-    /// The value of tag `name` (exact, case-sensitive name), if present.
+    /// The value of tag `name` (exact, case-sensitive name) as CQL 6.2
+    /// reads it (oracle): a missing `Event`, `Site`, `White` or `Black`
+    /// tag is `?` and a missing `Date` `????.??.??` (the seven-tag
+    /// roster's unknown values); `White` and `Black` without leading
+    /// white space, nor trailing white space and `.` (`Tal, M.` is `Tal,
+    /// M`), a value left empty being no value.
     pub fn tag(&self, name: &str) -> Option<&'a str> {
+        let Some(value) = self.raw_tag(name) else {
+            return match name {
+                "Event" | "Site" | "White" | "Black" => Some("?"),
+                "Date" => Some("????.??.??"),
+                _ => None,
+            };
+        };
+        if !matches!(name, "White" | "Black") {
+            return Some(value);
+        }
+        let name = value
+            .trim_start_matches(|c: char| c.is_ascii_whitespace())
+            .trim_end_matches(|c: char| c == '.' || c.is_ascii_whitespace());
+        (!name.is_empty()).then_some(name)
+    }
+
+    /// The value of tag `name` as written, if present.
+    pub fn raw_tag(&self, name: &str) -> Option<&'a str> {
         self.tags
             .iter()
             .find(|(k, _)| k == name)
@@ -897,8 +920,14 @@ pub struct GameText {
     /// position: the last comment after the move to it; the initial
     /// position's is the one before the first move), white space collapsed.
     pub comments: Vec<Option<String>>,
-    /// `<cook>` occurs somewhere in the text (`hhdb cooked`).
+    /// [`GameText::COOK`] occurs somewhere in the text (`hhdb cooked`).
     pub contains_cook: bool,
+}
+
+impl GameText {
+    /// What `hhdb cooked` looks for in a game's text and tags: `<cook`,
+    /// without the closing `>` (CQL 6.2 oracle: `<cooked>` counts).
+    pub const COOK: &'static str = "<cook";
 }
 
 impl State {

@@ -61,7 +61,7 @@ fn bytes_text(s: &str, start: usize, end: usize) -> String {
 
 /// `int S`: an optional `-` then decimal digits only (no sign `+`, no
 /// blanks), read as CQL 6.2 reads it: wrapping at 32 bits.
-fn parse_int(s: &str) -> Option<i64> {
+pub(super) fn parse_int(s: &str) -> Option<i64> {
     let (neg, digits) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, s),

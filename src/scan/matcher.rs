@@ -57,6 +57,13 @@ pub enum MatcherError {
     /// [`Engine::Jit`] was requested and the JIT cannot compile the query.
     #[error("the JIT cannot compile this query: {0}")]
     Jit(#[from] jit::JitError),
+    /// The query has an `hhdb` filter that reads the `<main>` markers of
+    /// variations (its text is given) and the run is on the mainline only,
+    /// which CQL 6.2 refuses.
+    #[error(
+        "`{0}` can only be used when variations are searched (`variations` in the cql(...) header, or --variations)"
+    )]
+    NeedsVariations(String),
 }
 
 /// Receives one evaluated game's `message` lines (see
@@ -200,9 +207,11 @@ impl<'s> StoreMatcher<'s> {
     /// Builds the matcher for `query` over `store`.
     ///
     /// # Errors
-    /// The interpreter rejects the query (inconsistent IR), or the plan asks
+    /// The interpreter rejects the query (inconsistent IR), the plan asks
     /// for [`Engine::Jit`] and the JIT cannot compile it ([`Engine::Auto`]
-    /// falls back to the interpreter with a [`fallback_note`]).
+    /// falls back to the interpreter with a [`fallback_note`]), or the
+    /// query needs variations and the plan searches the mainline only
+    /// ([`MatcherError::NeedsVariations`]).
     ///
     /// [`fallback_note`]: StoreMatcher::fallback_note
     pub fn new(
@@ -224,6 +233,19 @@ impl<'s> StoreMatcher<'s> {
         plan: &RunPlan,
         jit_options: &JitOptions,
     ) -> Result<StoreMatcher<'s>, MatcherError> {
+        if !plan.variations
+            && let Some(f) = query.query().needs_variations()
+        {
+            let e = crate::ir::Expr {
+                node: crate::ir::Node::Builtin(crate::ir::Builtin::Hhdb(f), Vec::new()),
+                kind: f.kind(),
+                span: Default::default(),
+            };
+            return Err(MatcherError::NeedsVariations(crate::syntax::print_expr(
+                &e,
+                &[],
+            )));
+        }
         let serial = query.query().is_serial();
         let (jit, note) = match plan.engine {
             Engine::Interp => (None, None),
@@ -423,7 +445,9 @@ impl<'s> StoreMatcher<'s> {
             let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
             Some(crate::interp::GameText {
                 comments: crate::import::comments::position_comments(&raw),
-                contains_cook: raw.windows(6).any(|w| w == b"<cook>"),
+                contains_cook: raw
+                    .windows(crate::interp::GameText::COOK.len())
+                    .any(|w| w == crate::interp::GameText::COOK.as_bytes()),
             })
         } else {
             None

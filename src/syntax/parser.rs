@@ -369,6 +369,8 @@ pub(crate) fn parse_file(src: &str, diags: &mut Diagnostics) -> Option<File> {
         header_filters: Vec::new(),
         colon_stop: None,
         set_stop: None,
+        arg_start: false,
+        plain_string_field: false,
         numeric_vars: HashSet::new(),
     };
     let file = p.file();
@@ -408,6 +410,16 @@ struct Parser<'s, 'd> {
     /// (outside brackets) a set operator ends N (CQL 6.2: `position 0 & x`
     /// is `(position 0) & x`).
     set_stop: Option<usize>,
+    /// The next primary starts an argument of `message`, `comment` or
+    /// `///` (see [`Parser::plain_string_field`]).
+    arg_start: bool,
+    /// The filter being parsed is an argument of `message`, `comment` or
+    /// `///` itself: a string field there (`player white`, `hhdb
+    /// composer` ...) does not take the string after it as a search, which
+    /// is the next argument (CQL 6.2: `message (player white "x")` prints
+    /// the name and `x`); deeper (`not player white "x"`, in brackets) it
+    /// does.
+    plain_string_field: bool,
     /// Filters the header adds before the body (its `result R`).
     header_filters: Vec<Expr>,
     /// Variables whose last assignment so far is surely numeric (see
@@ -476,12 +488,15 @@ impl Parser<'_, '_> {
         Failed
     }
 
-    /// The text of the next token as an `hhdb` keyword: a string's
-    /// contents (`"(c)"`, `"<main>"`), else the token as written.
+    /// The text of the next token as an `hhdb` keyword: the contents of a
+    /// string that starts with `(` or `<` (`"(c)"`, `"<main>"`), else the
+    /// token as written (another string is no keyword: CQL 6.2 rejects
+    /// `hhdb "sound"`, and `hhdb gbr "kings"` searches for `kings`).
     fn peek_hhdb_word(&mut self) -> String {
         let t = self.peek().clone();
         match t.tok {
-            Tok::Str(s) => s,
+            Tok::Str(s) if s.starts_with(['(', '<']) => s,
+            Tok::Str(_) => String::new(),
             _ => self
                 .src
                 .get(t.span.start as usize..t.span.end as usize)
@@ -574,8 +589,21 @@ impl Parser<'_, '_> {
             return Ok(e);
         }
         if matches!(w.as_str(), "gbr" | "stipulation") {
-            let sp = self.peek().span;
-            return Err(self.error(sp, format!("not supported yet: hhdb {w}")));
+            let mut span = start.join(self.bump().span);
+            let f = if w == "gbr" {
+                // `hhdb gbr` takes an optional part word (CQL 6.2).
+                let part = self.peek_hhdb_word();
+                let named = ir::GbrPart::NAMED
+                    .into_iter()
+                    .find(|p| p.keyword() == Some(part.as_str()));
+                if named.is_some() {
+                    span = start.join(self.bump().span);
+                }
+                H::Gbr(named.unwrap_or(ir::GbrPart::Code))
+            } else {
+                H::Stipulation
+            };
+            return self.string_match(leaf(f, span), start);
         }
         let is_award_word = |w: &str| {
             matches!(
@@ -1371,13 +1399,19 @@ impl Parser<'_, '_> {
     }
 
     fn arg_list(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
+        self.arg_list_with(what, false)
+    }
+
+    /// An argument list whose arguments' string fields take no search
+    /// when `plain_strings` (`message`, `comment`).
+    fn arg_list_with(&mut self, what: &str, plain_strings: bool) -> PResult<(Vec<Expr>, Span)> {
         let saved = (self.colon_stop.take(), self.set_stop.take());
-        let r = self.arg_list_inner(what);
+        let r = self.arg_list_inner(what, plain_strings);
         (self.colon_stop, self.set_stop) = saved;
         r
     }
 
-    fn arg_list_inner(&mut self, what: &str) -> PResult<(Vec<Expr>, Span)> {
+    fn arg_list_inner(&mut self, what: &str, plain_strings: bool) -> PResult<(Vec<Expr>, Span)> {
         let open = self.expect(&Tok::LParen, &format!("`(` after `{what}`"))?;
         let mut args = Vec::new();
         loop {
@@ -1392,7 +1426,12 @@ impl Parser<'_, '_> {
                 Tok::Comma => {
                     self.bump();
                 }
-                _ => args.push(self.expr(bp::LOWEST)?),
+                _ => {
+                    self.arg_start = plain_strings;
+                    let arg = self.expr(bp::LOWEST);
+                    self.arg_start = false;
+                    args.push(arg?);
+                }
             }
         }
         Ok((args, self.span_from(open)))
@@ -1418,7 +1457,12 @@ impl Parser<'_, '_> {
                         ),
                     ));
                 }
-                _ => args.push(self.expr(bp::LOWEST)?),
+                _ => {
+                    self.arg_start = true;
+                    let arg = self.expr(bp::LOWEST);
+                    self.arg_start = false;
+                    args.push(arg?);
+                }
             }
         }
         if args.is_empty() {
@@ -1461,6 +1505,7 @@ impl Parser<'_, '_> {
     }
 
     fn prefix(&mut self) -> PResult<Expr> {
+        self.plain_string_field = std::mem::take(&mut self.arg_start);
         let t = self.bump();
         let start = t.span;
         match t.tok {
@@ -1882,7 +1927,7 @@ impl Parser<'_, '_> {
                     let span = start.join(arg.span);
                     return Ok(Expr::new(ExprKind::List(f, vec![arg]), span));
                 }
-                let (args, span) = self.arg_list(&w)?;
+                let (args, span) = self.arg_list_with(&w, true)?;
                 Ok(Expr::new(ExprKind::List(f, args), start.join(span)))
             }
             "pin" => {
@@ -2878,6 +2923,9 @@ impl Parser<'_, '_> {
     }
 
     fn string_match(&mut self, filter: Expr, start: Span) -> PResult<Expr> {
+        if std::mem::take(&mut self.plain_string_field) {
+            return Ok(filter);
+        }
         if let Tok::Str(s) = self.peek_tok() {
             let sp = self.bump().span;
             return Ok(Expr::new(

@@ -1289,6 +1289,11 @@ fn hhdb_text(h: crate::ir::HhdbField) -> String {
         H::Diagram => "hhdb diagram".into(),
         H::EgDiagram => "hhdb egdiagram".into(),
         H::FirstComment => "hhdb firstcomment".into(),
+        H::Stipulation => "hhdb stipulation".into(),
+        H::Gbr(part) => match part.keyword() {
+            Some(k) => format!("hhdb gbr {k}"),
+            None => "hhdb gbr".into(),
+        },
         H::Award { kind, special, max } => award(false, kind, special, max),
         H::AwardRank { kind, special } => award(true, kind, special, false),
     }
