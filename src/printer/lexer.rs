@@ -1,0 +1,433 @@
+//! The PGN writer's fast path: a lexer over a game's stored text that
+//! hands each token to the writer ([`PgnRewriter`]) as `pgn_reader` would,
+//! without the importer's line repair, the reader's buffer copies, or a SAN
+//! parse and re-serialization.
+//!
+//! It takes a text only where it can tell, token by token, that the
+//! reader path (`import::cql_lines`, then `pgn_reader` with the visitor in
+//! `pgn.rs`) sees the same tokens:
+//!
+//! - tag lines of the exact form `[Name "value"]` (name of ASCII letters,
+//!   digits and `_`; value without `"` or `\`), so the importer's
+//!   tag-quote repair changes nothing;
+//! - movetext whose moves are already in the form the writer gives them
+//!   (`SanPlus`'s ASCII form: [`canonical_san`]), so they are copied;
+//! - no line that the reader treats specially (`%` escapes, a `[` or a
+//!   blank line inside the movetext, where the importer's repair or the
+//!   reader's end of game would apply) before trailing white space.
+//!
+//! Anything else (a tag line of another form, a move written otherwise
+//! such as `0-0` or `e8Q`, a NAG over 255, a text over [`MAX_TEXT`]
+//! bytes) returns `None`, and the caller writes that game through the
+//! reader path: the decision is per game, the output the same either way.
+
+use super::pgn::{PgnRewriter, TagValues};
+
+/// Longest text the fast path takes: the reader path reads a text of up
+/// to 1 MiB into its buffer whole (so a comment is never split); a longer
+/// one goes through it.
+const MAX_TEXT: usize = 1 << 20;
+
+/// The bytes that end a token for `pgn_reader` (its `is_token_end`).
+static TOKEN_END: [bool; 256] = {
+    let mut t = [false; 256];
+    let ends = b" \t\n\r{}()!?$;.*";
+    let mut i = 0;
+    while i < ends.len() {
+        t[ends[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Whether `b` ends a token for `pgn_reader` (its `is_token_end`).
+#[inline]
+fn is_token_end(b: u8) -> bool {
+    TOKEN_END[usize::from(b)]
+}
+
+/// Whether `b` is white space the reader skips (between tags, between
+/// tokens).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// The index of the first byte of `text` at or after `i` that is not
+/// white space.
+fn skip_space(text: &[u8], mut i: usize) -> usize {
+    while text.get(i).copied().is_some_and(is_space) {
+        i += 1;
+    }
+    i
+}
+
+/// Whether `token` (a whole token: its next byte ends a token) is a move
+/// the writer writes byte for byte as it stands: `SanPlus::from_ascii`
+/// reads all of it and writes it back unchanged. Accepts `O-O`, `O-O-O`,
+/// `--`, and `[NBRQK]? [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a
+/// pawn move, each with at most one `+` or `#`; not a token starting with
+/// a digit (the reader reads that as a move number or a result).
+pub(super) fn canonical_san(token: &[u8]) -> bool {
+    let t = match token.split_last() {
+        Some((b'+' | b'#', rest)) => rest,
+        _ => token,
+    };
+    if matches!(t, b"O-O" | b"O-O-O" | b"--") {
+        return true;
+    }
+    let is_file = |b: u8| (b'a'..=b'h').contains(&b);
+    let is_rank = |b: u8| (b'1'..=b'8').contains(&b);
+    let (piece, mut t) = match t.split_first() {
+        Some((b'N' | b'B' | b'R' | b'Q' | b'K', rest)) => (true, rest),
+        Some(_) => (false, t),
+        None => return false,
+    };
+    if let [rest @ .., b'=', p] = t {
+        if piece || !matches!(p, b'N' | b'B' | b'R' | b'Q') {
+            return false;
+        }
+        t = rest;
+    }
+    let [pre @ .., f, r] = t else {
+        return false;
+    };
+    if !is_file(*f) || !is_rank(*r) {
+        return false;
+    }
+    let pre = match pre {
+        [rest @ .., b'x'] => rest,
+        _ => pre,
+    };
+    match *pre {
+        [] => true,
+        [a] => is_file(a) || (piece && is_rank(a)),
+        [a, b] => is_file(a) && is_rank(b),
+        _ => false,
+    }
+}
+
+/// The NAG of a `!`/`?` suffix at the start of `text` and its length, as
+/// the reader reads it (`!!` 3, `!?` 5, `!` 1, `??` 4, `?!` 6, `?` 2).
+fn suffix_nag(text: &[u8]) -> (u8, usize) {
+    match text {
+        [b'!', b'!', ..] => (3, 2),
+        [b'!', b'?', ..] => (5, 2),
+        [b'?', b'?', ..] => (4, 2),
+        [b'?', b'!', ..] => (6, 2),
+        [b'?', ..] => (2, 1),
+        _ => (1, 1),
+    }
+}
+
+/// Writes game `text` through `w` as the reader path would; returns the
+/// number of moves of the text, or `None` where the lexer cannot tell that
+/// the reader reads the text as it does (then part of the game may have
+/// been written: the caller truncates the output and takes the reader
+/// path).
+pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<u32> {
+    let n = text.len();
+    if n > MAX_TEXT {
+        return None;
+    }
+    let mut i = skip_space(text, 0);
+    if i == n {
+        // No game: the reader path reports it.
+        return None;
+    }
+    let mut tags = TagValues::default();
+    while text.get(i) == Some(&b'[') {
+        let end = i + memchr::memchr(b'\n', &text[i..])?;
+        let line = &text[i + 1..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let quote = memchr::memchr(b'"', line)?;
+        let name = line[..quote].strip_suffix(b" ")?;
+        if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+            return None;
+        }
+        let value = line[quote + 1..].strip_suffix(b"\"]")?;
+        if value.iter().any(|&b| matches!(b, b'"' | b'\\')) {
+            return None;
+        }
+        w.write_tag(&mut tags, name, value);
+        i = skip_space(text, end + 1);
+    }
+    let mut mt = w.start_movetext(tags);
+    while i < n {
+        let c = text[i];
+        match c {
+            b' ' | b'\t' | b'\r' | b'.' => i += 1,
+            b'\n' => {
+                i += 1;
+                if matches!(text.get(i), Some(b'%' | b'[' | b'\n' | b'\r')) {
+                    // The reader's end of the game (or an escape line): only
+                    // white space may follow.
+                    if text[i..].iter().all(|&b| is_space(b)) {
+                        break;
+                    }
+                    return None;
+                }
+            }
+            b'{' => {
+                let len = memchr::memchr(b'}', &text[i + 1..])?;
+                w.write_comment(&mut mt, &text[i + 1..i + 1 + len]);
+                i += len + 2;
+            }
+            b';' => i = memchr::memchr(b'\n', &text[i..]).map_or(n, |p| i + p),
+            b'(' => {
+                w.open_variation(&mut mt);
+                i += 1;
+            }
+            b')' => {
+                w.close_variation(&mut mt);
+                i += 1;
+            }
+            b'*' => {
+                w.write_outcome(&mut mt, b"*");
+                i += 1;
+            }
+            b'!' | b'?' => {
+                let (nag, len) = suffix_nag(&text[i..]);
+                w.write_nag(&mut mt, nag);
+                i += len;
+            }
+            b'$' => {
+                let digits = text[i + 1..]
+                    .iter()
+                    .position(|b| !b.is_ascii_digit())
+                    .map(|p| i + 1 + p)?;
+                // A NAG the reader reads: digits up to a token end, at most
+                // 255.
+                if digits == i + 1 || !is_token_end(text[digits]) || digits - i > 4 {
+                    return None;
+                }
+                let nag = text[i + 1..digits]
+                    .iter()
+                    .fold(0u32, |v, d| v * 10 + u32::from(d - b'0'));
+                w.write_nag(&mut mt, u8::try_from(nag).ok()?);
+                i = digits;
+            }
+            b'0'..=b'9' => {
+                let next = text.get(i + 1).copied();
+                if matches!(next, Some(b'-' | b'/' | 0xe2)) {
+                    // Only a result token exactly (not `0-0`, `1-`, a
+                    // Unicode dash).
+                    let result: &[u8] = [&b"1-0"[..], b"0-1", b"1/2-1/2"]
+                        .into_iter()
+                        .find(|r| text[i..].starts_with(r))?;
+                    w.write_outcome(&mut mt, result);
+                    i += result.len();
+                } else {
+                    // A move number: its digits, dots and spaces.
+                    while text.get(i).is_some_and(u8::is_ascii_digit) {
+                        i += 1;
+                    }
+                    while matches!(text.get(i), Some(b'.' | b' ')) {
+                        i += 1;
+                    }
+                }
+            }
+            _ => {
+                let mut end = i + 1;
+                while end < n && !is_token_end(text[end]) {
+                    end += 1;
+                }
+                if !canonical_san(&text[i..end]) {
+                    return None;
+                }
+                w.write_san(&mut mt, &text[i..], end - i);
+                i = end;
+            }
+        }
+    }
+    Some(w.finish(mt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::san::SanPlus;
+
+    /// What the reader path writes for `token`, if it reads all of it as
+    /// one move.
+    fn written(token: &[u8]) -> Option<Vec<u8>> {
+        let (san, len) = SanPlus::from_ascii_prefix(token).ok()?;
+        if len != token.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        san.append_ascii_to(&mut out);
+        Some(out)
+    }
+
+    /// Every move the lexer copies is one the writer writes unchanged:
+    /// checked on every string of its grammar.
+    #[test]
+    fn every_canonical_move_is_written_unchanged() {
+        let mut accepted = 0;
+        let files: Vec<u8> = (b'a'..=b'h').collect();
+        let ranks: Vec<u8> = (b'1'..=b'8').collect();
+        let mut pres: Vec<Vec<u8>> = vec![vec![]];
+        for &f in &files {
+            pres.push(vec![f]);
+            for &r in &ranks {
+                pres.push(vec![f, r]);
+            }
+        }
+        for &r in &ranks {
+            pres.push(vec![r]);
+        }
+        let mut bodies: Vec<Vec<u8>> = vec![b"O-O".to_vec(), b"O-O-O".to_vec(), b"--".to_vec()];
+        for piece in [&b""[..], b"N", b"B", b"R", b"Q", b"K", b"P"] {
+            for pre in &pres {
+                for capture in [&b""[..], b"x"] {
+                    for &f in &files {
+                        for &r in &ranks {
+                            for promo in [&b""[..], b"=Q", b"=N", b"=K", b"=q"] {
+                                let mut t = piece.to_vec();
+                                t.extend_from_slice(pre);
+                                t.extend_from_slice(capture);
+                                t.extend_from_slice(&[f, r]);
+                                t.extend_from_slice(promo);
+                                bodies.push(t);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for body in bodies {
+            for suffix in [&b""[..], b"+", b"#", b"++"] {
+                let mut t = body.clone();
+                t.extend_from_slice(suffix);
+                if canonical_san(&t) {
+                    accepted += 1;
+                    assert_eq!(
+                        written(&t).as_deref(),
+                        Some(&t[..]),
+                        "{}",
+                        String::from_utf8_lossy(&t)
+                    );
+                }
+            }
+        }
+        assert!(accepted > 100_000, "{accepted}");
+        for t in [
+            &b"e4"[..],
+            b"exd5",
+            b"e8=Q+",
+            b"Nbd7",
+            b"R1e2",
+            b"Qh4xe1#",
+            b"O-O-O+",
+        ] {
+            assert!(canonical_san(t), "{}", String::from_utf8_lossy(t));
+        }
+        for t in [
+            &b"0-0"[..],
+            b"e8Q",
+            b"Pe4",
+            b"e4++",
+            b"Z0",
+            b"Q@e4",
+            b"e9",
+            b"Ke1=Q",
+            b"",
+            b"+",
+            b"N",
+        ] {
+            assert!(!canonical_san(t), "{}", String::from_utf8_lossy(t));
+        }
+    }
+
+    /// Short random byte strings: whatever the lexer accepts as a move the
+    /// writer writes unchanged.
+    #[test]
+    fn random_tokens_accepted_only_when_unchanged() {
+        const ALPHABET: &[u8] = b"abcdefgh123456789NBRQKOPx=+#-@Z0";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..200_000 {
+            let len = (next() % 8) as usize;
+            let t: Vec<u8> = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            if canonical_san(&t) {
+                assert_eq!(written(&t).as_deref(), Some(&t[..]), "{t:?}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod differential {
+    //! The lexer against the reader path on texts at the edges of what it
+    //! takes: where it takes a text, the bytes are the reader path's.
+
+    use super::super::pgn::tests::{Paths, both_paths};
+
+    /// Texts the lexer takes: written as the reader path writes them.
+    #[test]
+    fn texts_the_lexer_takes_are_written_alike() {
+        let taken = [
+            "[Event \"T\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 1-0\n",
+            "[Event \"T\"]\r\n[Result \"*\"]\r\n\r\n1.e4 e5 2.Nf3 {a comment\r\n over lines} Nc6 *\r\n",
+            "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 (40... Kf7 41. Ra7+) 41. Ra7+ *\n",
+            "[Result \"0-1\"]\n\n1. e4 $1 $14 e5! 2. Qh5?! Nc6?? 3. Bc4!? Nf6!! 4. Qxf7# ? 0-1\n\n\n",
+            "[Result \"1/2-1/2\"]\n\n1. d4 ; rest of line { not a comment\n d5 1/2-1/2",
+            "[Result \"*\"]\n\n1. e4 ( 1. d4 ( 1. c4 ) ) ) e5 ( *\n",
+            "[Result \"1-0\"]\n\n1. e4 e5 *",
+            "[Event \"no moves\"]\n[Result \"1-0\"]\n",
+            "[Event \"x\"]\n\n{only a comment}",
+            "   \n[Event \"lead\"]\n\n1. e4 -- 2. -- e5 *\n",
+            "[Event \"a]b\"]\n[Site \"\"]\n\n1. e4 e5 2. f4 exf3 3. Nxf3 O-O-O+ 4. e8=Q# *\n",
+            "1. e4 e5 2. Nf3 *\n",
+            "[Event \"T\"]\n\n1. e4 1-0 2. e5 0-1 1/2-1/2 *\n",
+            "[Event \"T\"]\n\n1...e5 2.Nf3 3.Nc3. 4 Nd5 004. Ne3 *\n",
+            "[Event \"T\"]\n\n1. e4 $255 e5 $0 $007 *\n",
+            "[Event \"T\"]\n\n1. e4+! e5# *\n",
+        ];
+        for text in taken {
+            match both_paths(text) {
+                Paths::Both { lexer, reader } => assert_eq!(lexer, reader, "{text:?}"),
+                other => panic!("not taken: {text:?}: {other:?}"),
+            }
+        }
+    }
+
+    /// Texts the lexer leaves to the reader path.
+    #[test]
+    fn texts_the_lexer_leaves_to_the_reader() {
+        let left = [
+            "[Event \"T\"]\n\n1. 0-0 *\n",
+            "[Event \"T\"]\n\n1. e4 e5 2. e8Q *\n",
+            "[Event \"a \\\" b\"]\n\n1. e4 *\n",
+            "[Event \"reti =\" Black\"]\n\n1. e4 *\n",
+            "[Event \"T\"]\n\n1. e4\n\n2. e5 *\n",
+            "[Event \"T\"]\n\n1. e4\n[%evp 1]\n2. e5 *\n",
+            "[Event \"T\"]\n\n1. e4\n%escaped\n2. e5 *\n",
+            "[Event \"T\"]\n\n1. e4 $256 *\n",
+            "[Event \"T\"]\n\n1. e4 $1",
+            "[Event \"T\"]\n\n1. e4 {open *\n",
+            "[Event \"T\"]\n\n1. e4 1-1 *\n",
+            "[Event \"T\"]\n\n1. e4 1–0\n",
+            "[Event \"T\"]\n\n1. e4 ½-½\n",
+            "[Event\"T\"]\n\n1. e4 *\n",
+            "[Event \"T\"] \n\n1. e4 *\n",
+            "\u{feff}[Event \"T\"]\n\n1. e4 *\n",
+            "[Event \"T\"]\n\n1. Pe4 *\n",
+            "[Event \"T\"]\n\n1. e4++ *\n",
+            "  \n\n ",
+        ];
+        for text in left {
+            assert!(
+                matches!(both_paths(text), Paths::ReaderOnly),
+                "taken: {text:?}"
+            );
+        }
+    }
+}
