@@ -11,7 +11,7 @@
 //!   digits and `_`; value without `"` or `\`), so the importer's
 //!   tag-quote repair changes nothing;
 //! - movetext whose moves are already in the form the writer gives them
-//!   (`SanPlus`'s ASCII form: [`canonical_san`]), so they are copied;
+//!   (`SanPlus`'s ASCII form: [`move_len`]), so they are copied;
 //! - no line that the reader treats specially (`%` escapes, a `[` or a
 //!   blank line inside the movetext, where the importer's repair or the
 //!   reader's end of game would apply) before trailing white space.
@@ -61,49 +61,208 @@ fn skip_space(text: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Whether `token` (a whole token: its next byte ends a token) is a move
-/// the writer writes byte for byte as it stands: `SanPlus::from_ascii`
-/// reads all of it and writes it back unchanged. Accepts `O-O`, `O-O-O`,
-/// `--`, and `[NBRQK]? [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a
-/// pawn move, each with at most one `+` or `#`; not a token starting with
-/// a digit (the reader reads that as a move number or a result).
-pub(super) fn canonical_san(token: &[u8]) -> bool {
-    let t = match token.split_last() {
-        Some((b'+' | b'#', rest)) => rest,
-        _ => token,
-    };
-    if matches!(t, b"O-O" | b"O-O-O" | b"--") {
-        return true;
+/// Byte classes of the moves the lexer copies (0: none of them).
+mod class {
+    pub(super) const FILE: u8 = 1;
+    pub(super) const RANK: u8 = 2;
+    /// `N`, `B`, `R`, `Q`: a piece or a promotion.
+    pub(super) const PIECE: u8 = 3;
+    pub(super) const KING: u8 = 4;
+    pub(super) const TAKES: u8 = 5;
+    pub(super) const EQUALS: u8 = 6;
+    /// `+`, `#`.
+    pub(super) const SUFFIX: u8 = 7;
+    pub(super) const CASTLE: u8 = 8;
+    pub(super) const DASH: u8 = 9;
+}
+
+/// The class of each byte (see [`class`]).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = b'a';
+    while b <= b'h' {
+        t[b as usize] = class::FILE;
+        t[(b - b'a' + b'1') as usize] = class::RANK;
+        b += 1;
     }
-    let is_file = |b: u8| (b'a'..=b'h').contains(&b);
-    let is_rank = |b: u8| (b'1'..=b'8').contains(&b);
-    let (piece, mut t) = match t.split_first() {
-        Some((b'N' | b'B' | b'R' | b'Q' | b'K', rest)) => (true, rest),
-        Some(_) => (false, t),
-        None => return false,
-    };
-    if let [rest @ .., b'=', p] = t {
-        if piece || !matches!(p, b'N' | b'B' | b'R' | b'Q') {
-            return false;
+    t[b'N' as usize] = class::PIECE;
+    t[b'B' as usize] = class::PIECE;
+    t[b'R' as usize] = class::PIECE;
+    t[b'Q' as usize] = class::PIECE;
+    t[b'K' as usize] = class::KING;
+    t[b'x' as usize] = class::TAKES;
+    t[b'=' as usize] = class::EQUALS;
+    t[b'+' as usize] = class::SUFFIX;
+    t[b'#' as usize] = class::SUFFIX;
+    t[b'O' as usize] = class::CASTLE;
+    t[b'-' as usize] = class::DASH;
+    t
+};
+
+/// Slots of [`MOVE_FORMS`] (a power of two).
+const FORM_SLOTS: usize = 2048;
+
+/// The class sequences of the moves the lexer copies, each as a
+/// key (class of byte `j` in bits `4j..4j + 4`), in a hash table without
+/// collisions: key `k` is valid iff `MOVE_FORMS.1[form_slot(k, MOVE_FORMS.0)]
+/// == k`. Built at compile time (a multiplier without collisions is
+/// searched for; the build fails if there is none).
+static MOVE_FORMS: (u32, [u32; FORM_SLOTS]) = {
+    use class::*;
+    const fn key(seq: &[u8]) -> u32 {
+        let mut k = 0u32;
+        let mut j = 0;
+        while j < seq.len() {
+            k |= (seq[j] as u32) << (4 * j);
+            j += 1;
         }
-        t = rest;
+        k
     }
-    let [pre @ .., f, r] = t else {
-        return false;
+    /// Appends `part` to `seq[..len]`; the new length.
+    const fn push(seq: &mut [u8; 8], len: usize, part: &[u8]) -> usize {
+        let mut j = 0;
+        while j < part.len() {
+            seq[len + j] = part[j];
+            j += 1;
+        }
+        len + part.len()
+    }
+    let mut keys = [0u32; 64];
+    let mut n = 0;
+    let mut bases = [[0u8; 8]; 32];
+    let mut base_len = [0usize; 32];
+    let mut m = 0;
+    // Castling and the null move.
+    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE]);
+    m += 1;
+    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE, DASH, CASTLE]);
+    m += 1;
+    base_len[m] = push(&mut bases[m], 0, &[DASH, DASH]);
+    m += 1;
+    let pres: [&[u8]; 4] = [&[], &[FILE], &[RANK], &[FILE, RANK]];
+    let takes: [&[u8]; 2] = [&[], &[TAKES]];
+    let promotions: [&[u8]; 2] = [&[], &[EQUALS, PIECE]];
+    // Piece moves.
+    let mut p = 0;
+    while p < 2 {
+        let piece = if p == 0 { PIECE } else { KING };
+        let mut a = 0;
+        while a < pres.len() {
+            let mut x = 0;
+            while x < takes.len() {
+                let mut len = push(&mut bases[m], 0, &[piece]);
+                len = push(&mut bases[m], len, pres[a]);
+                len = push(&mut bases[m], len, takes[x]);
+                base_len[m] = push(&mut bases[m], len, &[FILE, RANK]);
+                m += 1;
+                x += 1;
+            }
+            a += 1;
+        }
+        p += 1;
+    }
+    // Pawn moves (no rank alone before: a token starting with a digit is
+    // a move number).
+    let mut a = 0;
+    while a < pres.len() {
+        if a != 2 {
+            let mut x = 0;
+            while x < takes.len() {
+                let mut q = 0;
+                while q < promotions.len() {
+                    let mut len = push(&mut bases[m], 0, pres[a]);
+                    len = push(&mut bases[m], len, takes[x]);
+                    len = push(&mut bases[m], len, &[FILE, RANK]);
+                    base_len[m] = push(&mut bases[m], len, promotions[q]);
+                    m += 1;
+                    q += 1;
+                }
+                x += 1;
+            }
+        }
+        a += 1;
+    }
+    // Each with and without a check or mate sign.
+    let mut b = 0;
+    while b < m {
+        let (seq, len) = bases[b].split_at(base_len[b]);
+        let _ = len;
+        keys[n] = key(seq);
+        n += 1;
+        let mut with = bases[b];
+        let l = push(&mut with, base_len[b], &[SUFFIX]);
+        keys[n] = key(with.split_at(l).0);
+        n += 1;
+        b += 1;
+    }
+    // A multiplier without collisions.
+    let mut mul = 0x9e37_79b1u32;
+    let mut tries = 0;
+    loop {
+        let mut table = [0u32; FORM_SLOTS];
+        let mut ok = true;
+        let mut k = 0;
+        while k < n {
+            let slot = form_slot(keys[k], mul);
+            if table[slot] != 0 {
+                ok = false;
+                break;
+            }
+            table[slot] = keys[k];
+            k += 1;
+        }
+        if ok {
+            break (mul, table);
+        }
+        tries += 1;
+        assert!(tries < 1000, "no multiplier without collisions");
+        mul = mul.wrapping_add(0x2545_f491);
+    }
+};
+
+/// The slot of key `k` in [`MOVE_FORMS`] for multiplier `mul`.
+#[inline]
+const fn form_slot(k: u32, mul: u32) -> usize {
+    (k.wrapping_mul(mul) >> (32 - FORM_SLOTS.trailing_zeros())) as usize
+}
+
+/// The length of the move at `text[i..]` if it is one the writer writes
+/// byte for byte as it stands (`SanPlus::from_ascii` reads all of it and
+/// writes it back unchanged) and a token end (or the text's end) follows
+/// it; `None` otherwise. The moves: `O-O`, `O-O-O`, `--`, and `[NBRQK]?
+/// [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a pawn move, each with
+/// at most one `+` or `#`, shorter than 8 bytes; not a token starting
+/// with a digit (the reader reads that as a move number or a result). The
+/// tests check each against shakmaty. Branch-free over the token's (at most 8) bytes: their
+/// classes, the token's length, and one table lookup of the classes'
+/// sequence.
+#[inline]
+fn move_len(text: &[u8], i: usize) -> Option<usize> {
+    let window = match text[i..].first_chunk::<8>() {
+        Some(w) => *w,
+        None => {
+            // Past the text's end: bytes of no class (a token end).
+            let mut w = [0u8; 8];
+            let rest = &text[i..];
+            w[..rest.len()].copy_from_slice(rest);
+            w
+        }
     };
-    if !is_file(*f) || !is_rank(*r) {
-        return false;
+    let mut key = 0u64;
+    let mut classed = 0u32;
+    for (j, &b) in window.iter().enumerate() {
+        let c = CLASS[usize::from(b)];
+        key |= u64::from(c) << (4 * j);
+        classed |= u32::from(c != 0) << j;
     }
-    let pre = match pre {
-        [rest @ .., b'x'] => rest,
-        _ => pre,
-    };
-    match *pre {
-        [] => true,
-        [a] => is_file(a) || (piece && is_rank(a)),
-        [a, b] => is_file(a) && is_rank(b),
-        _ => false,
+    let len = (!classed).trailing_zeros() as usize;
+    if len == 8 {
+        return None;
     }
+    let key = (key & ((1u64 << (4 * len)) - 1)) as u32;
+    let (mul, table) = &MOVE_FORMS;
+    let next = text.get(i + len).copied();
+    (table[form_slot(key, *mul)] == key && key != 0 && next.is_none_or(is_token_end)).then_some(len)
 }
 
 /// The NAG of a `!`/`?` suffix at the start of `text` and its length, as
@@ -154,6 +313,15 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
     let mut mt = w.start_movetext(tags);
     while i < n {
         let c = text[i];
+        if CLASS[usize::from(c)] != 0 && !c.is_ascii_digit() {
+            // A move (the common token first); a token starting with
+            // such a byte that is not a move the lexer takes goes to the
+            // reader path.
+            let len = move_len(text, i)?;
+            w.write_san(&mut mt, &text[i..], len);
+            i += len;
+            continue;
+        }
         match c {
             b' ' | b'\t' | b'\r' | b'.' => i += 1,
             b'\n' => {
@@ -226,17 +394,9 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
                     }
                 }
             }
-            _ => {
-                let mut end = i + 1;
-                while end < n && !is_token_end(text[end]) {
-                    end += 1;
-                }
-                if !canonical_san(&text[i..end]) {
-                    return None;
-                }
-                w.write_san(&mut mt, &text[i..], end - i);
-                i = end;
-            }
+            // Not a move the lexer takes (a move starts with a byte of
+            // `SAN_BYTE`, taken above).
+            _ => return None,
         }
     }
     Some(w.finish(mt))
@@ -246,6 +406,70 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
 mod tests {
     use super::*;
     use shakmaty::san::SanPlus;
+
+    /// The reference form of [`move_len`]'s moves: whether `token` (a whole token: its next byte ends a token) is a move
+    /// the writer writes byte for byte as it stands: `SanPlus::from_ascii`
+    /// reads all of it and writes it back unchanged. Accepts `O-O`, `O-O-O`,
+    /// `--`, and `[NBRQK]? [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a
+    /// pawn move, each with at most one `+` or `#`; not a token starting with
+    /// a digit (the reader reads that as a move number or a result).
+    fn canonical_san(token: &[u8]) -> bool {
+        let t = match token.split_last() {
+            Some((b'+' | b'#', rest)) => rest,
+            _ => token,
+        };
+        if matches!(t, b"O-O" | b"O-O-O" | b"--") {
+            return true;
+        }
+        let is_file = |b: u8| (b'a'..=b'h').contains(&b);
+        let is_rank = |b: u8| (b'1'..=b'8').contains(&b);
+        let (piece, mut t) = match t.split_first() {
+            Some((b'N' | b'B' | b'R' | b'Q' | b'K', rest)) => (true, rest),
+            Some(_) => (false, t),
+            None => return false,
+        };
+        if let [rest @ .., b'=', p] = t {
+            if piece || !matches!(p, b'N' | b'B' | b'R' | b'Q') {
+                return false;
+            }
+            t = rest;
+        }
+        let [pre @ .., f, r] = t else {
+            return false;
+        };
+        if !is_file(*f) || !is_rank(*r) {
+            return false;
+        }
+        let pre = match pre {
+            [rest @ .., b'x'] => rest,
+            _ => pre,
+        };
+        match *pre {
+            [] => true,
+            [a] => is_file(a) || (piece && is_rank(a)),
+            [a, b] => is_file(a) && is_rank(b),
+            _ => false,
+        }
+    }
+
+    /// [`move_len`] of `token` followed by a space, by its end, or by a
+    /// byte that does not end a token.
+    fn check_move_len(token: &[u8]) {
+        // Of 8 bytes and more (`a1xb2=Q+`, never written by a program)
+        // only the reader path takes them.
+        let want = (canonical_san(token) && token.len() < 8).then_some(token.len());
+        for (tail, expect) in [(&b" e5"[..], want), (b"", want), (b"!", want), (b"/", None)] {
+            let mut text = token.to_vec();
+            text.extend_from_slice(tail);
+            let expect = if token.is_empty() { None } else { expect };
+            assert_eq!(
+                move_len(&text, 0),
+                expect,
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
 
     /// What the reader path writes for `token`, if it reads all of it as
     /// one move.
@@ -299,6 +523,7 @@ mod tests {
             for suffix in [&b""[..], b"+", b"#", b"++"] {
                 let mut t = body.clone();
                 t.extend_from_slice(suffix);
+                check_move_len(&t);
                 if canonical_san(&t) {
                     accepted += 1;
                     assert_eq!(
@@ -356,6 +581,7 @@ mod tests {
             let t: Vec<u8> = (0..len)
                 .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
                 .collect();
+            check_move_len(&t);
             if canonical_san(&t) {
                 assert_eq!(written(&t).as_deref(), Some(&t[..]), "{t:?}");
             }

@@ -123,6 +123,17 @@ impl Notes<'_> {
         *cursor = to;
         from..to
     }
+
+    /// The position indices at which [`Notes::at`] from `cursor` finds
+    /// nothing and leaves the cursor where it is: past the insert before
+    /// the cursor, before the insert at it.
+    fn bare(&self, cursor: usize) -> std::ops::Range<u64> {
+        let ins = self.inserts;
+        let c = cursor.min(ins.len());
+        let lo = c.checked_sub(1).map_or(0, |p| u64::from(ins[p].0) + 1);
+        let hi = ins.get(c).map_or(u64::MAX, |&(p, _)| u64::from(p));
+        lo..hi
+    }
 }
 
 /// Appends the decimal digits of `n`.
@@ -462,6 +473,9 @@ pub(super) struct Movetext {
     scratch: Vec<u8>,
     /// Where the next search of the notes starts ([`Notes::at`]).
     cursor: usize,
+    /// `Notes::bare(cursor)`: the positions without notes, no search
+    /// needed.
+    bare: std::ops::Range<u64>,
     /// The position a comment read now belongs to: the last move's of the
     /// current line, the initial one before the first move, none at the
     /// start of a variation (as `import::comments` reads them).
@@ -532,21 +546,16 @@ impl Movetext {
         if found {
             self.need_number = true;
         }
+        self.bare = notes.bare(self.cursor);
     }
 
     /// Writes the annotations of the last move, if not written yet.
     #[inline]
     fn flush(&mut self, out: &mut Vec<u8>, notes: &Notes<'_>) {
-        if let Some(index) = self.pending.take() {
-            // Nothing at `index` and the cursor where `Notes::at` leaves
-            // it: no search (the common case, a move without notes).
-            let ins = notes.inserts;
-            let c = self.cursor.min(ins.len());
-            let none =
-                ins.get(c).is_none_or(|&(p, _)| p > index) && (c == 0 || ins[c - 1].0 < index);
-            if !none {
-                self.comment_tokens(out, index, notes);
-            }
+        if let Some(index) = self.pending.take()
+            && !self.bare.contains(&u64::from(index))
+        {
+            self.comment_tokens(out, index, notes);
         }
     }
 }
@@ -621,6 +630,7 @@ impl<'o> PgnRewriter<'_, 'o> {
             after_result: false,
             scratch: Vec::new(),
             cursor: 0,
+            bare: 0..0,
             current: Some(0),
             current_stack: Vec::new(),
             number: MoveNumber::new(),
@@ -862,6 +872,59 @@ pub(super) mod tests {
         }
         let (lexer, reader) = first.unwrap_or_default();
         Paths::Both { lexer, reader }
+    }
+
+    /// Times the writer over every game of the store at
+    /// `$CQLJ_BENCH_STORE` (texts decompressed first), with the header
+    /// comment as `-quiet` writes it: `cargo test --release --lib
+    /// bench_writer -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a benchmark: needs $CQLJ_BENCH_STORE"]
+    fn bench_writer() {
+        let Ok(path) = std::env::var("CQLJ_BENCH_STORE") else {
+            return;
+        };
+        let store = Store::open(path).unwrap();
+        let mut reader = store.text_reader();
+        let texts: Vec<Vec<u8>> = (0..store.n_games())
+            .map(|g| reader.game_text(g).unwrap().to_vec())
+            .collect();
+        let bytes: usize = texts.iter().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(bytes * 2);
+        // This thread's CPU time (the machine may be shared).
+        let cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid timespec the call writes.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
+        for round in 0..5 {
+            out.clear();
+            let t = cpu();
+            for (g, text) in texts.iter().enumerate() {
+                let header = format!("Game number {}", g + 1);
+                let inserts = [(0, header.as_str())];
+                let notes = Notes {
+                    inserts: &inserts,
+                    san_index: None,
+                    removed: &[],
+                    tags: &[],
+                };
+                rewrite(&mut out, g as u64 + 1, text, &notes).unwrap();
+            }
+            let e = cpu() - t;
+            eprintln!(
+                "round {round}: {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
+                texts.len(),
+                bytes >> 20,
+                out.len() >> 20,
+                e.as_secs_f64(),
+                e.as_secs_f64() * 1e9 / bytes as f64
+            );
+        }
     }
 
     fn render(text: &str, notes: &Annotations) -> String {
