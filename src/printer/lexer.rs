@@ -320,6 +320,10 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
             let len = move_len(text, i)?;
             w.write_san(&mut mt, &text[i..], len);
             i += len;
+            // The space after it (the common case) without a dispatch.
+            if text.get(i) == Some(&b' ') {
+                i += 1;
+            }
             continue;
         }
         match c {

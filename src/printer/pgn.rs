@@ -388,7 +388,13 @@ pub(crate) fn write_match(
 /// (the query's in query order, an unlabelled one as `<sort-id-K>`
 /// counting the unlabelled ones, then `matchcount`).
 fn header_comment(game_number: u64, start: &[&str], keys: &[SortKey]) -> String {
-    let mut h = format!("Game number {game_number}");
+    // Without `fmt`: one per written game.
+    let mut h = String::with_capacity(32);
+    h.push_str("Game number ");
+    let width = game_number.checked_ilog10().unwrap_or(0);
+    for k in (0..=width).rev() {
+        h.push(char::from(b'0' + (game_number / 10u64.pow(k) % 10) as u8));
+    }
     for t in start {
         h.push(' ');
         h.push_str(t);
@@ -1013,6 +1019,13 @@ pub(super) mod tests {
         // Out of order still finds the texts.
         assert_eq!(texts(2, &mut cursor), ["b", "c"]);
         assert_eq!(texts(0, &mut cursor), ["a"]);
+    }
+
+    #[test]
+    fn header_comment_numbers() {
+        for n in [1, 9, 10, 99, 145_716, u64::MAX] {
+            assert_eq!(header_comment(n, &["c"], &[]), format!("Game number {n} c"));
+        }
     }
 
     #[test]
