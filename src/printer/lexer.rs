@@ -304,7 +304,7 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
             return None;
         }
         let value = line[quote + 1..].strip_suffix(b"\"]")?;
-        if value.iter().any(|&b| matches!(b, b'"' | b'\\')) {
+        if memchr::memchr2(b'"', b'\\', value).is_some() {
             return None;
         }
         w.write_tag(&mut tags, name, value);
@@ -620,6 +620,8 @@ mod differential {
             "[Event \"T\"]\n\n1...e5 2.Nf3 3.Nc3. 4 Nd5 004. Ne3 *\n",
             "[Event \"T\"]\n\n1. e4 $255 e5 $0 $007 *\n",
             "[Event \"T\"]\n\n1. e4+! e5# *\n",
+            "[Event \"T\"]\r\n[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n[Result \"1-0\"]\n[X \"\"]\n  \n40... Kd7 41. Ra7+\n",
+            "[Result \"0-1\"]\n[Result \"1-0\"]\r\n[FEN \"4k3/8/8/8/8/8/8/R3K3 w - - 0 9\"]\n\n9. Ra7\n",
         ];
         for text in taken {
             match both_paths(text) {

@@ -441,6 +441,16 @@ pub(super) struct PgnRewriter<'a, 'o> {
     san: Vec<u8>,
 }
 
+/// Notes where tag `name`'s value was written (`at` in the output), if it
+/// is the game's first `FEN` or `Result`.
+fn note_tag(tags: &mut TagValues, name: &[u8], at: std::ops::Range<usize>) {
+    match name {
+        b"FEN" if tags.fen.is_none() => tags.fen = Some(at),
+        b"Result" if tags.result.is_none() => tags.result = Some(at),
+        _ => {}
+    }
+}
+
 /// What the tags tell the movetext: where the first `FEN` and `Result`
 /// values were written in the output.
 #[derive(Default)]
@@ -597,11 +607,7 @@ impl<'o> PgnRewriter<'_, 'o> {
             }
         }
         let value = from..out.len();
-        match name {
-            b"FEN" if tags.fen.is_none() => tags.fen = Some(value),
-            b"Result" if tags.result.is_none() => tags.result = Some(value),
-            _ => {}
-        }
+        note_tag(tags, name, value);
         out.extend_from_slice(b"\"]\n");
     }
 
