@@ -631,6 +631,41 @@ mod differential {
         }
     }
 
+    /// Every game of the shared data's studies, problems and edge-case
+    /// files (`$CQLJ_SHARED_DATA`): where the lexer takes a game, the
+    /// bytes and move counts are the reader path's.
+    #[test]
+    fn shared_games_are_written_alike() {
+        let Some(data) = std::env::var_os("CQLJ_SHARED_DATA").map(std::path::PathBuf::from) else {
+            return;
+        };
+        let mut files = vec![data.join("studies.pgn"), data.join("problems.pgn.zst")];
+        if let Ok(dir) = std::fs::read_dir(data.join("edge-cases")) {
+            files.extend(dir.filter_map(|e| Some(e.ok()?.path())));
+        }
+        files.retain(|f| f.extension().is_some_and(|e| e == "pgn" || e == "zst"));
+        let tmp = std::env::temp_dir().join(format!("cqlj-lexer-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let (mut taken, mut left) = (0, 0);
+        for (k, file) in files.iter().enumerate() {
+            let db = tmp.join(format!("{k}.cqlj"));
+            let mut reports = crate::import::CollectReports::default();
+            if crate::import::import_files(std::slice::from_ref(file), &db, &mut reports).is_err() {
+                continue;
+            }
+            let store = crate::runtime::store::Store::open(&db).unwrap();
+            let mut texts = store.text_reader();
+            for g in 0..store.n_games() {
+                match both_paths(texts.game_text(g).unwrap()) {
+                    Paths::Both { .. } => taken += 1,
+                    Paths::ReaderOnly => left += 1,
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+        assert!(taken > 1000 && left > 10, "taken {taken}, left {left}");
+    }
+
     /// Texts the lexer leaves to the reader path.
     #[test]
     fn texts_the_lexer_leaves_to_the_reader() {

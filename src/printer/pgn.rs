@@ -844,7 +844,8 @@ pub(super) mod tests {
     /// (comments to insert, comments removed, tags set) and without; where
     /// the lexer takes the text, each pair of outputs and move counts is
     /// asserted equal and the plain outputs returned.
-    pub(in crate::printer) fn both_paths(text: &str) -> Paths {
+    pub(in crate::printer) fn both_paths(text: impl AsRef<[u8]>) -> Paths {
+        let text = text.as_ref();
         let inserts = [(0, "start"), (2, "CQL"), (3, "x}y"), (3, "z")];
         let tags = [
             ("Event".to_owned(), "set".to_owned()),
@@ -865,7 +866,7 @@ pub(super) mod tests {
         let mut first = None;
         for notes in [&plain, &noted] {
             let mut reader = Vec::new();
-            let read = rewrite_read(&mut reader, 1, text.as_bytes(), notes);
+            let read = rewrite_read(&mut reader, 1, text, notes);
             let mut lexer = Vec::new();
             let mut writer = PgnRewriter {
                 notes,
@@ -873,13 +874,18 @@ pub(super) mod tests {
                 out: &mut lexer,
                 san: Vec::new(),
             };
-            let Some(moves) = super::super::lexer::rewrite_plain(&mut writer, text.as_bytes())
-            else {
+            let Some(moves) = super::super::lexer::rewrite_plain(&mut writer, text) else {
                 return Paths::ReaderOnly;
             };
             let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-            assert_eq!(Some(moves), read.ok(), "{text:?}");
-            assert_eq!(show(&lexer), show(&reader), "{text:?}");
+            assert_eq!(Some(moves), read.ok(), "{}", show(text));
+            assert!(
+                lexer == reader,
+                "{}\n{}\n{}",
+                show(text),
+                show(&lexer),
+                show(&reader)
+            );
             first.get_or_insert((show(&lexer), show(&reader)));
         }
         let (lexer, reader) = first.unwrap_or_default();
