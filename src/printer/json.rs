@@ -33,8 +33,16 @@ pub(crate) fn match_json(
     let positions = store.game_positions(m.game)?;
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
-    let start_half = store
-        .game_tag(m.game, "FEN")?
+    let fen = store.game_tag(m.game, "FEN")?;
+    // Every position of a game from the standard start without null moves
+    // was reached by legal moves: shakmaty takes each as it stands (what
+    // `push_plain_san` relies on).
+    let legal_play = fen.is_none()
+        && !positions
+            .iter()
+            .skip(1)
+            .any(|p| p.mv.is_null() || p.mv.is_none());
+    let start_half = fen
         .and_then(|f| Fen::from_ascii(f.as_bytes()).ok())
         .map_or(0, |f| {
             let s = f.as_setup();
@@ -79,8 +87,12 @@ pub(crate) fn match_json(
         let parent = (p.parent_delta != 0)
             .then(|| positions.get((i as usize).wrapping_sub(usize::from(p.parent_delta))))
             .flatten();
-        match parent.and_then(|parent| san_of(parent, p)) {
-            Some(san) => push_string(out, &san),
+        match parent {
+            Some(parent) if legal_play && push_plain_san(out, parent, p) => {}
+            Some(parent) => match san_of(parent, p) {
+                Some(san) => push_string(out, &san),
+                None => out.extend_from_slice(b"null"),
+            },
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"ply\":");
@@ -139,6 +151,7 @@ pub(crate) fn match_json(
 /// outermost rook on the king's side of the back rank, else the rook's
 /// file), built from the bitboards directly.
 fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
+    let mut fen = FenBuf::default();
     const LETTERS: [u8; 6] = *b"pnbrqk";
     let (white, black) = (rec.bb[BB_WHITE], rec.bb[BB_BLACK]);
     let mut board = [0u8; 64];
@@ -151,28 +164,26 @@ fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
             }
         }
     }
+    let occupied = white | black;
     for rank in (0..8).rev() {
-        let mut empty = 0u8;
-        for file in 0..8 {
-            match board[rank * 8 + file] {
-                0 => empty += 1,
-                c => {
-                    if empty > 0 {
-                        out.push(b'0' + empty);
-                        empty = 0;
-                    }
-                    out.push(c);
-                }
-            }
+        // The rank's items in one fixed-length step, no branch per
+        // square: piece slots take the board's letters, the rest are
+        // digits of empty runs.
+        let (items, count) = RANK_ITEMS[((occupied >> (8 * rank)) & 0xff) as usize];
+        let at = fen.len;
+        for (j, &item) in items.iter().enumerate() {
+            fen.buf[at + j] = if item & 0x80 != 0 {
+                board[rank * 8 + usize::from(item & 7)]
+            } else {
+                item
+            };
         }
-        if empty > 0 {
-            out.push(b'0' + empty);
-        }
+        fen.len = at + usize::from(count);
         if rank > 0 {
-            out.push(b'/');
+            fen.push(b'/');
         }
     }
-    out.extend_from_slice(if rec.white_to_move() { b" w " } else { b" b " });
+    fen.extend(if rec.white_to_move() { b" w " } else { b" b " });
     let mut any = false;
     for (is_white, colour, rank) in [(true, white, 0u32), (false, black, 7)] {
         let back = 0xffu64 << (8 * rank);
@@ -191,11 +202,7 @@ fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
             u64::from(rec.castling >> 8)
         } << (8 * rank);
         // Highest file first, as shakmaty writes them.
-        let mut files: Vec<u32> = (0..8)
-            .filter(|f| rights >> (8 * rank + f) & 1 != 0)
-            .collect();
-        files.reverse();
-        for f in files {
+        for f in (0..8).rev().filter(|f| rights >> (8 * rank + f) & 1 != 0) {
             let sq = 8 * rank + f;
             let k = (king != 0).then(|| king.trailing_zeros());
             let c = if rooks != 0 && sq == rooks.trailing_zeros() && k.is_some_and(|k| sq < k) {
@@ -205,23 +212,98 @@ fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
             } else {
                 b'A' + f as u8
             };
-            out.push(if is_white { c } else { c.to_ascii_lowercase() });
+            fen.push(if is_white { c } else { c.to_ascii_lowercase() });
             any = true;
         }
     }
     if !any {
-        out.push(b'-');
+        fen.push(b'-');
     }
-    out.push(b' ');
+    fen.push(b' ');
     if rec.ep < 64 {
-        out.extend_from_slice(&[b'a' + rec.ep % 8, b'1' + rec.ep / 8]);
+        fen.extend(&[b'a' + rec.ep % 8, b'1' + rec.ep / 8]);
     } else {
-        out.push(b'-');
+        fen.push(b'-');
     }
-    out.push(b' ');
-    push_integer(out, i64::from(rec.halfmove));
-    out.push(b' ');
-    push_integer(out, i64::from(fullmoves.max(1)));
+    fen.push(b' ');
+    fen.decimal(u32::from(rec.halfmove));
+    fen.push(b' ');
+    fen.decimal(fullmoves.max(1));
+    out.extend_from_slice(&fen.buf[..fen.len]);
+}
+
+/// For each occupancy of a rank (bit `f`: file `f` occupied), the rank's
+/// FEN items in order (a piece: `0x80 | f`; a run of empty squares: its
+/// length as a digit) and their number.
+static RANK_ITEMS: [([u8; 8], u8); 256] = {
+    let mut t = [([0u8; 8], 0u8); 256];
+    let mut o = 0;
+    while o < 256 {
+        let (mut items, mut n, mut empty) = ([0u8; 8], 0, 0u8);
+        let mut f = 0;
+        while f < 8 {
+            if o >> f & 1 != 0 {
+                if empty > 0 {
+                    items[n] = b'0' + empty;
+                    n += 1;
+                    empty = 0;
+                }
+                items[n] = 0x80 | f as u8;
+                n += 1;
+            } else {
+                empty += 1;
+            }
+            f += 1;
+        }
+        if empty > 0 {
+            items[n] = b'0' + empty;
+            n += 1;
+        }
+        t[o] = (items, n as u8);
+        o += 1;
+    }
+    t
+};
+
+/// A FEN built in place before it is appended in one copy (longest:
+/// 71 bytes of board, 16 castling letters, 2 numbers of 10 digits and
+/// separators, under 128).
+struct FenBuf {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Default for FenBuf {
+    fn default() -> Self {
+        FenBuf {
+            buf: [0; 128],
+            len: 0,
+        }
+    }
+}
+
+impl FenBuf {
+    #[inline]
+    fn push(&mut self, b: u8) {
+        self.buf[self.len] = b;
+        self.len += 1;
+    }
+
+    #[inline]
+    fn extend(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn decimal(&mut self, n: u32) {
+        let width = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let mut v = n;
+        for d in self.buf[self.len..self.len + width].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        self.len += width;
+    }
 }
 
 /// The move from `parent` to `child` in SAN with its check or mate sign
@@ -264,6 +346,98 @@ fn san_of(parent: &PositionRecord, child: &PositionRecord) -> Option<String> {
         san.push('+');
     }
     Some(san)
+}
+
+/// Appends the move from `parent` to `child` as [`san_of`] gives it (a
+/// JSON string), without building a position, where the records alone
+/// decide it: `parent` is a position shakmaty takes as it stands (the
+/// caller knows), and no other piece of the mover's kind could go to the
+/// same square (so the move needs no file or rank to tell it apart).
+/// Returns false, writing nothing, otherwise.
+fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRecord) -> bool {
+    use shakmaty::attacks;
+    const FILES: &[u8; 8] = b"abcdefgh";
+    const LETTERS: &[u8; 6] = b"PNBRQK";
+    let mv = child.mv;
+    if mv.is_none() || mv.is_null() {
+        return false;
+    }
+    let (from, to) = (mv.from(), mv.to());
+    let Ok(to_sq) = Square::try_from(to) else {
+        return false;
+    };
+    let square = [FILES[usize::from(to % 8)], b'1' + to / 8];
+    let start = out.len();
+    out.push(b'"');
+    match mv.kind() {
+        MoveKind::CastleKingside => out.extend_from_slice(b"O-O"),
+        MoveKind::CastleQueenside => out.extend_from_slice(b"O-O-O"),
+        MoveKind::EnPassant => {
+            out.extend_from_slice(&[FILES[usize::from(from % 8)], b'x']);
+            out.extend_from_slice(&square);
+        }
+        MoveKind::Normal => {
+            let Some(role) = role_of(mv.role()) else {
+                out.truncate(start);
+                return false;
+            };
+            let capture = role_of(mv.captured()).is_some();
+            let occupied = shakmaty::Bitboard(parent.bb[BB_WHITE] | parent.bb[BB_BLACK]);
+            let colour = if parent.white_to_move() {
+                parent.bb[BB_WHITE]
+            } else {
+                parent.bb[BB_BLACK]
+            };
+            let index = role as usize - 1;
+            if matches!(
+                role,
+                shakmaty::Role::Knight
+                    | shakmaty::Role::Bishop
+                    | shakmaty::Role::Rook
+                    | shakmaty::Role::Queen
+            ) {
+                // Another piece of the kind that attacks `to` could make a
+                // move that needs telling apart: shakmaty decides.
+                let others = shakmaty::Bitboard(parent.bb[index] & colour & !(1u64 << from));
+                let piece = shakmaty::Piece {
+                    color: if parent.white_to_move() {
+                        Color::White
+                    } else {
+                        Color::Black
+                    },
+                    role,
+                };
+                if others
+                    .into_iter()
+                    .any(|sq| attacks::attacks(sq, piece, occupied).contains(to_sq))
+                {
+                    out.truncate(start);
+                    return false;
+                }
+            }
+            if role == shakmaty::Role::Pawn {
+                if capture {
+                    out.push(FILES[usize::from(from % 8)]);
+                }
+            } else {
+                out.push(LETTERS[index]);
+            }
+            if capture {
+                out.push(b'x');
+            }
+            out.extend_from_slice(&square);
+            if let Some(p) = role_of(mv.promotion()) {
+                out.extend_from_slice(&[b'=', LETTERS[p as usize - 1]]);
+            }
+        }
+    }
+    if child.has(flags::MATE) {
+        out.push(b'#');
+    } else if child.has(flags::CHECK) {
+        out.push(b'+');
+    }
+    out.push(b'"');
+    true
 }
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
@@ -337,6 +511,42 @@ mod tests {
             let want = Fen::from_position(&pos, EnPassantMode::Legal).to_string();
             assert_eq!(String::from_utf8(out).unwrap(), want, "{fen}");
         }
+    }
+
+    /// Where `push_plain_san` writes a move it writes what `san_of` gives;
+    /// it leaves the moves that need a file or rank to `san_of`.
+    #[test]
+    fn plain_moves_are_written_as_san_of_writes_them() {
+        use crate::runtime::layout::chess::{pack_move, record_of};
+        use shakmaty::san::San;
+        let moves = "e4 d5 exd5 Nf6 Nc3 Nbd7 Nf3 e5 dxe6 Bd6 exd7+ Kf8 Ne5 Nd5 \
+                     Nc4 Ke7 dxc8=Q Rxc8 Qe2+ Kf8 Nb5 a6 b3 a5 Bb2 h5 O-O-O h4 Nbxd6 cxd6 \
+                     Qe8+ Kxe8";
+        let mut pos = shakmaty::Chess::default();
+        let (mut plain, mut left) = (0, 0);
+        for token in moves.split_whitespace() {
+            let m = San::from_ascii(token.as_bytes())
+                .unwrap()
+                .to_move(&pos)
+                .unwrap();
+            let parent = record_of(&pos, false);
+            let turn = pos.turn();
+            pos.play_unchecked(m);
+            let mut child = record_of(&pos, false);
+            child.mv = pack_move(m, turn);
+            let mut out = Vec::new();
+            if push_plain_san(&mut out, &parent, &child) {
+                plain += 1;
+                let want = format!("\"{}\"", san_of(&parent, &child).unwrap());
+                assert_eq!(String::from_utf8(out).unwrap(), want, "{token}");
+            } else {
+                left += 1;
+                assert!(out.is_empty());
+            }
+        }
+        // `Nbd7` and `Nbxd6` need their file.
+        assert!(left >= 2, "{left}");
+        assert!(plain > 25, "{plain}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod json;
+mod lexer;
 mod pgn;
 
 use std::io::{self, BufWriter, Write};
@@ -115,6 +116,9 @@ pub struct Printer<'s, W: Write> {
     pool: Option<rayon::ThreadPool>,
     /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
     pending: Vec<GameMatch>,
+    /// One output buffer per rendering task of a batch, kept from batch to
+    /// batch (no allocation, no fresh pages per batch).
+    buffers: Vec<Vec<u8>>,
     out: BufWriter<W>,
     /// Receives `match: game N` for each game written (`-showmatches`).
     show_matches: Option<Box<dyn Write + 's>>,
@@ -163,6 +167,7 @@ impl<'s, W: Write> Printer<'s, W> {
             texts: store.text_reader(),
             pool,
             pending: Vec::with_capacity(RENDER_BATCH),
+            buffers: Vec::new(),
             out: BufWriter::new(out),
             show_matches: None,
             progress: None,
@@ -262,21 +267,34 @@ impl<'s, W: Write> Printer<'s, W> {
             store: self.store,
             form: &self.options.form,
         };
-        let parts = renderer.render_all(self.pool.as_ref(), &mut self.texts, &games);
-        for (part, chunk) in parts.into_iter().zip(games.chunks(RENDER_TASK)) {
+        let parts = renderer.render_all(
+            self.pool.as_ref(),
+            &mut self.texts,
+            &games,
+            &mut self.buffers,
+        );
+        for ((part, buf), chunk) in parts
+            .into_iter()
+            .zip(&self.buffers)
+            .zip(games.chunks(RENDER_TASK))
+        {
             if let Some(to) = &mut self.show_matches {
                 for m in chunk {
                     // Best effort, as a diagnostic line.
                     let _ = writeln!(to, "match: game {}", u64::from(m.game) + 1);
                 }
             }
+            part?;
             self.out
-                .write_all(&part?)
+                .write_all(buf)
                 .map_err(|source| PrintError::Write {
                     name: self.options.out_name.clone(),
                     source,
                 })?;
         }
+        // The queue's memory is kept for the next batch.
+        self.pending = games;
+        self.pending.clear();
         Ok(())
     }
 }
@@ -340,31 +358,41 @@ impl Renderer<'_> {
         Ok(())
     }
 
-    /// Renders `games` in order, one buffer per task of [`RENDER_TASK`]
-    /// games, on `pool` when there is one.
+    /// Renders `games` in order into `buffers`, one per task of
+    /// [`RENDER_TASK`] games (cleared first; more made as needed), on
+    /// `pool` when there is one. Returns each task's outcome: after an
+    /// error its buffer holds the games before the failing one.
     fn render_all(
         &self,
         pool: Option<&rayon::ThreadPool>,
         texts: &mut TextReader<'_>,
         games: &[GameMatch],
-    ) -> Vec<Result<Vec<u8>, PrintError>> {
-        let task = |texts: &mut TextReader<'_>, part: &[GameMatch]| {
-            let mut buf = Vec::new();
+        buffers: &mut Vec<Vec<u8>>,
+    ) -> Vec<Result<(), PrintError>> {
+        let tasks = games.len().div_ceil(RENDER_TASK);
+        if buffers.len() < tasks {
+            buffers.resize_with(tasks, Vec::new);
+        }
+        let task = |texts: &mut TextReader<'_>, (part, buf): (&[GameMatch], &mut Vec<u8>)| {
+            buf.clear();
             for m in part {
-                self.render(texts, m, &mut buf)?;
+                self.render(texts, m, buf)?;
             }
-            Ok(buf)
+            Ok(())
         };
+        let buffers = &mut buffers[..tasks];
         match pool {
             Some(pool) if games.len() > RENDER_TASK => pool.install(|| {
                 games
                     .par_chunks(RENDER_TASK)
+                    .zip(buffers.par_iter_mut())
                     .map_init(|| self.store.text_reader(), task)
                     .collect()
             }),
             _ => games
                 .chunks(RENDER_TASK)
-                .map(|part| task(texts, part))
+                .zip(buffers.iter_mut())
+                .map(|p| task(texts, p))
                 .collect(),
         }
     }

@@ -123,6 +123,17 @@ impl Notes<'_> {
         *cursor = to;
         from..to
     }
+
+    /// The position indices at which [`Notes::at`] from `cursor` finds
+    /// nothing and leaves the cursor where it is: past the insert before
+    /// the cursor, before the insert at it.
+    fn bare(&self, cursor: usize) -> std::ops::Range<u64> {
+        let ins = self.inserts;
+        let c = cursor.min(ins.len());
+        let lo = c.checked_sub(1).map_or(0, |p| u64::from(ins[p].0) + 1);
+        let hi = ins.get(c).map_or(u64::MAX, |&(p, _)| u64::from(p));
+        lo..hi
+    }
 }
 
 /// Appends the decimal digits of `n`.
@@ -141,10 +152,109 @@ fn push_decimal(buf: &mut Vec<u8>, n: u32) {
     buf.extend_from_slice(&digits[i..]);
 }
 
+/// Appends `text` to `out` as written (tags, movetext with `notes`
+/// inserted): by the lexer where it can tell the text is read as it reads
+/// it (`lexer::rewrite_plain`), else as the importer reads it
+/// ([`rewrite_read`]). Returns the number of moves (SAN tokens) of the
+/// text. On an error `out` is left as it was.
+fn rewrite(
+    out: &mut Vec<u8>,
+    game_number: u64,
+    text: &[u8],
+    notes: &Notes<'_>,
+) -> Result<u32, OutputError> {
+    let start = out.len();
+    let mut writer = PgnRewriter {
+        notes,
+        quotes: false,
+        out,
+        san: Vec::new(),
+    };
+    if let Some(moves) = super::lexer::rewrite_plain(&mut writer, text) {
+        return Ok(moves);
+    }
+    out.truncate(start);
+    rewrite_read(out, game_number, text, notes)
+}
+
+/// Appends the first `len` bytes of `src` (a token: short, so copied as
+/// 16 bytes where `src` has them, then cut, not by a call to `memcpy`).
+#[inline]
+fn push_prefix(out: &mut Vec<u8>, src: &[u8], len: usize) {
+    match src.first_chunk::<16>() {
+        Some(chunk) if len <= 16 => {
+            let end = out.len() + len;
+            out.extend_from_slice(chunk);
+            out.truncate(end);
+        }
+        _ => out.extend_from_slice(&src[..len]),
+    }
+}
+
+/// The last move number token written: `N...` with its digits' width,
+/// changed in place from one number to the next (most numbers are the
+/// last plus one or the same). The token's bytes are kept as one integer
+/// (little-endian) so that a change is one addition, not byte stores that
+/// the next 16-byte read would wait for.
+struct MoveNumber {
+    /// `N...`: the digits of `value`, then three dots, zero bytes after.
+    token: u128,
+    width: usize,
+    /// The number in `token` (0: none yet).
+    value: u32,
+}
+
+impl MoveNumber {
+    fn new() -> Self {
+        MoveNumber {
+            token: 0,
+            width: 0,
+            value: 0,
+        }
+    }
+
+    /// The token of number `n` (`N.`, white's move, or `N...`) as
+    /// (bytes, length).
+    #[inline]
+    fn token(&mut self, n: u32, white: bool) -> ([u8; 16], usize) {
+        if n != self.value {
+            // The last digit's byte, if it can take one more.
+            let last = 8 * self.width.saturating_sub(1);
+            if self.width > 0
+                && n == self.value.wrapping_add(1)
+                && (self.token >> last) as u8 != b'9'
+            {
+                self.token += 1 << last;
+                self.value = n;
+            } else {
+                self.set(n);
+            }
+        }
+        (
+            self.token.to_le_bytes(),
+            self.width + if white { 1 } else { 3 },
+        )
+    }
+
+    fn set(&mut self, n: u32) {
+        let mut token = [0u8; 16];
+        let width = n.checked_ilog10().unwrap_or(0) as usize + 1;
+        let mut v = n;
+        for d in token[..width].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        token[width..width + 3].fill(b'.');
+        self.token = u128::from_le_bytes(token);
+        self.width = width;
+        self.value = n;
+    }
+}
+
 /// Reads `text` as the importer reads it and appends it to `out` as
 /// written (tags, movetext with `notes` inserted); returns the number of
 /// moves (SAN tokens) of the text. On an error `out` is left as it was.
-fn rewrite(
+fn rewrite_read(
     out: &mut Vec<u8>,
     game_number: u64,
     text: &[u8],
@@ -159,7 +269,12 @@ fn rewrite(
         .set_supported_tag_line_length(fixed.len().clamp(255, 1 << 20))
         .finish();
     let start = out.len();
-    let mut writer = PgnRewriter { notes, quotes, out };
+    let mut writer = PgnRewriter {
+        notes,
+        quotes,
+        out,
+        san: Vec::new(),
+    };
     match reader.read_game(&mut writer) {
         Ok(Some(moves)) => Ok(moves),
         Ok(None) => {
@@ -287,7 +402,15 @@ pub(crate) fn write_match(
 /// unlabelled one as `<sort-id-K>` counting the unlabelled ones, then
 /// `matchcount`). Empty when there is nothing to say.
 fn header_comment(game_number: Option<u64>, start: &[&str], keys: &[SortKey]) -> String {
-    let mut h = game_number.map_or_else(String::new, |n| format!("Game number {n}"));
+    // Without `fmt`: one per written game.
+    let mut h = String::with_capacity(32);
+    if let Some(n) = game_number {
+        h.push_str("Game number ");
+        let width = n.checked_ilog10().unwrap_or(0);
+        for k in (0..=width).rev() {
+            h.push(char::from(b'0' + (n / 10u64.pow(k) % 10) as u8));
+        }
+    }
     for t in start {
         if !h.is_empty() {
             h.push(' ');
@@ -329,23 +452,36 @@ fn is_result(token: &[u8]) -> bool {
 
 /// The visitor writing a game as it is read: tags, then the movetext
 /// wrapped at [`LINE`] columns.
-struct PgnRewriter<'a, 'o> {
+pub(super) struct PgnRewriter<'a, 'o> {
     notes: &'a Notes<'a>,
     /// Tag quotes of the text were rewritten to `import::TAG_QUOTE`.
     quotes: bool,
     out: &'o mut Vec<u8>,
+    /// A move in SAN, as the visitor writes it.
+    san: Vec<u8>,
 }
 
-/// What the tags tell the movetext: the first `FEN` and `Result` values.
+/// Notes where tag `name`'s value was written (`at` in the output), if it
+/// is the game's first `FEN` or `Result`.
+fn note_tag(tags: &mut TagValues, name: &[u8], at: std::ops::Range<usize>) {
+    match name {
+        b"FEN" if tags.fen.is_none() => tags.fen = Some(at),
+        b"Result" if tags.result.is_none() => tags.result = Some(at),
+        _ => {}
+    }
+}
+
+/// What the tags tell the movetext: where the first `FEN` and `Result`
+/// values were written in the output.
 #[derive(Default)]
-struct TagValues {
-    fen: Option<Vec<u8>>,
-    result: Option<Vec<u8>>,
+pub(super) struct TagValues {
+    fen: Option<std::ops::Range<usize>>,
+    result: Option<std::ops::Range<usize>>,
     /// Which of `Notes::tags` the game already has (written in place).
     set: Vec<bool>,
 }
 
-struct Movetext {
+pub(super) struct Movetext {
     /// Position index of the next move (store order).
     next_index: u32,
     /// Plies played from the initial position on the current line.
@@ -360,9 +496,9 @@ struct Movetext {
     /// Position index of the last move, whose annotations are written after
     /// its NAGs (PGN puts NAGs right after the move).
     pending: Option<u32>,
-    /// The game's `Result` tag value (written when the movetext ends
-    /// without a result).
-    result_tag: Option<Vec<u8>>,
+    /// Where the game's `Result` tag value was written in the output
+    /// (written again when the movetext ends without a result).
+    result_tag: Option<std::ops::Range<usize>>,
     /// Column of the current output line.
     col: usize,
     /// The last token written was `(` (the next one is glued to it).
@@ -373,12 +509,17 @@ struct Movetext {
     scratch: Vec<u8>,
     /// Where the next search of the notes starts ([`Notes::at`]).
     cursor: usize,
+    /// `Notes::bare(cursor)`: the positions without notes, no search
+    /// needed.
+    bare: std::ops::Range<u64>,
     /// The position a comment read now belongs to: the last move's of the
     /// current line, the initial one before the first move, none at the
     /// start of a variation (as `import::comments` reads them).
     current: Option<u32>,
     /// `current` of the enclosing lines.
     current_stack: Vec<Option<u32>>,
+    /// The last move number written.
+    number: MoveNumber,
 }
 
 impl Movetext {
@@ -387,17 +528,36 @@ impl Movetext {
     /// pass [`LINE`] columns.
     fn token(&mut self, out: &mut Vec<u8>, token: &[u8]) {
         let glued = self.after_open || token == b")";
-        if self.col > 0 && self.col + 1 + token.len() > LINE {
+        self.space(out, token.len(), glued);
+        out.extend_from_slice(token);
+        self.after_open = token == b"(";
+        self.after_result = is_result(token);
+    }
+
+    /// Writes a token that is neither a parenthesis nor a result (a move,
+    /// a move number, a NAG, a comment): the first `len` bytes of `src`,
+    /// as [`Movetext::token`] writes it.
+    #[inline]
+    fn word(&mut self, out: &mut Vec<u8>, src: &[u8], len: usize) {
+        self.space(out, len, self.after_open);
+        push_prefix(out, src, len);
+        self.after_open = false;
+        self.after_result = false;
+    }
+
+    /// Writes what comes before a token of `len` bytes (a line break, a
+    /// space, or nothing when `glued` or at the line's start) and counts
+    /// the token's columns.
+    #[inline]
+    fn space(&mut self, out: &mut Vec<u8>, len: usize, glued: bool) {
+        if self.col > 0 && self.col + 1 + len > LINE {
             out.push(b'\n');
             self.col = 0;
         } else if self.col > 0 && !glued {
             out.push(b' ');
             self.col += 1;
         }
-        out.extend_from_slice(token);
-        self.col += token.len();
-        self.after_open = token == b"(";
-        self.after_result = is_result(token);
+        self.col += len;
     }
 
     /// Writes the token built in `scratch`.
@@ -422,31 +582,25 @@ impl Movetext {
         if found {
             self.need_number = true;
         }
+        self.bare = notes.bare(self.cursor);
     }
 
     /// Writes the annotations of the last move, if not written yet.
+    #[inline]
     fn flush(&mut self, out: &mut Vec<u8>, notes: &Notes<'_>) {
-        if let Some(index) = self.pending.take() {
+        if let Some(index) = self.pending.take()
+            && !self.bare.contains(&u64::from(index))
+        {
             self.comment_tokens(out, index, notes);
         }
     }
 }
 
-impl Visitor for PgnRewriter<'_, '_> {
-    type Tags = TagValues;
-    type Movetext = Movetext;
-    type Output = u32;
-
-    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
-        ControlFlow::Continue(TagValues::default())
-    }
-
-    fn tag(
-        &mut self,
-        tags: &mut Self::Tags,
-        name: &[u8],
-        value: RawTag<'_>,
-    ) -> ControlFlow<Self::Output> {
+impl<'o> PgnRewriter<'_, 'o> {
+    /// Writes tag pair `name`/`value` (the raw bytes between its quotes),
+    /// or the value a `settag` gives it, and notes the `FEN` and `Result`
+    /// values.
+    pub(super) fn write_tag(&mut self, tags: &mut TagValues, name: &[u8], value: &[u8]) {
         let out = &mut *self.out;
         out.push(b'[');
         out.extend_from_slice(name);
@@ -463,7 +617,7 @@ impl Visitor for PgnRewriter<'_, '_> {
                 tags.set[i] = true;
                 out.extend_from_slice(self.notes.tags[i].1.as_bytes());
             }
-            None => out.extend_from_slice(value.as_bytes()),
+            None => out.extend_from_slice(value),
         }
         if self.quotes {
             for b in &mut out[from..] {
@@ -473,23 +627,20 @@ impl Visitor for PgnRewriter<'_, '_> {
             }
         }
         let value = from..out.len();
-        match name {
-            b"FEN" if tags.fen.is_none() => tags.fen = Some(out[value.clone()].to_vec()),
-            b"Result" if tags.result.is_none() => tags.result = Some(out[value].to_vec()),
-            _ => {}
-        }
+        note_tag(tags, name, value);
         out.extend_from_slice(b"\"]\n");
-        ControlFlow::Continue(())
     }
 
-    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
+    /// Ends the tags (the `settag` tags the game lacks, a blank line) and
+    /// starts the movetext with the initial position's comments.
+    pub(super) fn start_movetext(&mut self, tags: TagValues) -> Movetext {
         for (i, (name, value)) in self.notes.tags.iter().enumerate() {
             if !tags.set.get(i).copied().unwrap_or(false) {
                 let _ = writeln!(self.out, "[{name} \"{value}\"]");
             }
         }
         self.out.push(b'\n');
-        let fen = tags.fen.as_deref().and_then(|v| Fen::from_ascii(v).ok());
+        let fen = tags.fen.and_then(|r| Fen::from_ascii(&self.out[r]).ok());
         let (white_first, first_move_number) = match fen {
             Some(f) => {
                 let setup = f.as_setup();
@@ -511,28 +662,30 @@ impl Visitor for PgnRewriter<'_, '_> {
             after_result: false,
             scratch: Vec::new(),
             cursor: 0,
+            bare: 0..0,
             current: Some(0),
             current_stack: Vec::new(),
+            number: MoveNumber::new(),
         };
         mt.comment_tokens(self.out, 0, self.notes);
-        ControlFlow::Continue(mt)
+        mt
     }
 
-    fn san(&mut self, mt: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+    /// Writes a move, `san` in the form the writer gives it (`SanPlus`'s
+    /// ASCII form; the first `len` bytes of `san`), with its move number
+    /// where one is due.
+    #[inline]
+    pub(super) fn write_san(&mut self, mt: &mut Movetext, san: &[u8], len: usize) {
         mt.flush(self.out, self.notes);
         let half = mt.ply + if mt.white_first { 0 } else { 1 };
-        let number = mt.first_move_number + half / 2;
-        if half % 2 == 0 || mt.need_number {
-            mt.scratch.clear();
-            push_decimal(&mut mt.scratch, number);
-            mt.scratch
-                .extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
-            mt.scratch_token(self.out);
+        let white = half.is_multiple_of(2);
+        if white || mt.need_number {
+            let number = mt.first_move_number + half / 2;
+            let (token, len) = mt.number.token(number, white);
+            mt.word(self.out, &token, len);
         }
         mt.need_number = false;
-        mt.scratch.clear();
-        san_plus.append_ascii_to(&mut mt.scratch);
-        mt.scratch_token(self.out);
+        mt.word(self.out, san, len);
         mt.ply += 1;
         let nth = mt.next_index;
         mt.next_index += 1;
@@ -541,40 +694,36 @@ impl Visitor for PgnRewriter<'_, '_> {
             None => Some(nth),
         };
         mt.current = mt.pending;
-        ControlFlow::Continue(())
     }
 
-    fn nag(&mut self, mt: &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
+    /// Writes NAG `nag` as `$nag`.
+    pub(super) fn write_nag(&mut self, mt: &mut Movetext, nag: u8) {
         mt.scratch.clear();
         mt.scratch.push(b'$');
-        push_decimal(&mut mt.scratch, u32::from(nag.0));
+        push_decimal(&mut mt.scratch, u32::from(nag));
         mt.scratch_token(self.out);
-        ControlFlow::Continue(())
     }
 
-    fn comment(
-        &mut self,
-        mt: &mut Self::Movetext,
-        comment: RawComment<'_>,
-    ) -> ControlFlow<Self::Output> {
+    /// Writes a comment of the text (`body`: the bytes between its braces),
+    /// unless `removecomment` removes it.
+    pub(super) fn write_comment(&mut self, mt: &mut Movetext, body: &[u8]) {
         mt.flush(self.out, self.notes);
         if mt
             .current
             .is_some_and(|p| self.notes.removed.binary_search(&p).is_ok())
         {
-            return ControlFlow::Continue(());
+            return;
         }
         mt.scratch.clear();
         mt.scratch.push(b'{');
-        mt.scratch
-            .extend_from_slice(comment.as_bytes().trim_ascii());
+        mt.scratch.extend_from_slice(body.trim_ascii());
         mt.scratch.push(b'}');
         mt.scratch_token(self.out);
         mt.need_number = true;
-        ControlFlow::Continue(())
     }
 
-    fn begin_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
+    /// Opens a variation.
+    pub(super) fn open_variation(&mut self, mt: &mut Movetext) {
         mt.flush(self.out, self.notes);
         mt.stack.push(mt.ply);
         mt.current_stack.push(mt.current);
@@ -582,10 +731,11 @@ impl Visitor for PgnRewriter<'_, '_> {
         mt.ply = mt.ply.saturating_sub(1);
         mt.token(self.out, b"(");
         mt.need_number = true;
-        ControlFlow::Continue(Skip(false))
     }
 
-    fn end_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output> {
+    /// Closes the current variation (nothing to close: only the pending
+    /// annotations are written).
+    pub(super) fn close_variation(&mut self, mt: &mut Movetext) {
         mt.flush(self.out, self.notes);
         if let Some(current) = mt.current_stack.pop() {
             mt.current = current;
@@ -595,18 +745,17 @@ impl Visitor for PgnRewriter<'_, '_> {
             mt.token(self.out, b")");
             mt.need_number = true;
         }
-        ControlFlow::Continue(())
     }
 
-    fn outcome(&mut self, mt: &mut Self::Movetext, outcome: Outcome) -> ControlFlow<Self::Output> {
+    /// Writes a result token (`1-0`, `0-1`, `1/2-1/2`, `*`).
+    pub(super) fn write_outcome(&mut self, mt: &mut Movetext, result: &[u8]) {
         mt.flush(self.out, self.notes);
-        mt.scratch.clear();
-        let _ = write!(mt.scratch, "{outcome}");
-        mt.scratch_token(self.out);
-        ControlFlow::Continue(())
+        mt.token(self.out, result);
     }
 
-    fn end_game(&mut self, mut mt: Self::Movetext) -> Self::Output {
+    /// Ends the game: open variations closed, a result token if the text
+    /// ended without one, a blank line. Returns the number of moves.
+    pub(super) fn finish(&mut self, mut mt: Movetext) -> u32 {
         mt.flush(self.out, self.notes);
         // Close variations the source left open, and always end with a
         // result token (the Result tag's, else `*`).
@@ -614,17 +763,207 @@ impl Visitor for PgnRewriter<'_, '_> {
             mt.token(self.out, b")");
         }
         if !mt.after_result {
-            let result = mt.result_tag.take().filter(|r| is_result(r));
-            mt.token(self.out, result.as_deref().unwrap_or(b"*"));
+            let result = mt
+                .result_tag
+                .take()
+                .filter(|r| is_result(&self.out[r.clone()]));
+            match result {
+                Some(r) => {
+                    mt.scratch.clear();
+                    mt.scratch.extend_from_slice(&self.out[r]);
+                    mt.scratch_token(self.out);
+                }
+                None => mt.token(self.out, b"*"),
+            }
         }
         self.out.extend_from_slice(b"\n\n");
         mt.next_index - 1
     }
 }
 
+impl Visitor for PgnRewriter<'_, '_> {
+    type Tags = TagValues;
+    type Movetext = Movetext;
+    type Output = u32;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        ControlFlow::Continue(TagValues::default())
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        self.write_tag(tags, name, value.as_bytes());
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
+        ControlFlow::Continue(self.start_movetext(tags))
+    }
+
+    fn san(&mut self, mt: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        let mut san = std::mem::take(&mut self.san);
+        san.clear();
+        san_plus.append_ascii_to(&mut san);
+        self.write_san(mt, &san, san.len());
+        self.san = san;
+        ControlFlow::Continue(())
+    }
+
+    fn nag(&mut self, mt: &mut Self::Movetext, nag: Nag) -> ControlFlow<Self::Output> {
+        self.write_nag(mt, nag.0);
+        ControlFlow::Continue(())
+    }
+
+    fn comment(
+        &mut self,
+        mt: &mut Self::Movetext,
+        comment: RawComment<'_>,
+    ) -> ControlFlow<Self::Output> {
+        self.write_comment(mt, comment.as_bytes());
+        ControlFlow::Continue(())
+    }
+
+    fn begin_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
+        self.open_variation(mt);
+        ControlFlow::Continue(Skip(false))
+    }
+
+    fn end_variation(&mut self, mt: &mut Self::Movetext) -> ControlFlow<Self::Output> {
+        self.close_variation(mt);
+        ControlFlow::Continue(())
+    }
+
+    fn outcome(&mut self, mt: &mut Self::Movetext, outcome: Outcome) -> ControlFlow<Self::Output> {
+        self.write_outcome(mt, outcome.as_str().as_bytes());
+        ControlFlow::Continue(())
+    }
+
+    fn end_game(&mut self, mt: Self::Movetext) -> Self::Output {
+        self.finish(mt)
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// How a text is written by the two paths.
+    #[derive(Debug)]
+    pub(in crate::printer) enum Paths {
+        /// The lexer takes it; the output of each path.
+        Both { lexer: String, reader: String },
+        /// The lexer leaves it to the reader path.
+        ReaderOnly,
+    }
+
+    /// `text` written by the lexer and by the reader path, with notes
+    /// (comments to insert, comments removed, tags set) and without; where
+    /// the lexer takes the text, each pair of outputs and move counts is
+    /// asserted equal and the plain outputs returned.
+    pub(in crate::printer) fn both_paths(text: impl AsRef<[u8]>) -> Paths {
+        let text = text.as_ref();
+        let inserts = [(0, "start"), (2, "CQL"), (3, "x}y"), (3, "z")];
+        let tags = [
+            ("Event".to_owned(), "set".to_owned()),
+            ("New".to_owned(), "v".to_owned()),
+        ];
+        let plain = Notes {
+            inserts: &[],
+            san_index: None,
+            removed: &[],
+            tags: &[],
+        };
+        let noted = Notes {
+            inserts: &inserts,
+            san_index: None,
+            removed: &[0, 2],
+            tags: &tags,
+        };
+        let mut first = None;
+        for notes in [&plain, &noted] {
+            let mut reader = Vec::new();
+            let read = rewrite_read(&mut reader, 1, text, notes);
+            let mut lexer = Vec::new();
+            let mut writer = PgnRewriter {
+                notes,
+                quotes: false,
+                out: &mut lexer,
+                san: Vec::new(),
+            };
+            let Some(moves) = super::super::lexer::rewrite_plain(&mut writer, text) else {
+                return Paths::ReaderOnly;
+            };
+            let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            assert_eq!(Some(moves), read.ok(), "{}", show(text));
+            assert!(
+                lexer == reader,
+                "{}\n{}\n{}",
+                show(text),
+                show(&lexer),
+                show(&reader)
+            );
+            first.get_or_insert((show(&lexer), show(&reader)));
+        }
+        let (lexer, reader) = first.unwrap_or_default();
+        Paths::Both { lexer, reader }
+    }
+
+    /// Times the writer over every game of the store at
+    /// `$CQLJ_BENCH_STORE` (texts decompressed first), with the header
+    /// comment as `-quiet` writes it: `cargo test --release --lib
+    /// bench_writer -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a benchmark: needs $CQLJ_BENCH_STORE"]
+    fn bench_writer() {
+        let Ok(path) = std::env::var("CQLJ_BENCH_STORE") else {
+            return;
+        };
+        let store = Store::open(path).unwrap();
+        let mut reader = store.text_reader();
+        let texts: Vec<Vec<u8>> = (0..store.n_games())
+            .map(|g| reader.game_text(g).unwrap().to_vec())
+            .collect();
+        let bytes: usize = texts.iter().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(bytes * 2);
+        // This thread's CPU time (the machine may be shared).
+        let cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid timespec the call writes.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
+        for round in 0..5 {
+            out.clear();
+            let t = cpu();
+            for (g, text) in texts.iter().enumerate() {
+                let header = format!("Game number {}", g + 1);
+                let inserts = [(0, header.as_str())];
+                let notes = Notes {
+                    inserts: &inserts,
+                    san_index: None,
+                    removed: &[],
+                    tags: &[],
+                };
+                rewrite(&mut out, g as u64 + 1, text, &notes).unwrap();
+            }
+            let e = cpu() - t;
+            eprintln!(
+                "round {round}: {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
+                texts.len(),
+                bytes >> 20,
+                out.len() >> 20,
+                e.as_secs_f64(),
+                e.as_secs_f64() * 1e9 / bytes as f64
+            );
+        }
+    }
 
     fn render(text: &str, notes: &Annotations) -> String {
         let mut out = Vec::new();
@@ -677,6 +1016,19 @@ mod tests {
             push_decimal(&mut buf, n);
             assert_eq!(buf, format!("x{n}").into_bytes());
         }
+        // Move numbers changed in place, one after another, repeated, or
+        // anywhere.
+        let mut number = MoveNumber::new();
+        for (n, white) in (1..1200).flat_map(|n| [(n, true), (n, false)]).chain([
+            (7, true),
+            (999_999, false),
+            (4_294_967_295, true),
+            (1, true),
+        ]) {
+            let (token, len) = number.token(n, white);
+            let dots = if white { "." } else { "..." };
+            assert_eq!(&token[..len], format!("{n}{dots}").as_bytes());
+        }
         let inserts = [(0, "a"), (2, "b"), (2, "c"), (5, "d")];
         let notes = Notes {
             inserts: &inserts,
@@ -699,6 +1051,19 @@ mod tests {
         // Out of order still finds the texts.
         assert_eq!(texts(2, &mut cursor), ["b", "c"]);
         assert_eq!(texts(0, &mut cursor), ["a"]);
+    }
+
+    #[test]
+    fn header_comment_numbers() {
+        for n in [1, 9, 10, 99, 145_716, u64::MAX] {
+            assert_eq!(
+                header_comment(Some(n), &["c"], &[]),
+                format!("Game number {n} c")
+            );
+        }
+        // `-noheader`: the other texts alone.
+        assert_eq!(header_comment(None, &["c"], &[]), "c");
+        assert_eq!(header_comment(None, &[], &[]), "");
     }
 
     #[test]
