@@ -1098,11 +1098,19 @@ impl Gen<'_> {
             6 => e(Node::AttackedBy(s(self), s(self)), Kind::Set),
             7 => {
                 let n = 2 + self.below(2) as usize; // `ray` and `xray` take two or more
+                // One in four: the attack arrow chain `X -> Y -> Z` (an
+                // xray in every direction valued by its first points).
+                let (xray, dirs, n, origins) = if self.chance(25) {
+                    (true, DirSet::ANY, n + 1, true)
+                } else {
+                    (self.chance(50), self.dirs(), n, false)
+                };
                 e(
                     Node::Ray {
-                        xray: self.chance(50),
-                        dirs: self.dirs(),
+                        xray,
+                        dirs,
                         args: (0..n).map(|_| self.expr(d, Kind::Set)).collect(),
+                        origins,
                     },
                     Kind::Set,
                 )

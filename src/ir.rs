@@ -1307,6 +1307,11 @@ pub enum Node {
         dirs: DirSet,
         /// The set of each successive point of the ray (at least two).
         args: Vec<Expr>,
+        /// The value is the set of first points that start a matching ray
+        /// (the line pieces of an xray), not the set of last points: the
+        /// attack arrow chain `X -> Y -> Z` (CQL 6.2), which the parser
+        /// makes with `xray` and every direction only.
+        origins: bool,
     },
     /// `between (X Y)` (set).
     Between(Box<Expr>, Box<Expr>),

@@ -246,13 +246,20 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 let (x, y) = (self.set(x, at)?, self.set(y, at)?);
                 set(board::attacked_by_set(self.rec(at)?, x, y))
             }
-            Ray { xray, dirs, args } => {
+            Ray {
+                xray,
+                dirs,
+                args,
+                origins,
+            } => {
                 let mut sets = Vec::with_capacity(args.len());
                 for a in args {
                     sets.push(self.set(a, at)?);
                 }
                 let rec = self.rec(at)?;
-                set(if *xray {
+                set(if *origins {
+                    board::ray_origins(rec, *dirs, *xray, &sets)
+                } else if *xray {
                     board::xray(rec, *dirs, &sets)
                 } else {
                     board::ray(rec, *dirs, &sets)

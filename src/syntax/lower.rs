@@ -809,6 +809,29 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
+            ExprKind::AttackChain { backward, args } => {
+                let what = if *backward {
+                    "an attack arrow `<-`"
+                } else {
+                    "an attack arrow `->`"
+                };
+                let mut args = self.set_args(args, what)?;
+                // `X <- Y <- Z` is `xray (Z Y X)`; `X -> Y -> Z` is `xray
+                // (X Y Z)` valued by its line pieces (CQL 6.2 oracle).
+                if *backward {
+                    args.reverse();
+                }
+                self.mk(
+                    Node::Ray {
+                        xray: true,
+                        dirs: ir::DirSet::ANY,
+                        args,
+                        origins: !*backward,
+                    },
+                    Kind::Set,
+                    span,
+                )
+            }
             ExprKind::Ray { xray, dirs, args } => {
                 let what = if *xray { "`xray`" } else { "`ray`" };
                 if args.len() < 2 {
@@ -826,6 +849,7 @@ impl<'a> Lowerer<'a, '_> {
                         xray: *xray,
                         dirs: *dirs,
                         args,
+                        origins: false,
                     },
                     Kind::Set,
                     span,

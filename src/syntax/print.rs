@@ -176,6 +176,31 @@ fn continues_previous(text: &str) -> bool {
 impl Printer<'_> {
     /// Text of `e` where the context needs binding power `min`, and an
     /// infix operator of power `follow` may come right after it.
+    /// `X -> Y -> Z`: every operand binds tighter than the arrows.
+    fn arrow_chain(&self, args: &[Expr]) -> Doc {
+        let Some((last, init)) = args.split_last() else {
+            return atom(String::new());
+        };
+        let mut text = String::new();
+        for a in init {
+            text.push_str(&self.at(a, bp::ATTACKS + 1, Some(bp::ATTACKS)));
+            text.push_str(" -> ");
+        }
+        let rd = self.doc(last);
+        let (r, open, params_open) = if rd.prec <= bp::ATTACKS {
+            (format!("({})", rd.text), ATOM, false)
+        } else {
+            (rd.text, rd.open, rd.params_open)
+        };
+        text.push_str(&r);
+        Doc {
+            text,
+            prec: bp::ATTACKS,
+            open,
+            params_open,
+        }
+    }
+
     fn at(&self, e: &Expr, min: u8, follow: Option<u8>) -> String {
         let d = self.doc(e);
         if d.prec < min || follow.is_some_and(|f| d.open <= f) {
@@ -649,9 +674,18 @@ impl Printer<'_> {
                 };
                 self.prefix(&format!("{} {range}", dirs_text(*dirs)), arg, bp::PREFIX)
             }
-            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS, true),
-            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS, true),
-            Node::Ray { xray, dirs, args } => {
+            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS_WORD, true),
+            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS_WORD, true),
+            // Only the attack arrow chain `X -> Y -> Z` (an xray in every
+            // direction, three or more points) has this value.
+            Node::Ray {
+                args,
+                origins: true,
+                ..
+            } => self.arrow_chain(args),
+            Node::Ray {
+                xray, dirs, args, ..
+            } => {
                 let head = if *xray { "xray" } else { "ray" };
                 let d = if *dirs == DirSet::ANY {
                     String::new()
