@@ -1393,6 +1393,13 @@ impl Gen<'_> {
         } else {
             None
         };
+        // A `move` of the game's moves without `to` but with `from` or
+        // `capture` is valued by that parameter: only a dash has these.
+        let dash = dash
+            || (source == MoveSource::Played
+                && !count
+                && to.is_none()
+                && (from.is_some() || capture.is_some()));
         let m = MoveFilter {
             from,
             to,
@@ -1406,6 +1413,7 @@ impl Gen<'_> {
             } else {
                 MoveValue::Destinations
             },
+            dash,
         };
         e(Node::Move(m), if count { Kind::Numeric } else { Kind::Set })
     }
@@ -1782,6 +1790,7 @@ impl Gen<'_> {
             target,
             source: MoveSource::Previous,
             value: MoveValue::Destinations,
+            dash: true,
         };
         e(Node::Move(m), Kind::Set)
     }

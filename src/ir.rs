@@ -832,6 +832,13 @@ pub struct MoveFilter {
     pub source: MoveSource,
     /// What the filter yields.
     pub value: MoveValue,
+    /// Written as a dash (`F--G`), not as `move`: a castling of the game
+    /// is then also the rook's move (`R--f1` matches `O-O`; not so after
+    /// `legal`/`pseudolegal`), and `from`/`to` in the
+    /// dash's target (or after it in a path) hold only the squares of the
+    /// king's and rook's moves the dash matched (CQL 6.2 contextual
+    /// castling).
+    pub dash: bool,
 }
 
 /// A built-in function of strings, numbers or variables (CQL 6.2), the

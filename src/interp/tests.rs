@@ -75,6 +75,7 @@ fn mv() -> MoveFilter {
         target: None,
         source: MoveSource::Played,
         value: MoveValue::Destinations,
+        dash: false,
     }
 }
 fn move_filter(m: MoveFilter) -> Expr {

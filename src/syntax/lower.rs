@@ -903,6 +903,7 @@ impl<'a> Lowerer<'a, '_> {
                     special: m.special,
                     source: m.source,
                     value,
+                    dash: false,
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
@@ -986,6 +987,7 @@ impl<'a> Lowerer<'a, '_> {
                     } else {
                         *value
                     },
+                    dash: true,
                 };
                 let kind = match (value, valued) {
                     (_, Some(k)) => k,

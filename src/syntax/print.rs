@@ -741,27 +741,15 @@ impl Printer<'_> {
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
             // A promotion to the types a string names is a dash's only.
-            Node::Move(m)
-                if m.target.is_some()
-                    || m.promote
-                        .as_ref()
-                        .is_some_and(|p| p.kind == crate::ir::Kind::String)
-                    || (m.value == MoveValue::Count
-                        && matches!(m.source, MoveSource::Played | MoveSource::Previous)) =>
-            {
-                self.dash_doc(m)
-            }
-            // A move of the game's moves is valued by its first square
-            // parameter written (CQL 6.2): destinations with `to` first,
-            // else as a dash (`K--`, `Kxa1`).
-            Node::Move(m)
-                if m.source == MoveSource::Played
-                    && m.value == MoveValue::Destinations
-                    && m.to.is_none()
-                    && (m.from.is_some() || m.capture.is_some()) =>
-            {
-                // In parentheses: a `(` after a bare dash would be its target.
-                atom(format!("({})", self.dash_doc(m).text))
+            // A dash is written as one (it differs from `move` on castling).
+            Node::Move(m) if m.dash => {
+                if m.to.is_none() && m.target.is_none() && m.special.is_none() {
+                    // In parentheses: a `(` after a bare dash would be its
+                    // target.
+                    atom(format!("({})", self.dash_doc(m).text))
+                } else {
+                    self.dash_doc(m)
+                }
             }
             Node::Move(m) => {
                 let mut t = String::from("move");
@@ -804,6 +792,11 @@ impl Printer<'_> {
                 for kw in [special, source, value].into_iter().flatten() {
                     t.push(' ');
                     t.push_str(kw);
+                }
+                // `move ... comment (...)`: the comment is the target.
+                if let Some(target) = &m.target {
+                    t.push(' ');
+                    t.push_str(&self.doc(target).text);
                 }
                 Doc {
                     params_open: true,
