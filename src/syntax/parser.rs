@@ -2098,11 +2098,13 @@ impl Parser<'_, '_> {
             }
             "find" => {
                 let (mut backward, mut all, mut quiet) = (false, false, false);
+                let mut count: Option<Span> = None;
                 let mut range = Vec::new();
                 loop {
-                    // CQL 6.2 also reads `find count F` as `find all F`.
-                    if self.eat_ident("all").is_some() || self.eat_ident("count").is_some() {
+                    if self.eat_ident("all").is_some() {
                         all = true;
+                    } else if let Some(sp) = self.eat_ident("count") {
+                        count = Some(sp);
                     } else if self.eat_ident("quiet").is_some() {
                         quiet = true;
                     } else if self.eat(&Tok::LongArrowLeft).is_some() {
@@ -2120,7 +2122,21 @@ impl Parser<'_, '_> {
                         "`find` takes a range or `all`, not both (as in CQL 6.2)",
                     ));
                 }
-                let range = self.range(&range, "find")?;
+                if let Some(sp) = count
+                    && (all || !range.is_empty())
+                {
+                    return Err(self.error(
+                        sp,
+                        "`find count` takes neither `all` nor a range (CQL 6.2 rejects them)",
+                    ));
+                }
+                // `find count F`: the number of positions where F matches,
+                // also none (CQL 6.2 oracle: `find count mate` is 0 in a game
+                // without mate, where `find all mate` does not match).
+                let range = match count {
+                    Some(_) => Some((0, None)),
+                    None => self.range(&range, "find")?,
+                };
                 let saved = self.logical_stop.replace(self.depth + 1);
                 let body = self.expr(bp::LOWEST);
                 self.logical_stop = saved;

@@ -1062,7 +1062,12 @@ impl Printer<'_> {
                 if f.backward {
                     head.push_str("<-- ");
                 }
-                head.push_str(&range_text(f.range));
+                // Any number of positions, none included: `find count`.
+                if f.range == Some((0, None)) {
+                    head.push_str("count ");
+                } else {
+                    head.push_str(&range_text(f.range));
+                }
                 Doc {
                     open: bp::LOWEST,
                     ..atom(format!("{head}({})", self.doc(&f.body).text))
