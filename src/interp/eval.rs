@@ -752,8 +752,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// bound in turn to each square of S (for `piece`, each occupied square
     /// of S) and F is evaluated. Without `all` the value is the set of
     /// squares for which F matched; with `all` it matches iff F matched for
-    /// every one (so also when S is empty). The variable keeps its last
-    /// binding afterwards.
+    /// every one (so also when S is empty), and stops at the first square
+    /// where F fails. The variable keeps its last binding afterwards.
     fn square_loop(
         &mut self,
         piece: bool,
@@ -787,6 +787,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 hits.add(s);
             } else {
                 every = false;
+                // `all` stops at the first square where the body fails
+                // (CQL 6.2 oracle: the body's side effects stop there).
+                if all {
+                    break;
+                }
             }
         }
         Ok(if all {
