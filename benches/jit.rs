@@ -274,6 +274,7 @@ fn suite() -> Vec<(&'static str, ExpandedQuery, Reference)> {
                 xray: true,
                 dirs: DirSet::ANY,
                 args: l.iter().map(|l| piece(l, !0)).collect(),
+                origins: false,
             },
             Kind::Set,
         )

@@ -1114,11 +1114,19 @@ impl Gen<'_> {
             6 => e(Node::AttackedBy(s(self), s(self)), Kind::Set),
             7 => {
                 let n = 2 + self.below(2) as usize; // `ray` and `xray` take two or more
+                // One in four: the attack arrow chain `X -> Y -> Z` (an
+                // xray in every direction valued by its first points).
+                let (xray, dirs, n, origins) = if self.chance(25) {
+                    (true, DirSet::ANY, n + 1, true)
+                } else {
+                    (self.chance(50), self.dirs(), n, false)
+                };
                 e(
                     Node::Ray {
-                        xray: self.chance(50),
-                        dirs: self.dirs(),
+                        xray,
+                        dirs,
                         args: (0..n).map(|_| self.expr(d, Kind::Set)).collect(),
+                        origins,
                     },
                     Kind::Set,
                 )
@@ -1401,6 +1409,13 @@ impl Gen<'_> {
         } else {
             None
         };
+        // A `move` of the game's moves without `to` but with `from` or
+        // `capture` is valued by that parameter: only a dash has these.
+        let dash = dash
+            || (source == MoveSource::Played
+                && !count
+                && to.is_none()
+                && (from.is_some() || capture.is_some()));
         let m = MoveFilter {
             from,
             to,
@@ -1414,6 +1429,7 @@ impl Gen<'_> {
             } else {
                 MoveValue::Destinations
             },
+            dash,
         };
         e(Node::Move(m), if count { Kind::Numeric } else { Kind::Set })
     }
@@ -1805,6 +1821,7 @@ impl Gen<'_> {
             } else {
                 MoveValue::Destinations
             },
+            dash: true,
         };
         e(Node::Move(m), valued.unwrap_or(Kind::Set))
     }

@@ -837,6 +837,13 @@ pub struct MoveFilter {
     pub source: MoveSource,
     /// What the filter yields.
     pub value: MoveValue,
+    /// Written as a dash (`F--G`), not as `move`: a castling of the game
+    /// is then also the rook's move (`R--f1` matches `O-O`; not so after
+    /// `legal`/`pseudolegal`), and `from`/`to` in the
+    /// dash's target (or after it in a path) hold only the squares of the
+    /// king's and rook's moves the dash matched (CQL 6.2 contextual
+    /// castling).
+    pub dash: bool,
 }
 
 /// A built-in function of strings, numbers or variables (CQL 6.2), the
@@ -1390,6 +1397,11 @@ pub enum Node {
         dirs: DirSet,
         /// The set of each successive point of the ray (at least two).
         args: Vec<Expr>,
+        /// The value is the set of first points that start a matching ray
+        /// (the line pieces of an xray), not the set of last points: the
+        /// attack arrow chain `X -> Y -> Z` (CQL 6.2), which the parser
+        /// makes with `xray` and every direction only.
+        origins: bool,
     },
     /// `between (X Y)` (set).
     Between(Box<Expr>, Box<Expr>),

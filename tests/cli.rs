@@ -573,6 +573,24 @@ fn run_query_file(dir: &Scratch, query: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A sorted run of a query whose games share state (here a dictionary of
+/// the positions seen) writes each match as the scan found it: matching
+/// the game again would see its own entries (CQL 6.2 oracle: game 1
+/// matches, game 2 starts from the same position and does not).
+#[test]
+fn sorted_run_with_shared_state_keeps_its_matches() {
+    let dir = Scratch::new("sorted-shared");
+    let pgn = "[Event \"a\"]\n[Result \"*\"]\n\n1. e4 e5 *\n\n\
+               [Event \"b\"]\n[Result \"*\"]\n\n1. d4 d5 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let out = run_query_file(
+        &dir,
+        "cql(input in.pgn)\ndictionary D\ninitial\nnot D[fen]\nD[fen] = \"seen\"\nsort \"n\" #A\n",
+    );
+    assert!(out.contains("[Event \"a\"]"), "{out}");
+    assert!(!out.contains("[Event \"b\"]"), "{out}");
+}
+
 /// `removecomment` and `settag` change the written game as CQL 6.2 does
 /// (checked with its binary on this game): `removecomment` drops the PGN
 /// comments of every position where it is evaluated (before `btm` fails

@@ -176,6 +176,7 @@ fn legal_count() -> Expr {
             target: None,
             source: MoveSource::Legal,
             value: MoveValue::Count,
+            dash: false,
         }),
         Kind::Numeric,
     )

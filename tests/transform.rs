@@ -80,6 +80,7 @@ fn seed_flipcolor_examples_expand_to_the_stated_disjunctions() {
                 xray: true,
                 dirs: DirSet::ANY,
                 args: vec![a, b, c],
+                origins: false,
             },
             cqlj::ir::Kind::Set,
         )

@@ -140,7 +140,15 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     // One scratch for every game matched again at the end of a sorted run.
     let rematch_scratch = std::cell::RefCell::new(matcher.scratch());
+    // A sorted run of a query whose games share state (a dictionary, a
+    // persistent variable) keeps its matches whole: matching a game again
+    // would see the state the later games left.
+    let sorted = cqlj::query::has_sort(&prepared.query) || prepared.query.header().sort_matchcount;
+    let kept = (sorted && matcher.serial()).then(|| std::cell::RefCell::new(KeptMatches::new()));
     let rematch = |g: u32| -> Result<Option<GameMatch>, scan::ScanError> {
+        if let Some(kept) = &kept {
+            return Ok(kept.borrow_mut().remove(&g));
+        }
         let mut found = Vec::new();
         matcher.match_games(g..g + 1, &mut rematch_scratch.borrow_mut(), &mut found)?;
         Ok(found.pop())
@@ -169,7 +177,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let printer_options = PrinterOptions {
         form,
         limit: args.limit,
-        sorted: cqlj::query::has_sort(&prepared.query) || prepared.query.header().sort_matchcount,
+        sorted,
         // Rendering runs between scan windows, while the scan's workers
         // wait: as many threads as the scan.
         threads: opts.threads,
@@ -197,7 +205,11 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         // Ctrl-C from here on stops the scan (and a sorted run's final
         // writing) instead of ending the process.
         let _cooperative = files::Cooperative::begin();
-        let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut printer)?;
+        let mut sink = Keep {
+            sink: &mut printer,
+            kept: kept.as_ref(),
+        };
+        let stats = scan::scan(&matcher, games, &opts, &files::STOP, &mut sink)?;
         // A sorted run matches its games again: `writefile` wrote already.
         matcher.inner.finish_writes();
         (stats, printer.finish()?)
@@ -230,6 +242,29 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(exit::OK)
     })
+}
+
+/// The matches of a sorted run kept whole, by game (0-based).
+type KeptMatches = std::collections::HashMap<u32, GameMatch>;
+
+/// A sink that also keeps each match in `kept` (when given), for the end
+/// of a sorted run.
+struct Keep<'a, S> {
+    sink: &'a mut S,
+    kept: Option<&'a std::cell::RefCell<KeptMatches>>,
+}
+
+impl<S: scan::Sink> scan::Sink for Keep<'_, S> {
+    fn game(&mut self, m: GameMatch) -> std::ops::ControlFlow<()> {
+        if let Some(kept) = self.kept {
+            kept.borrow_mut().insert(m.game, m.clone());
+        }
+        self.sink.game(m)
+    }
+
+    fn progress(&mut self, games_done: u64) {
+        self.sink.progress(games_done);
+    }
 }
 
 /// The progress bar of a run over `games` games.

@@ -157,6 +157,49 @@ pub(crate) fn xray(rec: &PositionRecord, dirs: DirSet, sets: &[Bitboard]) -> Bit
         | ray(rec, DirSet(dirs.0 & DirSet::DIAGONAL.0), &diag)
 }
 
+/// The origins of `ray`/`xray dirs (S1 ... Sn)`: the squares s1 of S1 that
+/// start a matching ray (for `xray`, holding a line piece sliding along the
+/// ray's direction). A ray read backwards is a ray in the opposite
+/// direction, so this is `ray` of the sets in reverse order with the
+/// directions reversed. The value of the attack arrow chain `S1 -> .. -> Sn`.
+pub(crate) fn ray_origins(
+    rec: &PositionRecord,
+    dirs: DirSet,
+    xray: bool,
+    sets: &[Bitboard],
+) -> Bitboard {
+    let Some((first, rest)) = sets.split_first() else {
+        return Bitboard::EMPTY;
+    };
+    let back = dirs.map(opposite);
+    let reversed = |last: Bitboard| {
+        let mut v: Vec<Bitboard> = rest.iter().rev().copied().collect();
+        v.push(last);
+        v
+    };
+    if !xray {
+        return ray(rec, back, &reversed(*first));
+    }
+    let queens = rec.bb[cqlj_runtime::layout::BB_QUEEN];
+    let rooks = rec.bb[cqlj_runtime::layout::BB_ROOK] | queens;
+    let bishops = rec.bb[cqlj_runtime::layout::BB_BISHOP] | queens;
+    ray(
+        rec,
+        DirSet(back.0 & DirSet::ORTHOGONAL.0),
+        &reversed(*first & Bitboard(rooks)),
+    ) | ray(
+        rec,
+        DirSet(back.0 & DirSet::DIAGONAL.0),
+        &reversed(*first & Bitboard(bishops)),
+    )
+}
+
+/// The direction opposite to `d`.
+fn opposite(d: Direction) -> Direction {
+    let (dx, dy) = d.delta();
+    Direction::from_delta(-dx, -dy).unwrap_or(d)
+}
+
 /// `between (X Y)`: the squares strictly between a square of X and a square
 /// of Y that lie on a common rank, file or diagonal (the board's contents do
 /// not matter).

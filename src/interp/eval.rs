@@ -246,13 +246,20 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 let (x, y) = (self.set(x, at)?, self.set(y, at)?);
                 set(board::attacked_by_set(self.rec(at)?, x, y))
             }
-            Ray { xray, dirs, args } => {
+            Ray {
+                xray,
+                dirs,
+                args,
+                origins,
+            } => {
                 let mut sets = Vec::with_capacity(args.len());
                 for a in args {
                     sets.push(self.set(a, at)?);
                 }
                 let rec = self.rec(at)?;
-                set(if *xray {
+                set(if *origins {
+                    board::ray_origins(rec, *dirs, *xray, &sets)
+                } else if *xray {
                     board::xray(rec, *dirs, &sets)
                 } else {
                     board::ray(rec, *dirs, &sets)
@@ -577,12 +584,16 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         let params = self.move_params(m, base)?;
         let mut count = 0i64;
         let mut dest = Bitboard::EMPTY;
-        for mv in candidates.iter().filter(|mv| params.admits(mv, m.special)) {
+        for mv in &candidates {
+            let (parts, squares) = admitted_parts(m, &params, mv);
+            if parts == 0 {
+                continue;
+            }
             if m.value == MoveValue::Target
                 && let Some(target) = &m.target
             {
                 if m.source == MoveSource::Previous
-                    && let Some(v) = self.eval(target, at)?
+                    && let Some(v) = self.in_castle_context(at, parts, |ev| ev.eval(target, at))?
                 {
                     return Ok(Some(v));
                 }
@@ -590,9 +601,13 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             }
             // `currentmove F--G(T)`: T at the position the move led to.
             if let Some(target) = &m.target
-                && !(m.source == MoveSource::Previous && self.matches(target, at)?)
+                && !(m.source == MoveSource::Previous
+                    && self.in_castle_context(at, parts, |ev| ev.matches(target, at))?)
             {
                 continue;
+            }
+            if m.source == MoveSource::Previous && m.dash {
+                self.st.last_dash_parts = Some((at, parts));
             }
             // A promotion counts once, not once per piece (CQL 6.2 oracle:
             // `countmoves legal --` is 1 where the only move is `c8=Q`).
@@ -603,9 +618,23 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 continue;
             }
             count += 1;
-            dest.add(value_square(m, mv));
+            dest |= squares;
         }
         Ok(move_value(m, count, dest))
+    }
+
+    /// Evaluates `f` with `from`/`to` at `pos` restricted to the `parts`
+    /// of its castling a dash matched (contextual castling, CQL 6.2).
+    pub(super) fn in_castle_context<T>(
+        &mut self,
+        pos: u32,
+        parts: u8,
+        f: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<T> {
+        let saved = self.st.castle_context.replace((pos, parts));
+        let r = f(self);
+        self.st.castle_context = saved;
+        r
     }
 
     /// `from`, `to`, `primary`, `secondary`: facts about the move that led
@@ -638,10 +667,24 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             set
         };
         let mv = MoveFacts::from_packed(self.rec(at)?.mv);
+        // In a dash's scope, only the parts of a castling it matched.
+        let parts = match self.st.castle_context {
+            Some((pos, parts)) if pos == at => parts,
+            _ => super::KING_PART | super::ROOK_PART,
+        };
         Ok(match fact {
             CurrentMoveFact::From | CurrentMoveFact::To => {
                 Some(Value::Set(mv.map_or(Bitboard::EMPTY, |mv| {
-                    squares(fact == CurrentMoveFact::From, &mv)
+                    let from = fact == CurrentMoveFact::From;
+                    match mv.rook_part() {
+                        Some(_) if parts == super::KING_PART => {
+                            Bitboard::from_square(if from { mv.from } else { mv.to })
+                        }
+                        Some(rook) if parts == super::ROOK_PART => {
+                            Bitboard::from_square(if from { rook.from } else { rook.to })
+                        }
+                        _ => squares(from, &mv),
+                    }
                 })))
             }
             CurrentMoveFact::Primary => first.then_some(Value::Matched),
@@ -663,24 +706,27 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         let mut count = 0i64;
         let mut dest = Bitboard::EMPTY;
         for (mv, child) in moves {
-            if !params.admits(&mv, m.special) {
+            let (parts, squares) = admitted_parts(m, &params, &mv);
+            if parts == 0 {
                 continue;
             }
             if m.value == MoveValue::Target
                 && let Some(target) = &m.target
             {
-                if let Some(v) = self.eval(target, child)? {
+                if let Some(v) =
+                    self.in_castle_context(child, parts, |ev| ev.eval(target, child))?
+                {
                     return Ok(Some(v));
                 }
                 continue;
             }
             if let Some(target) = &m.target
-                && !self.matches(target, child)?
+                && !self.in_castle_context(child, parts, |ev| ev.matches(target, child))?
             {
                 continue;
             }
             count += 1;
-            dest.add(value_square(m, &mv));
+            dest |= squares;
         }
         Ok(move_value(m, count, dest))
     }
@@ -716,8 +762,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// bound in turn to each square of S (for `piece`, each occupied square
     /// of S) and F is evaluated. Without `all` the value is the set of
     /// squares for which F matched; with `all` it matches iff F matched for
-    /// every one (so also when S is empty). The variable keeps its last
-    /// binding afterwards.
+    /// every one (so also when S is empty), and stops at the first square
+    /// where F fails. The variable keeps its last binding afterwards.
     fn square_loop(
         &mut self,
         piece: bool,
@@ -751,6 +797,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 hits.add(s);
             } else {
                 every = false;
+                // `all` stops at the first square where the body fails
+                // (CQL 6.2 oracle: the body's side effects stop there).
+                if all {
+                    break;
+                }
             }
         }
         Ok(if all {
@@ -1274,6 +1325,30 @@ fn move_value(m: &MoveFilter, count: i64, dest: Bitboard) -> Option<Value> {
             .filter(|t| t.kind == Kind::Set)
             .map(|_| Value::Set(Bitboard::EMPTY)),
     }
+}
+
+/// The parts of `mv` a `move` filter matches ([`KING_PART`](super::KING_PART):
+/// the move itself; [`ROOK_PART`](super::ROOK_PART): for a dash over the
+/// game's moves, a castling's rook move, CQL 6.2) and the squares they add
+/// to its value.
+fn admitted_parts(m: &MoveFilter, params: &MoveParams, mv: &MoveFacts) -> (u8, Bitboard) {
+    let mut parts = 0;
+    let mut squares = Bitboard::EMPTY;
+    if params.admits(mv, m.special) {
+        parts |= super::KING_PART;
+        squares.add(value_square(m, mv));
+    }
+    // Not among the legal moves: `legal R--(castle)` does not match (CQL
+    // 6.2 oracle).
+    if m.dash
+        && !matches!(m.source, MoveSource::Legal | MoveSource::PseudoLegal)
+        && let Some(rook) = mv.rook_part()
+        && params.admits(&rook, m.special)
+    {
+        parts |= super::ROOK_PART;
+        squares.add(value_square(m, &rook));
+    }
+    (parts, squares)
 }
 
 /// The square a matching move adds to a `move` filter's set value: its

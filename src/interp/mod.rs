@@ -677,6 +677,8 @@ impl Interpreter {
             path_bans: HashMap::new(),
             text: None,
             edits: Vec::new(),
+            castle_context: None,
+            last_dash_parts: None,
         }
     }
 
@@ -910,7 +912,21 @@ pub struct State {
     text: Option<GameText>,
     /// Changes to the written game, in evaluation order.
     edits: Vec<GameEdit>,
+    /// Contextual castling (CQL 6.2): while a dash's target (or the rest of
+    /// a path constituent) is evaluated, the position the dash's move led
+    /// to and the parts of that move the dash matched ([`KING_PART`],
+    /// [`ROOK_PART`]); `from`/`to` there hold only those parts' squares.
+    castle_context: Option<(u32, u8)>,
+    /// The position and matched parts of the last `currentmove` dash that
+    /// matched, read by `path` for the filters after a dash constituent.
+    last_dash_parts: Option<(u32, u8)>,
 }
+
+/// The king's move of a castling (or the whole of any other move), in a
+/// mask of the parts of a move a dash matched.
+pub(crate) const KING_PART: u8 = 1;
+/// The rook's move of a castling, in a mask of the parts a dash matched.
+pub(crate) const ROOK_PART: u8 = 2;
 
 /// What a game's PGN text tells beyond its tags and positions, read by
 /// the caller for a query that [reads it](Interpreter::reads_text).

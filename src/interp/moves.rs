@@ -110,6 +110,27 @@ impl MoveFacts {
     }
 }
 
+impl MoveFacts {
+    /// The rook's move of a castling (`None` for any other move): from
+    /// the a- or h-file to the d- or f-file of the king's rank, with the
+    /// castling's other facts.
+    pub(crate) fn rook_part(&self) -> Option<MoveFacts> {
+        let (from, to) = if self.castle_kingside {
+            (shakmaty::File::H, shakmaty::File::F)
+        } else if self.castle_queenside {
+            (shakmaty::File::A, shakmaty::File::D)
+        } else {
+            return None;
+        };
+        let rank = self.from.rank();
+        Some(MoveFacts {
+            from: Square::from_coords(from, rank),
+            to: Square::from_coords(to, rank),
+            ..*self
+        })
+    }
+}
+
 /// The square a pawn's double step `mv` passed over (the en passant target
 /// it creates), or `None` if `mv` is no pawn double step.
 fn double_push_target(mv: PackedMove) -> Option<Square> {

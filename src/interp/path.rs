@@ -236,6 +236,10 @@ struct Search<'n, 'e> {
     single_color: Option<bool>,
     /// (state, position) -> result.
     cache: HashMap<(usize, u32), Tested>,
+    /// For each position a dash constituent's move led to, the parts of a
+    /// castling the dashes matched there: the filters after the dash see
+    /// only those in `from`/`to` (contextual castling, CQL 6.2).
+    castle_parts: HashMap<u32, u8>,
     steps: u64,
     best: Option<Kept>,
     /// `max X`: the filter, and X's value on the kept path.
@@ -410,6 +414,7 @@ impl Evaluator<'_, '_> {
                 false => None,
             },
             cache: HashMap::new(),
+            castle_parts: HashMap::new(),
             steps: 0,
             best: None,
             max: p.params.max.as_deref(),
@@ -433,11 +438,24 @@ impl Evaluator<'_, '_> {
         if let Some((m, _)) = search.cache.get(&(s, p)) {
             return Ok(*m);
         }
-        let (State::Check(e, _) | State::Move(e, _)) = search.nfa.states[s] else {
-            return Ok(false);
-        };
         let mark = self.st.comments.len();
-        let m = self.matches(e, p)?;
+        let m = match search.nfa.states[s] {
+            State::Move(e, _) => {
+                self.st.last_dash_parts = None;
+                let m = self.matches(e, p)?;
+                if m && let Some((pos, parts)) = self.st.last_dash_parts
+                    && pos == p
+                {
+                    *search.castle_parts.entry(p).or_default() |= parts;
+                }
+                m
+            }
+            State::Check(e, _) => match search.castle_parts.get(&p) {
+                Some(&parts) => self.in_castle_context(p, parts, |ev| ev.matches(e, p))?,
+                None => self.matches(e, p)?,
+            },
+            _ => return Ok(false),
+        };
         let made = self.st.comments.split_off(mark);
         search.cache.insert((s, p), (m, made));
         Ok(m)
@@ -621,6 +639,24 @@ impl Evaluator<'_, '_> {
                         && self.path_test(search, s, c)?
                     {
                         next.push(to);
+                    }
+                }
+                // A castling in a focused path is the focused piece's move:
+                // `to` after `◎R ――` is the rook's square (CQL 6.2 oracle).
+                if let Some(f) = n.focus
+                    && let Some(parts) = search.castle_parts.get_mut(&c)
+                    && let Some(mv) = MoveFacts::from_packed(self.rec(c)?.mv)
+                    && let Some(rook) = mv.rook_part()
+                {
+                    let mut focused = 0;
+                    if f.contains(mv.from) {
+                        focused |= super::KING_PART;
+                    }
+                    if f.contains(rook.from) {
+                        focused |= super::ROOK_PART;
+                    }
+                    if *parts & focused != 0 {
+                        *parts &= focused;
                     }
                 }
                 if !next.is_empty() {

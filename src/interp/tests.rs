@@ -75,6 +75,7 @@ fn mv() -> MoveFilter {
         target: None,
         source: MoveSource::Played,
         value: MoveValue::Destinations,
+        dash: false,
     }
 }
 fn move_filter(m: MoveFilter) -> Expr {
@@ -259,7 +260,12 @@ fn attacks_and_attackedby() {
 // ---- ray, xray, between, pin ---------------------------------------------------
 
 fn ray(xray: bool, dirs: DirSet, args: Vec<Expr>) -> Expr {
-    set(Node::Ray { xray, dirs, args })
+    set(Node::Ray {
+        xray,
+        dirs,
+        args,
+        origins: false,
+    })
 }
 
 #[test]
@@ -308,6 +314,40 @@ fn ray_value_is_the_last_squares() {
             )
         ),
         set_value("e4")
+    );
+}
+
+#[test]
+fn attack_arrow_chain_value_is_the_line_pieces() {
+    let fen = PINS;
+    let chain = |args: Vec<Expr>| {
+        set(Node::Ray {
+            xray: true,
+            dirs: DirSet::ANY,
+            args,
+            origins: true,
+        })
+    };
+    // Re1 -> Pe4 -> pe6 and Bb5 -> nc6 -> pd7.
+    assert_eq!(
+        value_at(fen, chain(vec![pd("RB", ""), pd("Pn", ""), pd("pk", "")])),
+        set_value("e1 b5")
+    );
+    assert_eq!(
+        value_at(fen, chain(vec![pd("RB", ""), pd("Pn", ""), pd("k", "")])),
+        None
+    );
+    assert_eq!(
+        value_at(
+            fen,
+            chain(vec![pd("R", ""), pd("P", ""), pd("p", ""), pd("k", "")])
+        ),
+        set_value("e1")
+    );
+    // The first point must hold a line piece: the pawn e4 is not one.
+    assert_eq!(
+        value_at(fen, chain(vec![pd("P", ""), pd("p", ""), pd("k", "")])),
+        None
     );
 }
 

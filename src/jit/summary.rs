@@ -120,7 +120,10 @@ fn set_bound(e: &Expr, s: &ChunkSummary) -> u64 {
         Node::PawnStructure(_) => s.bb_union[0],
         Node::Light(a) => set_bound(a, s) & LIGHT_SQUARES,
         Node::Dark(a) => set_bound(a, s) & DARK_SQUARES,
-        Node::Ray { args, .. } => args.last().map_or(0, |l| set_bound(l, s)),
+        Node::Ray { args, origins, .. } => {
+            let value = if *origins { args.first() } else { args.last() };
+            value.map_or(0, |l| set_bound(l, s))
+        }
         Node::Block(items) => {
             if items.iter().all(|i| may_match(i, s)) {
                 items.last().map_or(!0, |l| set_bound(l, s))

@@ -309,6 +309,7 @@ fn helpers_xray_and_passed_pawns() {
             xray: true,
             dirs: DirSet::ANY,
             args: vec![piece("B", !0), piece("r", !0), piece("q", !0)],
+            origins: false,
         },
         Kind::Set,
     );
@@ -642,6 +643,7 @@ fn inline_attacks_rays_and_pawns_agree_with_runtime_helpers() {
             xray: true,
             dirs: DirSet::ANY,
             args: vec![piece("BRQ", !0), piece("a", !0), piece("kq", !0)],
+            origins: false,
         },
         Kind::Set,
     );
@@ -650,6 +652,7 @@ fn inline_attacks_rays_and_pawns_agree_with_runtime_helpers() {
             xray: false,
             dirs: DirSet::ORTHOGONAL,
             args: vec![piece("R", !0), piece("_", !0), piece("a", !0)],
+            origins: false,
         },
         Kind::Set,
     );

@@ -18,7 +18,10 @@
 //! at its first match (the answer is then known). A path whose first dash
 //! must be in focus skips, without a walk, the starts where no child's
 //! move can be ([`Designator::may_focus`]). What the walk does not compute is what the
-//! eligible paths do not have: comments (`quiet`, no `title`,
+//! eligible paths do not have: the contextual castling of `from`/`to`
+//! after a dash (a constituent reading the current move is not walked
+//! natively; a dash matching a castling by its rook's move is), comments
+//! (`quiet`, no `title`,
 //! `piecepath` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
 
@@ -147,6 +150,9 @@ struct Dash {
     to: Option<Designator>,
     capture: Option<Designator>,
     special: Option<SpecialMove>,
+    /// Written as a dash: a castling matches by its rook's move too
+    /// (contextual castling, CQL 6.2).
+    dash: bool,
 }
 
 impl Dash {
@@ -163,6 +169,7 @@ impl Dash {
             target,
             source,
             value,
+            dash,
         } = m;
         if *source != MoveSource::Previous
             || promote.is_some()
@@ -180,21 +187,33 @@ impl Dash {
             to: param(to)?,
             capture: param(capture)?,
             special: *special,
+            dash: *dash,
         })
     }
 
-    /// Whether the move `mv` from `origin` matches (the interpreter's
-    /// `MoveParams::admits`, its sets read at the origin).
+    /// Whether the move `mv` from `origin` matches: by the move itself or,
+    /// for a dash, by a castling's rook move (the interpreter's
+    /// `admitted_parts`, its sets read at the origin).
     fn admits(&self, mv: &MoveFacts, origin: impl Fn(usize) -> u64) -> bool {
+        self.admits_part(mv, &origin)
+            || (self.dash
+                && mv
+                    .rook_part()
+                    .is_some_and(|rook| self.admits_part(&rook, &origin)))
+    }
+
+    /// Whether one part of a move satisfies every parameter and the kind
+    /// (the interpreter's `MoveParams::admits`).
+    fn admits_part(&self, mv: &MoveFacts, origin: &impl Fn(usize) -> u64) -> bool {
         use crate::ir::Castle;
         let has = |d: &Option<Designator>, sq: shakmaty::Square| {
-            d.as_ref().is_none_or(|d| d.squares(&origin).contains(sq))
+            d.as_ref().is_none_or(|d| d.squares(origin).contains(sq))
         };
         has(&self.from, mv.from)
             && has(&self.to, mv.to)
             && self.capture.as_ref().is_none_or(|d| {
                 mv.capture_square
-                    .is_some_and(|c| d.squares(&origin).contains(c))
+                    .is_some_and(|c| d.squares(origin).contains(c))
             })
             && match self.special {
                 None => true,
@@ -358,6 +377,10 @@ impl PathExact {
         let mut states = Vec::with_capacity(nfa.states.len());
         for s in &nfa.states {
             states.push(match *s {
+                // After a dash that matched a castling by one of its
+                // parts, `from`/`to` hold only that part's squares
+                // (contextual castling): a kernel does not know which.
+                PathState::Check(e, _) if reads_current_move(e) => return None,
                 PathState::Check(e, next) => {
                     let k = match filters.iter().position(|f| *f == e) {
                         Some(k) => k,
@@ -637,4 +660,14 @@ pub fn matches_in_game(
         }
     }
     Some(Some(out))
+}
+
+/// Whether `e` reads a fact of the current move (`from`, `to` ...).
+fn reads_current_move(e: &Expr) -> bool {
+    if matches!(e.node, Node::CurrentMove(_)) {
+        return true;
+    }
+    let mut any = false;
+    e.for_each_child(|c| any = any || reads_current_move(c));
+    any
 }

@@ -158,6 +158,13 @@ pub(crate) enum ExprKind {
         dirs: DirSet,
         args: Vec<Expr>,
     },
+    /// A chain of three or more sets joined by one kind of attack arrow:
+    /// `X -> Y -> Z` (`backward`: `X <- Y <- Z`). Not a nesting of two
+    /// arrows: an xray (CQL 6.2).
+    AttackChain {
+        backward: bool,
+        args: Vec<Expr>,
+    },
     List(ListFilter, Vec<Expr>),
     Pin {
         from: Option<Box<Expr>>,
@@ -394,6 +401,10 @@ fn dump_expr(e: &Expr, src: &str, depth: usize, out: &mut String) {
                 dirs.keyword().unwrap_or("?"),
                 r.join(" ")
             )
+        }
+        ExprKind::AttackChain { backward, args } => {
+            kids.extend(args);
+            format!("AttackChain {}", if *backward { "<-" } else { "->" })
         }
         ExprKind::Ray { xray, dirs, args } => {
             kids.extend(args);

@@ -829,6 +829,29 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
+            ExprKind::AttackChain { backward, args } => {
+                let what = if *backward {
+                    "an attack arrow `<-`"
+                } else {
+                    "an attack arrow `->`"
+                };
+                let mut args = self.set_args(args, what)?;
+                // `X <- Y <- Z` is `xray (Z Y X)`; `X -> Y -> Z` is `xray
+                // (X Y Z)` valued by its line pieces (CQL 6.2 oracle).
+                if *backward {
+                    args.reverse();
+                }
+                self.mk(
+                    Node::Ray {
+                        xray: true,
+                        dirs: ir::DirSet::ANY,
+                        args,
+                        origins: !*backward,
+                    },
+                    Kind::Set,
+                    span,
+                )
+            }
             ExprKind::Ray { xray, dirs, args } => {
                 let what = if *xray { "`xray`" } else { "`ray`" };
                 if args.len() < 2 {
@@ -846,6 +869,7 @@ impl<'a> Lowerer<'a, '_> {
                         xray: *xray,
                         dirs: *dirs,
                         args,
+                        origins: false,
                     },
                     Kind::Set,
                     span,
@@ -899,6 +923,7 @@ impl<'a> Lowerer<'a, '_> {
                     special: m.special,
                     source: m.source,
                     value,
+                    dash: false,
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
@@ -982,6 +1007,7 @@ impl<'a> Lowerer<'a, '_> {
                     } else {
                         *value
                     },
+                    dash: true,
                 };
                 let kind = match (value, valued) {
                     (_, Some(k)) => k,

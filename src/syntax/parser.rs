@@ -34,11 +34,16 @@ pub(crate) mod bp {
     pub(crate) const CMP: u8 = 50;
     pub(crate) const ADD: u8 = 60;
     pub(crate) const MUL: u8 = 70;
-    /// `X -> Y`, `X <- Y`: looser than the set operators and `~`
+    /// The arrows `X -> Y`, `X <- Y`: looser than the set operators and `~`
     /// (CQL 6.2 oracle: `a1|[Aa]->d4` is `(a1|[Aa])->d4`, `~R->d4` is
     /// `(~R)->d4`), tighter than arithmetic (`#[Aa]->d4 + 1` is
-    /// `#([Aa]->d4) + 1`).
+    /// `#([Aa]->d4) + 1`). A chain of one arrow is one filter (an xray).
     pub(crate) const ATTACKS: u8 = 75;
+    /// The words `attacks`, `attackedby`: tighter than the set operators
+    /// and `~`, looser than the prefix keywords (CQL 6.2 oracle: `R attacks
+    /// n | k` is `(R attacks n) | k`, `~R attacks n` is `~(R attacks n)`,
+    /// `up 1 A attacks a` is `(up 1 A) attacks a`).
+    pub(crate) const ATTACKS_WORD: u8 = 105;
     pub(crate) const UNION: u8 = 80;
     pub(crate) const INTER: u8 = 90;
     pub(crate) const PREFIX: u8 = 110;
@@ -1101,10 +1106,15 @@ impl Parser<'_, '_> {
                 Tok::Percent => (Some(Infix::Arith(ArithOp::Mod)), bp::MUL),
                 Tok::Bar => (Some(Infix::Set(SetOp::Union)), bp::UNION),
                 Tok::Amp => (Some(Infix::Set(SetOp::Inter)), bp::INTER),
-                Tok::Ident(w) if w == "attacks" => (Some(Infix::Attacks), bp::ATTACKS),
-                Tok::ArrowRight => (Some(Infix::Attacks), bp::ATTACKS),
-                Tok::Ident(w) if w == "attackedby" => (Some(Infix::AttackedBy), bp::ATTACKS),
-                Tok::ArrowLeft => (Some(Infix::AttackedBy), bp::ATTACKS),
+                Tok::Ident(w) if w == "attacks" => (Some(Infix::Attacks), bp::ATTACKS_WORD),
+                Tok::Ident(w) if w == "attackedby" => (Some(Infix::AttackedBy), bp::ATTACKS_WORD),
+                Tok::ArrowRight | Tok::ArrowLeft => {
+                    if bp::ATTACKS < min_bp || self.set_stop.is_some_and(|d| self.depth >= d) {
+                        break;
+                    }
+                    lhs = self.arrow_chain(lhs, tok)?;
+                    continue;
+                }
                 Tok::RegexMatch => (Some(Infix::Regex), bp::REGEX),
                 // A postfix operator binding tightest of all.
                 Tok::LBracket => {
@@ -1159,6 +1169,41 @@ impl Parser<'_, '_> {
             }
         }
         Ok(lhs)
+    }
+
+    /// `first` followed by a chain of one kind of attack arrow (the
+    /// current token). Two operands are `attacks`/`attackedby`; more are one
+    /// xray, not nested arrows (CQL 6.2 oracle: `R->n->k` matches where
+    /// `xray (R n k)` does, with the rooks as its value; `k<-n<-R` is
+    /// `xray (R n k)`). Mixing `->` and `<-` is an error, as in CQL 6.2.
+    fn arrow_chain(&mut self, first: Expr, arrow: Tok) -> PResult<Expr> {
+        let backward = arrow == Tok::ArrowLeft;
+        let mut args = vec![first];
+        while self.eat(&arrow).is_some() {
+            args.push(self.expr(bp::ATTACKS + 1)?);
+        }
+        if matches!(self.peek_tok(), Tok::ArrowRight | Tok::ArrowLeft) {
+            let span = self.peek().span;
+            return Err(self.error(
+                span,
+                "a chain of attack arrows must point one way (`X -> Y -> Z` or `X <- Y <- Z`); parenthesize to nest them",
+            ));
+        }
+        let span = args[0].span.join(args[args.len() - 1].span);
+        if args.len() == 2 {
+            let rhs = args.pop().ok_or(Failed)?;
+            let lhs = args.pop().ok_or(Failed)?;
+            let op = if backward {
+                Infix::AttackedBy
+            } else {
+                Infix::Attacks
+            };
+            return Ok(Expr::new(
+                ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]),
+                span,
+            ));
+        }
+        Ok(Expr::new(ExprKind::AttackChain { backward, args }, span))
     }
 
     fn prefix_op(&mut self, op: Prefix, start: Span, arg_bp: u8) -> PResult<Expr> {
@@ -2141,11 +2186,13 @@ impl Parser<'_, '_> {
             }
             "find" => {
                 let (mut backward, mut all, mut quiet) = (false, false, false);
+                let mut count: Option<Span> = None;
                 let mut range = Vec::new();
                 loop {
-                    // CQL 6.2 also reads `find count F` as `find all F`.
-                    if self.eat_ident("all").is_some() || self.eat_ident("count").is_some() {
+                    if self.eat_ident("all").is_some() {
                         all = true;
+                    } else if let Some(sp) = self.eat_ident("count") {
+                        count = Some(sp);
                     } else if self.eat_ident("quiet").is_some() {
                         quiet = true;
                     } else if self.eat(&Tok::LongArrowLeft).is_some() {
@@ -2163,7 +2210,21 @@ impl Parser<'_, '_> {
                         "`find` takes a range or `all`, not both (as in CQL 6.2)",
                     ));
                 }
-                let range = self.range(&range, "find")?;
+                if let Some(sp) = count
+                    && (all || !range.is_empty())
+                {
+                    return Err(self.error(
+                        sp,
+                        "`find count` takes neither `all` nor a range (CQL 6.2 rejects them)",
+                    ));
+                }
+                // `find count F`: the number of positions where F matches,
+                // also none (CQL 6.2 oracle: `find count mate` is 0 in a game
+                // without mate, where `find all mate` does not match).
+                let range = match count {
+                    Some(_) => Some((0, None)),
+                    None => self.range(&range, "find")?,
+                };
                 let saved = self.logical_stop.replace(self.depth + 1);
                 let body = self.expr(bp::LOWEST);
                 self.logical_stop = saved;
@@ -3232,7 +3293,7 @@ fn infix_bp(op: Infix) -> u8 {
         Infix::Arith(_) => bp::MUL,
         Infix::Set(SetOp::Union) => bp::UNION,
         Infix::Set(SetOp::Inter) => bp::INTER,
-        Infix::Attacks | Infix::AttackedBy => bp::ATTACKS,
+        Infix::Attacks | Infix::AttackedBy => bp::ATTACKS_WORD,
         Infix::Regex => bp::REGEX,
     }
 }

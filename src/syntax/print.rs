@@ -176,6 +176,31 @@ fn continues_previous(text: &str) -> bool {
 impl Printer<'_> {
     /// Text of `e` where the context needs binding power `min`, and an
     /// infix operator of power `follow` may come right after it.
+    /// `X -> Y -> Z`: every operand binds tighter than the arrows.
+    fn arrow_chain(&self, args: &[Expr]) -> Doc {
+        let Some((last, init)) = args.split_last() else {
+            return atom(String::new());
+        };
+        let mut text = String::new();
+        for a in init {
+            text.push_str(&self.at(a, bp::ATTACKS + 1, Some(bp::ATTACKS)));
+            text.push_str(" -> ");
+        }
+        let rd = self.doc(last);
+        let (r, open, params_open) = if rd.prec <= bp::ATTACKS {
+            (format!("({})", rd.text), ATOM, false)
+        } else {
+            (rd.text, rd.open, rd.params_open)
+        };
+        text.push_str(&r);
+        Doc {
+            text,
+            prec: bp::ATTACKS,
+            open,
+            params_open,
+        }
+    }
+
     fn at(&self, e: &Expr, min: u8, follow: Option<u8>) -> String {
         let d = self.doc(e);
         if d.prec < min || follow.is_some_and(|f| d.open <= f) {
@@ -655,9 +680,18 @@ impl Printer<'_> {
                 };
                 self.prefix(&format!("{} {range}", dirs_text(*dirs)), arg, bp::PREFIX)
             }
-            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS, true),
-            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS, true),
-            Node::Ray { xray, dirs, args } => {
+            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS_WORD, true),
+            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS_WORD, true),
+            // Only the attack arrow chain `X -> Y -> Z` (an xray in every
+            // direction, three or more points) has this value.
+            Node::Ray {
+                args,
+                origins: true,
+                ..
+            } => self.arrow_chain(args),
+            Node::Ray {
+                xray, dirs, args, ..
+            } => {
                 let head = if *xray { "xray" } else { "ray" };
                 let d = if *dirs == DirSet::ANY {
                     String::new()
@@ -713,27 +747,15 @@ impl Printer<'_> {
                 self.seq(&[(**a).clone(), (**b).clone()], " ")
             )),
             // A promotion to the types a string names is a dash's only.
-            Node::Move(m)
-                if m.target.is_some()
-                    || m.promote
-                        .as_ref()
-                        .is_some_and(|p| p.kind == crate::ir::Kind::String)
-                    || (m.value == MoveValue::Count
-                        && matches!(m.source, MoveSource::Played | MoveSource::Previous)) =>
-            {
-                self.dash_doc(m)
-            }
-            // A move of the game's moves is valued by its first square
-            // parameter written (CQL 6.2): destinations with `to` first,
-            // else as a dash (`K--`, `Kxa1`).
-            Node::Move(m)
-                if m.source == MoveSource::Played
-                    && m.value == MoveValue::Destinations
-                    && m.to.is_none()
-                    && (m.from.is_some() || m.capture.is_some()) =>
-            {
-                // In parentheses: a `(` after a bare dash would be its target.
-                atom(format!("({})", self.dash_doc(m).text))
+            // A dash is written as one (it differs from `move` on castling).
+            Node::Move(m) if m.dash => {
+                if m.to.is_none() && m.target.is_none() && m.special.is_none() {
+                    // In parentheses: a `(` after a bare dash would be its
+                    // target.
+                    atom(format!("({})", self.dash_doc(m).text))
+                } else {
+                    self.dash_doc(m)
+                }
             }
             Node::Move(m) => {
                 let mut t = String::from("move");
@@ -776,6 +798,11 @@ impl Printer<'_> {
                 for kw in [special, source, value].into_iter().flatten() {
                     t.push(' ');
                     t.push_str(kw);
+                }
+                // `move ... comment (...)`: the comment is the target.
+                if let Some(target) = &m.target {
+                    t.push(' ');
+                    t.push_str(&self.doc(target).text);
                 }
                 Doc {
                     params_open: true,
@@ -1057,7 +1084,12 @@ impl Printer<'_> {
                 if f.backward {
                     head.push_str("<-- ");
                 }
-                head.push_str(&range_text(f.range));
+                // Any number of positions, none included: `find count`.
+                if f.range == Some((0, None)) {
+                    head.push_str("count ");
+                } else {
+                    head.push_str(&range_text(f.range));
+                }
                 Doc {
                     open: bp::LOWEST,
                     ..atom(format!("{head}({})", self.doc(&f.body).text))

@@ -157,6 +157,7 @@ mod tests {
             xray: true,
             dirs: DirSet::VERTICAL,
             args: vec![],
+            origins: false,
         };
         map_node(&mut n, &Transform::dihedral(Dihedral::Clockwise90)).unwrap();
         assert!(matches!(

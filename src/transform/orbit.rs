@@ -143,7 +143,12 @@ fn fingerprint(e: &Expr, h: &mut DefaultHasher) {
             squares.0.hash(h)
         }
         Node::Direction { dirs, min, max, .. } => (dirs, min, max).hash(h),
-        Node::Ray { dirs, xray, .. } => (dirs, xray).hash(h),
+        Node::Ray {
+            dirs,
+            xray,
+            origins,
+            ..
+        } => (dirs, xray, origins).hash(h),
         Node::ToMove(s) | Node::SideConst(s) | Node::Elo(s) => s.hash(h),
         Node::Player(s) => s.hash(h),
         Node::Result(r) => r.hash(h),

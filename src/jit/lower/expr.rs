@@ -459,6 +459,33 @@ impl Lower<'_, '_> {
         acc
     }
 
+    /// The origins of a `ray`/`xray` (same definition as
+    /// `interp::board::ray_origins`): the ray read backwards from the last
+    /// set, then (for `xray`) restricted to the sliders along its direction.
+    pub(super) fn ray_origins(&mut self, dirs: DirSet, xray: bool, args: &[Value]) -> Value {
+        let mut acc = self.u64c(0);
+        let Some((last, rest)) = args.split_last() else {
+            return acc;
+        };
+        for d in dirs.iter() {
+            let (dx, dy) = d.delta();
+            let Some(back) = Direction::from_delta(-dx, -dy) else {
+                continue;
+            };
+            let mut s = *last;
+            for a in rest.iter().rev() {
+                let r = self.slide(s, back);
+                s = self.b.ins().band(r, *a);
+            }
+            if xray {
+                let sl = self.sliders(d);
+                s = self.b.ins().band(s, sl);
+            }
+            acc = self.b.ins().bor(acc, s);
+        }
+        acc
+    }
+
     /// `x | x<<8 | x<<16 ...` (north) or the same southwards.
     pub(super) fn file_fill(&mut self, x: Value, north: bool) -> Value {
         let mut v = x;
@@ -616,7 +643,12 @@ impl Lower<'_, '_> {
                 let f = helpers::cqlj_between as *const () as usize;
                 V::Set(self.call(f, &[types::I64, types::I64], &[x, y]))
             }
-            Node::Ray { xray, dirs, args } => {
+            Node::Ray {
+                xray,
+                dirs,
+                args,
+                origins,
+            } => {
                 let vals = args
                     .iter()
                     .map(|a| self.set(a))
@@ -634,7 +666,11 @@ impl Lower<'_, '_> {
                         dirs = DirSet(dirs.0 & DirSet::DIAGONAL.0);
                     }
                 }
-                V::Set(self.ray(dirs, *xray, &vals))
+                V::Set(if *origins {
+                    self.ray_origins(dirs, *xray, &vals)
+                } else {
+                    self.ray(dirs, *xray, &vals)
+                })
             }
             Node::Pin {
                 from,
