@@ -33,6 +33,17 @@ fn cqlj(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// Runs the binary in `dir` (relative paths there), its store cache in
+/// `dir/cache`.
+fn cqlj_in(dir: &Scratch, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
+        .args(args)
+        .current_dir(&dir.0)
+        .env("CQLJ_CACHE_DIR", dir.path("cache"))
+        .output()
+        .expect("the cqlj binary runs")
+}
+
 #[test]
 fn help_describes_every_transform_option() {
     let (code, help, _) = cqlj(&["--help"]);
@@ -674,13 +685,7 @@ fn similarposition_orders_games_by_submission() {
     )
     .expect("write");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
-            .args(["-i", "in.pgn", "-o", "-"])
-            .args(args)
-            .current_dir(&dir.0)
-            .env("CQLJ_CACHE_DIR", dir.path("cache"))
-            .output()
-            .expect("the cqlj binary runs");
+        let out = cqlj_in(&dir, &[&["-i", "in.pgn", "-o", "-"], args].concat());
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let games: Vec<String> = text
@@ -735,12 +740,7 @@ fn output_options_drop_what_cql_drops() {
     let run = |query: &str, option: Option<&str>| {
         let mut args = vec!["-i", "in.pgn", "-o", "-", "-cql", query];
         args.extend(option);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
-            .args(&args)
-            .current_dir(&dir.0)
-            .env("CQLJ_CACHE_DIR", dir.path("cache"))
-            .output()
-            .expect("the cqlj binary runs");
+        let out = cqlj_in(&dir, &args);
         assert!(
             out.status.success(),
             "{}",
@@ -798,8 +798,9 @@ fn message_prints_lines_as_cql_does() {
     )
     .expect("write");
     let run = |query: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cqlj"))
-            .args([
+        let out = cqlj_in(
+            &dir,
+            &[
                 "-i",
                 "in.pgn",
                 "-o",
@@ -809,11 +810,8 @@ fn message_prints_lines_as_cql_does() {
                 "1",
                 "-cql",
                 query,
-            ])
-            .current_dir(&dir.0)
-            .env("CQLJ_CACHE_DIR", dir.path("cache"))
-            .output()
-            .expect("the cqlj binary runs");
+            ],
+        );
         assert!(
             out.status.success(),
             "{}",
