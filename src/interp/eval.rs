@@ -10,8 +10,8 @@ use shakmaty::{Bitboard, Square};
 use super::moves::{MoveFacts, legal_moves, pseudo_legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board, mates};
 use crate::ir::{
-    ArithOp, Castle, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource,
-    MoveValue, Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
+    ArithOp, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue,
+    Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -1297,16 +1297,7 @@ impl MoveParams {
                 .promote
                 .as_ref()
                 .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
-            && match special {
-                None => true,
-                Some(SpecialMove::EnPassant) => mv.en_passant,
-                Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
-                Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
-                Some(SpecialMove::Castle(Castle::Either)) => {
-                    mv.castle_kingside || mv.castle_queenside
-                }
-                Some(SpecialMove::Null) => mv.null,
-            }
+            && mv.is_special(special)
     }
 }
 

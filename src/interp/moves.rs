@@ -114,6 +114,21 @@ impl MoveFacts {
     /// The rook's move of a castling (`None` for any other move): from
     /// the a- or h-file to the d- or f-file of the king's rank, with the
     /// castling's other facts.
+    /// Whether the move is of the kind `special` names (`None`: any).
+    pub(crate) fn is_special(&self, special: Option<crate::ir::SpecialMove>) -> bool {
+        use crate::ir::{Castle, SpecialMove};
+        match special {
+            None => true,
+            Some(SpecialMove::EnPassant) => self.en_passant,
+            Some(SpecialMove::Castle(Castle::Kingside)) => self.castle_kingside,
+            Some(SpecialMove::Castle(Castle::Queenside)) => self.castle_queenside,
+            Some(SpecialMove::Castle(Castle::Either)) => {
+                self.castle_kingside || self.castle_queenside
+            }
+            Some(SpecialMove::Null) => self.null,
+        }
+    }
+
     pub(crate) fn rook_part(&self) -> Option<MoveFacts> {
         let (from, to) = if self.castle_kingside {
             (shakmaty::File::H, shakmaty::File::F)

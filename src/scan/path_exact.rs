@@ -205,7 +205,6 @@ impl Dash {
     /// Whether one part of a move satisfies every parameter and the kind
     /// (the interpreter's `MoveParams::admits`).
     fn admits_part(&self, mv: &MoveFacts, origin: &impl Fn(usize) -> u64) -> bool {
-        use crate::ir::Castle;
         let has = |d: &Option<Designator>, sq: shakmaty::Square| {
             d.as_ref().is_none_or(|d| d.squares(origin).contains(sq))
         };
@@ -215,16 +214,7 @@ impl Dash {
                 mv.capture_square
                     .is_some_and(|c| d.squares(origin).contains(c))
             })
-            && match self.special {
-                None => true,
-                Some(SpecialMove::EnPassant) => mv.en_passant,
-                Some(SpecialMove::Castle(Castle::Kingside)) => mv.castle_kingside,
-                Some(SpecialMove::Castle(Castle::Queenside)) => mv.castle_queenside,
-                Some(SpecialMove::Castle(Castle::Either)) => {
-                    mv.castle_kingside || mv.castle_queenside
-                }
-                Some(SpecialMove::Null) => mv.null,
-            }
+            && mv.is_special(self.special)
     }
 }
 
