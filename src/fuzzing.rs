@@ -301,6 +301,14 @@ fn canonical(e: &mut Expr) {
             Kind::Logical
         };
     }
+    // The parser reads `X != Y` as `not X == Y` (CQL 6.2).
+    if matches!(e.node, Node::Compare(CmpOp::Ne, ..)) {
+        let mut inner = std::mem::replace(e, e_bool());
+        if let Node::Compare(op, ..) = &mut inner.node {
+            *op = CmpOp::Eq;
+        }
+        *e = Expr::new(Node::Not(Box::new(inner)), Kind::Logical, Span::default());
+    }
 }
 
 fn e_bool() -> Expr {
@@ -1241,7 +1249,9 @@ impl Gen<'_> {
                 }
             }
             7 => {
-                let op = self.cmp_op();
+                // `!=` has no value (CQL 6.2): not a numeric filter.
+                let op =
+                    [CmpOp::Lt, CmpOp::Le, CmpOp::Eq, CmpOp::Ge, CmpOp::Gt][self.below(5) as usize];
                 e(Node::Compare(op, n(self), n(self)), Kind::Numeric)
             }
             8 => {

@@ -2069,6 +2069,18 @@ impl<'a> Lowerer<'a, '_> {
         } else {
             Kind::Logical
         };
+        if op == CmpOp::Ne {
+            // CQL 6.2: `X != Y` is `not X == Y`: it matches where either
+            // side has no value, and it has no value itself (oracle:
+            // `tag "Foo" != "x"` matches every game without the tag;
+            // `sort (#P != 5)` is refused).
+            let eq = self.mk(
+                Node::Compare(CmpOp::Eq, Box::new(x), Box::new(y)),
+                kind,
+                span,
+            )?;
+            return self.mk(Node::Not(Box::new(eq)), Kind::Logical, span);
+        }
         self.mk(Node::Compare(op, Box::new(x), Box::new(y)), kind, span)
     }
 

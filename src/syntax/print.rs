@@ -932,6 +932,12 @@ impl Printer<'_> {
             }
             Node::And(a, b) => self.infix(a, "and", b, bp::AND, true),
             Node::Or(a, b) => self.infix(a, "or", b, bp::OR, true),
+            // `X != Y` is read as `not X == Y` (CQL 6.2); written back as
+            // it was.
+            Node::Not(a) if matches!(a.node, Node::Compare(CmpOp::Eq, ..)) => match &a.node {
+                Node::Compare(_, x, y) => self.infix(x, "!=", y, bp::CMP, false),
+                _ => self.prefix("not ", a, bp::NOT),
+            },
             Node::Not(a) => self.prefix("not ", a, bp::NOT),
             Node::If {
                 cond,
