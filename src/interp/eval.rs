@@ -1186,8 +1186,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     /// The text of `comment`/`message` arguments: each argument's value,
     /// concatenated (strings as they are, numbers in decimal, sets as a
     /// square designator, positions as CQL writes them (`move 3(wtm)`, with
-    /// `[positionid]` in a variation), logical filters as
-    /// `true`); an argument that does not match contributes `<none>`.
+    /// `[positionid]` in a variation), a logical filter that matches as
+    /// `<true>`); an argument that does not match contributes `<false>`,
+    /// as in CQL 6.2.
     fn render(&mut self, args: &[Expr], at: u32) -> R<String> {
         let mut out = String::new();
         for a in args {
@@ -1202,8 +1203,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 self.eval(a, at)?
             };
             match v {
-                None => out.push_str("<none>"),
-                Some(Value::Matched) if a.kind == Kind::Numeric => out.push_str("<none>"),
+                None => out.push_str("<false>"),
+                Some(Value::Matched) if a.kind == Kind::Numeric => out.push_str("<false>"),
                 Some(v) => {
                     let text = self.value_text(v);
                     out.push_str(&text);

@@ -551,7 +551,7 @@ impl Evaluator<'_, '_> {
             Value::Number(n) => n.to_string(),
             Value::Str(s) => s,
             Value::Position(p) => self.position_text(p),
-            Value::Matched => "true".to_owned(),
+            Value::Matched => "<true>".to_owned(),
             Value::Piece(id) => format!("piece {}", id.0),
         }
     }
