@@ -711,13 +711,28 @@ impl Interpreter {
         let mut state = self.new_state(opts);
         state.text = text;
         let mut matched = Vec::new();
-        for i in evaluation_order(game, opts.variations) {
-            if self.eval_body_at(game, i, &mut state)?.is_some() {
-                matched.push(i);
+        match variation_order(game, opts.variations) {
+            // Store order: the mainline alone, or a game without variations.
+            None => {
+                for (i, rec) in game.positions.iter().enumerate() {
+                    if !opts.variations && !rec.has(cqlj_runtime::layout::flags::MAINLINE) {
+                        continue;
+                    }
+                    if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
+                        matched.push(i as u32);
+                    }
+                }
+            }
+            Some(order) => {
+                for i in order {
+                    if self.eval_body_at(game, i, &mut state)?.is_some() {
+                        matched.push(i);
+                    }
+                }
+                // Ascending, as the matched positions are reported.
+                matched.sort_unstable();
             }
         }
-        // Ascending, as the matched positions are reported.
-        matched.sort_unstable();
         if !self.persistent_dicts.is_empty() {
             let mut dicts = self
                 .dict_values
@@ -815,20 +830,18 @@ impl Interpreter {
     }
 }
 
-/// The positions a game's evaluation visits, in CQL 6.2's order: the
-/// game tree in pre-order, a line's continuation before the variations
-/// that branch from it (`positionid` order; CQL 6.2 oracle: the lines of
-/// `message` come in this order). Without `variations` the mainline only,
-/// in store order (which is that order there). A position whose parent
-/// link is broken comes last, in store order.
-fn evaluation_order(game: &GameView, variations: bool) -> Vec<u32> {
+/// The positions a game's evaluation visits when that is not store order:
+/// CQL 6.2 visits the game tree in pre-order, a line's continuation before
+/// the variations that branch from it (`positionid` order; CQL 6.2 oracle:
+/// the lines of `message` come in this order). `None` when store order is
+/// that order: without `variations` (the mainline alone) or in a game
+/// without variations. A position whose parent link is broken comes last,
+/// in store order.
+fn variation_order(game: &GameView, variations: bool) -> Option<Vec<u32>> {
     use cqlj_runtime::layout::flags::MAINLINE;
     let n = game.positions.len();
-    let all_mainline = game.positions.iter().all(|r| r.has(MAINLINE));
-    if !variations || all_mainline {
-        return (0..n as u32)
-            .filter(|&i| variations || game.positions[i as usize].has(MAINLINE))
-            .collect();
+    if !variations || game.positions.iter().all(|r| r.has(MAINLINE)) {
+        return None;
     }
     // Children in store order (primary first), as a linked list per parent.
     let mut first_child = vec![u32::MAX; n];
@@ -861,7 +874,7 @@ fn evaluation_order(game: &GameView, variations: bool) -> Vec<u32> {
         }
         stack.extend(kids.into_iter().rev());
     }
-    order
+    Some(order)
 }
 
 fn sort_id(label: &Option<String>, min: bool, span: Span) -> SortId {

@@ -750,9 +750,9 @@ impl<'s> StoreMatcher<'s> {
             if self.stopped() {
                 break;
             }
-            if let Some(px) = &self.path_exact
-                && let Some(positions) = self.path_exact_game(px, base, range.clone(), scratch)
-            {
+            // A game decided without the interpreter: its matching
+            // positions, if any.
+            let decided = |out: &mut Vec<GameMatch>, positions: Vec<u32>| {
                 if !positions.is_empty() {
                     out.push(GameMatch {
                         game: g,
@@ -760,6 +760,11 @@ impl<'s> StoreMatcher<'s> {
                         ..GameMatch::default()
                     });
                 }
+            };
+            if let Some(px) = &self.path_exact
+                && let Some(positions) = self.path_exact_game(px, base, range.clone(), scratch)
+            {
+                decided(out, positions);
                 continue;
             }
             if !self.lines.is_empty() && !self.lines_may_match(base, range.clone(), scratch) {
@@ -769,13 +774,7 @@ impl<'s> StoreMatcher<'s> {
                 match self.echoes_may_match(base, range.clone(), scratch) {
                     (false, _) => continue,
                     (true, Some(positions)) => {
-                        if !positions.is_empty() {
-                            out.push(GameMatch {
-                                game: g,
-                                positions: positions.into(),
-                                ..GameMatch::default()
-                            });
-                        }
+                        decided(out, positions);
                         continue;
                     }
                     (true, None) => {}
