@@ -16,9 +16,7 @@ use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
-use crate::runtime::layout::{
-    CHUNK_POSITIONS, ChunkColumns, Column, PackedMove, PositionRecord, flags,
-};
+use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, Column, PositionRecord, flags};
 use crate::runtime::store::Store;
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
@@ -189,6 +187,10 @@ pub struct Scratch {
     path_tree: GameTree,
     /// The walk's stack (reused).
     path_stack: Vec<super::path_exact::WalkNode>,
+    /// Scratch of the native path walk: the starts to walk and their focus.
+    path_starts: Vec<(u32, Option<shakmaty::Bitboard>)>,
+    /// [`PathExact::starts`] of the game being walked.
+    path_may_start: Vec<bool>,
     /// The automaton's state sets of the game being decided, by position
     /// in the game (children's sets OR-ed in before their parent's).
     line_sets: Vec<u64>,
@@ -818,31 +820,51 @@ impl<'s> StoreMatcher<'s> {
             // which neither accepts nor adds to the parent's: nothing to do
             // there (most positions of most games; see `idle`).
             let idle = line.idle();
-            for i in range.clone().rev() {
-                if let Some(idle) = idle
-                    && sets[i - range.start] & !idle == 0
-                    && !line
-                        .compiled()
-                        .iter()
-                        .any(|&k| bit(&scratch.line_bits[kernels.start + k], i))
-                {
-                    continue;
+            let line_bits = &scratch.line_bits[kernels.clone()];
+            let compiled = line.compiled();
+            // Positions below the cursor whose set holds more than the idle
+            // states: while there is none, the walk jumps to the next
+            // position where a compiled constituent matches.
+            let mut pending = 0usize;
+            let mut next = range.end;
+            while next > range.start {
+                let i = match idle {
+                    Some(_) if pending == 0 => {
+                        match prev_any_bit(line_bits, compiled, range.start, next) {
+                            Some(i) => i,
+                            None => break,
+                        }
+                    }
+                    _ => next - 1,
+                };
+                next = i;
+                let children = sets[i - range.start];
+                if let Some(idle) = idle {
+                    let busy = children & !idle != 0;
+                    pending -= usize::from(busy);
+                    if !busy && !compiled.iter().any(|&k| bit(&line_bits[k], i)) {
+                        continue;
+                    }
                 }
                 let (chunk, at) = self.chunk_at(base + i as u64, &mut current);
                 if !self.opts.variations && chunk.flags[at] & flags::MAINLINE == 0 {
                     continue;
                 }
-                let set = line.step(
-                    |k| bit(&scratch.line_bits[kernels.start + k], i),
-                    sets[i - range.start],
-                );
+                let set = line.step(|k| bit(&line_bits[k], i), children);
                 if line.accepts(set) && bit(&scratch.batch_bits, i) {
                     found = true;
                     break;
                 }
                 let delta = usize::from(chunk.parent_delta[at]);
                 if delta != 0 && i >= range.start + delta {
-                    sets[i - delta - range.start] |= set;
+                    let parent = &mut sets[i - delta - range.start];
+                    if let Some(idle) = idle
+                        && *parent & !idle == 0
+                        && set & !idle != 0
+                    {
+                        pending += 1;
+                    }
+                    *parent |= set;
                 }
             }
             if !found {
@@ -864,16 +886,21 @@ impl<'s> StoreMatcher<'s> {
         scratch: &mut Scratch,
     ) -> Option<Vec<u32>> {
         let bit = |words: &[u64], i: usize| (words[i / 64] >> (i % 64)) & 1 != 0;
-        let mut current: Option<(u64, &ChunkColumns)> = None;
         let mut tree = std::mem::take(&mut scratch.path_tree);
         tree.clear();
-        for i in range.clone() {
-            let (chunk, at) = self.chunk_at(base + i as u64, &mut current);
-            tree.push(
-                PackedMove(chunk.mv[at]),
-                chunk.flags[at],
-                chunk.parent_delta[at],
+        // The game's moves, flags and parent links, a chunk's slice at a time.
+        let mut i = range.start;
+        while i < range.end {
+            let pos = base + i as u64;
+            let chunk = self.store.chunk(pos / CHUNK_POSITIONS as u64);
+            let at = (pos % CHUNK_POSITIONS as u64) as usize;
+            let n = (range.end - i).min(CHUNK_POSITIONS - at);
+            tree.extend(
+                &chunk.mv[at..at + n],
+                &chunk.flags[at..at + n],
+                &chunk.parent_delta[at..at + n],
             );
+            i += n;
         }
         tree.link(self.opts.variations);
         let board = |p: u32, k: usize| {
@@ -884,18 +911,30 @@ impl<'s> StoreMatcher<'s> {
         let first_kernel: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
         let kernel_bits = &scratch.line_bits[first_kernel..];
         let check = |k: usize, p: u32| bit(&kernel_bits[k], range.start + p as usize);
+        // The starts the kernel selects where a walk may match, then their
+        // focus (independent board reads, one after the other), then the
+        // walks.
+        let may = &mut scratch.path_may_start;
+        px.starts(&tree, may);
+        let starts = &mut scratch.path_starts;
+        starts.clear();
+        for p in 0..range.len() as u32 {
+            if may[p as usize]
+                && bit(&scratch.batch_bits, range.start + p as usize)
+                && (self.opts.variations || tree.is_mainline(p))
+            {
+                starts.push((p, None));
+            }
+        }
+        for (p, focus) in starts.iter_mut() {
+            *focus = px.focus_at(*p, &board);
+        }
         let stack = &mut scratch.path_stack;
         let mut matched = Vec::new();
         let mut result = Some(());
-        for p in 0..range.len() {
-            let i = range.start + p;
-            if !bit(&scratch.batch_bits, i)
-                || (!self.opts.variations && !tree.is_mainline(p as u32))
-            {
-                continue;
-            }
-            match px.matches_at(&tree, p as u32, &check, &board, stack) {
-                Some(true) => matched.push(p as u32),
+        for &(p, focus) in starts.iter() {
+            match px.walk(&tree, p, focus, &check, &board, stack) {
+                Some(true) => matched.push(p),
                 Some(false) => {}
                 None => {
                     result = None;
@@ -1095,6 +1134,8 @@ impl GameMatcher for StoreMatcher<'_> {
             line_bits: Vec::new(),
             path_tree: GameTree::default(),
             path_stack: Vec::new(),
+            path_starts: Vec::new(),
+            path_may_start: Vec::new(),
             line_sets: Vec::new(),
             echo_keys: Vec::new(),
             echo_values: Vec::new(),
@@ -1147,6 +1188,29 @@ impl GameMatcher for StoreMatcher<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The highest position in `lo..hi` where one of the kernels `ks` of
+/// `bits` matches, if any (a word at a time).
+fn prev_any_bit(bits: &[Vec<u64>], ks: &[usize], lo: usize, hi: usize) -> Option<usize> {
+    if lo >= hi {
+        return None;
+    }
+    let mut w = (hi - 1) / 64;
+    // Bits at or above `hi` are masked off in the first word.
+    let mut mask = !0u64 >> (63 - (hi - 1) % 64);
+    loop {
+        let word = ks.iter().fold(0u64, |acc, &k| acc | bits[k][w]) & mask;
+        if word != 0 {
+            let i = w * 64 + 63 - word.leading_zeros() as usize;
+            return (i >= lo).then_some(i);
+        }
+        if w * 64 <= lo || w == 0 {
+            return None;
+        }
+        w -= 1;
+        mask = !0;
     }
 }
 

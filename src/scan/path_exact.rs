@@ -25,7 +25,7 @@
 //! `piecepath` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
 
-use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MoveKind, PackedMove, flags};
+use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MoveKind, PackedMove, flags, move_bits};
 use shakmaty::Bitboard;
 
 use crate::interp::{self, MoveFacts, PathState};
@@ -226,12 +226,25 @@ pub(super) struct PathExact {
     kernels: Vec<Option<CompiledQuery>>,
     dashes: Vec<Dash>,
     focus: Option<Designator>,
+    /// [`Designator::may_focus`] of the focus by bits 12..24 of a move
+    /// that is not a null move (`MAY_FOCUS_BITS`), so one lookup.
+    may_focus: Vec<bool>,
+    /// The focus designates pieces that cannot change kind on the way
+    /// (no pawns, no empty squares), so `may_focus` stays a necessary
+    /// condition of being in focus after the start; and `singlecolor` is
+    /// off: a walk may skip ahead over the moves it rules out.
+    skip_ahead: bool,
     focus_capture: bool,
     singlecolor: bool,
     primary: bool,
     firstmatch: bool,
     range: Option<(i64, Option<i64>)>,
 }
+
+/// The bits of a packed move [`Designator::may_focus`] reads (roles,
+/// kind, colour: all above the squares), shifted down.
+const MAY_FOCUS_SHIFT: u32 = 12;
+const MAY_FOCUS_BITS: usize = 1 << 12;
 
 /// Most automaton states (one bit each in a `u64`).
 const MAX_STATES: usize = 64;
@@ -255,9 +268,15 @@ pub(super) struct GameTree {
     mv: Vec<PackedMove>,
     flags: Vec<u8>,
     parent_delta: Vec<u16>,
-    /// Visible children of each position, in store order (CSR).
+    /// Visible children of each position, in store order (CSR); unused
+    /// when `linear`.
     child_start: Vec<u32>,
     children: Vec<u32>,
+    /// Every position's parent is the one before it (a game without
+    /// variations): position p's only child is p + 1.
+    linear: bool,
+    /// 0, 1, 2, ...: the children slices of a linear game.
+    ids: Vec<u32>,
 }
 
 impl GameTree {
@@ -275,10 +294,25 @@ impl GameTree {
         self.parent_delta.push(parent_delta);
     }
 
+    /// Adds the game's next positions (store order), from column slices
+    /// of equal length.
+    pub(super) fn extend(&mut self, mv: &[u32], flags: &[u8], parent_delta: &[u16]) {
+        self.mv.extend(mv.iter().map(|&m| PackedMove(m)));
+        self.flags.extend_from_slice(flags);
+        self.parent_delta.extend_from_slice(parent_delta);
+    }
+
     /// Links the positions added: with `variations` false only mainline
     /// positions are visible.
     pub(super) fn link(&mut self, variations: bool) {
         let n = self.mv.len();
+        self.linear = self.parent_delta.iter().skip(1).all(|&d| d == 1);
+        if self.linear {
+            if self.ids.len() < n {
+                self.ids.extend(self.ids.len() as u32..n as u32);
+            }
+            return;
+        }
         let visible = |f: u8| variations || f & flags::MAINLINE != 0;
         self.child_start.clear();
         self.child_start.resize(n + 1, 0);
@@ -324,6 +358,10 @@ impl GameTree {
     }
 
     fn children(&self, p: u32) -> &[u32] {
+        if self.linear {
+            let c = p as usize + 1;
+            return &self.ids[c.min(self.mv.len())..(c + 1).min(self.mv.len())];
+        }
         let (a, b) = (
             self.child_start[p as usize],
             self.child_start[p as usize + 1],
@@ -408,12 +446,24 @@ impl PathExact {
             }
             kernels.push(Some(cq));
         }
+        let may_focus = (0..MAY_FOCUS_BITS as u32)
+            .map(|bits| {
+                // From a1 to b1: not a null move.
+                let mv = PackedMove(bits << MAY_FOCUS_SHIFT | 1 << move_bits::TO_SHIFT);
+                focus.is_none_or(|d| d.may_focus(mv, params.focus_capture))
+            })
+            .collect();
+        let pawns = 1 | 1 << 6;
+        let skip_ahead = !params.singlecolor
+            && focus.is_some_and(|d| !d.empty && d.pieces.is_some_and(|m| m & pawns == 0));
         Some(PathExact {
             states,
             start: nfa.start,
             kernels,
             dashes,
             focus,
+            may_focus,
+            skip_ahead,
             focus_capture: params.focus_capture,
             singlecolor: params.singlecolor,
             primary: params.primary,
@@ -438,7 +488,55 @@ impl PathExact {
         &self.kernels
     }
 
-    /// Whether the path matches at `start`; `check(k, p)` says whether
+    /// Whether a walk from `start` may match: with a focus, the first move
+    /// must be in focus (before it, a move out of focus ends the walk), so
+    /// without a child whose move may be, there is no match (and no step
+    /// beyond the start's closure).
+    pub(super) fn may_start(&self, tree: &GameTree, start: u32) -> bool {
+        match &self.focus {
+            None => true,
+            Some(d) => tree
+                .children(start)
+                .iter()
+                .take(if self.primary { 1 } else { usize::MAX })
+                .any(|&c| d.may_focus(tree.mv[c as usize], self.focus_capture)),
+        }
+    }
+
+    /// Sets `out[p]` to [`Self::may_start`] at every position `p` of the
+    /// tree (one pass over the children, not one lookup per position).
+    pub(super) fn starts(&self, tree: &GameTree, out: &mut Vec<bool>) {
+        out.clear();
+        out.resize(tree.len(), false);
+        match &self.focus {
+            None => out.fill(true),
+            Some(_) if self.primary || !tree.linear => {
+                for (p, o) in out.iter_mut().enumerate() {
+                    *o = self.may_start(tree, p as u32);
+                }
+            }
+            Some(_) => {
+                for c in 1..tree.len() {
+                    let mv = tree.mv[c];
+                    out[c - 1] = self.may_focus
+                        [(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
+                        || (mv.from() == mv.to() && mv.is_null());
+                }
+            }
+        }
+    }
+
+    /// The focus's squares at `start` (`None` without a focus).
+    pub(super) fn focus_at(
+        &self,
+        start: u32,
+        board: &impl Fn(u32, usize) -> u64,
+    ) -> Option<Bitboard> {
+        self.focus.as_ref().map(|d| d.squares(|k| board(start, k)))
+    }
+
+    /// Whether the path matches at `start`, where [`Self::may_start`]
+    /// holds, `focus` being [`Self::focus_at`] the start; `check(k, p)` says whether
     /// kernel `k` matches at position `p`, `board(p, k)` is bitboard `k`
     /// (`BB_*`) of position `p`; `stack` is scratch space.
     /// `None`: the walk would pass the interpreter's step limit (the
@@ -448,26 +546,15 @@ impl PathExact {
     /// visits the states reachable from the live ones through splits and
     /// passing checks, a set that does not depend on the order of the
     /// visits, so its size is the interpreter's count of steps.
-    pub(super) fn matches_at(
+    pub(super) fn walk(
         &self,
         tree: &GameTree,
         start: u32,
+        focus: Option<Bitboard>,
         check: &impl Fn(usize, u32) -> bool,
         board: &impl Fn(u32, usize) -> u64,
         stack: &mut Vec<WalkNode>,
     ) -> Option<bool> {
-        // With a focus, the first move must be in focus (before it, a move
-        // out of focus ends the walk): no child whose move may be, no
-        // match (and no step beyond the start's closure).
-        if let Some(d) = &self.focus
-            && !tree
-                .children(start)
-                .iter()
-                .take(if self.primary { 1 } else { usize::MAX })
-                .any(|&c| d.may_focus(tree.mv[c as usize], self.focus_capture))
-        {
-            return Some(false);
-        }
         let white = tree.white_to_move(start);
         // A walk reaches each position of the start's subtree at most once
         // (one way down a tree), each closure visiting at most every
@@ -483,13 +570,32 @@ impl PathExact {
         stack.push(WalkNode {
             p: start,
             live: 1 << self.start,
-            focus: self.focus.as_ref().map(|d| d.squares(|k| board(start, k))),
+            focus,
             matched: 0,
             skipping: false,
         });
-        while let Some(n) = stack.pop() {
+        // The node pushed last is walked next: it is kept here instead of
+        // going through the stack (most positions have one child).
+        let mut top: Option<WalkNode> = None;
+        while let Some(mut n) = top.take().or_else(|| stack.pop()) {
             if self.firstmatch && best.is_some() {
                 break;
+            }
+            if n.skipping && tree.linear && self.skip_ahead {
+                // A move the table rules out, not null and not a capture,
+                // is out of focus and leaves the focus as it is: skip to
+                // the position before the next move that may matter.
+                let len = tree.len() as u32;
+                while n.p + 1 < len {
+                    let mv = tree.mv[(n.p + 1) as usize];
+                    if self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
+                        || mv.is_null()
+                        || mv.captured() != PackedMove::NO_ROLE
+                    {
+                        break;
+                    }
+                    n.p += 1;
+                }
             }
             let moves = if n.skipping {
                 n.live
@@ -548,7 +654,7 @@ impl PathExact {
                 };
                 if opponent {
                     if n.matched > 0 {
-                        stack.push(skip(n.focus));
+                        push(stack, &mut top, skip(n.focus));
                     }
                     continue;
                 }
@@ -565,7 +671,7 @@ impl PathExact {
                 };
                 if !focused {
                     if n.matched > 0 {
-                        stack.push(skip(focus));
+                        push(stack, &mut top, skip(focus));
                     }
                     continue;
                 }
@@ -582,17 +688,29 @@ impl PathExact {
                     }
                 }
                 if next != 0 {
-                    stack.push(WalkNode {
-                        p: c,
-                        live: next,
-                        focus,
-                        matched: n.matched + 1,
-                        skipping: false,
-                    });
+                    push(
+                        stack,
+                        &mut top,
+                        WalkNode {
+                            p: c,
+                            live: next,
+                            focus,
+                            matched: n.matched + 1,
+                            skipping: false,
+                        },
+                    );
                 }
             }
         }
         Some(best.is_some_and(|b| interp::in_range(self.range, b)))
+    }
+}
+
+/// Pushes `node` as the next node to walk: the previous next one goes to
+/// the stack, below it.
+fn push(stack: &mut Vec<WalkNode>, top: &mut Option<WalkNode>, node: WalkNode) {
+    if let Some(t) = top.replace(node) {
+        stack.push(t);
     }
 }
 
@@ -640,11 +758,32 @@ pub fn matches_in_game(
     let board = |p: u32, k: usize| positions[p as usize].bb[k];
     let mut stack = Vec::new();
     let mut out = vec![false; positions.len()];
+    // As the scan walks: the starts of one pass over the tree, then the
+    // walks (the per-start test is checked against it).
+    let mut starts = Vec::new();
+    px.starts(&tree, &mut starts);
     for (p, o) in out.iter_mut().enumerate() {
         if !variations && !tree.is_mainline(p as u32) {
             continue;
         }
-        match px.matches_at(&tree, p as u32, &check, &board, &mut stack) {
+        let may = px.may_start(&tree, p as u32);
+        assert_eq!(
+            starts[p], may,
+            "PathExact::starts disagrees with may_start at {p}"
+        );
+        let m = if may {
+            px.walk(
+                &tree,
+                p as u32,
+                px.focus_at(p as u32, &board),
+                &check,
+                &board,
+                &mut stack,
+            )
+        } else {
+            Some(false)
+        };
+        match m {
             Some(m) => *o = m,
             None => return Some(None),
         }
