@@ -61,46 +61,56 @@ impl EchoPreselect {
         (!keys.is_empty()).then_some(EchoPreselect { keys, exact })
     }
 
+    /// The number of compared X (values per position).
+    pub(super) fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
     /// Whether [`EchoPreselect::matches`] decides the query alone.
     pub(super) fn is_exact(&self) -> bool {
         self.exact
     }
 
-    /// For the positions `ats` of `chunk`: appends the values of every
-    /// comparable X, one per comparable X for each position, to `values`
-    /// and their hash to `hashes` (equal values, equal hashes). `column`
-    /// is scratch. Key by key over the positions, so that each loop
-    /// reads one column pattern.
+    /// For the positions `ats` of `chunk`, positions `t0..` of a game of
+    /// `n` positions: writes the values of every comparable X to `values`
+    /// (key-major: X number j of position t at `j * n + t`; `k * n` long,
+    /// k being the number of keys) and adds their hashes to `hashes[t]`
+    /// (equal values, equal hashes; start from zeros). Key by key over
+    /// the positions, so that each loop reads one column pattern and
+    /// writes one run.
     pub(super) fn keys(
         &self,
         chunk: &ChunkColumns,
         ats: std::ops::Range<usize>,
-        column: &mut Vec<u64>,
-        values: &mut Vec<u64>,
-        hashes: &mut Vec<u64>,
+        (t0, n): (usize, usize),
+        values: &mut [u64],
+        hashes: &mut [u64],
     ) {
-        let (k, n) = (self.keys.len(), ats.len());
-        let (v0, h0) = (values.len(), hashes.len());
-        values.resize(v0 + n * k, 0);
-        hashes.resize(h0 + n, 0);
+        let len = ats.len();
+        let hashes = &mut hashes[t0..t0 + len];
         for (j, x) in self.keys.iter().enumerate() {
-            column.clear();
-            x.values(chunk, ats.clone(), column);
-            for (t, &v) in column.iter().enumerate() {
-                values[v0 + t * k + j] = v;
-                let h = &mut hashes[h0 + t];
-                *h = (*h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+            let out = &mut values[j * n + t0..j * n + t0 + len];
+            x.values(chunk, ats.clone(), out);
+            // XOR of each key's values rotated by its own amount (no two
+            // amounts 32 apart, so a piece moving in two keys at once
+            // does not cancel out); [`pack`] mixes the sum. Equal values
+            // give equal hashes, and the loop is a few cycles per
+            // position.
+            let turn = (j as u32 * 13 + 5) % 64;
+            for (h, &v) in hashes.iter_mut().zip(out.iter()) {
+                *h ^= v.rotate_left(turn);
             }
         }
     }
 
     /// The positions that match an exact echo ([`EchoPreselect::is_exact`]):
     /// `keys` holds a [`pack`]ed key of each visible position, `values`
-    /// every position's values ([`EchoPreselect::keys`]). A position
-    /// matches when another has the same values. Sorted, each once.
+    /// every position's values ([`EchoPreselect::keys`], key-major). A
+    /// position matches when another has the same values. Sorted, each
+    /// once.
     pub(super) fn matches(&self, keys: &mut [u64], values: &[u64]) -> Vec<u32> {
-        let k = self.keys.len();
-        let of = |t: u32| &values[t as usize * k..t as usize * k + k];
+        let n = values.len() / self.keys.len().max(1);
+        let same = |a: usize, b: usize| values.chunks_exact(n).all(|col| col[a] == col[b]);
         keys.sort_unstable();
         let mut out = Vec::new();
         for run in keys
@@ -108,12 +118,9 @@ impl EchoPreselect {
             .filter(|r| r.len() > 1)
         {
             for &a in run {
-                let p = (a & INDEX) as u32;
-                if run
-                    .iter()
-                    .any(|&b| b != a && of((b & INDEX) as u32) == of(p))
-                {
-                    out.push(p);
+                let p = (a & INDEX) as usize;
+                if run.iter().any(|&b| b != a && same((b & INDEX) as usize, p)) {
+                    out.push(p as u32);
                 }
             }
         }
@@ -218,8 +225,8 @@ impl Key {
         })
     }
 
-    /// Appends the values at positions `ats` of `chunk` to `out`.
-    fn values(&self, chunk: &ChunkColumns, ats: std::ops::Range<usize>, out: &mut Vec<u64>) {
+    /// Writes the values at positions `ats` of `chunk` to `out` (as long).
+    fn values(&self, chunk: &ChunkColumns, ats: std::ops::Range<usize>, out: &mut [u64]) {
         match self {
             Key::Pieces {
                 white,
@@ -235,21 +242,35 @@ impl Key {
                 };
                 let role = roles.trailing_zeros() as usize;
                 let (c, r) = (&chunk.bb[colour][ats.clone()], &chunk.bb[role][ats]);
-                out.extend(c.iter().zip(r).map(|(c, r)| c & r & squares));
+                for ((o, c), r) in out.iter_mut().zip(c).zip(r) {
+                    *o = c & r & squares;
+                }
             }
             Key::Pieces {
                 white: 0b11_1111,
                 black: 0,
                 empty: false,
                 squares,
-            } => out.extend(chunk.bb[BB_WHITE][ats].iter().map(|w| w & squares)),
+            } => {
+                for (o, w) in out.iter_mut().zip(&chunk.bb[BB_WHITE][ats]) {
+                    *o = w & squares;
+                }
+            }
             Key::Pieces {
                 white: 0,
                 black: 0b11_1111,
                 empty: false,
                 squares,
-            } => out.extend(chunk.bb[BB_BLACK][ats].iter().map(|b| b & squares)),
-            _ => out.extend(ats.map(|at| self.value(chunk, at))),
+            } => {
+                for (o, b) in out.iter_mut().zip(&chunk.bb[BB_BLACK][ats]) {
+                    *o = b & squares;
+                }
+            }
+            _ => {
+                for (o, at) in out.iter_mut().zip(ats) {
+                    *o = self.value(chunk, at);
+                }
+            }
         }
     }
 
@@ -292,11 +313,13 @@ const INDEX: u64 = (1 << 20) - 1;
 /// The most positions of a game [`pack`] takes.
 pub(super) const MAX_POSITIONS: usize = 1 << 20;
 
-/// A position's key for sorting: its hash's high bits and its index `t`
-/// in the game (`t` < [`MAX_POSITIONS`]) in the low bits. Equal values
-/// give equal high bits.
+/// A position's key for sorting: its hash, mixed, in the high bits and
+/// its index `t` in the game (`t` < [`MAX_POSITIONS`]) in the low bits.
+/// Equal hashes give equal high bits.
 pub(super) fn pack(hash: u64, t: usize) -> u64 {
-    (hash & !INDEX) | t as u64
+    let h = (hash ^ hash >> 31).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h = h ^ h >> 29;
+    (h & !INDEX) | t as u64
 }
 
 /// Whether two of `keys` ([`pack`]ed) have equal hash bits (sorts them).

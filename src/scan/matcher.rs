@@ -197,12 +197,10 @@ pub struct Scratch {
     /// The current game's visible positions' keys (`echo_pre::pack`:
     /// hash bits and index in the game).
     echo_keys: Vec<u64>,
-    /// Their compared values, a group per position of the game.
+    /// Their compared values, a run per compared X over the game.
     echo_values: Vec<u64>,
     /// The hash of each position's values.
     echo_hashes: Vec<u64>,
-    /// One key's values over a run of positions.
-    echo_column: Vec<u64>,
 }
 
 impl<'s> StoreMatcher<'s> {
@@ -915,7 +913,7 @@ impl<'s> StoreMatcher<'s> {
         // focus (independent board reads, one after the other), then the
         // walks.
         let may = &mut scratch.path_may_start;
-        px.starts(&tree, may);
+        px.starts(&mut tree, may);
         let starts = &mut scratch.path_starts;
         starts.clear();
         for p in 0..range.len() as u32 {
@@ -985,9 +983,11 @@ impl<'s> StoreMatcher<'s> {
         }
         for echo in &self.echoes {
             let (keys, values) = (&mut scratch.echo_keys, &mut scratch.echo_values);
-            let (hashes, column) = (&mut scratch.echo_hashes, &mut scratch.echo_column);
+            let hashes = &mut scratch.echo_hashes;
             values.clear();
+            values.resize(echo.key_count() * range.len(), 0);
             hashes.clear();
+            hashes.resize(range.len(), 0);
             // The game's positions, a run per chunk.
             let (first, last) = (base + range.start as u64, base + range.end as u64);
             let mut pos = first;
@@ -996,7 +996,14 @@ impl<'s> StoreMatcher<'s> {
                 let chunk = self.store.chunk(c);
                 let at = (pos % chunk_len) as usize;
                 let n = ((c + 1) * chunk_len).min(last) - pos;
-                echo.keys(chunk, at..at + n as usize, column, values, hashes);
+                let t0 = (pos - first) as usize;
+                echo.keys(
+                    chunk,
+                    at..at + n as usize,
+                    (t0, range.len()),
+                    values,
+                    hashes,
+                );
                 pos += n;
             }
             // The visible ones, each with its hash and values.
@@ -1140,7 +1147,6 @@ impl GameMatcher for StoreMatcher<'_> {
             echo_keys: Vec::new(),
             echo_values: Vec::new(),
             echo_hashes: Vec::new(),
-            echo_column: Vec::new(),
         }
     }
 

@@ -231,8 +231,9 @@ pub(super) struct PathExact {
     may_focus: Vec<bool>,
     /// The focus designates pieces that cannot change kind on the way
     /// (no pawns, no empty squares), so `may_focus` stays a necessary
-    /// condition of being in focus after the start; and `singlecolor` is
-    /// off: a walk may skip ahead over the moves it rules out.
+    /// condition of being in focus after the start; and `singlecolor` and
+    /// `primary` are off: a walk may skip ahead over the moves it rules
+    /// out ([`GameTree::stop`]).
     skip_ahead: bool,
     focus_capture: bool,
     singlecolor: bool,
@@ -277,6 +278,11 @@ pub(super) struct GameTree {
     linear: bool,
     /// 0, 1, 2, ...: the children slices of a linear game.
     ids: Vec<u32>,
+    /// In a linear game, for [`PathExact::walk`]'s skip-ahead: the first
+    /// position after p whose move may be in focus, is a null move or a
+    /// capture (the number of positions if none); set by
+    /// [`PathExact::starts`] when the path skips ahead.
+    stop: Vec<u32>,
 }
 
 impl GameTree {
@@ -455,6 +461,7 @@ impl PathExact {
             .collect();
         let pawns = 1 | 1 << 6;
         let skip_ahead = !params.singlecolor
+            && !params.primary
             && focus.is_some_and(|d| !d.empty && d.pieces.is_some_and(|m| m & pawns == 0));
         Some(PathExact {
             states,
@@ -505,9 +512,10 @@ impl PathExact {
 
     /// Sets `out[p]` to [`Self::may_start`] at every position `p` of the
     /// tree (one pass over the children, not one lookup per position).
-    pub(super) fn starts(&self, tree: &GameTree, out: &mut Vec<bool>) {
+    pub(super) fn starts(&self, tree: &mut GameTree, out: &mut Vec<bool>) {
         out.clear();
         out.resize(tree.len(), false);
+        tree.stop.clear();
         match &self.focus {
             None => out.fill(true),
             Some(_) if self.primary || !tree.linear => {
@@ -515,15 +523,32 @@ impl PathExact {
                     *o = self.may_start(tree, p as u32);
                 }
             }
-            Some(_) => {
+            Some(_) if !self.skip_ahead => {
                 for c in 1..tree.len() {
+                    out[c - 1] = self.may_focus_move(tree.mv[c]);
+                }
+            }
+            Some(_) => {
+                let n = tree.len();
+                tree.stop.resize(n, n as u32);
+                for c in (1..n).rev() {
                     let mv = tree.mv[c];
-                    out[c - 1] = self.may_focus
-                        [(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
-                        || (mv.from() == mv.to() && mv.is_null());
+                    out[c - 1] = self.may_focus_move(mv);
+                    tree.stop[c - 1] = if out[c - 1] || mv.captured() != PackedMove::NO_ROLE {
+                        c as u32
+                    } else {
+                        tree.stop[c]
+                    };
                 }
             }
         }
+    }
+
+    /// Whether a move may be in focus ([`Designator::may_focus`]), by
+    /// table.
+    fn may_focus_move(&self, mv: PackedMove) -> bool {
+        self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
+            || (mv.from() == mv.to() && mv.is_null())
     }
 
     /// The focus's squares at `start` (`None` without a focus).
@@ -585,17 +610,7 @@ impl PathExact {
                 // A move the table rules out, not null and not a capture,
                 // is out of focus and leaves the focus as it is: skip to
                 // the position before the next move that may matter.
-                let len = tree.len() as u32;
-                while n.p + 1 < len {
-                    let mv = tree.mv[(n.p + 1) as usize];
-                    if self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
-                        || mv.is_null()
-                        || mv.captured() != PackedMove::NO_ROLE
-                    {
-                        break;
-                    }
-                    n.p += 1;
-                }
+                n.p = tree.stop[n.p as usize] - 1;
             }
             let moves = if n.skipping {
                 n.live
@@ -761,7 +776,7 @@ pub fn matches_in_game(
     // As the scan walks: the starts of one pass over the tree, then the
     // walks (the per-start test is checked against it).
     let mut starts = Vec::new();
-    px.starts(&tree, &mut starts);
+    px.starts(&mut tree, &mut starts);
     for (p, o) in out.iter_mut().enumerate() {
         if !variations && !tree.is_mainline(p as u32) {
             continue;
