@@ -1764,6 +1764,7 @@ impl Gen<'_> {
             singlecolor,
             quiet: flags & 0x20 != 0,
             verbose: false,
+            debug: false,
             title: (flags & 2 != 0).then(|| "t".to_owned()),
             range: (flags & 0xc0 == 0xc0).then(|| self.range()),
         };

@@ -420,6 +420,10 @@ pub struct PathParams {
     pub quiet: bool,
     /// `verbose` as written (kept so that the query prints back the same).
     pub verbose: bool,
+    /// `pathdebug`: each evaluation prints a `PathDebug` line (where the
+    /// path was evaluated and what it found) with the `message` lines;
+    /// the answers do not change.
+    pub debug: bool,
     /// `title S`: the comment S at the start of a matching path.
     pub title: Option<String>,
     /// The number of moves of the path must lie in this range.
@@ -2039,6 +2043,7 @@ impl Expr {
                 | Builtin::SimilarPosition { .. },
                 _,
             ) => true,
+            Node::Path(p) if p.params.debug => true,
             _ => {
                 let mut any = false;
                 self.for_each_child(|c| any |= c.has_side_effects());

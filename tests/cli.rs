@@ -831,6 +831,68 @@ fn message_prints_lines_as_cql_does() {
     );
 }
 
+/// `path pathdebug` prints one line per evaluation of the path with the
+/// `message` lines: the positions, in order, are those CQL 6.2's
+/// `PathDebug` blocks name on this game (checked with CQL 6.2); the
+/// answer is the path's.
+#[test]
+fn pathdebug_prints_a_line_per_evaluation() {
+    let dir = Scratch::new("pathdebug-lines");
+    std::fs::write(
+        dir.path("in.pgn"),
+        "[Event \"v\"]\n[Result \"*\"]\n\n1. e4 e5 (1... c5 2. Nf3 (2. c3 d5) 2... d6) 2. Nf3 *\n\n\
+         [Event \"w\"]\n[Result \"*\"]\n\n1. d4 *\n",
+    )
+    .expect("write");
+    let out = cqlj_in(
+        &dir,
+        &[
+            "-i",
+            "in.pgn",
+            "-o",
+            "out.pgn",
+            "--variations",
+            "-threads",
+            "1",
+            "-cql",
+            "path quiet pathdebug -- --",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let at = |line: &str| line.split(": PathDebug").next().unwrap_or("").to_owned();
+    let places: Vec<String> = stdout.lines().map(at).collect();
+    assert_eq!(
+        places,
+        [
+            "Game: 1 move 1(wtm)",
+            "Game: 1 move 1(btm)",
+            "Game: 1 move 2(wtm)",
+            "Game: 1 move 2(btm)",
+            "Game: 1 move 2(wtm)[4]",
+            "Game: 1 move 2(btm)[5]",
+            "Game: 1 move 3(wtm)[6]",
+            "Game: 1 move 2(btm)[7]",
+            "Game: 1 move 3(wtm)[8]",
+            "Game: 2 move 1(wtm)",
+            "Game: 2 move 1(btm)",
+        ]
+    );
+    let first = stdout.lines().next().unwrap_or("");
+    assert!(
+        first.ends_with(": matched, value 2, ends at move 2(wtm)"),
+        "{first}"
+    );
+    assert!(stdout.lines().nth(2).unwrap_or("").ends_with(": no match"));
+    // One game matches, as with CQL 6.2.
+    let written = std::fs::read_to_string(dir.path("out.pgn")).expect("output");
+    assert_eq!(written.matches("[Event ").count(), 1, "{written}");
+}
+
 #[test]
 fn hhdb_main_markers_need_variations() {
     // CQL 6.2 refuses `hhdb mainline`, `variation`, `"<main>"` and

@@ -272,11 +272,26 @@ fn syntax_several_errors_reported() {
     assert_eq!(lines, vec![1, 2, 3, 4, 5]);
 }
 
+/// `pathdebug` is the last of a path's parameters, as CQL 6.2 reads it;
+/// it prints back there.
 #[test]
-fn syntax_unsupported_keyword_message() {
-    let d = syntax::parse("check\n  pathdebug").expect_err("bad");
-    assert_eq!(d.items[0].message, "not supported yet: pathdebug");
-    assert_eq!((d.items[0].line, d.items[0].col), (2, 3));
+fn syntax_pathdebug_is_the_last_path_parameter() {
+    let d = syntax::parse("check\n  path pathdebug quiet -- check").expect_err("bad");
+    assert_eq!(
+        d.items[0].message,
+        "`pathdebug` must be the last of a path's parameters (as in CQL 6.2)"
+    );
+    assert_eq!((d.items[0].line, d.items[0].col), (2, 18));
+    let q = syntax::parse("path quiet focus N 2 3 pathdebug -- check").expect("parses");
+    let text = syntax::print_query(&q);
+    assert!(
+        text.contains("path quiet focus N 2 3 pathdebug --"),
+        "{text}"
+    );
+    assert_eq!(
+        syntax::print_query(&syntax::parse(&text).expect("reparses")),
+        text
+    );
 }
 
 #[test]

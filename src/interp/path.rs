@@ -252,8 +252,42 @@ struct Search<'n, 'e> {
 }
 
 impl Evaluator<'_, '_> {
-    /// Evaluates `path` at `at`; see the module docs.
+    /// Evaluates `path` at `at`; see the module docs. With `pathdebug`, a
+    /// `PathDebug` line joins the `message` lines: the position, the
+    /// path's place in the query and what it found.
     pub(super) fn path(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
+        let value = self.path_value(p, span, at)?;
+        if p.params.debug {
+            let found = match &value {
+                None => "no match".to_owned(),
+                Some(Value::Position(q)) => {
+                    format!("matched, last position {}", self.position_text(*q))
+                }
+                Some(Value::Number(n)) => {
+                    let ends = match self.st.last_path {
+                        Some((start, last)) if start == at => {
+                            format!(", ends at {}", self.position_text(last))
+                        }
+                        _ => String::new(),
+                    };
+                    format!("matched, value {n}{ends}")
+                }
+                Some(v) => format!("matched, value {v:?}"),
+            };
+            let line = format!(
+                "Game: {} {}: PathDebug: path at bytes {}..{} of the query: {found}",
+                self.game.number,
+                self.position_text(at),
+                span.start,
+                span.end
+            );
+            self.st.message_lines.push(line);
+        }
+        Ok(value)
+    }
+
+    /// [`Self::path`]'s value and effects (comments, bans).
+    fn path_value(&mut self, p: &PathFilter, span: Span, at: u32) -> R<Option<Value>> {
         // The filter's identity for `nestban` (the query is immutable).
         let key = std::ptr::from_ref(p) as usize;
         if p.params.nestban && self.st.path_bans.get(&key).is_some_and(|b| b.contains(&at)) {

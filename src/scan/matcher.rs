@@ -68,11 +68,14 @@ pub enum MatcherError {
 /// [`StoreMatcher::with_message_sink`]).
 pub type MessageSink<'s> = Box<dyn Fn(&[String]) + Send + Sync + 's>;
 
-/// Whether `q` has a `message` filter.
+/// Whether `q` has a `message` filter or a `path pathdebug` (which
+/// prints with the messages).
 fn has_message(q: &ExpandedQuery) -> bool {
     fn walk(e: &crate::ir::Expr) -> bool {
-        if matches!(e.node, crate::ir::Node::Message { .. }) {
-            return true;
+        match &e.node {
+            crate::ir::Node::Message { .. } => return true,
+            crate::ir::Node::Path(p) if p.params.debug => return true,
+            _ => {}
         }
         let mut any = false;
         e.for_each_child(|c| any = any || walk(c));
@@ -254,7 +257,7 @@ impl<'s> StoreMatcher<'s> {
             _ if has_message(query) => (
                 None,
                 Some(
-                    "using the interpreter alone: the query's `message` prints wherever it is evaluated"
+                    "using the interpreter alone: the query's `message` (or `pathdebug`) prints wherever it is evaluated"
                         .to_owned(),
                 ),
             ),

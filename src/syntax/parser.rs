@@ -66,7 +66,25 @@ pub(crate) mod bp {
 }
 
 /// CQL 6.2 keywords cqlj does not implement; they get "not supported yet".
-pub const UNSUPPORTED: &[&str] = &["pathdebug"];
+pub const UNSUPPORTED: &[&str] = &[];
+
+/// The words of `path`'s parameters.
+const PATH_PARAMETERS: [&str; 14] = [
+    "firstmatch",
+    "lastposition",
+    "nestban",
+    "primary",
+    "quiet",
+    "verbose",
+    "piecepath",
+    "keepallbest",
+    "singlecolor",
+    "pathdebug",
+    "max",
+    "title",
+    "focus",
+    "secondary",
+];
 
 /// The options of the `cql(...)` header.
 const HEADER_OPTIONS: [&str; 10] = [
@@ -2595,6 +2613,7 @@ impl Parser<'_, '_> {
                         "piecepath" => &mut params.piecepath,
                         "keepallbest" => &mut params.keepallbest,
                         "singlecolor" => &mut params.singlecolor,
+                        "pathdebug" => &mut params.debug,
                         "max" => {
                             self.bump();
                             if max.is_some() {
@@ -2649,6 +2668,10 @@ impl Parser<'_, '_> {
                     };
                     *flag = true;
                     self.bump();
+                    if params.debug {
+                        // CQL 6.2 reads the constituents right after it.
+                        break;
+                    }
                 }
                 Tok::Num(n) => {
                     range.push((*n as i64, t.span));
@@ -2656,6 +2679,16 @@ impl Parser<'_, '_> {
                 }
                 _ => break,
             }
+        }
+        if params.debug
+            && let Tok::Ident(w) = &self.peek().tok
+            && PATH_PARAMETERS.contains(&w.as_str())
+        {
+            let span = self.peek().span;
+            return Err(self.error(
+                span,
+                "`pathdebug` must be the last of a path's parameters (as in CQL 6.2)",
+            ));
         }
         params.range = self.range(&range, "path")?;
         if params.piecepath && focus.is_none() {

@@ -1197,6 +1197,10 @@ impl Printer<'_> {
                     t.push(' ');
                     t.push_str(r.trim_end());
                 }
+                if p.debug {
+                    // The last parameter (CQL 6.2).
+                    t.push_str(" pathdebug");
+                }
                 t.push(' ');
                 t.push_str(&self.path_items(&l.items));
                 // Its constituents go on up to a `)`, `}` or the end, so
