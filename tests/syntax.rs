@@ -443,7 +443,7 @@ fn str_expr() -> impl Strategy<Value = String> {
     let leaf = prop_oneof![
         Just("\"ab\"".to_owned()),
         Just("\"a\\d+\"".to_owned()),
-        Just("\"q\\\"x\\\\\"".to_owned()),
+        Just("\"q\\\"x\\\\y\"".to_owned()),
         Just("fen".to_owned()),
         Just("eventdate".to_owned()),
         Just("\\1".to_owned()),

@@ -351,7 +351,12 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             // `player white|black`: that player's name; `player` alone: the
             // White name as a value, while `in` and comparisons look at both
             // names (see `operand`).
-            Player(side) => Ok(self.players(*side).into_iter().next().map(Value::Str)),
+            // `player` alone reads both names joined by a backslash and an
+            // `n` (two characters), as CQL 6.2 does.
+            Player(side) => {
+                let names = self.players(*side);
+                Ok((!names.is_empty()).then(|| Value::Str(names.join("\\n"))))
+            }
             CurrentTransform | Transform { .. } | NoTransform(_) => Err(Self::dispatch_error(
                 e,
                 "transform filters must be expanded into orbits before interpretation",
@@ -931,7 +936,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(Side::Black) => &["Black"],
             None => &["White", "Black"],
         };
+        // Alone, a missing tag is left out (CQL 6.2: `player` is then the
+        // other name), where `player black` reads it as `?`.
         tags.iter()
+            .filter(|t| side.is_some() || self.game.raw_tag(t).is_some())
             .filter_map(|t| self.game.tag(t))
             .map(str::to_string)
             .collect()

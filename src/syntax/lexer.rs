@@ -732,13 +732,18 @@ impl<'s> Lexer<'s> {
                     return Some(Tok::Str(out));
                 }
                 // As in CQL 6.2 a backslash stands for itself (`"\d+"` is
-                // a regular expression), except that `\"` and `\\` write a
-                // quote and a backslash, so that every string can be
-                // written.
+                // a regular expression, `"\\"` two backslashes). cqlj adds
+                // `\"` for a quote (CQL 6.2 has none: there a string ends
+                // at the next quote, so a string ending in an odd run of
+                // backslashes is the one CQL text cqlj reads otherwise).
                 '\\' => match chars.clone().next() {
-                    Some((_, e @ ('"' | '\\'))) => {
+                    Some((_, '"')) => {
                         chars.next();
-                        out.push(e);
+                        out.push('"');
+                    }
+                    Some((_, '\\')) => {
+                        chars.next();
+                        out.push_str("\\\\");
                     }
                     _ => out.push('\\'),
                 },

@@ -96,15 +96,12 @@ pub fn squares_text(bb: Bitboard) -> String {
 /// end (the lexer's two escapes); any other backslash stands for itself,
 /// as CQL 6.2 reads it (`"\d+"`).
 fn quote(s: &str) -> String {
+    // Backslashes stand for themselves (the lexer's rule); a quote is
+    // `\"`. A string whose quote or end follows an odd run of
+    // backslashes has no literal (no CQL literal makes one).
     let mut out = String::from("\"");
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        let escape = match c {
-            '"' => true,
-            '\\' => matches!(chars.peek(), None | Some('"' | '\\')),
-            _ => false,
-        };
-        if escape {
+    for c in s.chars() {
+        if c == '"' {
             out.push('\\');
         }
         out.push(c);

@@ -297,9 +297,10 @@ fn range_numbers(r: Range) -> String {
 }
 
 fn quote(s: &str) -> String {
+    // CQL 6.2 reads backslashes as themselves; a quote is cqlj's `\"`.
     let mut out = String::from("\"");
     for c in s.chars() {
-        if c == '"' || c == '\\' {
+        if c == '"' {
             out.push('\\');
         }
         out.push(c);
