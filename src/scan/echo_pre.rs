@@ -228,27 +228,33 @@ impl Key {
                 squares,
             } if white.count_ones() + black.count_ones() == 1 => {
                 // One piece type and colour (`K`, `p`): two columns.
-                let (colour, roles) = if *white != 0 {
-                    (BB_WHITE, *white)
+                let (is_white, roles) = if *white != 0 {
+                    (true, *white)
                 } else {
-                    (BB_BLACK, *black)
+                    (false, *black)
                 };
                 let role = roles.trailing_zeros() as usize;
-                let (c, r) = (&chunk.bb[colour][ats.clone()], &chunk.bb[role][ats]);
-                out.extend(c.iter().zip(r).map(|(c, r)| c & r & squares));
+                match chunk.board_column(role) {
+                    Some(r) => {
+                        let c = &chunk.colour_column(is_white)[ats.clone()];
+                        out.extend(c.iter().zip(&r[ats]).map(|(c, r)| c & r & squares));
+                    }
+                    // The kings: one column of squares.
+                    None => out.extend(ats.map(|at| chunk.king(is_white, at) & squares)),
+                }
             }
             Key::Pieces {
                 white: 0b11_1111,
                 black: 0,
                 empty: false,
                 squares,
-            } => out.extend(chunk.bb[BB_WHITE][ats].iter().map(|w| w & squares)),
+            } => out.extend(chunk.colour_column(true)[ats].iter().map(|w| w & squares)),
             Key::Pieces {
                 white: 0,
                 black: 0b11_1111,
                 empty: false,
                 squares,
-            } => out.extend(chunk.bb[BB_BLACK][ats].iter().map(|b| b & squares)),
+            } => out.extend(chunk.colour_column(false)[ats].iter().map(|b| b & squares)),
             _ => out.extend(ats.map(|at| self.value(chunk, at))),
         }
     }
@@ -264,13 +270,13 @@ impl Key {
                 empty,
                 squares,
             } => {
-                let (w, b) = (chunk.bb[BB_WHITE][at], chunk.bb[BB_BLACK][at]);
+                let (w, b) = (chunk.board(BB_WHITE, at), chunk.board(BB_BLACK, at));
                 let side = |roles: u8, colour: u64| match roles {
                     0 => 0,
                     0b11_1111 => colour,
                     _ => (0..6)
                         .filter(|r| roles >> r & 1 != 0)
-                        .fold(0, |out, r| out | chunk.bb[r][at] & colour),
+                        .fold(0, |out, r| out | chunk.board(r, at) & colour),
                 };
                 let mut out = side(*white, w) | side(*black, b);
                 if *empty {
