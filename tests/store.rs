@@ -72,7 +72,12 @@ fn record(g: u64, initial: bool) -> PositionRecord {
         ply: (g % 1000) as u16,
         halfmove: (g % 100) as u16,
         castling: (g % 0xffff) as u16,
-        ep: 64,
+        // Shares the move's column (its top byte).
+        ep: if g.is_multiple_of(5) {
+            (g % 64) as u8
+        } else {
+            64
+        },
         flags: if initial { flags::INITIAL } else { 0 } | (g % 2) as u8,
     }
 }

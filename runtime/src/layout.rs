@@ -383,7 +383,10 @@ pub struct ChunkColumns {
     /// queen, white, black); index with [`board_slot`], or read through
     /// [`ChunkColumns::board`].
     pub boards: [[u64; CHUNK_POSITIONS]; BOARD_COLUMNS],
-    /// [`PositionRecord::mv`], as the packed bits.
+    /// [`PositionRecord::mv`], as the packed bits (24 of them), and
+    /// [`PositionRecord::ep`] in the top byte ([`EP_SHIFT`]): no kernel
+    /// reads the en-passant square, so it shares the move's spare byte
+    /// rather than take a column.
     pub mv: [u32; CHUNK_POSITIONS],
     /// The kings of [`PositionRecord::bb`] as squares: the white king's
     /// in the low byte, the black king's in the high byte ([`kings_of`],
@@ -397,11 +400,15 @@ pub struct ChunkColumns {
     pub halfmove: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::castling`].
     pub castling: [u16; CHUNK_POSITIONS],
-    /// [`PositionRecord::ep`].
-    pub ep: [u8; CHUNK_POSITIONS],
     /// [`PositionRecord::flags`].
     pub flags: [u8; CHUNK_POSITIONS],
 }
+
+/// Shift of [`PositionRecord::ep`] in a [`ChunkColumns::mv`] entry (a
+/// packed move uses the bits below, [`MOVE_MASK`]).
+pub const EP_SHIFT: u32 = 24;
+/// The bits of a [`ChunkColumns::mv`] entry that are the packed move.
+pub const MOVE_MASK: u32 = (1 << EP_SHIFT) - 1;
 
 /// Bytes per position in the columns.
 pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITIONS;
@@ -415,7 +422,8 @@ pub enum Column {
     Bitboard(BitboardIndex),
     /// [`ChunkColumns::kings`] (u16 per position: two squares).
     Kings,
-    /// [`ChunkColumns::mv`] (u32 per position).
+    /// [`ChunkColumns::mv`] (u32 per position: the packed move, and the
+    /// en-passant square in the top byte).
     Move,
     /// [`ChunkColumns::parent_delta`] (u16 per position).
     ParentDelta,
@@ -425,15 +433,13 @@ pub enum Column {
     Halfmove,
     /// [`ChunkColumns::castling`] (u16 per position).
     Castling,
-    /// [`ChunkColumns::ep`] (u8 per position).
-    Ep,
     /// [`ChunkColumns::flags`] (u8 per position).
     Flags,
 }
 
 impl Column {
     /// Every column of a chunk, in layout order.
-    pub const ALL: [Column; 15] = [
+    pub const ALL: [Column; 14] = [
         Column::Bitboard(BitboardIndex::Pawn),
         Column::Bitboard(BitboardIndex::Knight),
         Column::Bitboard(BitboardIndex::Bishop),
@@ -447,7 +453,6 @@ impl Column {
         Column::Ply,
         Column::Halfmove,
         Column::Castling,
-        Column::Ep,
         Column::Flags,
     ];
 
@@ -475,7 +480,6 @@ impl Column {
             Column::Ply => offset_of!(ChunkColumns, ply),
             Column::Halfmove => offset_of!(ChunkColumns, halfmove),
             Column::Castling => offset_of!(ChunkColumns, castling),
-            Column::Ep => offset_of!(ChunkColumns, ep),
             Column::Flags => offset_of!(ChunkColumns, flags),
         }
     }
@@ -491,7 +495,7 @@ impl Column {
             | Column::Ply
             | Column::Halfmove
             | Column::Castling => 2,
-            Column::Ep | Column::Flags => 1,
+            Column::Flags => 1,
         }
     }
 }
@@ -560,20 +564,21 @@ impl ChunkColumns {
         }
         PositionRecord {
             bb,
-            mv: PackedMove(self.mv[i]),
+            mv: PackedMove(self.mv[i] & MOVE_MASK),
             parent_delta: self.parent_delta[i],
             ply: self.ply[i],
             halfmove: self.halfmove[i],
             castling: self.castling[i],
-            ep: self.ep[i],
+            ep: (self.mv[i] >> EP_SHIFT) as u8,
             flags: self.flags[i],
         }
     }
 
     /// Writes position `i` (< CHUNK_POSITIONS) from row form. The kings
     /// are stored as squares ([`kings_of`]): `get` gives `p` back iff
-    /// [`kings_representable`] holds for `p.bb` (the store writer refuses
-    /// other records).
+    /// [`kings_representable`] holds for `p.bb` and `p.mv` has no bit
+    /// outside [`MOVE_MASK`] (as every [`PackedMove::new`]; the store
+    /// writer refuses other records).
     pub fn set(&mut self, i: usize, p: &PositionRecord) {
         for k in 0..BB_COUNT {
             if let Some(slot) = board_slot(k) {
@@ -581,12 +586,11 @@ impl ChunkColumns {
             }
         }
         self.kings[i] = kings_of(&p.bb);
-        self.mv[i] = p.mv.0;
+        self.mv[i] = p.mv.0 & MOVE_MASK | u32::from(p.ep) << EP_SHIFT;
         self.parent_delta[i] = p.parent_delta;
         self.ply[i] = p.ply;
         self.halfmove[i] = p.halfmove;
         self.castling[i] = p.castling;
-        self.ep[i] = p.ep;
         self.flags[i] = p.flags;
     }
 }
@@ -639,7 +643,9 @@ mod tests {
 
     #[test]
     fn layout_is_dense_and_aligned() {
-        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 4 + 1 + 1);
+        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 4 + 1);
+        // Every field of a packed move lies below the en-passant byte.
+        assert_eq!(MOVE_MASK >> move_bits::WHITE_SHIFT, 1);
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
         let mut end = 0;
         for c in Column::ALL {

@@ -17,7 +17,7 @@ use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
 use crate::runtime::layout::{
-    CHUNK_POSITIONS, ChunkColumns, Column, PackedMove, PositionRecord, flags,
+    CHUNK_POSITIONS, ChunkColumns, Column, MOVE_MASK, PackedMove, PositionRecord, flags,
 };
 use crate::runtime::store::Store;
 
@@ -870,7 +870,7 @@ impl<'s> StoreMatcher<'s> {
         for i in range.clone() {
             let (chunk, at) = self.chunk_at(base + i as u64, &mut current);
             tree.push(
-                PackedMove(chunk.mv[at]),
+                PackedMove(chunk.mv[at] & MOVE_MASK),
                 chunk.flags[at],
                 chunk.parent_delta[at],
             );

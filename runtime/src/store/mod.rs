@@ -32,14 +32,15 @@
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
 //!
-//! A chunk image is 72 bytes per position ([`BYTES_PER_POSITION`]
-//! (crate::layout::BYTES_PER_POSITION)): seven u64 bitboard columns
-//! (pawns, knights, bishops, rooks, queens, white, black), the packed
-//! move (u32), the two king squares (u16: white in the low byte, black
-//! in the high byte; the king bitboard is rebuilt from them), parent
-//! delta, ply, halfmove clock, castling (u16 each), en passant and flags
-//! (u8 each). Version 3 stored the king bitboard as an eighth u64 column
-//! (78 bytes per position).
+//! A chunk image is 71 bytes per position ([`BYTES_PER_POSITION`]
+//! (crate::layout::BYTES_PER_POSITION)), one column per field: seven u64
+//! bitboard columns (pawns, knights, bishops, rooks, queens, white,
+//! black), the packed move (u32: 24 bits of move, the en-passant square
+//! in the top byte), the two king squares (u16: white in the low byte,
+//! black in the high byte; the king bitboard is rebuilt from them),
+//! parent delta, ply, halfmove clock, castling (u16 each) and flags (u8).
+//! Version 3 stored the king bitboard as an eighth u64 column and en
+//! passant as a u8 column (78 bytes per position).
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one zstd frame of whole games' original

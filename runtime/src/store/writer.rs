@@ -21,7 +21,7 @@ use super::reader::Store;
 use super::slots::{Tail, Trailer, current_header, newer_commit, read_first, slot_bytes};
 use super::validate::Checks;
 use crate::layout::{
-    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord, kings_representable,
+    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MOVE_MASK, PositionRecord, kings_representable,
 };
 
 /// zstd level of the text blocks.
@@ -129,7 +129,6 @@ fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
     dst.ply.copy_from_slice(&src.ply);
     dst.halfmove.copy_from_slice(&src.halfmove);
     dst.castling.copy_from_slice(&src.castling);
-    dst.ep.copy_from_slice(&src.ep);
     dst.flags.copy_from_slice(&src.flags);
 }
 
@@ -387,10 +386,15 @@ impl StoreWriter {
         if positions.is_empty() {
             return Err(limit("a game needs at least its initial position"));
         }
-        // The kings are stored as two squares.
+        // The kings are stored as two squares, the move in 24 bits.
         if let Some(i) = positions.iter().position(|p| !kings_representable(&p.bb)) {
             return Err(limit(&format!(
                 "position {i} of the game has not exactly one king a side"
+            )));
+        }
+        if let Some(i) = positions.iter().position(|p| p.mv.0 & !MOVE_MASK != 0) {
+            return Err(limit(&format!(
+                "position {i} of the game has a move with bits above 24"
             )));
         }
         let index = u32::try_from(self.n_games).map_err(|_| limit("more than 2^32 games"))?;
