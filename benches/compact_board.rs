@@ -13,6 +13,11 @@
 //!   compressed one zstd frame each, a column's frames contiguous in the
 //!   file (column-major); `Ra1` reads the rook and white frames and
 //!   decodes each chunk's two into 32 KiB buffers before the scan.
+//! - `delta`: each chunk's eight board columns as "changed since the
+//!   previous position" bitmaps (512 B per chunk and column) and the
+//!   changed values (u64, the kings widened), column-major as `zstd`;
+//!   `Ra1` reads the rook and white frames and decodes each into a
+//!   32 KiB buffer (a rank walk over the bitmap) before the scan.
 //!
 //! The scans are plain Rust loops (not JIT kernels): the comparison is
 //! between forms. Run with the store to convert:
@@ -23,7 +28,8 @@
 //! ```
 //!
 //! Without `CQLJ_COMPACT_STORE` it prints how to run it and stops. The
-//! converted files (`compact-planes.bin`, `compact-zstd.bin`) are written
+//! converted files (`compact-planes.bin`, `compact-zstd.bin`,
+//! `compact-delta.bin`) are written
 //! to `CQLJ_COMPACT_DIR` (default: the store's folder) and removed at the
 //! end. Cold figures need a store that is not locked in memory elsewhere
 //! and include the disk's read-ahead; "disk B/pos" is the process's
@@ -89,7 +95,12 @@ struct Layout {
     /// zstd form: (offset, compressed length) of each column's frame per
     /// chunk, `frames[column][chunk]`, columns in [`ZSTD_COLUMNS`] order.
     frames: Vec<Vec<(usize, usize)>>,
+    /// delta form: the same, frames of bitmap + changed values.
+    deltas: Vec<Vec<(usize, usize)>>,
 }
+
+/// Words of a delta frame's bitmap.
+const BITMAP_WORDS: usize = CHUNK_POSITIONS / 64;
 
 /// The columns of the zstd form: the seven u64 bitboards, then the kings.
 const ZSTD_COLUMNS: [usize; BB_COUNT] = [0, 1, 2, 3, 4, 6, 7, 5];
@@ -110,8 +121,9 @@ fn scan_columns(path: &Path, layout: &Layout) -> u64 {
         Column::bitboard(BitboardIndex::White),
     ];
     let mut n = 0;
+    let hint = std::env::var_os("CQLJ_COMPACT_NO_HINTS").is_none();
     for c in 0..store.n_chunks() {
-        if c % HINT_BATCH == 0 {
+        if hint && c % HINT_BATCH == 0 {
             store.will_need_columns(c..c + HINT_BATCH, &cols);
         }
         let chunk = store.chunk(c);
@@ -184,6 +196,78 @@ fn scan_zstd(path: &Path, layout: &Layout) -> u64 {
             .sum::<u64>();
     }
     n
+}
+
+/// Decodes a delta frame (`u64` words: bitmap, then values) of `len`
+/// positions into `out`.
+fn decode_delta(frame: &[u64], len: usize, out: &mut [u64]) {
+    let (bitmap, values) = frame.split_at(BITMAP_WORDS);
+    let mut k = 0usize;
+    let mut cur = 0u64;
+    for (i, o) in out[..len].iter_mut().enumerate() {
+        let bit = (bitmap[i / 64] >> (i % 64)) & 1;
+        if bit == 1 {
+            cur = values.get(k).copied().unwrap_or(0);
+            k += 1;
+        }
+        *o = cur;
+    }
+}
+
+fn scan_delta(path: &Path, layout: &Layout) -> u64 {
+    let m = map(path);
+    let all = u64s(&m);
+    let (mut r, mut w) = (vec![0u64; CHUNK_POSITIONS], vec![0u64; CHUNK_POSITIONS]);
+    let rook_col = ZSTD_COLUMNS.iter().position(|&k| k == BB_ROOK).unwrap_or(0);
+    let white_col = ZSTD_COLUMNS
+        .iter()
+        .position(|&k| k == BB_WHITE)
+        .unwrap_or(0);
+    let mut n = 0;
+    for (c, &len) in layout.lens.iter().enumerate() {
+        let (ro, rl) = layout.deltas[rook_col][c];
+        let (wo, wl) = layout.deltas[white_col][c];
+        decode_delta(&all[ro / 8..(ro + rl) / 8], len, &mut r);
+        decode_delta(&all[wo / 8..(wo + wl) / 8], len, &mut w);
+        n += count_ra1(&r[..len], &w[..len]);
+    }
+    n
+}
+
+/// Writes the delta form (column-major); returns its size and the frames.
+fn write_delta(store: &Store, path: &Path) -> (u64, Vec<Vec<(usize, usize)>>) {
+    let mut out = BufWriter::new(File::create(path).expect("create delta"));
+    let mut frames = vec![Vec::new(); ZSTD_COLUMNS.len()];
+    let mut offset = 0usize;
+    let mut words: Vec<u64> = Vec::with_capacity(BITMAP_WORDS + CHUNK_POSITIONS);
+    for (col, &k) in ZSTD_COLUMNS.iter().enumerate() {
+        for c in 0..store.n_chunks() {
+            let chunk = store.chunk(c);
+            let len = store.chunk_info(c).expect("chunk").len as usize;
+            words.clear();
+            words.resize(BITMAP_WORDS, 0);
+            let mut prev = None;
+            for i in 0..len {
+                let v = match chunk.board_column(k) {
+                    Some(col) => col[i],
+                    None => u64::from(chunk.kings[i]),
+                };
+                if prev != Some(v) {
+                    words[i / 64] |= 1 << (i % 64);
+                    words.push(v);
+                    prev = Some(v);
+                }
+            }
+            for v in &words {
+                out.write_all(&v.to_ne_bytes()).expect("write");
+            }
+            frames[col].push((offset, words.len() * 8));
+            offset += words.len() * 8;
+        }
+    }
+    out.flush().expect("flush");
+    out.get_ref().sync_all().expect("sync");
+    (offset as u64, frames)
 }
 
 /// Writes the planes form; returns its size.
@@ -277,7 +361,10 @@ fn main() {
     let planes_len = write_planes(&store, &planes_path);
     let zstd_path = dir.join("compact-zstd.bin");
     let (zstd_len, frames) = write_zstd(&store, &zstd_path, level);
+    let delta_path = dir.join("compact-delta.bin");
+    let (delta_len, deltas) = write_delta(&store, &delta_path);
     println!("converted in {:.1} s", t.elapsed().as_secs_f64());
+    let delta_bytes = |col: usize| deltas[col].iter().map(|f| f.1).sum::<usize>() as f64;
     let frame_bytes = |col: usize| frames[col].iter().map(|f| f.1).sum::<usize>() as f64;
     let rook_col = ZSTD_COLUMNS.iter().position(|&k| k == BB_ROOK).unwrap_or(0);
     let white_col = ZSTD_COLUMNS
@@ -285,7 +372,9 @@ fn main() {
         .position(|&k| k == BB_WHITE)
         .unwrap_or(0);
     let zstd_ra1 = (frame_bytes(rook_col) + frame_bytes(white_col)) / pos;
+    let delta_ra1 = (delta_bytes(rook_col) + delta_bytes(white_col)) / pos;
     layout.frames = frames;
+    layout.deltas = deltas;
     drop(store);
     let forms = [
         Form {
@@ -308,6 +397,13 @@ fn main() {
             board_bytes: zstd_len as f64 / pos,
             ra1_bytes: zstd_ra1,
             scan: scan_zstd,
+        },
+        Form {
+            name: "delta",
+            path: delta_path.clone(),
+            board_bytes: delta_len as f64 / pos,
+            ra1_bytes: delta_ra1,
+            scan: scan_delta,
         },
     ];
     println!(
@@ -351,4 +447,5 @@ fn main() {
     }
     let _ = std::fs::remove_file(&planes_path);
     let _ = std::fs::remove_file(&zstd_path);
+    let _ = std::fs::remove_file(&delta_path);
 }
