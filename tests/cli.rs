@@ -932,3 +932,43 @@ fn hhdb_main_markers_need_variations() {
     let (code, err) = run(&["-cql", "hhdb \"<eg>\""]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn a_cached_store_of_an_older_format_is_rebuilt() {
+    // A store cached for a PGN input by a cqlj of an older store format is
+    // imported again, not an error; the store itself is refused with the
+    // re-index hint.
+    let dir = Scratch::new("old-format-cache");
+    let pgn = "[Event \"a\"]\n[Result \"0-1\"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let args = [
+        "-i", "in.pgn", "-cql", "check", "--format", "jsonl", "-o", "-",
+    ];
+    let first = cqlj_in(&dir, &args);
+    assert!(first.status.success(), "{first:?}");
+    let cached: Vec<_> = std::fs::read_dir(dir.path("cache"))
+        .expect("cache dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "cqlj"))
+        .collect();
+    let [store] = &cached[..] else {
+        panic!("one cached store expected: {cached:?}")
+    };
+    // The format version is bytes 8..12 of the header (little-endian).
+    let mut bytes = std::fs::read(store).expect("read store");
+    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+    std::fs::write(store, &bytes).expect("write store");
+    let path = store.to_str().expect("utf-8");
+    let (code, _, err) = cqlj(&["info", path]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("version 3") && err.contains("re-index"),
+        "{err}"
+    );
+    let again = cqlj_in(&dir, &args);
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(again.stdout, first.stdout);
+    let (code, out, err) = cqlj(&["info", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("format version: 4"), "{out}");
+}

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use crate::support::same_store;
 use crate::support::scratch;
 use cqlj::runtime::layout::{
-    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MoveKind, MoveParts, PackedMove, PositionRecord,
-    flags,
+    BB_BLACK, BB_KING, BB_WHITE, CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MoveKind, MoveParts,
+    PackedMove, PositionRecord, flags,
 };
 use same_store::assert_same_store;
 use shakmaty::{Color, Role, Square};
@@ -44,6 +44,11 @@ fn record(g: u64, initial: bool) -> PositionRecord {
             .rotate_left(k as u32 * 7)
             | 1 << k;
     }
+    // One king a side (the columns store the kings as two squares).
+    let (wk, bk) = (g % 64, (g + 1 + g / 64 % 63) % 64);
+    bb[BB_WHITE] = (bb[BB_WHITE] | 1 << wk) & !(1 << bk);
+    bb[BB_BLACK] = (bb[BB_BLACK] | 1 << bk) & !(1 << wk);
+    bb[BB_KING] = 1 << wk | 1 << bk;
     PositionRecord {
         bb,
         mv: if initial {
@@ -67,7 +72,12 @@ fn record(g: u64, initial: bool) -> PositionRecord {
         ply: (g % 1000) as u16,
         halfmove: (g % 100) as u16,
         castling: (g % 0xffff) as u16,
-        ep: 64,
+        // Shares the move's column (its top byte).
+        ep: if g.is_multiple_of(5) {
+            (g % 64) as u8
+        } else {
+            64
+        },
         flags: if initial { flags::INITIAL } else { 0 } | (g % 2) as u8,
     }
 }
@@ -198,7 +208,11 @@ fn store_chunks_are_aligned_zero_copy_and_summarised() {
         assert_eq!(info.summary, summary);
         // Unused slots are zero.
         for i in len..CHUNK_POSITIONS {
-            assert_eq!(chunk.get(i), PositionRecord::default());
+            let mut rec = chunk.get(i);
+            // (Zero king squares decode as kings on a1.)
+            assert_eq!(chunk.kings[i], 0);
+            rec.bb[BB_KING] = 0;
+            assert_eq!(rec, PositionRecord::default());
         }
     }
     assert!(store.chunk_info(store.n_chunks()).is_err());
@@ -255,6 +269,42 @@ fn store_rejects_empty_game() {
         w.add_game(&GameMeta::default(), &[]),
         Err(StoreError::Limit { .. })
     ));
+}
+
+#[test]
+fn store_rejects_a_position_without_one_king_a_side() {
+    // The columns hold the kings as two squares: a record they cannot
+    // give back is refused, not stored wrong.
+    let tmp = Tmp::new("no-king");
+    let mut w = StoreWriter::create(&tmp.0).expect("create");
+    let mut no_king = record(5, true);
+    no_king.bb[BB_KING] &= no_king.bb[BB_WHITE];
+    let mut two = record(6, false);
+    let spare = two.bb[BB_WHITE] & !two.bb[BB_KING];
+    assert_ne!(spare, 0);
+    two.bb[BB_KING] |= spare & spare.wrapping_neg();
+    for bad in [no_king, two] {
+        assert!(matches!(
+            w.add_game(&GameMeta::default(), &[record(4, true), bad]),
+            Err(StoreError::Limit { .. })
+        ));
+    }
+    assert_eq!(w.n_games(), 0);
+}
+
+#[test]
+fn store_king_squares_out_of_range_decode_without_panic() {
+    // Opening does not read the chunks: a king square of 64 or more
+    // (only in a damaged store) decodes modulo 64, as the JIT's shift.
+    let mut bytes = good_bytes("king-range-src");
+    let kings = cqlj::runtime::layout::Column::Kings.offset();
+    let at = CHUNKS_OFFSET as usize + kings;
+    bytes[at] = 0xff;
+    bytes[at + 1] = 0x40;
+    let store = open_bytes("king-range", &bytes, false).expect("open unverified");
+    let chunk = store.chunk(0);
+    assert_eq!(chunk.get(0).bb[BB_KING], 1 << 63 | 1);
+    assert!(store.verify().is_err());
 }
 
 /// Writes `bytes` to a fresh file and opens it.

@@ -327,16 +327,71 @@ impl PositionRecord {
     }
 }
 
+/// Number of bitboards stored as u64 columns: all but the kings', which are
+/// stored as squares ([`ChunkColumns::kings`]).
+pub const BOARD_COLUMNS: usize = BB_COUNT - 1;
+
+/// The slot in [`ChunkColumns::boards`] of bitboard `k` (a `BB_*`), or
+/// `None` for the kings (stored as squares in [`ChunkColumns::kings`]).
+pub const fn board_slot(k: usize) -> Option<usize> {
+    match k {
+        BB_KING => None,
+        k if k < BB_KING => Some(k),
+        k if k < BB_COUNT => Some(k - 1),
+        _ => None,
+    }
+}
+
+/// The king bitboard of a [`ChunkColumns::kings`] entry: the white king's
+/// square in the low byte, the black king's in the high byte. Each square
+/// is taken modulo 64, as the JIT's shift does (a store written by
+/// [`crate::store::StoreWriter`] holds only squares below 64, and any
+/// `u16` decodes without panicking).
+pub const fn king_bits(kings: u16) -> u64 {
+    1u64 << (kings & 63) | 1u64 << ((kings >> 8) & 63)
+}
+
+/// The [`ChunkColumns::kings`] entry of a record: the squares of its white
+/// and black kings (the lowest square when there are several, 0 when
+/// none). Exact ([`king_bits`] gives the record's king bitboard back)
+/// iff [`kings_representable`] holds.
+pub const fn kings_of(bb: &[u64; BB_COUNT]) -> u16 {
+    let white = ((bb[BB_KING] & bb[BB_WHITE]).trailing_zeros() & 63) as u16;
+    let black = ((bb[BB_KING] & bb[BB_BLACK]).trailing_zeros() & 63) as u16;
+    white | black << 8
+}
+
+/// Whether the king bitboard of `bb` survives the columns: exactly one
+/// white and one black king, each of a colour. Every position the
+/// importer builds has one king a side (shakmaty's `Chess` positions and
+/// the FENs CQL 6.2 reads).
+pub const fn kings_representable(bb: &[u64; BB_COUNT]) -> bool {
+    let k = bb[BB_KING];
+    (k & bb[BB_WHITE]).count_ones() == 1
+        && (k & bb[BB_BLACK]).count_ones() == 1
+        && k & !(bb[BB_WHITE] | bb[BB_BLACK]) == 0
+}
+
 /// The columns of one chunk, each contiguous. Exactly the bytes of a chunk
 /// in the store file (native little-endian; the store header checks
 /// endianness).
 #[derive(Clone)]
 #[repr(C)]
 pub struct ChunkColumns {
-    /// [`PositionRecord::bb`]: one column per bitboard, in `BB_*` order.
-    pub bb: [[u64; CHUNK_POSITIONS]; BB_COUNT],
-    /// [`PositionRecord::mv`], as the packed bits.
+    /// [`PositionRecord::bb`] but the kings: one u64 column per bitboard,
+    /// in `BB_*` order without [`BB_KING`] (pawn, knight, bishop, rook,
+    /// queen, white, black); index with [`board_slot`], or read through
+    /// [`ChunkColumns::board`].
+    pub boards: [[u64; CHUNK_POSITIONS]; BOARD_COLUMNS],
+    /// [`PositionRecord::mv`], as the packed bits (24 of them), and
+    /// [`PositionRecord::ep`] in the top byte ([`EP_SHIFT`]): no kernel
+    /// reads the en-passant square, so it shares the move's spare byte
+    /// rather than take a column.
     pub mv: [u32; CHUNK_POSITIONS],
+    /// The kings of [`PositionRecord::bb`] as squares: the white king's
+    /// in the low byte, the black king's in the high byte ([`kings_of`],
+    /// [`king_bits`]).
+    pub kings: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::parent_delta`].
     pub parent_delta: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::ply`].
@@ -345,11 +400,15 @@ pub struct ChunkColumns {
     pub halfmove: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::castling`].
     pub castling: [u16; CHUNK_POSITIONS],
-    /// [`PositionRecord::ep`].
-    pub ep: [u8; CHUNK_POSITIONS],
     /// [`PositionRecord::flags`].
     pub flags: [u8; CHUNK_POSITIONS],
 }
+
+/// Shift of [`PositionRecord::ep`] in a [`ChunkColumns::mv`] entry (a
+/// packed move uses the bits below, [`MOVE_MASK`]).
+pub const EP_SHIFT: u32 = 24;
+/// The bits of a [`ChunkColumns::mv`] entry that are the packed move.
+pub const MOVE_MASK: u32 = (1 << EP_SHIFT) - 1;
 
 /// Bytes per position in the columns.
 pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITIONS;
@@ -357,9 +416,14 @@ pub const BYTES_PER_POSITION: usize = size_of::<ChunkColumns>() / CHUNK_POSITION
 /// One column of a chunk, for code (the JIT) that addresses columns by offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Column {
-    /// A piece bitboard (u64 per position).
+    /// A piece bitboard stored as a u64 per position: any but
+    /// [`BitboardIndex::King`] (the kings are [`Column::Kings`]; build
+    /// columns of bitboards with [`Column::bitboard`]).
     Bitboard(BitboardIndex),
-    /// [`ChunkColumns::mv`] (u32 per position).
+    /// [`ChunkColumns::kings`] (u16 per position: two squares).
+    Kings,
+    /// [`ChunkColumns::mv`] (u32 per position: the packed move, and the
+    /// en-passant square in the top byte).
     Move,
     /// [`ChunkColumns::parent_delta`] (u16 per position).
     ParentDelta,
@@ -369,61 +433,79 @@ pub enum Column {
     Halfmove,
     /// [`ChunkColumns::castling`] (u16 per position).
     Castling,
-    /// [`ChunkColumns::ep`] (u8 per position).
-    Ep,
     /// [`ChunkColumns::flags`] (u8 per position).
     Flags,
 }
 
 impl Column {
     /// Every column of a chunk, in layout order.
-    pub const ALL: [Column; 15] = [
+    pub const ALL: [Column; 14] = [
         Column::Bitboard(BitboardIndex::Pawn),
         Column::Bitboard(BitboardIndex::Knight),
         Column::Bitboard(BitboardIndex::Bishop),
         Column::Bitboard(BitboardIndex::Rook),
         Column::Bitboard(BitboardIndex::Queen),
-        Column::Bitboard(BitboardIndex::King),
         Column::Bitboard(BitboardIndex::White),
         Column::Bitboard(BitboardIndex::Black),
         Column::Move,
+        Column::Kings,
         Column::ParentDelta,
         Column::Ply,
         Column::Halfmove,
         Column::Castling,
-        Column::Ep,
         Column::Flags,
     ];
 
+    /// The column holding bitboard `i`: [`Column::Kings`] for the kings
+    /// (squares, to be decoded with [`king_bits`]), else its u64 column.
+    pub const fn bitboard(i: BitboardIndex) -> Column {
+        match i {
+            BitboardIndex::King => Column::Kings,
+            i => Column::Bitboard(i),
+        }
+    }
+
     /// Byte offset of the column from the start of the chunk.
+    /// `Bitboard(King)` is not a column of its own: it is taken as
+    /// [`Column::Kings`], as [`Column::bitboard`] maps it.
     pub const fn offset(self) -> usize {
         match self {
-            Column::Bitboard(i) => offset_of!(ChunkColumns, bb) + i.index() * CHUNK_POSITIONS * 8,
+            Column::Bitboard(i) => match board_slot(i.index()) {
+                Some(slot) => offset_of!(ChunkColumns, boards) + slot * CHUNK_POSITIONS * 8,
+                None => offset_of!(ChunkColumns, kings),
+            },
+            Column::Kings => offset_of!(ChunkColumns, kings),
             Column::Move => offset_of!(ChunkColumns, mv),
             Column::ParentDelta => offset_of!(ChunkColumns, parent_delta),
             Column::Ply => offset_of!(ChunkColumns, ply),
             Column::Halfmove => offset_of!(ChunkColumns, halfmove),
             Column::Castling => offset_of!(ChunkColumns, castling),
-            Column::Ep => offset_of!(ChunkColumns, ep),
             Column::Flags => offset_of!(ChunkColumns, flags),
         }
     }
-    /// Bytes per position in this column.
+    /// Bytes per position in this column (`Bitboard(King)` as
+    /// [`Column::Kings`]).
     pub const fn width(self) -> usize {
         match self {
+            Column::Bitboard(BitboardIndex::King) => 2,
             Column::Bitboard(_) => 8,
             Column::Move => 4,
-            Column::ParentDelta | Column::Ply | Column::Halfmove | Column::Castling => 2,
-            Column::Ep | Column::Flags => 1,
+            Column::Kings
+            | Column::ParentDelta
+            | Column::Ply
+            | Column::Halfmove
+            | Column::Castling => 2,
+            Column::Flags => 1,
         }
     }
 }
 
 /// A column's name as `explain --plan` lists it: `Bitboard(i)` with the
-/// bitboard's index, else the variant name (`Move`, `Flags`, ...).
+/// bitboard's index, else the variant name (`Move`, `Kings`, ...).
 impl std::fmt::Display for Column {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Column::Bitboard(BitboardIndex::King) => write!(f, "Kings"),
             Column::Bitboard(i) => write!(f, "Bitboard({})", i.index()),
             other => write!(f, "{other:?}"),
         }
@@ -446,35 +528,69 @@ impl ChunkColumns {
         }
     }
 
+    /// Bitboard `k` (a `BB_*`, < [`BB_COUNT`]) of position `i` (<
+    /// CHUNK_POSITIONS); the kings decoded from their squares.
+    pub fn board(&self, k: usize, i: usize) -> u64 {
+        match board_slot(k) {
+            Some(slot) => self.boards[slot][i],
+            None => king_bits(self.kings[i]),
+        }
+    }
+
+    /// The u64 column of bitboard `k` (a `BB_*`), or `None` for the kings
+    /// (use [`ChunkColumns::board`]).
+    pub fn board_column(&self, k: usize) -> Option<&[u64; CHUNK_POSITIONS]> {
+        board_slot(k).map(|slot| &self.boards[slot])
+    }
+
+    /// The u64 column of the white (`white`) or black pieces.
+    pub fn colour_column(&self, white: bool) -> &[u64; CHUNK_POSITIONS] {
+        // White and black are the last two u64 columns.
+        &self.boards[BOARD_COLUMNS - 2 + usize::from(!white)]
+    }
+
+    /// The white (`white`) or black king's square of position `i` as a
+    /// one-square set (see [`king_bits`]).
+    pub fn king(&self, white: bool, i: usize) -> u64 {
+        let k = self.kings[i];
+        1u64 << (if white { k } else { k >> 8 } & 63)
+    }
+
     /// Reads position `i` (< CHUNK_POSITIONS) in row form.
     pub fn get(&self, i: usize) -> PositionRecord {
         let mut bb = [0u64; BB_COUNT];
         for (k, b) in bb.iter_mut().enumerate() {
-            *b = self.bb[k][i];
+            *b = self.board(k, i);
         }
         PositionRecord {
             bb,
-            mv: PackedMove(self.mv[i]),
+            mv: PackedMove(self.mv[i] & MOVE_MASK),
             parent_delta: self.parent_delta[i],
             ply: self.ply[i],
             halfmove: self.halfmove[i],
             castling: self.castling[i],
-            ep: self.ep[i],
+            ep: (self.mv[i] >> EP_SHIFT) as u8,
             flags: self.flags[i],
         }
     }
 
-    /// Writes position `i` (< CHUNK_POSITIONS) from row form.
+    /// Writes position `i` (< CHUNK_POSITIONS) from row form. The kings
+    /// are stored as squares ([`kings_of`]): `get` gives `p` back iff
+    /// [`kings_representable`] holds for `p.bb` and `p.mv` has no bit
+    /// outside [`MOVE_MASK`] (as every [`PackedMove::new`]; the store
+    /// writer refuses other records).
     pub fn set(&mut self, i: usize, p: &PositionRecord) {
         for k in 0..BB_COUNT {
-            self.bb[k][i] = p.bb[k];
+            if let Some(slot) = board_slot(k) {
+                self.boards[slot][i] = p.bb[k];
+            }
         }
-        self.mv[i] = p.mv.0;
+        self.kings[i] = kings_of(&p.bb);
+        self.mv[i] = p.mv.0 & MOVE_MASK | u32::from(p.ep) << EP_SHIFT;
         self.parent_delta[i] = p.parent_delta;
         self.ply[i] = p.ply;
         self.halfmove[i] = p.halfmove;
         self.castling[i] = p.castling;
-        self.ep[i] = p.ep;
         self.flags[i] = p.flags;
     }
 }
@@ -527,7 +643,9 @@ mod tests {
 
     #[test]
     fn layout_is_dense_and_aligned() {
-        assert_eq!(BYTES_PER_POSITION, 8 * 8 + 4 + 2 * 4 + 1 + 1);
+        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 4 + 1);
+        // Every field of a packed move lies below the en-passant byte.
+        assert_eq!(MOVE_MASK >> move_bits::WHITE_SHIFT, 1);
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
         let mut end = 0;
         for c in Column::ALL {
@@ -541,13 +659,19 @@ mod tests {
             "Bitboard(2)"
         );
         assert_eq!(Column::Flags.to_string(), "Flags");
+        assert_eq!(Column::bitboard(BitboardIndex::King), Column::Kings);
+        assert_eq!(Column::Kings.to_string(), "Kings");
+        for i in BitboardIndex::ALL {
+            let c = Column::bitboard(i);
+            assert_eq!(Column::ALL.iter().filter(|&&x| x == c).count(), 1);
+        }
     }
 
     #[test]
     fn record_round_trips_through_columns() {
         let mut c = ChunkColumns::new_boxed();
         let p = PositionRecord {
-            bb: [1, 2, 3, 4, 5, 6, 7, 8],
+            bb: [1, 2, 4, 8, 16, 1 << 4 | 1 << 60, 0xffff, 0xffff << 48],
             mv: PackedMove::new(MoveParts {
                 from: shakmaty::Square::E2,
                 to: shakmaty::Square::E4,
@@ -570,6 +694,42 @@ mod tests {
         assert_eq!(p.mv.to(), 28);
         assert!(p.mv.white());
         assert!(PackedMove::NONE.is_none());
+    }
+
+    #[test]
+    fn kings_are_stored_as_two_squares() {
+        let mut bb = [0u64; BB_COUNT];
+        bb[BB_WHITE] = 1 << 6 | 1 << 12;
+        bb[BB_BLACK] = 1 << 62;
+        bb[BB_KING] = 1 << 6 | 1 << 62;
+        assert!(kings_representable(&bb));
+        assert_eq!(kings_of(&bb), 6 | 62 << 8);
+        assert_eq!(king_bits(kings_of(&bb)), bb[BB_KING]);
+        // Missing, doubled or colourless kings are not representable.
+        for k in [
+            1u64 << 6,
+            1 << 6 | 1 << 12 | 1 << 62,
+            1 << 6 | 1 << 62 | 1 << 30,
+        ] {
+            bb[BB_KING] = k;
+            assert!(!kings_representable(&bb), "{k:#x}");
+        }
+        // Any u16 decodes (squares modulo 64), without panicking.
+        assert_eq!(king_bits(0xffff), 1 << 63);
+        assert_eq!(king_bits(64 | 65 << 8), 1 | 2);
+        let mut c = ChunkColumns::new_boxed();
+        c.kings[7] = 3 | 59 << 8;
+        assert_eq!(c.board(BB_KING, 7), 1 << 3 | 1 << 59);
+        assert_eq!(c.get(7).bb[BB_KING], 1 << 3 | 1 << 59);
+        assert!(c.board_column(BB_KING).is_none());
+        assert_eq!(board_slot(BB_BLACK), Some(BOARD_COLUMNS - 1));
+        assert_eq!((c.king(true, 7), c.king(false, 7)), (1 << 3, 1 << 59));
+        c.boards[board_slot(BB_WHITE).unwrap_or(0)][1] = 5;
+        c.boards[board_slot(BB_BLACK).unwrap_or(0)][1] = 6;
+        assert_eq!(
+            (c.colour_column(true)[1], c.colour_column(false)[1]),
+            (5, 6)
+        );
     }
 
     #[test]

@@ -235,15 +235,25 @@ impl Key {
                 squares,
             } if white.count_ones() + black.count_ones() == 1 => {
                 // One piece type and colour (`K`, `p`): two columns.
-                let (colour, roles) = if *white != 0 {
-                    (BB_WHITE, *white)
+                let (is_white, roles) = if *white != 0 {
+                    (true, *white)
                 } else {
-                    (BB_BLACK, *black)
+                    (false, *black)
                 };
                 let role = roles.trailing_zeros() as usize;
-                let (c, r) = (&chunk.bb[colour][ats.clone()], &chunk.bb[role][ats]);
-                for ((o, c), r) in out.iter_mut().zip(c).zip(r) {
-                    *o = c & r & squares;
+                match chunk.board_column(role) {
+                    Some(r) => {
+                        let c = &chunk.colour_column(is_white)[ats.clone()];
+                        for ((o, c), r) in out.iter_mut().zip(c).zip(&r[ats]) {
+                            *o = c & r & squares;
+                        }
+                    }
+                    // The kings: one column of squares.
+                    None => {
+                        for (o, at) in out.iter_mut().zip(ats) {
+                            *o = chunk.king(is_white, at) & squares;
+                        }
+                    }
                 }
             }
             Key::Pieces {
@@ -252,7 +262,7 @@ impl Key {
                 empty: false,
                 squares,
             } => {
-                for (o, w) in out.iter_mut().zip(&chunk.bb[BB_WHITE][ats]) {
+                for (o, w) in out.iter_mut().zip(&chunk.colour_column(true)[ats]) {
                     *o = w & squares;
                 }
             }
@@ -262,7 +272,7 @@ impl Key {
                 empty: false,
                 squares,
             } => {
-                for (o, b) in out.iter_mut().zip(&chunk.bb[BB_BLACK][ats]) {
+                for (o, b) in out.iter_mut().zip(&chunk.colour_column(false)[ats]) {
                     *o = b & squares;
                 }
             }
@@ -285,13 +295,13 @@ impl Key {
                 empty,
                 squares,
             } => {
-                let (w, b) = (chunk.bb[BB_WHITE][at], chunk.bb[BB_BLACK][at]);
+                let (w, b) = (chunk.board(BB_WHITE, at), chunk.board(BB_BLACK, at));
                 let side = |roles: u8, colour: u64| match roles {
                     0 => 0,
                     0b11_1111 => colour,
                     _ => (0..6)
                         .filter(|r| roles >> r & 1 != 0)
-                        .fold(0, |out, r| out | chunk.bb[r][at] & colour),
+                        .fold(0, |out, r| out | chunk.board(r, at) & colour),
                 };
                 let mut out = side(*white, w) | side(*black, b);
                 if *empty {

@@ -907,7 +907,9 @@ impl<'s> StoreMatcher<'s> {
         let board = |p: u32, k: usize| {
             let pos = base + (range.start + p as usize) as u64;
             let c = pos / CHUNK_POSITIONS as u64;
-            self.store.chunk(c).bb[k][(pos % CHUNK_POSITIONS as u64) as usize]
+            self.store
+                .chunk(c)
+                .board(k, (pos % CHUNK_POSITIONS as u64) as usize)
         };
         let first_kernel: usize = self.lines.iter().map(|l| l.kernels().len()).sum();
         let kernel_bits = &scratch.line_bits[first_kernel..];

@@ -25,7 +25,7 @@
 //! `piecepath` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
 
-use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MoveKind, PackedMove, flags, move_bits};
+use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MOVE_MASK, MoveKind, PackedMove, flags, move_bits};
 use shakmaty::Bitboard;
 
 use crate::interp::{self, MoveFacts, PathState};
@@ -303,7 +303,9 @@ impl GameTree {
     /// Adds the game's next positions (store order), from column slices
     /// of equal length.
     pub(super) fn extend(&mut self, mv: &[u32], flags: &[u8], parent_delta: &[u16]) {
-        self.mv.extend(mv.iter().map(|&m| PackedMove(m)));
+        // The move word's top byte holds the en-passant square.
+        self.mv
+            .extend(mv.iter().map(|&m| PackedMove(m & MOVE_MASK)));
         self.flags.extend_from_slice(flags);
         self.parent_delta.extend_from_slice(parent_delta);
     }

@@ -1,6 +1,6 @@
 //! The on-disk position store: file format, writer and memory-mapped reader.
 //!
-//! # File format (version 3, `FORMAT_VERSION`)
+//! # File format (version 4, `FORMAT_VERSION`)
 //!
 //! All integers of the header and the index sections are little-endian. The
 //! chunk images are [`ChunkColumns`](crate::layout::ChunkColumns) in native
@@ -31,6 +31,16 @@
 //!               sources       n_sources x (u32 len, UTF-8 path)
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
+//!
+//! A chunk image is 71 bytes per position ([`BYTES_PER_POSITION`]
+//! (crate::layout::BYTES_PER_POSITION)), one column per field: seven u64
+//! bitboard columns (pawns, knights, bishops, rooks, queens, white,
+//! black), the packed move (u32: 24 bits of move, the en-passant square
+//! in the top byte), the two king squares (u16: white in the low byte,
+//! black in the high byte; the king bitboard is rebuilt from them),
+//! parent delta, ply, halfmove clock, castling (u16 each) and flags (u8).
+//! Version 3 stored the king bitboard as an eighth u64 column and en
+//! passant as a u8 column (78 bytes per position).
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one zstd frame of whole games' original
@@ -96,10 +106,11 @@
 //! append does not look at it, since it never changes a byte a reader
 //! maps.
 //!
-//! Formats 1 (one header, chunks at fixed offsets) and 2 (one tag blob and
-//! one text section, copied by every append) are not read: opening them
-//! fails with [`StoreError::UnsupportedVersion`], whose message says to
-//! re-index.
+//! Formats 1 (one header, chunks at fixed offsets), 2 (one tag blob and
+//! one text section, copied by every append) and 3 (the king bitboard as
+//! a u64 column) are not read: opening them fails with
+//! [`StoreError::UnsupportedVersion`], whose message says to re-index (a
+//! cached store of a PGN input is rebuilt).
 //!
 //! # Invariants guaranteed by [`Store::open`]
 //! Every offset and length in the header and the index lies inside
@@ -111,7 +122,11 @@
 //! once; chunk entries agree with the position count; checksums match
 //! (chunk and segment checksums unless opened with
 //! [`Store::open_unverified`]). After a successful open no accessor panics
-//! or reads out of bounds, whatever the file held.
+//! or reads out of bounds, whatever the file held. Column values are not
+//! checked at open (an unverified open reads no chunk): every bit pattern
+//! decodes, a king square of 64 or more (written by no writer) modulo 64,
+//! the same in the interpreter's [`ChunkColumns::get`]
+//! (crate::layout::ChunkColumns::get) and the JIT's shift.
 //!
 //! # Modules
 //!

@@ -20,7 +20,9 @@ use super::lock::{WriterLock, retry_lock};
 use super::reader::Store;
 use super::slots::{Tail, Trailer, current_header, newer_commit, read_first, slot_bytes};
 use super::validate::Checks;
-use crate::layout::{CHUNK_POSITIONS, ChunkColumns, ChunkSummary, PositionRecord};
+use crate::layout::{
+    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MOVE_MASK, PositionRecord, kings_representable,
+};
 
 /// zstd level of the text blocks.
 const TEXT_ZSTD_LEVEL: i32 = 3;
@@ -118,15 +120,15 @@ pub struct StoreWriter {
 
 /// Copies a chunk's columns (no temporary on the stack).
 fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
-    for (d, s) in dst.bb.iter_mut().zip(&src.bb) {
+    for (d, s) in dst.boards.iter_mut().zip(&src.boards) {
         d.copy_from_slice(s);
     }
     dst.mv.copy_from_slice(&src.mv);
+    dst.kings.copy_from_slice(&src.kings);
     dst.parent_delta.copy_from_slice(&src.parent_delta);
     dst.ply.copy_from_slice(&src.ply);
     dst.halfmove.copy_from_slice(&src.halfmove);
     dst.castling.copy_from_slice(&src.castling);
-    dst.ep.copy_from_slice(&src.ep);
     dst.flags.copy_from_slice(&src.flags);
 }
 
@@ -383,6 +385,17 @@ impl StoreWriter {
         let limit = |what: &str| StoreError::Limit { what: what.into() };
         if positions.is_empty() {
             return Err(limit("a game needs at least its initial position"));
+        }
+        // The kings are stored as two squares, the move in 24 bits.
+        if let Some(i) = positions.iter().position(|p| !kings_representable(&p.bb)) {
+            return Err(limit(&format!(
+                "position {i} of the game has not exactly one king a side"
+            )));
+        }
+        if let Some(i) = positions.iter().position(|p| p.mv.0 & !MOVE_MASK != 0) {
+            return Err(limit(&format!(
+                "position {i} of the game has a move with bits above 24"
+            )));
         }
         let index = u32::try_from(self.n_games).map_err(|_| limit("more than 2^32 games"))?;
         let n_positions =

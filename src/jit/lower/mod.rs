@@ -129,6 +129,8 @@ pub(super) struct Lower<'a, 'f> {
     game: Value,
     pub pass: &'a mut Pass,
     bbs: [Option<Value>; 8],
+    /// The white and black kings' one-square sets (from [`Column::Kings`]).
+    kings: [Option<Value>; 2],
     cols: HashMap<Column, Value>,
     pieces: HashMap<PieceSet, Value>,
     board: Option<Value>,
@@ -177,6 +179,7 @@ impl<'a, 'f> Lower<'a, 'f> {
             game,
             pass,
             bbs: [None; 8],
+            kings: [None; 2],
             cols: HashMap::new(),
             pieces: HashMap::new(),
             board: None,
@@ -268,8 +271,65 @@ impl<'a, 'f> Lower<'a, 'f> {
         if let Some(v) = self.bbs[i.index()] {
             return v;
         }
-        let v = self.column(Column::Bitboard(i));
+        let v = match Column::bitboard(i) {
+            Column::Kings => {
+                let (w, b) = (self.king(true), self.king(false));
+                self.b.ins().bor(w, b)
+            }
+            c => self.column(c),
+        };
         self.bbs[i.index()] = Some(v);
+        v
+    }
+
+    /// The square of the white (`white`) or black king as a one-square
+    /// set, `1 << square` from the one 2-byte load of [`Column::Kings`]
+    /// (the shift takes the square modulo 64, as
+    /// [`crate::runtime::layout::king_bits`] decodes it). In two-lane mode
+    /// both lanes, from one 4-byte load of the two positions' entries.
+    pub(super) fn king(&mut self, white: bool) -> Value {
+        if let Some(v) = self.kings[usize::from(!white)] {
+            return v;
+        }
+        let shift = if white { 0 } else { 8 };
+        let v = if self.lanes {
+            let raw = match self.cols.get(&Column::Kings) {
+                Some(v) => *v,
+                None => {
+                    // Two consecutive u16 entries (the lanes' positions).
+                    let w = Column::Kings.width() as i64;
+                    let off = self.b.ins().imul_imm_s(self.idx, w);
+                    let base = self.bases[&Column::Kings];
+                    let addr = self.b.ins().iadd(base, off);
+                    let raw = self.b.ins().load(
+                        types::I32,
+                        trusted(),
+                        addr,
+                        (self.idx_offset * w) as i32,
+                    );
+                    let raw = self.b.ins().uextend(types::I64, raw);
+                    self.cols.insert(Column::Kings, raw);
+                    raw
+                }
+            };
+            let one = self.i64c(1);
+            let s0 = self.b.ins().ushr_imm_u(raw, shift);
+            let s1 = self.b.ins().ushr_imm_u(raw, 16 + shift);
+            let l0 = self.b.ins().ishl(one, s0);
+            let l1 = self.b.ins().ishl(one, s1);
+            let v = self.b.ins().splat(types::I64X2, l0);
+            self.b.ins().insertlane(v, l1, 1)
+        } else {
+            let raw = self.column(Column::Kings);
+            let one = self.i64c(1);
+            let sq = if white {
+                raw
+            } else {
+                self.b.ins().ushr_imm_u(raw, shift)
+            };
+            self.b.ins().ishl(one, sq)
+        };
+        self.kings[usize::from(!white)] = Some(v);
         v
     }
 
@@ -311,14 +371,17 @@ impl<'a, 'f> Lower<'a, 'f> {
                 if mask == 0 {
                     continue;
                 }
-                let c = self.bb(col);
                 if mask == 0x3f {
+                    let c = self.bb(col);
                     or(self, c);
                     continue;
                 }
+                // The king of a colour is its square alone (no colour
+                // column needed); the other roles are masked by colour.
+                let king = BitboardIndex::King.index();
                 let mut roles: Option<Value> = None;
                 for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
-                    if mask >> r & 1 == 1 {
+                    if r != king && mask >> r & 1 == 1 {
                         let v = self.bb(role);
                         roles = Some(match roles {
                             Some(a) => self.b.ins().bor(a, v),
@@ -327,8 +390,13 @@ impl<'a, 'f> Lower<'a, 'f> {
                     }
                 }
                 if let Some(roles) = roles {
+                    let c = self.bb(col);
                     let v = self.b.ins().band(roles, c);
                     or(self, v);
+                }
+                if mask >> king & 1 == 1 {
+                    let k = self.king(col == BitboardIndex::White);
+                    or(self, k);
                 }
             }
         }
