@@ -749,9 +749,16 @@ impl<'s> StoreMatcher<'s> {
         // The kernel's pre-selection is a necessary condition; the
         // interpreter decides each pre-selected game (and side effects).
         let pending = std::mem::take(found);
-        for &(g, ref range, _) in &pending {
+        for (k, &(g, ref range, _)) in pending.iter().enumerate() {
             if self.stopped() {
                 break;
+            }
+            if !self.lines.is_empty()
+                && let Some((_, next, _)) = pending.get(k + 1)
+            {
+                // The line walk reads the parent links (and flags) of a
+                // few scattered positions: ask for the next game's now.
+                self.prefetch_links(base, next.clone());
             }
             // A game decided without the interpreter: its matching
             // positions, if any.
@@ -787,6 +794,25 @@ impl<'s> StoreMatcher<'s> {
         }
         scratch.found = pending;
         Ok(())
+    }
+
+    /// Asks for the cache lines of the parent links and flags of the
+    /// positions `range` of the batch (first position `base`).
+    fn prefetch_links(&self, base: u64, range: Range<usize>) {
+        let mut i = range.start;
+        while i < range.end {
+            let pos = base + i as u64;
+            let chunk = self.store.chunk(pos / CHUNK_POSITIONS as u64);
+            let at = (pos % CHUNK_POSITIONS as u64) as usize;
+            let n = (range.end - i).min(CHUNK_POSITIONS - at);
+            (at..at + n)
+                .step_by(32)
+                .for_each(|j| prefetch(&chunk.parent_delta[j]));
+            (at..at + n)
+                .step_by(64)
+                .for_each(|j| prefetch(&chunk.flags[j]));
+            i += n;
+        }
     }
 
     /// Whether every top-level line can match at some pre-selected
@@ -896,6 +922,16 @@ impl<'s> StoreMatcher<'s> {
             let chunk = self.store.chunk(pos / CHUNK_POSITIONS as u64);
             let at = (pos % CHUNK_POSITIONS as u64) as usize;
             let n = (range.end - i).min(CHUNK_POSITIONS - at);
+            // The focus is read at scattered starts after the walk's first
+            // pass: ask for its cache lines now, while that pass runs.
+            for &k in px.focus_columns() {
+                match chunk.board_column(k) {
+                    Some(col) => (at..at + n).step_by(8).for_each(|j| prefetch(&col[j])),
+                    None => (at..at + n)
+                        .step_by(32)
+                        .for_each(|j| prefetch(&chunk.kings[j])),
+                }
+            }
             tree.extend(
                 &chunk.mv[at..at + n],
                 &chunk.flags[at..at + n],
@@ -1200,6 +1236,23 @@ impl GameMatcher for StoreMatcher<'_> {
         }
         Ok(())
     }
+}
+
+/// Asks the CPU to bring `x`'s cache line in (a hint; nothing elsewhere
+/// than on x86-64).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    // SAFETY: SSE is part of the x86-64 baseline; a prefetch reads no
+    // memory the program sees (any address is allowed), and `x` is a live
+    // reference.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// The highest position in `lo..hi` where one of the kernels `ks` of

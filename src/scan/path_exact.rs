@@ -115,6 +115,21 @@ impl Designator {
         Bitboard(out) & self.squares
     }
 
+    /// The `BB_*` bitboards [`Self::squares`] reads.
+    fn columns(&self) -> Vec<usize> {
+        let Some(mask) = self.pieces else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = (0..6).filter(|&r| mask & (0x41 << r) != 0).collect();
+        if mask & 0x3f != 0 || self.empty {
+            out.push(BB_WHITE);
+        }
+        if mask >> 6 != 0 || self.empty {
+            out.push(BB_BLACK);
+        }
+        out
+    }
+
     /// Whether a piece of kind (`white`, `role`) may stand on one of its
     /// squares (`true` when it is not a designator of pieces).
     fn may_hold(&self, white: bool, role: u8) -> bool {
@@ -226,15 +241,22 @@ pub(super) struct PathExact {
     kernels: Vec<Option<CompiledQuery>>,
     dashes: Vec<Dash>,
     focus: Option<Designator>,
-    /// [`Designator::may_focus`] of the focus by bits 12..24 of a move
-    /// that is not a null move (`MAY_FOCUS_BITS`), so one lookup.
-    may_focus: Vec<bool>,
+    /// By bits 12..24 of a move that is not a null move
+    /// (`MAY_FOCUS_BITS`), one lookup: bit 0 [`Designator::may_focus`] of
+    /// the focus, bit 1 the move is a capture.
+    may_focus: Vec<u8>,
     /// The focus designates pieces that cannot change kind on the way
     /// (no pawns, no empty squares), so `may_focus` stays a necessary
     /// condition of being in focus after the start; and `singlecolor` and
     /// `primary` are off: a walk may skip ahead over the moves it rules
     /// out ([`GameTree::stop`]).
     skip_ahead: bool,
+    /// Every state is a dash admitting any move, a split or the accept
+    /// (no filter, no dash parameter): a walk is a count of focused moves
+    /// ([`PathExact::walk_dashes`]).
+    dashes_only: bool,
+    /// [`Designator::columns`] of the focus.
+    focus_columns: Vec<usize>,
     focus_capture: bool,
     singlecolor: bool,
     primary: bool,
@@ -458,13 +480,22 @@ impl PathExact {
             .map(|bits| {
                 // From a1 to b1: not a null move.
                 let mv = PackedMove(bits << MAY_FOCUS_SHIFT | 1 << move_bits::TO_SHIFT);
-                focus.is_none_or(|d| d.may_focus(mv, params.focus_capture))
+                let may = focus.is_none_or(|d| d.may_focus(mv, params.focus_capture));
+                u8::from(may) | u8::from(mv.captured() != PackedMove::NO_ROLE) << 1
             })
             .collect();
         let pawns = 1 | 1 << 6;
         let skip_ahead = !params.singlecolor
             && !params.primary
             && focus.is_some_and(|d| !d.empty && d.pieces.is_some_and(|m| m & pawns == 0));
+        let plain = |d: &Dash| {
+            d.from.is_none() && d.to.is_none() && d.capture.is_none() && d.special.is_none()
+        };
+        let dashes_only = states.iter().all(|s| match *s {
+            State::Move(d, _) => plain(&dashes[d]),
+            State::Split(..) | State::Accept => true,
+            State::Check(..) => false,
+        });
         Some(PathExact {
             states,
             start: nfa.start,
@@ -473,6 +504,8 @@ impl PathExact {
             focus,
             may_focus,
             skip_ahead,
+            dashes_only,
+            focus_columns: focus.as_ref().map_or_else(Vec::new, Designator::columns),
             focus_capture: params.focus_capture,
             singlecolor: params.singlecolor,
             primary: params.primary,
@@ -533,14 +566,18 @@ impl PathExact {
             Some(_) => {
                 let n = tree.len();
                 tree.stop.resize(n, n as u32);
+                // The first move after c - 1 that may matter: c when its
+                // move may be in focus, is null or a capture.
+                let mut next = n as u32;
                 for c in (1..n).rev() {
                     let mv = tree.mv[c];
-                    out[c - 1] = self.may_focus_move(mv);
-                    tree.stop[c - 1] = if out[c - 1] || mv.captured() != PackedMove::NO_ROLE {
-                        c as u32
-                    } else {
-                        tree.stop[c]
-                    };
+                    let class = self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS];
+                    let may = class & 1 != 0 || (mv.from() == mv.to() && mv.is_null());
+                    out[c - 1] = may;
+                    if may || class & 2 != 0 {
+                        next = c as u32;
+                    }
+                    tree.stop[c - 1] = next;
                 }
             }
         }
@@ -549,8 +586,13 @@ impl PathExact {
     /// Whether a move may be in focus ([`Designator::may_focus`]), by
     /// table.
     fn may_focus_move(&self, mv: PackedMove) -> bool {
-        self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS]
+        self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS] & 1 != 0
             || (mv.from() == mv.to() && mv.is_null())
+    }
+
+    /// The `BB_*` bitboards [`Self::focus_at`] reads.
+    pub(super) fn focus_columns(&self) -> &[usize] {
+        &self.focus_columns
     }
 
     /// The focus's squares at `start` (`None` without a focus).
@@ -591,6 +633,14 @@ impl PathExact {
         // needing the longest).
         let bound = (tree.len() as u64 - u64::from(start)) * self.states.len() as u64;
         let early = bound <= interp::MAX_PATH_STEPS && self.range.is_none();
+        if early
+            && self.dashes_only
+            && self.skip_ahead
+            && tree.linear
+            && let Some(f) = focus
+        {
+            return Some(self.walk_dashes(tree, start, f));
+        }
         let mut steps = 0u64;
         let mut best: Option<i64> = None;
         stack.clear();
@@ -720,6 +770,76 @@ impl PathExact {
             }
         }
         Some(best.is_some_and(|b| interp::in_range(self.range, b)))
+    }
+}
+
+impl PathExact {
+    /// [`Self::walk`] where it may stop at the first match, of a path of
+    /// plain dashes (`dashes_only`) with a kind-stable focus
+    /// (`skip_ahead`) in a linear game: the walk is one line, the
+    /// automaton advances at each focused move and waits across the
+    /// others, which after the first focused move are skipped, and the
+    /// moves [`GameTree::stop`] rules out are jumped over.
+    fn walk_dashes(&self, tree: &GameTree, start: u32, mut focus: Bitboard) -> bool {
+        let len = tree.len() as u32;
+        let (mut live, mut p, mut matched) = (1u64 << self.start, start, false);
+        loop {
+            // The closure: splits, and the accept; dashes wait.
+            let (mut todo, mut seen, mut moves) = (live, 0u64, 0u64);
+            while todo != 0 {
+                let s = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                if seen & (1 << s) != 0 {
+                    continue;
+                }
+                seen |= 1 << s;
+                match self.states[s] {
+                    State::Accept if matched => return true,
+                    State::Accept | State::Check(..) => {}
+                    State::Move(..) => moves |= 1 << s,
+                    State::Split(a, b) => todo |= (1 << a) | (1 << b),
+                }
+            }
+            if moves == 0 {
+                return false;
+            }
+            // Before the first focused move, only the start's child may
+            // be; after it, the next move that may matter.
+            let c = if matched {
+                tree.stop[p as usize]
+            } else {
+                p + 1
+            };
+            if c >= len {
+                return false;
+            }
+            let facts = MoveFacts::from_packed(tree.mv[c as usize]);
+            let focused = facts
+                .as_ref()
+                .is_some_and(|mv| interp::in_focus(mv, focus, self.focus_capture));
+            if let Some(mv) = &facts {
+                focus = interp::move_focus(mv, focus);
+            }
+            if focused {
+                // Every dash admits the move.
+                live = 0;
+                let mut m = moves;
+                while m != 0 {
+                    let s = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    if let State::Move(_, to) = self.states[s] {
+                        live |= 1 << to;
+                    }
+                }
+                matched = true;
+            } else if !matched {
+                return false;
+            } else {
+                // Skipped: the dashes wait.
+                live = moves;
+            }
+            p = c;
+        }
     }
 }
 
