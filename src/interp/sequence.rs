@@ -134,17 +134,34 @@ pub(super) fn ancestors_or_self(game: &GameView, p: u32) -> Vec<u32> {
 /// The latest common ancestor of `a` and `b` (either itself when one is an
 /// ancestor of the other).
 pub(super) fn lca(game: &GameView, a: u32, b: u32) -> u32 {
-    let up = ancestors_or_self(game, a);
-    let mut cur = b;
-    loop {
-        if up.contains(&cur) {
-            return cur;
+    // Both brought to the same depth, then up together: linear in the
+    // depth, without allocating.
+    let depth = |mut p: u32| {
+        let mut d = 0u32;
+        while let Some(q) = game.parent(p) {
+            p = q;
+            d += 1;
         }
-        match game.parent(cur) {
-            Some(q) => cur = q,
-            None => return cur,
+        d
+    };
+    let (mut a, mut b) = (a, b);
+    let (mut da, mut db) = (depth(a), depth(b));
+    while da > db {
+        a = game.parent(a).unwrap_or(a);
+        da -= 1;
+    }
+    while db > da {
+        b = game.parent(b).unwrap_or(b);
+        db -= 1;
+    }
+    while a != b {
+        match (game.parent(a), game.parent(b)) {
+            (Some(pa), Some(pb)) => (a, b) = (pa, pb),
+            // Two roots: not one game's tree (as before, `b`'s side).
+            _ => return b,
         }
     }
+    a
 }
 
 /// Number of moves from `a` up to its ancestor `anc`.
