@@ -797,28 +797,7 @@ fn message_prints_lines_as_cql_does() {
          [Event \"w\"]\n[Result \"*\"]\n\n1. d4 *\n",
     )
     .expect("write");
-    let run = |query: &str| {
-        let out = cqlj_in(
-            &dir,
-            &[
-                "-i",
-                "in.pgn",
-                "-o",
-                "out.pgn",
-                "--variations",
-                "-threads",
-                "1",
-                "-cql",
-                query,
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |query: &str| printed_lines(&dir, query);
     assert_eq!(
         run("variation message (\"x\" ply)"),
         "Game: 1 move 2(wtm)[4]: x2\nGame: 1 move 2(btm)[5]: x3\nGame: 1 move 3(wtm)[6]: x4\n\
@@ -829,6 +808,31 @@ fn message_prints_lines_as_cql_does() {
         run("ply == 1 message quiet (\"a\") message (\"b\") mate"),
         "a\nGame: 1 move 1(btm): b\na\nGame: 2 move 1(btm): b\n"
     );
+}
+
+/// What a run of `query` over `in.pgn` of `dir` (variations, one thread,
+/// games to `out.pgn`) prints on standard output: its `message` lines.
+fn printed_lines(dir: &Scratch, query: &str) -> String {
+    let out = cqlj_in(
+        dir,
+        &[
+            "-i",
+            "in.pgn",
+            "-o",
+            "out.pgn",
+            "--variations",
+            "-threads",
+            "1",
+            "-cql",
+            query,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `path pathdebug` prints one line per evaluation of the path with the
@@ -844,26 +848,7 @@ fn pathdebug_prints_a_line_per_evaluation() {
          [Event \"w\"]\n[Result \"*\"]\n\n1. d4 *\n",
     )
     .expect("write");
-    let out = cqlj_in(
-        &dir,
-        &[
-            "-i",
-            "in.pgn",
-            "-o",
-            "out.pgn",
-            "--variations",
-            "-threads",
-            "1",
-            "-cql",
-            "path quiet pathdebug -- --",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = printed_lines(&dir, "path quiet pathdebug -- --");
     let at = |line: &str| line.split(": PathDebug").next().unwrap_or("").to_owned();
     let places: Vec<String> = stdout.lines().map(at).collect();
     assert_eq!(

@@ -799,20 +799,33 @@ impl<'s> StoreMatcher<'s> {
     /// Asks for the cache lines of the parent links and flags of the
     /// positions `range` of the batch (first position `base`).
     fn prefetch_links(&self, base: u64, range: Range<usize>) {
+        for (chunk, ats) in self.segments(base, range) {
+            ats.clone()
+                .step_by(32)
+                .for_each(|j| prefetch(&chunk.parent_delta[j]));
+            ats.step_by(64).for_each(|j| prefetch(&chunk.flags[j]));
+        }
+    }
+
+    /// The positions `range` of the batch (first position `base`) as runs
+    /// within one chunk: each chunk and the run's indices in it.
+    fn segments(
+        &self,
+        base: u64,
+        range: Range<usize>,
+    ) -> impl Iterator<Item = (&ChunkColumns, Range<usize>)> + '_ {
         let mut i = range.start;
-        while i < range.end {
+        std::iter::from_fn(move || {
+            if i >= range.end {
+                return None;
+            }
             let pos = base + i as u64;
             let chunk = self.store.chunk(pos / CHUNK_POSITIONS as u64);
             let at = (pos % CHUNK_POSITIONS as u64) as usize;
             let n = (range.end - i).min(CHUNK_POSITIONS - at);
-            (at..at + n)
-                .step_by(32)
-                .for_each(|j| prefetch(&chunk.parent_delta[j]));
-            (at..at + n)
-                .step_by(64)
-                .for_each(|j| prefetch(&chunk.flags[j]));
             i += n;
-        }
+            Some((chunk, at..at + n))
+        })
     }
 
     /// Whether every top-level line can match at some pre-selected
@@ -916,28 +929,23 @@ impl<'s> StoreMatcher<'s> {
         let mut tree = std::mem::take(&mut scratch.path_tree);
         tree.clear();
         // The game's moves, flags and parent links, a chunk's slice at a time.
-        let mut i = range.start;
-        while i < range.end {
-            let pos = base + i as u64;
-            let chunk = self.store.chunk(pos / CHUNK_POSITIONS as u64);
-            let at = (pos % CHUNK_POSITIONS as u64) as usize;
-            let n = (range.end - i).min(CHUNK_POSITIONS - at);
+        for (chunk, ats) in self.segments(base, range.clone()) {
             // The focus is read at scattered starts after the walk's first
             // pass: ask for its cache lines now, while that pass runs.
             for &k in px.focus_columns() {
                 match chunk.board_column(k) {
-                    Some(col) => (at..at + n).step_by(8).for_each(|j| prefetch(&col[j])),
-                    None => (at..at + n)
+                    Some(col) => ats.clone().step_by(8).for_each(|j| prefetch(&col[j])),
+                    None => ats
+                        .clone()
                         .step_by(32)
                         .for_each(|j| prefetch(&chunk.kings[j])),
                 }
             }
             tree.extend(
-                &chunk.mv[at..at + n],
-                &chunk.flags[at..at + n],
-                &chunk.parent_delta[at..at + n],
+                &chunk.mv[ats.clone()],
+                &chunk.flags[ats.clone()],
+                &chunk.parent_delta[ats],
             );
-            i += n;
         }
         tree.link(self.opts.variations);
         let board = |p: u32, k: usize| {
@@ -1017,7 +1025,6 @@ impl<'s> StoreMatcher<'s> {
         range: Range<usize>,
         scratch: &mut Scratch,
     ) -> (bool, Option<Vec<u32>>) {
-        let chunk_len = CHUNK_POSITIONS as u64;
         if range.len() > echo_pre::MAX_POSITIONS {
             // Too long to pack its positions' indices: the interpreter.
             return (true, None);
@@ -1030,22 +1037,12 @@ impl<'s> StoreMatcher<'s> {
             hashes.clear();
             hashes.resize(range.len(), 0);
             // The game's positions, a run per chunk.
-            let (first, last) = (base + range.start as u64, base + range.end as u64);
-            let mut pos = first;
-            while pos < last {
-                let c = pos / chunk_len;
-                let chunk = self.store.chunk(c);
-                let at = (pos % chunk_len) as usize;
-                let n = ((c + 1) * chunk_len).min(last) - pos;
-                let t0 = (pos - first) as usize;
-                echo.keys(
-                    chunk,
-                    at..at + n as usize,
-                    (t0, range.len()),
-                    values,
-                    hashes,
-                );
-                pos += n;
+            let first = base + range.start as u64;
+            let mut t0 = 0;
+            for (chunk, ats) in self.segments(base, range.clone()) {
+                let n = ats.len();
+                echo.keys(chunk, ats, (t0, range.len()), values, hashes);
+                t0 += n;
             }
             // The visible ones, each with its hash and values.
             keys.clear();

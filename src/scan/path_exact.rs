@@ -668,26 +668,7 @@ impl PathExact {
                 n.live
             } else {
                 // The closure at n.p (the interpreter's `path_closure`).
-                let (mut todo, mut seen, mut moves) = (n.live, 0u64, 0u64);
-                let mut accept = false;
-                while todo != 0 {
-                    let s = todo.trailing_zeros() as usize;
-                    todo &= todo - 1;
-                    if seen & (1 << s) != 0 {
-                        continue;
-                    }
-                    seen |= 1 << s;
-                    match self.states[s] {
-                        State::Accept => accept = true,
-                        State::Move(..) => moves |= 1 << s,
-                        State::Split(a, b) => todo |= (1 << a) | (1 << b),
-                        State::Check(k, next) => {
-                            if check(k, n.p) {
-                                todo |= 1 << next;
-                            }
-                        }
-                    }
-                }
+                let (seen, moves, accept) = self.closure(n.live, |k| check(k, n.p));
                 steps += u64::from(seen.count_ones());
                 if steps > interp::MAX_PATH_STEPS {
                     return None;
@@ -774,6 +755,34 @@ impl PathExact {
 }
 
 impl PathExact {
+    /// The states reached from `live` through splits and the checks that
+    /// pass (`check(k)`: constituent k matches here): the states visited,
+    /// the dashes waiting for a move among them, and whether the accept
+    /// is one of them.
+    fn closure(&self, live: u64, check: impl Fn(usize) -> bool) -> (u64, u64, bool) {
+        let (mut todo, mut seen, mut moves) = (live, 0u64, 0u64);
+        let mut accept = false;
+        while todo != 0 {
+            let s = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if seen & (1 << s) != 0 {
+                continue;
+            }
+            seen |= 1 << s;
+            match self.states[s] {
+                State::Accept => accept = true,
+                State::Move(..) => moves |= 1 << s,
+                State::Split(a, b) => todo |= (1 << a) | (1 << b),
+                State::Check(k, next) => {
+                    if check(k) {
+                        todo |= 1 << next;
+                    }
+                }
+            }
+        }
+        (seen, moves, accept)
+    }
+
     /// [`Self::walk`] where it may stop at the first match, of a path of
     /// plain dashes (`dashes_only`) with a kind-stable focus
     /// (`skip_ahead`) in a linear game: the walk is one line, the
@@ -784,21 +793,11 @@ impl PathExact {
         let len = tree.len() as u32;
         let (mut live, mut p, mut matched) = (1u64 << self.start, start, false);
         loop {
-            // The closure: splits, and the accept; dashes wait.
-            let (mut todo, mut seen, mut moves) = (live, 0u64, 0u64);
-            while todo != 0 {
-                let s = todo.trailing_zeros() as usize;
-                todo &= todo - 1;
-                if seen & (1 << s) != 0 {
-                    continue;
-                }
-                seen |= 1 << s;
-                match self.states[s] {
-                    State::Accept if matched => return true,
-                    State::Accept | State::Check(..) => {}
-                    State::Move(..) => moves |= 1 << s,
-                    State::Split(a, b) => todo |= (1 << a) | (1 << b),
-                }
+            // The closure: splits, and the accept; dashes wait (there is
+            // no filter).
+            let (_, moves, accept) = self.closure(live, |_| false);
+            if accept && matched {
+                return true;
             }
             if moves == 0 {
                 return false;
