@@ -878,6 +878,39 @@ fn pathdebug_prints_a_line_per_evaluation() {
     assert_eq!(written.matches("[Event ").count(), 1, "{written}");
 }
 
+/// `-hhdb WORD...` is the filter `hhdb WORD...` (a keyword as it is,
+/// another word as a string), ANDed with the query, or the query itself;
+/// the counts are CQL 6.2's on the 20 games of the hhdb cases.
+#[test]
+fn hhdb_option_adds_an_hhdb_filter() {
+    let dir = Scratch::new("hhdb-option");
+    let cases = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cql62-hhdb.toml"),
+    )
+    .expect("the hhdb cases");
+    let start = cases.find("pgn = \"\"\"\n").expect("an inline PGN") + 10;
+    let end = start + cases[start..].find("\"\"\"").expect("its end");
+    std::fs::write(dir.path("in.pgn"), &cases[start..end]).expect("write");
+    let count = |args: &[&str]| {
+        let mut all = vec!["-i", "in.pgn", "--count"];
+        all.extend_from_slice(args);
+        let out = cqlj_in(&dir, &all);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(count(&["-hhdb", "award"]), "15");
+    assert_eq!(count(&["-hhdb", "prize"]), "7");
+    assert_eq!(count(&["-hhdb", "composer", "Kasparyan"]), "0");
+    assert_eq!(count(&["-hhdb", "award", "-cql", "check"]), "0");
+    assert_eq!(count(&["-cql", "hhdb award", "-hhdb", "prize"]), "7");
+    let out = cqlj_in(&dir, &["-i", "in.pgn", "--count", "-hhdb"]);
+    assert!(!out.status.success());
+}
+
 #[test]
 fn hhdb_main_markers_need_variations() {
     // CQL 6.2 refuses `hhdb mainline`, `variation`, `"<main>"` and

@@ -151,12 +151,11 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 11] = [
+const CQL_UNSUPPORTED: [&str; 10] = [
     "a",
     "assign",
     "btm",
     "gui",
-    "hhdb",
     "html",
     "lex",
     "m",
@@ -425,9 +424,125 @@ pub fn transform_options_in_order(raw: &[OsString]) -> Vec<TransformFilter> {
         .collect()
 }
 
-/// Quotes a string for CQL.
+/// The words `cql -hhdb help` of CQL 6.2 lists as `hhdb` keywords: on the
+/// command line they are written as they are, other words as strings.
+const HHDB_KEYWORDS: [&str; 59] = [
+    "(c)",
+    "(m)",
+    "(s)",
+    "(v)",
+    "<cook>",
+    "<eg>",
+    "<main>",
+    "<minor_dual>",
+    "<or>",
+    "AN",
+    "CR",
+    "MC",
+    "PH",
+    "TE",
+    "TT",
+    "TW",
+    "U1",
+    "U2",
+    "U3",
+    "U4",
+    "U5",
+    "anticipation",
+    "award",
+    "colors_reversed",
+    "commendation",
+    "composer",
+    "cooked",
+    "corrected_solution",
+    "correction",
+    "diagram",
+    "dual",
+    "dual_after_move_1",
+    "dual_at_move_1",
+    "egdiagram",
+    "firstcomment",
+    "gbr",
+    "hm",
+    "mainline",
+    "max",
+    "modification",
+    "posthumous",
+    "prize",
+    "search",
+    "sort",
+    "sound",
+    "source",
+    "special",
+    "stipulation",
+    "theme_tournament",
+    "theme_tourney",
+    "theoretical_ending",
+    "too_many_composers",
+    "twin",
+    "unreachable",
+    "unsound",
+    "variation",
+    "version",
+    "white_fails",
+    "white_wins_in_draw",
+];
+
+/// Takes CQL 6.2's `-hhdb WORD...` groups out of the arguments: each is
+/// the filter `hhdb WORD...` (a keyword as it is, another word as a
+/// string: `-hhdb composer Kasparyan` is `hhdb composer "Kasparyan"`), up
+/// to the next option. The filters, and the other arguments.
+pub fn take_hhdb(raw: Vec<OsString>) -> anyhow::Result<(Vec<OsString>, Vec<String>)> {
+    let mut rest = Vec::with_capacity(raw.len());
+    let mut filters = Vec::new();
+    let mut args = raw.into_iter().peekable();
+    while let Some(a) = args.next() {
+        if !matches!(a.to_str(), Some("-hhdb" | "--hhdb")) {
+            rest.push(a);
+            continue;
+        }
+        let mut words = Vec::new();
+        while let Some(w) = args.next_if(|w| {
+            w.to_str()
+                .is_some_and(|w| !w.starts_with('-') || w[1..].parse::<f64>().is_ok())
+        }) {
+            words.push(w.to_string_lossy().into_owned());
+        }
+        if words.is_empty() {
+            bail!(
+                "-hhdb needs arguments: the words of an `hhdb` filter (`-hhdb composer Kasparyan`)"
+            );
+        }
+        if words == ["help"] {
+            println!(
+                "-hhdb WORD...: the filter `hhdb WORD...` (HHdbVI conventions); its keywords:\n{}",
+                HHDB_KEYWORDS.join(" ")
+            );
+            std::process::exit(0);
+        }
+        let text: Vec<String> = words
+            .iter()
+            .map(|w| {
+                // The markers (`(c)`, `<main>` ...) are strings in the
+                // query text.
+                if HHDB_KEYWORDS.contains(&w.as_str())
+                    && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    w.clone()
+                } else {
+                    cql_string(w)
+                }
+            })
+            .collect();
+        filters.push(format!("hhdb {}", text.join(" ")));
+    }
+    Ok((rest, filters))
+}
+
+/// Quotes a string for CQL: backslashes stand for themselves (as in CQL
+/// 6.2's strings), a quote is cqlj's `\"`.
 fn cql_string(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    format!("\"{}\"", s.replace('"', "\\\""))
 }
 
 /// The extra filters the game-selection options stand for, as CQL text.
@@ -529,7 +644,7 @@ pub struct QueryText {
 }
 
 /// Reads the query: the query file, or the `-cql` text (exactly one).
-pub fn read_query(args: &RunArgs) -> anyhow::Result<QueryText> {
+pub fn read_query(args: &RunArgs, hhdb: &[String]) -> anyhow::Result<QueryText> {
     let (source, default_out) = match (&args.cql, &args.query_file) {
         (Some(_), Some(f)) => {
             return Err(usage!(
@@ -551,6 +666,8 @@ pub fn read_query(args: &RunArgs) -> anyhow::Result<QueryText> {
                 PathBuf::from("cqldefault-out.pgn"),
             )
         }
+        // Without a query, the `-hhdb` filters are the query (CQL 6.2).
+        (None, None) if !hhdb.is_empty() => (hhdb.join(" "), PathBuf::from("cqldefault-out.pgn")),
         (None, None) => {
             return Err(usage!(
                 "no query: give a query file (QUERY.cql) or -cql 'FILTERS' (see cqlj --help)"

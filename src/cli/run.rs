@@ -19,14 +19,19 @@ use super::{counted, exit, files, input, thousands, usage_error};
 
 /// Entry point of a query run.
 pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let (raw, hhdb) = options::take_hhdb(raw).map_err(usage_error)?;
     options::check_options(&raw).map_err(usage_error)?;
     let raw = options::normalize_args(raw);
     let args = options::parse_args(&raw);
     let transforms = options::transform_options_in_order(&raw);
     let started = Instant::now();
 
-    let text = options::read_query(&args)?;
-    let extra = options::option_filters(&args).map_err(usage_error)?;
+    let text = options::read_query(&args, &hhdb)?;
+    let mut extra = options::option_filters(&args).map_err(usage_error)?;
+    if args.cql.is_some() || args.query_file.is_some() || args.similarposition.is_some() {
+        // Otherwise they are the query.
+        extra.extend(hhdb);
+    }
     if args.limit == Some(0) {
         return Err(usage!(
             "-limit 0 would stop before the first game: give 1 or more"
