@@ -154,15 +154,25 @@ impl Eq for PieceCache {}
 impl PieceCache {
     /// The maps of `game`, built on first use.
     pub(crate) fn get(&mut self, game: &GameView) -> Arc<PieceIds> {
-        let key = (game.positions.as_ptr() as usize, game.positions.len());
-        if let Some((ptr, len, ids)) = &self.0
-            && (*ptr, *len) == key
-        {
-            return Arc::clone(ids);
+        self.ids(game);
+        match &self.0 {
+            Some((.., ids)) => Arc::clone(ids),
+            // `ids` has just filled it.
+            None => Arc::new(PieceIds::new(game)),
         }
-        let ids = Arc::new(PieceIds::new(game));
-        self.0 = Some((key.0, key.1, Arc::clone(&ids)));
-        ids
+    }
+
+    /// [`Self::get`] borrowed: no reference count to change on the hot
+    /// path (a piece variable read at each position).
+    pub(crate) fn ids(&mut self, game: &GameView) -> &PieceIds {
+        let key = (game.positions.as_ptr() as usize, game.positions.len());
+        if !matches!(&self.0, Some((ptr, len, _)) if (*ptr, *len) == key) {
+            self.0 = None;
+        }
+        &self
+            .0
+            .get_or_insert_with(|| (key.0, key.1, Arc::new(PieceIds::new(game))))
+            .2
     }
 }
 
@@ -180,7 +190,7 @@ impl Evaluator<'_, '_> {
             Some(Value::Piece(id)) => *id,
             _ => return Ok(None),
         };
-        Ok(Some(self.piece_ids().piece_at(at, id)))
+        Ok(Some(self.st.pieces.ids(self.game).piece_at(at, id)))
     }
 
     /// A piece variable read as a set: the square of its piece at `at`
@@ -221,7 +231,7 @@ impl Evaluator<'_, '_> {
         let Some(sq) = self.single_square(s, at)? else {
             return Ok(None);
         };
-        let Some(id) = self.piece_ids().id_at(at, sq) else {
+        let Some(id) = self.st.pieces.ids(self.game).id_at(at, sq) else {
             return Ok(None);
         };
         *self.var_slot(var)? = Some(Value::Piece(id));

@@ -367,7 +367,7 @@ impl Evaluator<'_, '_> {
             }
             (Builtin::PieceId, [a]) => self
                 .single_square(a, at)?
-                .and_then(|sq| self.piece_ids().id_at(at, sq))
+                .and_then(|sq| self.st.pieces.ids(self.game).id_at(at, sq))
                 .map(|id| num(i64::from(id.0))),
             (Builtin::PieceName, [a]) => match self.single_square(a, at)? {
                 None => None,
