@@ -44,6 +44,17 @@ fn cqlj_in(dir: &Scratch, args: &[&str]) -> std::process::Output {
         .expect("the cqlj binary runs")
 }
 
+/// The standard output of a run that must have succeeded (its standard
+/// error in the failure message otherwise).
+fn stdout_of(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn help_describes_every_transform_option() {
     let (code, help, _) = cqlj(&["--help"]);
@@ -576,12 +587,7 @@ fn run_query_file(dir: &Scratch, query: &str) -> String {
         .env("CQLJ_CACHE_DIR", dir.path("cache"))
         .output()
         .expect("the cqlj binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stdout_of(&out)
 }
 
 /// A sorted run of a query whose games share state (here a dictionary of
@@ -827,12 +833,7 @@ fn printed_lines(dir: &Scratch, query: &str) -> String {
             query,
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    stdout_of(&out)
 }
 
 /// `path pathdebug` prints one line per evaluation of the path with the
