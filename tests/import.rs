@@ -262,12 +262,11 @@ fn import_variation_structure() {
 #[test]
 fn import_setups_and_chess960() {
     let (_tmp, store, _, _) = import(&[test_data("setups.pgn")], "setups");
-    let g0 = store.game(0).expect("game");
-    assert_eq!(g0.flags, game_flags::SETUP);
-    let g1 = store.game(1).expect("game");
-    assert_eq!(g1.flags, game_flags::SETUP | game_flags::CHESS960);
-    let g2 = store.game(2).expect("game");
-    assert_eq!(g2.flags, game_flags::CHESS960);
+    // (Whether a text is plain is tested by `import_marks_plain_texts`.)
+    let flags = |g: u32| store.game(g).expect("game").flags & !game_flags::PLAIN_TEXT;
+    assert_eq!(flags(0), game_flags::SETUP);
+    assert_eq!(flags(1), game_flags::SETUP | game_flags::CHESS960);
+    assert_eq!(flags(2), game_flags::CHESS960);
     // Shredder-FEN game: 1. O-O, king f1 -> g1.
     let castle = store.game_positions(1).expect("positions")[1].mv;
     assert_eq!((castle.from(), castle.to(), castle.role()), (5, 6, 5));
@@ -450,6 +449,26 @@ const CQL_SETUPS: &str = "\
 [Event \"bad ep\"]\n[FEN \"4k3/8/8/8/8/8/8/4K3 w - e3 0 1\"]\n\n1. Kd2 *\n\n\
 [Event \"impossible check\"]\n[FEN \"4k3/8/8/8/1b5b/8/8/4K3 w - - 0 1\"]\n\n1. Ke2 *\n\n\
 [Event \"last\"]\n\n1. e4 *\n";
+
+/// The importer marks a game plain (its PGN writer then copies the
+/// moves unchecked) only when its text is tags, move numbers, moves in the
+/// writer's form and a result, and its moves are all stored.
+#[test]
+fn import_marks_plain_texts() {
+    let text = "[Event \"plain\"]\n[Result \"1-0\"]\n\n1.e4 e5 2.Nf3 Nc6\n3.Bb5 1-0\n\n\
+        [Event \"comment\"]\n\n1.e4 {c} e5 *\n\n\
+        [Event \"variation\"]\n\n1.e4 (1.d4) e5 *\n\n\
+        [Event \"nag\"]\n\n1.e4! e5 *\n\n\
+        [Event \"castles as 0-0\"]\n\n1.e4 e5 2.Nf3 Nc6 3.Bc4 Bc5 4.0-0 *\n\n\
+        [Event \"illegal move cuts the line\"]\n\n1.e4 e5 2.Ke3 *\n\n\
+        [Event \"plain, no result\"]\n\n1. d4 d5\n";
+    let (_tmp, store, summary, _) = import_text(text.as_bytes(), "plain");
+    assert_eq!(summary.games, 7);
+    let plain: Vec<bool> = (0..7)
+        .map(|g| store.game(g).expect("game").flags & game_flags::PLAIN_TEXT != 0)
+        .collect();
+    assert_eq!(plain, [true, false, false, false, false, false, true]);
+}
 
 #[test]
 fn import_keeps_every_setup_cql_reads() {

@@ -23,6 +23,7 @@
 
 pub mod comments;
 pub mod game;
+pub(crate) mod plain;
 mod report;
 
 use std::cell::{Cell, RefCell};
@@ -776,6 +777,11 @@ impl Accept<'_> {
         match item.game {
             Ok(mut g) => {
                 g.meta.source_file = source;
+                if plain::plain_moves(&g.meta.text)
+                    .is_some_and(|m| m as usize + 1 == g.positions.len())
+                {
+                    g.meta.flags |= cqlj_runtime::store::game_flags::PLAIN_TEXT;
+                }
                 self.writer.add_game(&g.meta, &g.positions)?;
                 self.summary.games += 1;
                 self.summary.positions += g.positions.len() as u64;

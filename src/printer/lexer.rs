@@ -22,247 +22,87 @@
 //! reader path: the decision is per game, the output the same either way.
 
 use super::pgn::{PgnRewriter, TagValues};
+use crate::import::plain::{
+    CLASS, MAX_PLAIN_TEXT, is_space, is_token_end, move_len, result_at, skip_space, tag_line,
+};
 
 /// Longest text the fast path takes: the reader path reads a text of up
 /// to 1 MiB into its buffer whole (so a comment is never split); a longer
 /// one goes through it.
-const MAX_TEXT: usize = 1 << 20;
+const MAX_TEXT: usize = MAX_PLAIN_TEXT;
 
-/// The bytes that end a token for `pgn_reader` (its `is_token_end`).
-static TOKEN_END: [bool; 256] = {
-    let mut t = [false; 256];
-    let ends = b" \t\n\r{}()!?$;.*";
-    let mut i = 0;
-    while i < ends.len() {
-        t[ends[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
-
-/// Whether `b` ends a token for `pgn_reader` (its `is_token_end`).
+/// The length of the token at `text[i..]` up to the next white space
+/// (or any byte below `!`) or the text's end, if under 8 bytes; else 8.
+/// Eight bytes at a time: the first byte below `!` found by a borrow
+/// (exact for the lowest such byte, which is all that is asked).
 #[inline]
-fn is_token_end(b: u8) -> bool {
-    TOKEN_END[usize::from(b)]
-}
-
-/// Whether `b` is white space the reader skips (between tags, between
-/// tokens).
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
-}
-
-/// The index of the first byte of `text` at or after `i` that is not
-/// white space.
-fn skip_space(text: &[u8], mut i: usize) -> usize {
-    while text.get(i).copied().is_some_and(is_space) {
-        i += 1;
-    }
-    i
-}
-
-/// Byte classes of the moves the lexer copies (0: none of them).
-mod class {
-    pub(super) const FILE: u8 = 1;
-    pub(super) const RANK: u8 = 2;
-    /// `N`, `B`, `R`, `Q`: a piece or a promotion.
-    pub(super) const PIECE: u8 = 3;
-    pub(super) const KING: u8 = 4;
-    pub(super) const TAKES: u8 = 5;
-    pub(super) const EQUALS: u8 = 6;
-    /// `+`, `#`.
-    pub(super) const SUFFIX: u8 = 7;
-    pub(super) const CASTLE: u8 = 8;
-    pub(super) const DASH: u8 = 9;
-}
-
-/// The class of each byte (see [`class`]).
-static CLASS: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = b'a';
-    while b <= b'h' {
-        t[b as usize] = class::FILE;
-        t[(b - b'a' + b'1') as usize] = class::RANK;
-        b += 1;
-    }
-    t[b'N' as usize] = class::PIECE;
-    t[b'B' as usize] = class::PIECE;
-    t[b'R' as usize] = class::PIECE;
-    t[b'Q' as usize] = class::PIECE;
-    t[b'K' as usize] = class::KING;
-    t[b'x' as usize] = class::TAKES;
-    t[b'=' as usize] = class::EQUALS;
-    t[b'+' as usize] = class::SUFFIX;
-    t[b'#' as usize] = class::SUFFIX;
-    t[b'O' as usize] = class::CASTLE;
-    t[b'-' as usize] = class::DASH;
-    t
-};
-
-/// Slots of [`MOVE_FORMS`] (a power of two).
-const FORM_SLOTS: usize = 2048;
-
-/// The class sequences of the moves the lexer copies, each as a
-/// key (class of byte `j` in bits `4j..4j + 4`), in a hash table without
-/// collisions: key `k` is valid iff `MOVE_FORMS.1[form_slot(k, MOVE_FORMS.0)]
-/// == k`. Built at compile time (a multiplier without collisions is
-/// searched for; the build fails if there is none).
-static MOVE_FORMS: (u32, [u32; FORM_SLOTS]) = {
-    use class::*;
-    const fn key(seq: &[u8]) -> u32 {
-        let mut k = 0u32;
-        let mut j = 0;
-        while j < seq.len() {
-            k |= (seq[j] as u32) << (4 * j);
-            j += 1;
-        }
-        k
-    }
-    /// Appends `part` to `seq[..len]`; the new length.
-    const fn push(seq: &mut [u8; 8], len: usize, part: &[u8]) -> usize {
-        let mut j = 0;
-        while j < part.len() {
-            seq[len + j] = part[j];
-            j += 1;
-        }
-        len + part.len()
-    }
-    let mut keys = [0u32; 64];
-    let mut n = 0;
-    let mut bases = [[0u8; 8]; 32];
-    let mut base_len = [0usize; 32];
-    let mut m = 0;
-    // Castling and the null move.
-    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE]);
-    m += 1;
-    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE, DASH, CASTLE]);
-    m += 1;
-    base_len[m] = push(&mut bases[m], 0, &[DASH, DASH]);
-    m += 1;
-    let pres: [&[u8]; 4] = [&[], &[FILE], &[RANK], &[FILE, RANK]];
-    let takes: [&[u8]; 2] = [&[], &[TAKES]];
-    let promotions: [&[u8]; 2] = [&[], &[EQUALS, PIECE]];
-    // Piece moves.
-    let mut p = 0;
-    while p < 2 {
-        let piece = if p == 0 { PIECE } else { KING };
-        let mut a = 0;
-        while a < pres.len() {
-            let mut x = 0;
-            while x < takes.len() {
-                let mut len = push(&mut bases[m], 0, &[piece]);
-                len = push(&mut bases[m], len, pres[a]);
-                len = push(&mut bases[m], len, takes[x]);
-                base_len[m] = push(&mut bases[m], len, &[FILE, RANK]);
-                m += 1;
-                x += 1;
-            }
-            a += 1;
-        }
-        p += 1;
-    }
-    // Pawn moves (no rank alone before: a token starting with a digit is
-    // a move number).
-    let mut a = 0;
-    while a < pres.len() {
-        if a != 2 {
-            let mut x = 0;
-            while x < takes.len() {
-                let mut q = 0;
-                while q < promotions.len() {
-                    let mut len = push(&mut bases[m], 0, pres[a]);
-                    len = push(&mut bases[m], len, takes[x]);
-                    len = push(&mut bases[m], len, &[FILE, RANK]);
-                    base_len[m] = push(&mut bases[m], len, promotions[q]);
-                    m += 1;
-                    q += 1;
-                }
-                x += 1;
-            }
-        }
-        a += 1;
-    }
-    // Each with and without a check or mate sign.
-    let mut b = 0;
-    while b < m {
-        let (seq, len) = bases[b].split_at(base_len[b]);
-        let _ = len;
-        keys[n] = key(seq);
-        n += 1;
-        let mut with = bases[b];
-        let l = push(&mut with, base_len[b], &[SUFFIX]);
-        keys[n] = key(with.split_at(l).0);
-        n += 1;
-        b += 1;
-    }
-    // A multiplier without collisions.
-    let mut mul = 0x9e37_79b1u32;
-    let mut tries = 0;
-    loop {
-        let mut table = [0u32; FORM_SLOTS];
-        let mut ok = true;
-        let mut k = 0;
-        while k < n {
-            let slot = form_slot(keys[k], mul);
-            if table[slot] != 0 {
-                ok = false;
-                break;
-            }
-            table[slot] = keys[k];
-            k += 1;
-        }
-        if ok {
-            break (mul, table);
-        }
-        tries += 1;
-        assert!(tries < 1000, "no multiplier without collisions");
-        mul = mul.wrapping_add(0x2545_f491);
-    }
-};
-
-/// The slot of key `k` in [`MOVE_FORMS`] for multiplier `mul`.
-#[inline]
-const fn form_slot(k: u32, mul: u32) -> usize {
-    (k.wrapping_mul(mul) >> (32 - FORM_SLOTS.trailing_zeros())) as usize
-}
-
-/// The length of the move at `text[i..]` if it is one the writer writes
-/// byte for byte as it stands (`SanPlus::from_ascii` reads all of it and
-/// writes it back unchanged) and a token end (or the text's end) follows
-/// it; `None` otherwise. The moves: `O-O`, `O-O-O`, `--`, and `[NBRQK]?
-/// [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a pawn move, each with
-/// at most one `+` or `#`, shorter than 8 bytes; not a token starting
-/// with a digit (the reader reads that as a move number or a result). The
-/// tests check each against shakmaty. Branch-free over the token's (at most 8) bytes: their
-/// classes, the token's length, and one table lookup of the classes'
-/// sequence.
-#[inline]
-fn move_len(text: &[u8], i: usize) -> Option<usize> {
-    let window = match text[i..].first_chunk::<8>() {
+fn word_len(text: &[u8], i: usize) -> usize {
+    let window = match text.get(i..).and_then(|t| t.first_chunk::<8>()) {
         Some(w) => *w,
         None => {
-            // Past the text's end: bytes of no class (a token end).
             let mut w = [0u8; 8];
-            let rest = &text[i..];
+            let rest = text.get(i..).unwrap_or_default();
             w[..rest.len()].copy_from_slice(rest);
             w
         }
     };
-    let mut key = 0u64;
-    let mut classed = 0u32;
-    for (j, &b) in window.iter().enumerate() {
-        let c = CLASS[usize::from(b)];
-        key |= u64::from(c) << (4 * j);
-        classed |= u32::from(c != 0) << j;
-    }
-    let len = (!classed).trailing_zeros() as usize;
-    if len == 8 {
+    let x = u64::from_le_bytes(window);
+    let low = x.wrapping_sub(0x2121_2121_2121_2121) & !x & 0x8080_8080_8080_8080;
+    (low.trailing_zeros() / 8) as usize
+}
+
+/// Writes a game whose text the importer found plain
+/// ([`crate::import::plain`]) through `w`, as [`rewrite_plain`] writes
+/// it, without checking the form of its moves again; returns the number of
+/// moves, or `None` (part of the game may have been written) at anything
+/// a plain text does not hold, so that a wrong flag costs speed, never a
+/// panic.
+pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<u32> {
+    let n = text.len();
+    if n > MAX_TEXT {
         return None;
     }
-    let key = (key & ((1u64 << (4 * len)) - 1)) as u32;
-    let (mul, table) = &MOVE_FORMS;
-    let next = text.get(i + len).copied();
-    (table[form_slot(key, *mul)] == key && key != 0 && next.is_none_or(is_token_end)).then_some(len)
+    let mut i = skip_space(text, 0);
+    let mut tags = TagValues::default();
+    while text.get(i) == Some(&b'[') {
+        let (name, value, next) = tag_line(text, i)?;
+        w.write_tag(&mut tags, name, value);
+        i = skip_space(text, next);
+    }
+    let mut mt = w.start_movetext(tags);
+    if w.write_plain_rest(&mut mt, text, i).is_some() {
+        return Some(w.finish(mt));
+    }
+    while i < n {
+        let c = text[i];
+        if c <= b' ' {
+            i += 1;
+        } else if c.is_ascii_digit() || c == b'*' {
+            if c == b'*' || matches!(text.get(i + 1), Some(b'-' | b'/')) {
+                let result = result_at(text, i)?;
+                w.write_outcome(&mut mt, result);
+                i += result.len();
+            } else {
+                while text
+                    .get(i)
+                    .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
+                {
+                    i += 1;
+                }
+            }
+        } else {
+            let len = word_len(text, i);
+            if len == 8 {
+                return None;
+            }
+            w.write_san(&mut mt, &text[i..], len);
+            i += len;
+            if w.notes_written(&mt) && w.write_plain_rest(&mut mt, text, i).is_some() {
+                return Some(w.finish(mt));
+            }
+        }
+    }
+    Some(w.finish(mt))
 }
 
 /// The NAG of a `!`/`?` suffix at the start of `text` and its length, as
@@ -295,20 +135,9 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
     }
     let mut tags = TagValues::default();
     while text.get(i) == Some(&b'[') {
-        let end = i + memchr::memchr(b'\n', &text[i..])?;
-        let line = &text[i + 1..end];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let quote = memchr::memchr(b'"', line)?;
-        let name = line[..quote].strip_suffix(b" ")?;
-        if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-            return None;
-        }
-        let value = line[quote + 1..].strip_suffix(b"\"]")?;
-        if memchr::memchr2(b'"', b'\\', value).is_some() {
-            return None;
-        }
+        let (name, value, next) = tag_line(text, i)?;
         w.write_tag(&mut tags, name, value);
-        i = skip_space(text, end + 1);
+        i = skip_space(text, next);
     }
     let mut mt = w.start_movetext(tags);
     while i < n {
@@ -605,6 +434,9 @@ mod differential {
     fn texts_the_lexer_takes_are_written_alike() {
         let taken = [
             "[Event \"T\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 1-0\n",
+            "[Event \"T\"]\n[Result \"0-1\"]\n\n1.e4 e5 2.Nf3\nNc6 3.Bb5 a6 4.\nBa4 Nf6 5.O-O Be7 6.Re1 b5 7.Bb3 d6 8.c3 O-O 9.h3 Nb8 10.d4 Nbd7 11.c4 c6 12.cxb5\naxb5 13.Nc3 Bb7 14.Bg5 b4 15.Nb1 h6 16.Bh4 c5 17.dxe5 Nxe4 0-1",
+            "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 41.Ra7+ Ke6 42.Ra6+ Kd5",
+            "[Event \"T\"]\n\n*",
             "[Event \"T\"]\r\n[Result \"*\"]\r\n\r\n1.e4 e5 2.Nf3 {a comment\r\n over lines} Nc6 *\r\n",
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 (40... Kf7 41. Ra7+) 41. Ra7+ *\n",
             "[Result \"0-1\"]\n\n1. e4 $1 $14 e5! 2. Qh5?! Nc6?? 3. Bc4!? Nf6!! 4. Qxf7# ? 0-1\n\n\n",
@@ -633,7 +465,8 @@ mod differential {
 
     /// Every game of the shared data's studies, problems and edge-case
     /// files (`$CQLJ_SHARED_DATA`): where the lexer takes a game, the
-    /// bytes and move counts are the reader path's.
+    /// bytes and move counts are the reader path's (and, for the games
+    /// the importer marked plain, the flagged path's).
     #[test]
     fn shared_games_are_written_alike() {
         let Some(data) = std::env::var_os("CQLJ_SHARED_DATA").map(std::path::PathBuf::from) else {
@@ -646,7 +479,7 @@ mod differential {
         files.retain(|f| f.extension().is_some_and(|e| e == "pgn" || e == "zst"));
         let tmp = std::env::temp_dir().join(format!("cqlj-lexer-{}", std::process::id()));
         std::fs::create_dir_all(&tmp).unwrap();
-        let (mut taken, mut left) = (0, 0);
+        let (mut taken, mut left, mut plain) = (0, 0, 0);
         for (k, file) in files.iter().enumerate() {
             let db = tmp.join(format!("{k}.cqlj"));
             let mut reports = crate::import::CollectReports::default();
@@ -656,14 +489,25 @@ mod differential {
             let store = crate::runtime::store::Store::open(&db).unwrap();
             let mut texts = store.text_reader();
             for g in 0..store.n_games() {
-                match both_paths(texts.game_text(g).unwrap()) {
+                let text = texts.game_text(g).unwrap();
+                // The flag the importer stored is the text's.
+                let flagged = store.game(g).unwrap().flags
+                    & crate::runtime::store::game_flags::PLAIN_TEXT
+                    != 0;
+                let is_plain = crate::import::plain::plain_moves(text).is_some();
+                assert!(!flagged || is_plain, "game {g} of {}", file.display());
+                plain += usize::from(flagged);
+                match both_paths(text) {
                     Paths::Both { .. } => taken += 1,
                     Paths::ReaderOnly => left += 1,
                 }
             }
         }
         let _ = std::fs::remove_dir_all(&tmp);
-        assert!(taken > 1000 && left > 10, "taken {taken}, left {left}");
+        assert!(
+            taken > 1000 && left > 10 && plain > 100,
+            "taken {taken}, left {left}, plain {plain}"
+        );
     }
 
     /// Texts the lexer leaves to the reader path.

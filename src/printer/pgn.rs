@@ -15,7 +15,7 @@ use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visito
 use shakmaty::Color;
 use shakmaty::fen::Fen;
 
-use crate::runtime::store::{Store, StoreError, TextReader};
+use crate::runtime::store::{Store, StoreError, TextReader, game_flags};
 use crate::scan::{GameEdit, GameMatch, SortKey, SortValue};
 
 /// What to add to one game when it is written.
@@ -53,6 +53,12 @@ pub enum OutputError {
     Store(#[from] StoreError),
 }
 
+thread_local! {
+    /// The buffer [`PgnRewriter::write_plain_rest`] writes into, one per
+    /// rendering thread.
+    static PLAIN_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Maximum line length of written movetext (PGN export format says 80).
 const LINE: usize = 79;
 
@@ -80,7 +86,7 @@ pub fn write_pgn_game(
         removed: &[],
         tags: &[],
     };
-    rewrite(&mut buf, game_number, text, &notes)?;
+    rewrite(&mut buf, game_number, text, &notes, false)?;
     out.write_all(&buf)?;
     Ok(())
 }
@@ -154,14 +160,16 @@ fn push_decimal(buf: &mut Vec<u8>, n: u32) {
 
 /// Appends `text` to `out` as written (tags, movetext with `notes`
 /// inserted): by the lexer where it can tell the text is read as it reads
-/// it (`lexer::rewrite_plain`), else as the importer reads it
-/// ([`rewrite_read`]). Returns the number of moves (SAN tokens) of the
-/// text. On an error `out` is left as it was.
+/// it (`lexer::rewrite_plain`; without checking the moves' form again when
+/// the importer found the text `plain`: `lexer::rewrite_plain_flagged`),
+/// else as the importer reads it ([`rewrite_read`]). Returns the number of
+/// moves (SAN tokens) of the text. On an error `out` is left as it was.
 fn rewrite(
     out: &mut Vec<u8>,
     game_number: u64,
     text: &[u8],
     notes: &Notes<'_>,
+    plain: bool,
 ) -> Result<u32, OutputError> {
     let start = out.len();
     let mut writer = PgnRewriter {
@@ -170,6 +178,12 @@ fn rewrite(
         out,
         san: Vec::new(),
     };
+    if plain {
+        if let Some(moves) = super::lexer::rewrite_plain_flagged(&mut writer, text) {
+            return Ok(moves);
+        }
+        writer.out.truncate(start);
+    }
     if let Some(moves) = super::lexer::rewrite_plain(&mut writer, text) {
         return Ok(moves);
     }
@@ -361,7 +375,9 @@ pub(crate) fn write_match(
         };
         inserts.splice(..at_start, header.iter().copied());
     }
-    let stored_moves = store.game(m.game)?.n_positions.saturating_sub(1);
+    let entry = store.game(m.game)?;
+    let stored_moves = entry.n_positions.saturating_sub(1);
+    let plain = entry.flags & game_flags::PLAIN_TEXT != 0;
     let text = texts.game_text(m.game)?;
     let start = out.len();
     let mut removed = Vec::new();
@@ -383,14 +399,14 @@ pub(crate) fn write_match(
         removed: &removed,
         tags: &tags,
     };
-    let moves = rewrite(out, game_number, text, &notes)?;
+    let moves = rewrite(out, game_number, text, &notes, plain)?;
     // The numbering only places comments: a game written without any
     // (`-silent`) needs no check.
     if (!inserts.is_empty() || !removed.is_empty()) && moves != stored_moves {
         out.truncate(start);
         let san_index = crate::import::parse_game(text).ok().map(|g| g.san_index);
         notes.san_index = san_index.as_deref();
-        rewrite(out, game_number, text, &notes)?;
+        rewrite(out, game_number, text, &notes, false)?;
     }
     Ok(())
 }
@@ -674,7 +690,7 @@ impl<'o> PgnRewriter<'_, 'o> {
     /// Writes a move, `san` in the form the writer gives it (`SanPlus`'s
     /// ASCII form; the first `len` bytes of `san`), with its move number
     /// where one is due.
-    #[inline]
+    #[inline(always)]
     pub(super) fn write_san(&mut self, mt: &mut Movetext, san: &[u8], len: usize) {
         mt.flush(self.out, self.notes);
         let half = mt.ply + if mt.white_first { 0 } else { 1 };
@@ -694,6 +710,170 @@ impl<'o> PgnRewriter<'_, 'o> {
             None => Some(nth),
         };
         mt.current = mt.pending;
+    }
+
+    /// Whether no note is left to insert after the last move written
+    /// (its own may still be pending).
+    #[inline]
+    pub(super) fn notes_written(&self, mt: &Movetext) -> bool {
+        let last = mt.next_index.saturating_sub(1);
+        self.notes.inserts.last().is_none_or(|&(p, _)| p <= last)
+            && self.notes.removed.last().is_none_or(|&p| p <= last)
+    }
+
+    /// Writes the rest of a plain text (`text[i..]`: white space, move
+    /// numbers, moves, results; see `import::plain`) when no note applies
+    /// past the last move written (`-quiet`, or the game's last match
+    /// comment written), as [`PgnRewriter::write_san`] and
+    /// [`PgnRewriter::write_outcome`] would, token by token, but with the
+    /// line state in locals and the output written into a buffer sized
+    /// once. Returns `None`, with `out` left as it was, where a note may
+    /// still apply or at a byte a plain text does not hold (the caller
+    /// goes on token by token).
+    pub(super) fn write_plain_rest(
+        &mut self,
+        mt: &mut Movetext,
+        text: &[u8],
+        i: usize,
+    ) -> Option<()> {
+        mt.flush(self.out, self.notes);
+        if mt.bare.end != u64::MAX || self.notes.san_index.is_some() || mt.pending.is_some() {
+            return None;
+        }
+        let rest = text.get(i..)?;
+        PLAIN_SCRATCH.with_borrow_mut(|buf| self.write_plain_tokens(mt, rest, buf))
+    }
+
+    /// [`PgnRewriter::write_plain_rest`]'s loop over `rest`, written into
+    /// `buf` (this thread's scratch: initialized bytes, grown as needed,
+    /// never shrunk, so no game pays for zeroing it), then appended.
+    fn write_plain_tokens(
+        &mut self,
+        mt: &mut Movetext,
+        rest: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Option<()> {
+        // Room for every token; checked per token, so a short bound only
+        // sends the game the slow way.
+        let room = 3 * rest.len() + 64;
+        if buf.len() < room {
+            buf.resize(room, 0);
+        }
+        let (mut w, mut col, mut ply) = (0usize, mt.col, mt.ply);
+        let mut need_number = mt.need_number;
+        let mut after_open = mt.after_open;
+        let mut after_result = mt.after_result;
+        let offset = u32::from(!mt.white_first);
+        let mut j = 0;
+        let n = rest.len();
+        // One token of `len` bytes, `bytes` padded to 16: its separator
+        // (a line break past `LINE`, else a space unless glued or at the
+        // line's start), then its bytes.
+        let put = |buf: &mut [u8],
+                   w: &mut usize,
+                   col: &mut usize,
+                   bytes: [u8; 16],
+                   len: usize,
+                   glued: bool| {
+            if *col > 0 && *col + 1 + len > LINE {
+                buf[*w] = b'\n';
+                *w += 1;
+                *col = 0;
+            } else if *col > 0 && !glued {
+                buf[*w] = b' ';
+                *w += 1;
+                *col += 1;
+            }
+            buf[*w..*w + 16].copy_from_slice(&bytes);
+            *w += len;
+            *col += len;
+        };
+        let ok = loop {
+            if j >= n {
+                break true;
+            }
+            if w + 48 > buf.len() {
+                break false;
+            }
+            let c = rest[j];
+            if c <= b' ' {
+                j += 1;
+            } else if c.is_ascii_digit() || c == b'*' {
+                if c == b'*' || matches!(rest.get(j + 1), Some(b'-' | b'/')) {
+                    let Some(result) = crate::import::plain::result_at(rest, j) else {
+                        break false;
+                    };
+                    let mut bytes = [0u8; 16];
+                    for (b, r) in bytes.iter_mut().zip(result) {
+                        *b = *r;
+                    }
+                    put(buf, &mut w, &mut col, bytes, result.len(), after_open);
+                    after_open = false;
+                    after_result = true;
+                    j += result.len();
+                } else {
+                    while rest
+                        .get(j)
+                        .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
+                    {
+                        j += 1;
+                    }
+                    if rest.get(j) == Some(&b' ') {
+                        j += 1;
+                    }
+                }
+            } else {
+                // The move and what follows it (bytes past its end are
+                // written too, then overwritten: `buf` is scratch).
+                let window = match rest[j..].first_chunk::<16>() {
+                    Some(w) => *w,
+                    None => {
+                        let mut w = [0u8; 16];
+                        w[..n - j].copy_from_slice(&rest[j..]);
+                        w
+                    }
+                };
+                let x = u64::from_le_bytes(*window.first_chunk::<8>().unwrap_or(&[0; 8]));
+                let low = x.wrapping_sub(0x2121_2121_2121_2121) & !x & 0x8080_8080_8080_8080;
+                let len = (low.trailing_zeros() / 8) as usize;
+                if len == 8 {
+                    break false;
+                }
+                let half = ply + offset;
+                let white = half.is_multiple_of(2);
+                if white || need_number {
+                    let (token, tlen) = mt.number.token(mt.first_move_number + half / 2, white);
+                    put(buf, &mut w, &mut col, token, tlen, after_open);
+                    after_open = false;
+                }
+                need_number = false;
+                put(buf, &mut w, &mut col, window, len, after_open);
+                after_open = false;
+                after_result = false;
+                ply += 1;
+                mt.next_index += 1;
+                j += len;
+                // The space after it (the common case) without a dispatch.
+                if rest.get(j) == Some(&b' ') {
+                    j += 1;
+                }
+            }
+        };
+        if !ok {
+            return None;
+        }
+        self.out.extend_from_slice(&buf[..w]);
+        mt.col = col;
+        mt.ply = ply;
+        mt.need_number = need_number;
+        mt.after_open = after_open;
+        mt.after_result = after_result;
+        // The last move's annotations: none (the notes are bare past it).
+        mt.pending = None;
+        mt.current = (mt.next_index > 1)
+            .then(|| mt.next_index - 1)
+            .or(mt.current);
+        Some(())
     }
 
     /// Writes NAG `nag` as `$nag`.
@@ -895,6 +1075,8 @@ pub(super) mod tests {
                 san: Vec::new(),
             };
             let Some(moves) = super::super::lexer::rewrite_plain(&mut writer, text) else {
+                let show = String::from_utf8_lossy(text);
+                assert_eq!(crate::import::plain::plain_moves(text), None, "{show}");
                 return Paths::ReaderOnly;
             };
             let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -906,10 +1088,68 @@ pub(super) mod tests {
                 show(&lexer),
                 show(&reader)
             );
+            // A text the importer marks plain is written alike without its
+            // moves checked.
+            let plain_moves = crate::import::plain::plain_moves(text);
+            let mut flagged = Vec::new();
+            let mut writer = PgnRewriter {
+                notes,
+                quotes: false,
+                out: &mut flagged,
+                san: Vec::new(),
+            };
+            let flagged_moves = super::super::lexer::rewrite_plain_flagged(&mut writer, text);
+            if let Some(m) = plain_moves {
+                assert_eq!(
+                    (Some(m), flagged_moves),
+                    (Some(moves), Some(moves)),
+                    "{}",
+                    show(text)
+                );
+                assert!(
+                    lexer == flagged,
+                    "{}\n{}\n{}",
+                    show(text),
+                    show(&lexer),
+                    show(&flagged)
+                );
+            }
             first.get_or_insert((show(&lexer), show(&reader)));
         }
         let (lexer, reader) = first.unwrap_or_default();
         Paths::Both { lexer, reader }
+    }
+
+    /// A wrong plain flag costs speed, not a panic: the flagged path
+    /// stops at what a plain text does not hold, or writes what it reads.
+    #[test]
+    fn flagged_path_survives_any_text() {
+        let notes = Notes {
+            inserts: &[(0, "start"), (3, "CQL")],
+            san_index: None,
+            removed: &[],
+            tags: &[],
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let alphabet = b"[]\" abcdefgh12345678NBRQKO-x=+#.{}()$!?;%*/\n\r\t\xe2\xff";
+        for len in 0..2000 {
+            let text: Vec<u8> = (0..len % 97)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let mut out = Vec::new();
+            let mut writer = PgnRewriter {
+                notes: &notes,
+                quotes: false,
+                out: &mut out,
+                san: Vec::new(),
+            };
+            let _ = super::super::lexer::rewrite_plain_flagged(&mut writer, &text);
+        }
     }
 
     /// Times the writer over every game of the store at
@@ -939,7 +1179,16 @@ pub(super) mod tests {
             unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
         };
-        for round in 0..5 {
+        let plain: Vec<bool> = texts
+            .iter()
+            .map(|t| crate::import::plain::plain_moves(t).is_some())
+            .collect();
+        eprintln!(
+            "{} of {} texts plain",
+            plain.iter().filter(|p| **p).count(),
+            texts.len()
+        );
+        for round in 0..6 {
             out.clear();
             let t = cpu();
             for (g, text) in texts.iter().enumerate() {
@@ -951,11 +1200,19 @@ pub(super) mod tests {
                     removed: &[],
                     tags: &[],
                 };
-                rewrite(&mut out, g as u64 + 1, text, &notes).unwrap();
+                rewrite(
+                    &mut out,
+                    g as u64 + 1,
+                    text,
+                    &notes,
+                    round % 2 == 1 && plain[g],
+                )
+                .unwrap();
             }
             let e = cpu() - t;
             eprintln!(
-                "round {round}: {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
+                "round {round} (flags {}): {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
+                round % 2 == 1,
                 texts.len(),
                 bytes >> 20,
                 out.len() >> 20,

@@ -60,6 +60,13 @@ pub mod game_flags {
     pub const CHESS960: u8 = 1 << 0;
     /// The game starts from a `[FEN]` setup.
     pub const SETUP: u8 = 1 << 1;
+    /// The game's text is *plain* (set by cqlj's importer: exact tag
+    /// lines, then only move numbers, moves in the form its PGN writer
+    /// copies and a final result; no comment, variation or NAG), and its
+    /// moves number the game's positions less one. The writer then copies
+    /// the moves without checking their form. A store without the flag is
+    /// read alike, only slower to write.
+    pub const PLAIN_TEXT: u8 = 1 << 2;
 }
 
 /// A fast 64-bit checksum (four independent multiply-rotate lanes over

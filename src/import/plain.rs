@@ -1,0 +1,389 @@
+//! The movetext forms the PGN writer copies byte for byte, shared by the
+//! importer (which marks a game whose text is *plain*,
+//! [`game_flags::PLAIN_TEXT`]) and the writer's lexer
+//! (`printer::lexer`), which writes a plain game without checking its
+//! moves again.
+//!
+//! A text is plain when it is tag lines of the exact form `[Name
+//! "value"]`, then movetext of nothing but white space, move numbers
+//! (digits and dots, a move may follow the dots at once: `1.e4`), moves in
+//! the form the writer gives them ([`move_len`]) each followed by white
+//! space or the text's end, and at most one result token, last: no
+//! comment, variation, NAG, escape or blank line. The writer's lexer takes
+//! every plain text, and writes it the same whether or not it knows it is
+//! plain.
+//!
+//! [`game_flags::PLAIN_TEXT`]: cqlj_runtime::store::game_flags::PLAIN_TEXT
+
+/// The bytes that end a token for `pgn_reader` (its `is_token_end`).
+pub(crate) static TOKEN_END: [bool; 256] = {
+    let mut t = [false; 256];
+    let ends = b" \t\n\r{}()!?$;.*";
+    let mut i = 0;
+    while i < ends.len() {
+        t[ends[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Whether `b` ends a token for `pgn_reader` (its `is_token_end`).
+#[inline]
+pub(crate) fn is_token_end(b: u8) -> bool {
+    TOKEN_END[usize::from(b)]
+}
+
+/// Whether `b` is white space the reader skips (between tags, between
+/// tokens).
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// The index of the first byte of `text` at or after `i` that is not
+/// white space.
+pub(crate) fn skip_space(text: &[u8], mut i: usize) -> usize {
+    while text.get(i).copied().is_some_and(is_space) {
+        i += 1;
+    }
+    i
+}
+
+/// Byte classes of the moves the lexer copies (0: none of them).
+pub(crate) mod class {
+    pub(super) const FILE: u8 = 1;
+    pub(super) const RANK: u8 = 2;
+    /// `N`, `B`, `R`, `Q`: a piece or a promotion.
+    pub(super) const PIECE: u8 = 3;
+    pub(super) const KING: u8 = 4;
+    pub(super) const TAKES: u8 = 5;
+    pub(super) const EQUALS: u8 = 6;
+    /// `+`, `#`.
+    pub(super) const SUFFIX: u8 = 7;
+    pub(super) const CASTLE: u8 = 8;
+    pub(super) const DASH: u8 = 9;
+}
+
+/// The class of each byte (see [`class`]).
+pub(crate) static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = b'a';
+    while b <= b'h' {
+        t[b as usize] = class::FILE;
+        t[(b - b'a' + b'1') as usize] = class::RANK;
+        b += 1;
+    }
+    t[b'N' as usize] = class::PIECE;
+    t[b'B' as usize] = class::PIECE;
+    t[b'R' as usize] = class::PIECE;
+    t[b'Q' as usize] = class::PIECE;
+    t[b'K' as usize] = class::KING;
+    t[b'x' as usize] = class::TAKES;
+    t[b'=' as usize] = class::EQUALS;
+    t[b'+' as usize] = class::SUFFIX;
+    t[b'#' as usize] = class::SUFFIX;
+    t[b'O' as usize] = class::CASTLE;
+    t[b'-' as usize] = class::DASH;
+    t
+};
+
+/// Slots of [`MOVE_FORMS`] (a power of two).
+const FORM_SLOTS: usize = 2048;
+
+/// The class sequences of the moves the lexer copies, each as a
+/// key (class of byte `j` in bits `4j..4j + 4`), in a hash table without
+/// collisions: key `k` is valid iff `MOVE_FORMS.1[form_slot(k, MOVE_FORMS.0)]
+/// == k`. Built at compile time (a multiplier without collisions is
+/// searched for; the build fails if there is none).
+static MOVE_FORMS: (u32, [u32; FORM_SLOTS]) = {
+    use class::*;
+    const fn key(seq: &[u8]) -> u32 {
+        let mut k = 0u32;
+        let mut j = 0;
+        while j < seq.len() {
+            k |= (seq[j] as u32) << (4 * j);
+            j += 1;
+        }
+        k
+    }
+    /// Appends `part` to `seq[..len]`; the new length.
+    const fn push(seq: &mut [u8; 8], len: usize, part: &[u8]) -> usize {
+        let mut j = 0;
+        while j < part.len() {
+            seq[len + j] = part[j];
+            j += 1;
+        }
+        len + part.len()
+    }
+    let mut keys = [0u32; 64];
+    let mut n = 0;
+    let mut bases = [[0u8; 8]; 32];
+    let mut base_len = [0usize; 32];
+    let mut m = 0;
+    // Castling and the null move.
+    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE]);
+    m += 1;
+    base_len[m] = push(&mut bases[m], 0, &[CASTLE, DASH, CASTLE, DASH, CASTLE]);
+    m += 1;
+    base_len[m] = push(&mut bases[m], 0, &[DASH, DASH]);
+    m += 1;
+    let pres: [&[u8]; 4] = [&[], &[FILE], &[RANK], &[FILE, RANK]];
+    let takes: [&[u8]; 2] = [&[], &[TAKES]];
+    let promotions: [&[u8]; 2] = [&[], &[EQUALS, PIECE]];
+    // Piece moves.
+    let mut p = 0;
+    while p < 2 {
+        let piece = if p == 0 { PIECE } else { KING };
+        let mut a = 0;
+        while a < pres.len() {
+            let mut x = 0;
+            while x < takes.len() {
+                let mut len = push(&mut bases[m], 0, &[piece]);
+                len = push(&mut bases[m], len, pres[a]);
+                len = push(&mut bases[m], len, takes[x]);
+                base_len[m] = push(&mut bases[m], len, &[FILE, RANK]);
+                m += 1;
+                x += 1;
+            }
+            a += 1;
+        }
+        p += 1;
+    }
+    // Pawn moves (no rank alone before: a token starting with a digit is
+    // a move number).
+    let mut a = 0;
+    while a < pres.len() {
+        if a != 2 {
+            let mut x = 0;
+            while x < takes.len() {
+                let mut q = 0;
+                while q < promotions.len() {
+                    let mut len = push(&mut bases[m], 0, pres[a]);
+                    len = push(&mut bases[m], len, takes[x]);
+                    len = push(&mut bases[m], len, &[FILE, RANK]);
+                    base_len[m] = push(&mut bases[m], len, promotions[q]);
+                    m += 1;
+                    q += 1;
+                }
+                x += 1;
+            }
+        }
+        a += 1;
+    }
+    // Each with and without a check or mate sign.
+    let mut b = 0;
+    while b < m {
+        let (seq, len) = bases[b].split_at(base_len[b]);
+        let _ = len;
+        keys[n] = key(seq);
+        n += 1;
+        let mut with = bases[b];
+        let l = push(&mut with, base_len[b], &[SUFFIX]);
+        keys[n] = key(with.split_at(l).0);
+        n += 1;
+        b += 1;
+    }
+    // A multiplier without collisions.
+    let mut mul = 0x9e37_79b1u32;
+    let mut tries = 0;
+    loop {
+        let mut table = [0u32; FORM_SLOTS];
+        let mut ok = true;
+        let mut k = 0;
+        while k < n {
+            let slot = form_slot(keys[k], mul);
+            if table[slot] != 0 {
+                ok = false;
+                break;
+            }
+            table[slot] = keys[k];
+            k += 1;
+        }
+        if ok {
+            break (mul, table);
+        }
+        tries += 1;
+        assert!(tries < 1000, "no multiplier without collisions");
+        mul = mul.wrapping_add(0x2545_f491);
+    }
+};
+
+/// The slot of key `k` in [`MOVE_FORMS`] for multiplier `mul`.
+#[inline]
+const fn form_slot(k: u32, mul: u32) -> usize {
+    (k.wrapping_mul(mul) >> (32 - FORM_SLOTS.trailing_zeros())) as usize
+}
+
+/// The length of the move at `text[i..]` if it is one the writer writes
+/// byte for byte as it stands (`SanPlus::from_ascii` reads all of it and
+/// writes it back unchanged) and a token end (or the text's end) follows
+/// it; `None` otherwise. The moves: `O-O`, `O-O-O`, `--`, and `[NBRQK]?
+/// [a-h]? [1-8]? x? [a-h][1-8]` with `=[NBRQ]` after a pawn move, each with
+/// at most one `+` or `#`, shorter than 8 bytes; not a token starting
+/// with a digit (the reader reads that as a move number or a result). The
+/// tests check each against shakmaty. Branch-free over the token's (at most 8) bytes: their
+/// classes, the token's length, and one table lookup of the classes'
+/// sequence.
+#[inline]
+pub(crate) fn move_len(text: &[u8], i: usize) -> Option<usize> {
+    let window = match text[i..].first_chunk::<8>() {
+        Some(w) => *w,
+        None => {
+            // Past the text's end: bytes of no class (a token end).
+            let mut w = [0u8; 8];
+            let rest = &text[i..];
+            w[..rest.len()].copy_from_slice(rest);
+            w
+        }
+    };
+    let mut key = 0u64;
+    let mut classed = 0u32;
+    for (j, &b) in window.iter().enumerate() {
+        let c = CLASS[usize::from(b)];
+        key |= u64::from(c) << (4 * j);
+        classed |= u32::from(c != 0) << j;
+    }
+    let len = (!classed).trailing_zeros() as usize;
+    if len == 8 {
+        return None;
+    }
+    let key = (key & ((1u64 << (4 * len)) - 1)) as u32;
+    let (mul, table) = &MOVE_FORMS;
+    let next = text.get(i + len).copied();
+    (table[form_slot(key, *mul)] == key && key != 0 && next.is_none_or(is_token_end)).then_some(len)
+}
+
+/// Longest text that is plain (the writer's lexer takes texts up to 1
+/// MiB).
+pub(crate) const MAX_PLAIN_TEXT: usize = 1 << 20;
+
+/// The tag line at `text[i..]` (`i` at its `[`), if it has the exact form
+/// `[Name "value"]` the writer's lexer copies (name of ASCII letters,
+/// digits and `_`; value without `"` or `\`; a `\r` before the line end
+/// allowed): (name, value, index past the line's `\n`).
+pub(crate) fn tag_line(text: &[u8], i: usize) -> Option<(&[u8], &[u8], usize)> {
+    let end = i + memchr::memchr(b'\n', text.get(i..)?)?;
+    let line = text.get(i + 1..end)?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let quote = memchr::memchr(b'"', line)?;
+    let name = line[..quote].strip_suffix(b" ")?;
+    if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return None;
+    }
+    let value = line[quote + 1..].strip_suffix(b"\"]")?;
+    if memchr::memchr2(b'"', b'\\', value).is_some() {
+        return None;
+    }
+    Some((name, value, end + 1))
+}
+
+/// The results a plain text may end with.
+pub(crate) const RESULTS: [&[u8]; 4] = [b"1-0", b"0-1", b"1/2-1/2", b"*"];
+
+/// The result token at `text[i..]`, if one of [`RESULTS`] starts there
+/// (the caller checks what follows).
+pub(crate) fn result_at(text: &[u8], i: usize) -> Option<&'static [u8]> {
+    let rest = text.get(i..)?;
+    RESULTS.into_iter().find(|r| rest.starts_with(r))
+}
+
+/// The number of moves of `text` if it is plain (see the module docs),
+/// else `None`.
+pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
+    let n = text.len();
+    if n > MAX_PLAIN_TEXT {
+        return None;
+    }
+    let mut i = skip_space(text, 0);
+    if i == n {
+        return None;
+    }
+    while text.get(i) == Some(&b'[') {
+        let (_, _, next) = tag_line(text, i)?;
+        i = skip_space(text, next);
+    }
+    let mut moves = 0u32;
+    while i < n {
+        let c = text[i];
+        match c {
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\n' => {
+                i += 1;
+                // A blank line, an escape or a tag line inside the movetext
+                // (the reader's end of the game or its special lines).
+                if matches!(text.get(i), Some(b'%' | b'[' | b'\n' | b'\r')) {
+                    return None;
+                }
+            }
+            b'0'..=b'9' if matches!(text.get(i + 1), Some(b'-' | b'/')) => {
+                let r = result_at(text, i)?;
+                return (skip_space(text, i + r.len()) == n).then_some(moves);
+            }
+            b'*' => return (skip_space(text, i + 1) == n).then_some(moves),
+            b'0'..=b'9' => {
+                // A move number: digits, then dots; a move may follow at once.
+                while text.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+                while text.get(i) == Some(&b'.') {
+                    i += 1;
+                }
+            }
+            _ if CLASS[usize::from(c)] != 0 => {
+                let len = move_len(text, i)?;
+                // White space or the end after it (not a token end of
+                // another kind: `!`, `{`, `(` ...).
+                if text.get(i + len).is_some_and(|&b| !is_space(b)) {
+                    return None;
+                }
+                moves += 1;
+                i += len;
+            }
+            _ => return None,
+        }
+    }
+    Some(moves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_texts_and_others() {
+        let plain: &[(&str, u32)] = &[
+            (
+                "[Event \"x\"]\n[Result \"1-0\"]\n\n1.e4 e5 2. Nf3 Nc6\n3.Bb5 1-0",
+                5,
+            ),
+            (
+                "[FEN \"8/8/8/8/8/8/8/K6k b - - 0 1\"]\n\n1... Kh2 2.Kb1 *",
+                2,
+            ),
+            ("[Event \"x\"]\r\n\r\n1. O-O-O Qxd8+ 2. exd8=Q# 1/2-1/2", 3),
+            ("[Event \"x\"]\n\n1.e4", 1),
+            ("[Event \"x\"]\n\n1-0", 0),
+        ];
+        for (t, m) in plain {
+            assert_eq!(plain_moves(t.as_bytes()), Some(*m), "{t}");
+        }
+        let others = [
+            "",
+            "[Event \"x\"]\n\n1.e4 {c} e5 1-0",
+            "[Event \"x\"]\n\n1.e4 (1.d4) e5 1-0",
+            "[Event \"x\"]\n\n1.e4! e5 1-0",
+            "[Event \"x\"]\n\n1.e4 $1 e5 1-0",
+            "[Event \"x\"]\n\n1.e4 e5 1-0 2.Nf3",
+            "[Event \"x\"]\n\n1.e4 e5 ; rest\n1-0",
+            "[Event \"x\"]\n\n1.e4\n\n2.e5 1-0",
+            "[Event \"x\"]\n\n1.e4\n%esc\n1-0",
+            "[Event \"x\"]\n\n1.0-0 1-0",
+            "[Event \"x\"]\n\n1.e8Q 1-0",
+            "[Event  \"x\"]\n\n1.e4 1-0",
+            "[Event \"x\\\"y\"]\n\n1.e4 1-0",
+            "[Event \"x\"]\n\n1.e4 e5. 1-0",
+        ];
+        for t in others {
+            assert_eq!(plain_moves(t.as_bytes()), None, "{t}");
+        }
+    }
+}
