@@ -444,19 +444,53 @@ impl Lower<'_, '_> {
         if args.is_empty() {
             return acc;
         }
+        // The first step along every direction; with more steps to go and
+        // no lanes, the rest only where some first step found a square
+        // (a branch: the first steps are empty at most positions).
+        let mut firsts = Vec::new();
+        let mut any = acc;
         for d in dirs.iter() {
             let mut s = args[0];
             if xray {
                 let sl = self.sliders(d);
                 s = self.b.ins().band(s, sl);
             }
-            for a in &args[1..] {
+            if let Some(a) = args.get(1) {
                 let r = self.slide(s, d);
                 s = self.b.ins().band(r, *a);
             }
-            acc = self.b.ins().bor(acc, s);
+            any = self.b.ins().bor(any, s);
+            firsts.push((d, s));
         }
-        acc
+        if args.len() <= 2 {
+            return any;
+        }
+        if self.lanes {
+            for (d, first) in firsts {
+                let s = self.ray_rest(first, d, &args[2..]);
+                acc = self.b.ins().bor(acc, s);
+            }
+            return acc;
+        }
+        self.branch_if_set(any, acc, |l| {
+            let mut acc = l.u64c(0);
+            for (d, first) in firsts {
+                let s = l.ray_rest(first, d, &args[2..]);
+                acc = l.b.ins().bor(acc, s);
+            }
+            acc
+        })
+    }
+
+    /// The steps of a ray along `d` after `first`: from each set of
+    /// `rest` in turn, the first square along `d` that is in it.
+    fn ray_rest(&mut self, first: Value, d: Direction, rest: &[Value]) -> Value {
+        let mut s = first;
+        for a in rest {
+            let r = self.slide(s, d);
+            s = self.b.ins().band(r, *a);
+        }
+        s
     }
 
     /// The origins of a `ray`/`xray` (same definition as

@@ -267,6 +267,38 @@ impl<'a, 'f> Lower<'a, 'f> {
         v
     }
 
+    /// `then(self)` where `cond` (a set) is not empty, else `otherwise`:
+    /// a branch around the code `then` emits (not in two-lane mode). The
+    /// column loads and piece sets that code caches are dropped after it,
+    /// since the code after the join may not use values of the branch.
+    pub(super) fn branch_if_set(
+        &mut self,
+        cond: Value,
+        otherwise: Value,
+        then: impl FnOnce(&mut Self) -> Value,
+    ) -> Value {
+        debug_assert!(!self.lanes);
+        let taken = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, types::I64);
+        self.b
+            .ins()
+            .brif(cond, taken, &[], join, &[otherwise.into()]);
+        self.b.switch_to_block(taken);
+        let saved = (
+            self.bbs,
+            self.kings,
+            self.cols.clone(),
+            self.pieces.clone(),
+            self.board,
+        );
+        let v = then(self);
+        self.b.ins().jump(join, &[v.into()]);
+        (self.bbs, self.kings, self.cols, self.pieces, self.board) = saved;
+        self.b.switch_to_block(join);
+        result
+    }
+
     pub(super) fn bb(&mut self, i: BitboardIndex) -> Value {
         if let Some(v) = self.bbs[i.index()] {
             return v;
