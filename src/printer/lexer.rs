@@ -83,10 +83,12 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
                 w.write_outcome(&mut mt, result);
                 i += result.len();
             } else {
-                while text
-                    .get(i)
-                    .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
-                {
+                // A move number: its digits, then its dots (`1.1-0` is a
+                // number and a result).
+                while text.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+                while text.get(i) == Some(&b'.') {
                     i += 1;
                 }
             }
@@ -437,6 +439,8 @@ mod differential {
             "[Event \"T\"]\n[Result \"0-1\"]\n\n1.e4 e5 2.Nf3\nNc6 3.Bb5 a6 4.\nBa4 Nf6 5.O-O Be7 6.Re1 b5 7.Bb3 d6 8.c3 O-O 9.h3 Nb8 10.d4 Nbd7 11.c4 c6 12.cxb5\naxb5 13.Nc3 Bb7 14.Bg5 b4 15.Nb1 h6 16.Bh4 c5 17.dxe5 Nxe4 0-1",
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 41.Ra7+ Ke6 42.Ra6+ Kd5",
             "[Event \"T\"]\n\n*",
+            "[Event \"T\"]\n\n1.e4 e5 2.Nf3 2.1-0",
+            "[Event \"T\"]\n\n1.e4 1.1/2-1/2",
             "[Event \"T\"]\r\n[Result \"*\"]\r\n\r\n1.e4 e5 2.Nf3 {a comment\r\n over lines} Nc6 *\r\n",
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 (40... Kf7 41. Ra7+) 41. Ra7+ *\n",
             "[Result \"0-1\"]\n\n1. e4 $1 $14 e5! 2. Qh5?! Nc6?? 3. Bc4!? Nf6!! 4. Qxf7# ? 0-1\n\n\n",
