@@ -63,12 +63,21 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
         return None;
     }
     let mut i = skip_space(text, 0);
-    let mut tags = TagValues::default();
-    while text.get(i) == Some(&b'[') {
-        let (name, value, next) = tag_line(text, i)?;
-        w.write_tag(&mut tags, name, value);
-        i = skip_space(text, next);
-    }
+    let tags = match w.write_plain_tags(text, i) {
+        Some((tags, next)) => {
+            i = next;
+            tags
+        }
+        None => {
+            let mut tags = TagValues::default();
+            while text.get(i) == Some(&b'[') {
+                let (name, value, next) = tag_line(text, i)?;
+                w.write_tag(&mut tags, name, value);
+                i = skip_space(text, next);
+            }
+            tags
+        }
+    };
     let mut mt = w.start_movetext(tags);
     if w.write_plain_rest(&mut mt, text, i).is_some() {
         return Some(w.finish(mt));
@@ -441,6 +450,8 @@ mod differential {
             "[Event \"T\"]\n\n*",
             "[Event \"T\"]\n\n1.e4 e5 2.Nf3 2.1-0",
             "[Event \"T\"]\n\n1.e4 1.1/2-1/2",
+            "[Event \"T\"]\r\n[Site \"\"]\r\n  [Result \"1-0\"]\r\n\r\n1. e4 e5 5.Nf3 3... Nc6 3.  Bb5\r\na6 4.Ba4 1-0",
+            "[FEN \"4k3/8/8/8/8/8/8/R3K3 w - - 0 99\"]\n\n99.Ra7 Kd8 100.Ra8+ Kc7 101.Ra1 1-0",
             "[Event \"T\"]\r\n[Result \"*\"]\r\n\r\n1.e4 e5 2.Nf3 {a comment\r\n over lines} Nc6 *\r\n",
             "[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n\n40... Kd7 (40... Kf7 41. Ra7+) 41. Ra7+ *\n",
             "[Result \"0-1\"]\n\n1. e4 $1 $14 e5! 2. Qh5?! Nc6?? 3. Bc4!? Nf6!! 4. Qxf7# ? 0-1\n\n\n",

@@ -658,6 +658,54 @@ impl<'o> PgnRewriter<'_, 'o> {
         out.extend_from_slice(b"\"]\n");
     }
 
+    /// Writes the tag lines of a plain text from `text[i..]` (`i` at the
+    /// first `[`) as [`PgnRewriter::write_tag`] would, each line copied
+    /// whole: a plain text's lines have the exact form, so neither the
+    /// quotes nor the name are checked again. Returns the tag values and
+    /// the index past the tags' white space; `None` (with nothing
+    /// written) when a tag is to be set (`settag`), or at a line no plain
+    /// text holds.
+    pub(super) fn write_plain_tags(
+        &mut self,
+        text: &[u8],
+        mut i: usize,
+    ) -> Option<(TagValues, usize)> {
+        if !self.notes.tags.is_empty() || self.quotes {
+            return None;
+        }
+        let start = self.out.len();
+        let mut tags = TagValues::default();
+        while text.get(i) == Some(&b'[') {
+            let Some(end) = memchr::memchr(b'\n', &text[i..]).map(|p| i + p) else {
+                self.out.truncate(start);
+                return None;
+            };
+            let line = &text[i..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            // `[Name "value"]`: the name up to the first space.
+            let name_end = line.iter().position(|&b| b == b' ');
+            let (Some(name_end), Some(value_end)) = (name_end, line.len().checked_sub(2)) else {
+                self.out.truncate(start);
+                return None;
+            };
+            let value_start = name_end + 2;
+            if value_start > value_end {
+                self.out.truncate(start);
+                return None;
+            }
+            let at = self.out.len();
+            self.out.extend_from_slice(line);
+            self.out.push(b'\n');
+            note_tag(
+                &mut tags,
+                &line[1..name_end],
+                at + value_start..at + value_end,
+            );
+            i = crate::import::plain::skip_space(text, end + 1);
+        }
+        Some((tags, i))
+    }
+
     /// Ends the tags (the `settag` tags the game lacks, a blank line) and
     /// starts the movetext with the initial position's comments.
     pub(super) fn start_movetext(&mut self, tags: TagValues) -> Movetext {
@@ -823,8 +871,33 @@ impl<'o> PgnRewriter<'_, 'o> {
                     after_result = true;
                     j += result.len();
                 } else {
-                    // A move number: its digits, then its dots.
-                    j += number_len(rest, j);
+                    // A move number: its digits, then its dots. Most are
+                    // the number the writer gives the next (white) move, a
+                    // dot and a move or a space: checked against that
+                    // token, so the next token's place does not wait on
+                    // these bytes.
+                    let half = ply + offset;
+                    let expected = half.is_multiple_of(2).then(|| {
+                        let (token, len) = mt.number.token(mt.first_move_number + half / 2, true);
+                        (
+                            u64::from_le_bytes(*token.first_chunk::<8>().unwrap_or(&[0; 8])),
+                            len,
+                        )
+                    });
+                    let window = rest.get(j..).and_then(|t| t.first_chunk::<8>());
+                    match (expected, window) {
+                        (Some((token, len)), Some(window)) if len < 8 => {
+                            let x = u64::from_le_bytes(*window);
+                            let mask = (1u64 << (8 * len)) - 1;
+                            let after = (x >> (8 * len)) as u8;
+                            if (x ^ token) & mask == 0 && !after.is_ascii_digit() && after != b'.' {
+                                j += len + usize::from(after == b' ');
+                            } else {
+                                j += number_len(rest, j);
+                            }
+                        }
+                        _ => j += number_len(rest, j),
+                    }
                     if rest.get(j) == Some(&b' ') {
                         j += 1;
                     }
@@ -859,11 +932,9 @@ impl<'o> PgnRewriter<'_, 'o> {
                 after_result = false;
                 ply += 1;
                 mt.next_index += 1;
-                j += len;
-                // The space after it (the common case) without a dispatch.
-                if rest.get(j) == Some(&b' ') {
-                    j += 1;
-                }
+                // The space after it (the common case), from the same
+                // eight bytes.
+                j += len + usize::from((x >> (8 * len)) as u8 == b' ');
             }
         };
         if !ok {
