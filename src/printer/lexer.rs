@@ -525,6 +525,52 @@ mod differential {
         );
     }
 
+    /// Random plain texts (moves of every form the lexer copies, move
+    /// numbers right, wrong, glued or spaced, black's `N...`, separators
+    /// of every kind, long lines, a result or none): each is plain, and
+    /// the flagged path writes it as the lexer and the reader path do
+    /// (checked by `both_paths`), with and without notes.
+    #[test]
+    fn random_plain_texts_are_written_alike() {
+        const MOVES: [&str; 14] = [
+            "e4", "exd5", "Nf3", "Nbd7", "R1a3", "Qh4xe1", "O-O", "O-O-O", "exd8=Q", "bxa1=N+",
+            "Kxe2#", "Bb5+", "--", "h8=R#",
+        ];
+        const SEPARATORS: [&str; 5] = [" ", "\n", "\r\n", "  ", " \n "];
+        const RESULTS: [&str; 5] = ["1-0", "0-1", "1/2-1/2", "*", ""];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..3000 {
+            let mut text = String::from("[Event \"T\"]\n[Result \"1-0\"]\n\n");
+            let moves = next(120);
+            for k in 0..moves {
+                if k % 2 == 0 || next(10) == 0 {
+                    // A number: usually the right one, at times not.
+                    let n = if next(8) == 0 { next(300) } else { k / 2 + 1 };
+                    let dots = if k % 2 == 0 { "." } else { "..." };
+                    text.push_str(&format!("{n}{dots}"));
+                    if next(2) == 0 {
+                        text.push_str(SEPARATORS[next(SEPARATORS.len())]);
+                    }
+                }
+                text.push_str(MOVES[next(MOVES.len())]);
+                text.push_str(SEPARATORS[next(SEPARATORS.len())]);
+            }
+            text.push_str(RESULTS[next(RESULTS.len())]);
+            assert_eq!(
+                crate::import::plain::plain_moves(text.as_bytes()),
+                Some(moves as u32),
+                "{text:?}"
+            );
+            assert!(matches!(both_paths(&text), Paths::Both { .. }), "{text:?}");
+        }
+    }
+
     /// Texts the lexer leaves to the reader path.
     #[test]
     fn texts_the_lexer_leaves_to_the_reader() {
