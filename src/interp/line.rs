@@ -36,7 +36,7 @@
 //! [`MAX_LINE_STEPS`] state visits stops with
 //! [`InterpError::LineTooLarge`] instead of running on.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
 use super::sequence::in_range;
@@ -218,7 +218,7 @@ impl Evaluator<'_, '_> {
             primary: l.params.primary,
             secondary: l.params.secondary,
             singlecolor: l.params.singlecolor,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
             steps: 0,
             best: None,
             span,

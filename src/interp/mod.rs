@@ -673,6 +673,7 @@ impl Interpreter {
             regexes: strings::RegexCache::default(),
             dicts,
             path_frames: Vec::new(),
+            path_maps: path::PathPool::default(),
             last_path: None,
             path_bans: HashMap::new(),
             text: None,
@@ -915,6 +916,9 @@ pub struct State {
     dicts: HashMap<u32, strings::DictEntries>,
     /// The `path`s being evaluated, innermost last.
     path_frames: Vec<path::PathFrame>,
+    /// Emptied maps of finished path evaluations, for the next ones
+    /// (scratch: not part of the state's value).
+    path_maps: path::PathPool,
     /// The start and last position of the game's last matching `path`.
     last_path: Option<(u32, u32)>,
     /// For each `path nestban` (by its filter's address in the query), the

@@ -72,7 +72,7 @@
 //! [`MAX_PATH_STEPS`] state visits stops with
 //! [`InterpError::PathTooLarge`] instead of running on.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
 use super::moves::MoveFacts;
@@ -223,6 +223,77 @@ pub(crate) fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
 /// matched moves.
 type Kept = (Vec<u32>, i64);
 
+/// A set of automaton states: a bit mask for up to 128 states (no
+/// allocation), a vector beyond.
+enum StateSet {
+    Bits(u128),
+    Vec(Vec<bool>),
+}
+
+impl StateSet {
+    fn new(n: usize) -> Self {
+        if n <= 128 {
+            StateSet::Bits(0)
+        } else {
+            StateSet::Vec(vec![false; n])
+        }
+    }
+
+    /// Adds `s`; whether it was not in the set.
+    fn insert(&mut self, s: usize) -> bool {
+        match self {
+            StateSet::Bits(b) => {
+                let bit = 1u128 << s;
+                let new = *b & bit == 0;
+                *b |= bit;
+                new
+            }
+            StateSet::Vec(v) => !std::mem::replace(&mut v[s], true),
+        }
+    }
+}
+
+/// Emptied maps of finished path evaluations (in `State`), taken by the
+/// next evaluations: scratch, so a clone is empty and any two pools are
+/// equal.
+#[derive(Default)]
+pub(super) struct PathPool {
+    maps: Vec<PathMaps>,
+    /// The status counts of an evaluation whose search is being replayed,
+    /// until its maps go back to `maps`.
+    counts: Vec<HashMap<u32, (i64, i64)>>,
+}
+
+impl Clone for PathPool {
+    fn clone(&self) -> Self {
+        PathPool::default()
+    }
+}
+
+impl std::fmt::Debug for PathPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PathPool")
+    }
+}
+
+impl PartialEq for PathPool {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for PathPool {}
+
+/// The maps of one path evaluation, kept emptied in `State` between
+/// evaluations so that each evaluation does not allocate and grow them
+/// again.
+#[derive(Default)]
+struct PathMaps {
+    cache: HashMap<(usize, u32), Tested>,
+    castle_parts: HashMap<u32, u8>,
+    counts: HashMap<u32, (i64, i64)>,
+}
+
 /// One path evaluation's search.
 struct Search<'n, 'e> {
     nfa: &'n Nfa<'e>,
@@ -294,9 +365,26 @@ impl Evaluator<'_, '_> {
             return Ok(None);
         }
         let nfa = Nfa::new(&p.items);
-        let Some((search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
+        let Some((mut search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
             return Ok(None);
         };
+        let counts = self.st.path_maps.counts.pop().unwrap_or_default();
+        let value = self.path_found(p, &mut search, at, path, n);
+        self.recycle_path_maps(&mut search, counts);
+        value
+    }
+
+    /// [`Self::path_value`] once the search found a path (`path`, `n`
+    /// matched moves): its range, replay, bans and comments.
+    fn path_found(
+        &mut self,
+        p: &PathFilter,
+        search: &mut Search,
+        at: u32,
+        path: Vec<u32>,
+        n: i64,
+    ) -> R<Option<Value>> {
+        let key = std::ptr::from_ref(p) as usize;
         if !in_range(p.params.range, n) {
             return Ok(None);
         }
@@ -311,7 +399,7 @@ impl Evaluator<'_, '_> {
             }
         }
         for k in &kept {
-            self.path_replay(&search, k);
+            self.path_replay(search, k);
         }
         let last = path.last().copied().unwrap_or(at);
         self.st.last_path = Some((at, last));
@@ -437,18 +525,21 @@ impl Evaluator<'_, '_> {
             Some(f) => Some(self.set(f, at)?),
             None => None,
         };
+        let single_color = match p.params.singlecolor {
+            true => Some(self.rec(at)?.white_to_move()),
+            false => None,
+        };
+        // The maps of an earlier evaluation, emptied (their room kept).
+        let maps = self.st.path_maps.maps.pop().unwrap_or_default();
         let mut search = Search {
             nfa,
             primary: p.params.primary,
             firstmatch: p.params.firstmatch,
             focus,
             focus_capture: p.params.focus_capture,
-            single_color: match p.params.singlecolor {
-                true => Some(self.rec(at)?.white_to_move()),
-                false => None,
-            },
-            cache: HashMap::new(),
-            castle_parts: HashMap::new(),
+            single_color,
+            cache: maps.cache,
+            castle_parts: maps.castle_parts,
             steps: 0,
             best: None,
             max: p.params.max.as_deref(),
@@ -459,12 +550,47 @@ impl Evaluator<'_, '_> {
         };
         self.st.path_frames.push(PathFrame {
             start: at,
-            counts: HashMap::new(),
+            counts: maps.counts,
         });
         let r = self.path_walk(&mut search, at);
-        self.st.path_frames.pop();
-        r?;
-        Ok(search.best.take().map(|b| (search, b)))
+        let counts = self
+            .st
+            .path_frames
+            .pop()
+            .map(|f| f.counts)
+            .unwrap_or_default();
+        let found = match r {
+            Ok(()) => search.best.take(),
+            Err(e) => {
+                self.recycle_path_maps(&mut search, counts);
+                return Err(e);
+            }
+        };
+        match found {
+            Some(b) => {
+                // The caller gives the maps back after its replay.
+                self.st.path_maps.counts.push(counts);
+                Ok(Some((search, b)))
+            }
+            None => {
+                self.recycle_path_maps(&mut search, counts);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Gives an evaluation's maps back to the pool, emptied.
+    fn recycle_path_maps(&mut self, search: &mut Search, mut counts: HashMap<u32, (i64, i64)>) {
+        let mut cache = std::mem::take(&mut search.cache);
+        let mut castle_parts = std::mem::take(&mut search.castle_parts);
+        cache.clear();
+        castle_parts.clear();
+        counts.clear();
+        self.st.path_maps.maps.push(PathMaps {
+            cache,
+            castle_parts,
+            counts,
+        });
     }
 
     /// Whether state `s` (a `Check` at `p`, or a `Move` into `p`) matches.
@@ -503,12 +629,12 @@ impl Evaluator<'_, '_> {
         live: &[usize],
         p: u32,
     ) -> R<(Vec<usize>, bool)> {
-        let mut seen = vec![false; search.nfa.states.len()];
+        let mut seen = StateSet::new(search.nfa.states.len());
         let mut stack: Vec<usize> = live.iter().rev().copied().collect();
         let mut moves = Vec::new();
         let mut accept = false;
         while let Some(s) = stack.pop() {
-            if std::mem::replace(&mut seen[s], true) {
+            if !seen.insert(s) {
                 continue;
             }
             search.steps += 1;
