@@ -37,7 +37,10 @@ pub(crate) const TEXT_BLOCK_LEN: usize = 16;
 /// Bytes of one data-segment-table entry.
 pub(crate) const SEGMENT_ENTRY_LEN: usize = 24;
 /// Target decompressed size of a text block (blocks hold whole games).
-pub(crate) const TEXT_BLOCK_TARGET: usize = 256 * 1024;
+/// Measured on the book: 64 KiB against 256 KiB, writing the 1,030 games
+/// of `flipcolor xray(B r q)` took 0.16 s instead of 0.25 s and all
+/// games 0.32 s instead of 0.35 s, for 1.3 MB more store.
+pub(crate) const TEXT_BLOCK_TARGET: usize = 64 * 1024;
 /// Bytes of the commit record an append writes right after its index (see
 /// "Damaged header slots" in the module docs).
 pub(crate) const TRAILER_LEN: usize = 16 + 2 * HEADER_LEN + 8;

@@ -44,7 +44,9 @@
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one zstd frame of whole games' original
-//! text (about `TEXT_BLOCK_TARGET`, 256 KiB, decompressed).
+//! text (about `TEXT_BLOCK_TARGET`, 64 KiB, decompressed: a game written
+//! alone costs the decompression of its block, and a block this size stays
+//! in the core's cache while its games are written).
 //!
 //! Positions are numbered globally from 0 in store order (the games in order,
 //! each game's positions in PGN text order); chunk `i` holds positions
