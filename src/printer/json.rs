@@ -170,14 +170,16 @@ fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
         // square: piece slots take the board's letters, the rest are
         // digits of empty runs.
         let (items, count) = RANK_ITEMS[((occupied >> (8 * rank)) & 0xff) as usize];
-        let at = fen.len;
-        for (j, &item) in items.iter().enumerate() {
-            fen.buf[at + j] = if item & 0x80 != 0 {
-                board[rank * 8 + usize::from(item & 7)]
-            } else {
-                item
-            };
+        // The rank's letters as one word; each item a shift of it or a
+        // digit, the eight bytes written at once.
+        let letters = u64::from_le_bytes(*board[rank * 8..].first_chunk::<8>().unwrap_or(&[0; 8]));
+        let mut word = [0u8; 8];
+        for (slot, &item) in word.iter_mut().zip(&items) {
+            let letter = (letters >> (8 * (item & 7))) as u8;
+            *slot = if item & 0x80 != 0 { letter } else { item };
         }
+        let at = fen.len;
+        fen.buf[at..at + 8].copy_from_slice(&word);
         fen.len = at + usize::from(count);
         if rank > 0 {
             fen.push(b'/');
