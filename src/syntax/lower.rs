@@ -1149,19 +1149,6 @@ impl<'a> Lowerer<'a, '_> {
                         ),
                     ));
                 }
-                if is_dash(value) {
-                    // CQL 6.2: "right hand side is neither a set filter nor
-                    // a numeric filter ..." (a dash is a set only as an
-                    // arrow's operand).
-                    self.reported_names.insert(var.name.clone());
-                    return Err(self.err(
-                        value.span,
-                        format!(
-                            "cannot assign a dash (`--`) to `{}`: it is a move filter; a variable holds a set, a number, a string or a position",
-                            var.name
-                        ),
-                    ));
-                }
                 let v = match self.sub(value) {
                     Ok(v) => v,
                     Err(failed) => {
@@ -1809,14 +1796,6 @@ impl<'a> Lowerer<'a, '_> {
                         span,
                     );
                 }
-                if is_dash(arg) {
-                    // CQL 6.2: "Expected either a string filter or a set
-                    // filter following '#'".
-                    return Err(self.err(
-                        arg.span,
-                        "`#` needs a set or a string, but a dash (`--`) is a move filter",
-                    ));
-                }
                 let a = self.sub(arg)?;
                 if a.kind == Kind::String {
                     let f = ir::Builtin::Length;
@@ -2446,16 +2425,5 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Builtin(ir::Builtin::Abort, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
-    }
-}
-
-/// Whether `e` is a dash (`--`, `R--f1`, `x--y`), inside any parentheses:
-/// CQL 6.2 takes its set value only as an arrow's operand, and refuses it
-/// as an assigned value or as `#`'s operand.
-fn is_dash(e: &ast::Expr) -> bool {
-    match &e.kind {
-        ExprKind::Paren(inner) => is_dash(inner),
-        ExprKind::Dash { .. } => true,
-        _ => false,
     }
 }
