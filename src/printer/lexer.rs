@@ -23,7 +23,8 @@
 
 use super::pgn::{PgnRewriter, TagValues};
 use crate::import::plain::{
-    CLASS, MAX_PLAIN_TEXT, is_space, is_token_end, move_len, result_at, skip_space, tag_line,
+    CLASS, MAX_PLAIN_TEXT, first_space, is_space, is_token_end, move_len, number_len, result_at,
+    skip_space, tag_line,
 };
 
 /// Longest text the fast path takes: the reader path reads a text of up
@@ -32,9 +33,8 @@ use crate::import::plain::{
 const MAX_TEXT: usize = MAX_PLAIN_TEXT;
 
 /// The length of the token at `text[i..]` up to the next white space
-/// (or any byte below `!`) or the text's end, if under 8 bytes; else 8.
-/// Eight bytes at a time: the first byte below `!` found by a borrow
-/// (exact for the lowest such byte, which is all that is asked).
+/// (or any byte below `!`) or the text's end, if under 8 bytes; else 8
+/// ([`first_space`] of its eight bytes).
 #[inline]
 fn word_len(text: &[u8], i: usize) -> usize {
     let window = match text.get(i..).and_then(|t| t.first_chunk::<8>()) {
@@ -46,9 +46,24 @@ fn word_len(text: &[u8], i: usize) -> usize {
             w
         }
     };
-    let x = u64::from_le_bytes(window);
-    let low = x.wrapping_sub(0x2121_2121_2121_2121) & !x & 0x8080_8080_8080_8080;
-    (low.trailing_zeros() / 8) as usize
+    first_space(u64::from_le_bytes(window))
+}
+
+/// Writes the tag lines at `text[i..]` (each of the exact form
+/// [`tag_line`] reads) through `w`; the tag values and the index past the
+/// tags' white space, or `None` at a line of another form.
+fn write_tags(
+    w: &mut PgnRewriter<'_, '_>,
+    text: &[u8],
+    mut i: usize,
+) -> Option<(TagValues, usize)> {
+    let mut tags = TagValues::default();
+    while text.get(i) == Some(&b'[') {
+        let (name, value, next) = tag_line(text, i)?;
+        w.write_tag(&mut tags, name, value);
+        i = skip_space(text, next);
+    }
+    Some((tags, i))
 }
 
 /// Writes a game whose text the importer found plain
@@ -69,12 +84,8 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
             tags
         }
         None => {
-            let mut tags = TagValues::default();
-            while text.get(i) == Some(&b'[') {
-                let (name, value, next) = tag_line(text, i)?;
-                w.write_tag(&mut tags, name, value);
-                i = skip_space(text, next);
-            }
+            let (tags, next) = write_tags(w, text, i)?;
+            i = next;
             tags
         }
     };
@@ -92,14 +103,7 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
                 w.write_outcome(&mut mt, result);
                 i += result.len();
             } else {
-                // A move number: its digits, then its dots (`1.1-0` is a
-                // number and a result).
-                while text.get(i).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                }
-                while text.get(i) == Some(&b'.') {
-                    i += 1;
-                }
+                i += number_len(text, i);
             }
         } else {
             let len = word_len(text, i);
@@ -144,12 +148,8 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
         // No game: the reader path reports it.
         return None;
     }
-    let mut tags = TagValues::default();
-    while text.get(i) == Some(&b'[') {
-        let (name, value, next) = tag_line(text, i)?;
-        w.write_tag(&mut tags, name, value);
-        i = skip_space(text, next);
-    }
+    let (tags, next) = write_tags(w, text, i)?;
+    i = next;
     let mut mt = w.start_movetext(tags);
     while i < n {
         let c = text[i];

@@ -191,17 +191,6 @@ fn rewrite(
     rewrite_read(out, game_number, text, notes)
 }
 
-/// The length of the move number at `text[i..]`: its digits, then its
-/// dots (a digit after the dots starts the next token, as in `1.1-0`).
-/// Byte by byte: a number is a few bytes, and a loop over them measured
-/// faster than eight bytes at a time.
-#[inline]
-fn number_len(text: &[u8], i: usize) -> usize {
-    let rest = text.get(i..).unwrap_or_default();
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    digits + rest[digits..].iter().take_while(|&&b| b == b'.').count()
-}
-
 /// Appends the first `len` bytes of `src` (a token: short, so copied as
 /// 16 bytes where `src` has them, then cut, not by a call to `memcpy`).
 #[inline]
@@ -893,10 +882,10 @@ impl<'o> PgnRewriter<'_, 'o> {
                             if (x ^ token) & mask == 0 && !after.is_ascii_digit() && after != b'.' {
                                 j += len + usize::from(after == b' ');
                             } else {
-                                j += number_len(rest, j);
+                                j += crate::import::plain::number_len(rest, j);
                             }
                         }
-                        _ => j += number_len(rest, j),
+                        _ => j += crate::import::plain::number_len(rest, j),
                     }
                     if rest.get(j) == Some(&b' ') {
                         j += 1;
@@ -914,8 +903,7 @@ impl<'o> PgnRewriter<'_, 'o> {
                     }
                 };
                 let x = u64::from_le_bytes(*window.first_chunk::<8>().unwrap_or(&[0; 8]));
-                let low = x.wrapping_sub(0x2121_2121_2121_2121) & !x & 0x8080_8080_8080_8080;
-                let len = (low.trailing_zeros() / 8) as usize;
+                let len = crate::import::plain::first_space(x);
                 if len == 8 {
                     break false;
                 }
@@ -1227,35 +1215,6 @@ pub(super) mod tests {
                 san: Vec::new(),
             };
             let _ = super::super::lexer::rewrite_plain_flagged(&mut writer, &text);
-        }
-    }
-
-    #[test]
-    fn number_len_counts_digits_then_dots() {
-        for (text, at, len) in [
-            (&b"12.e4"[..], 0, 3),
-            (b"1...Kd7", 0, 4),
-            (b"123456789.", 0, 10),
-            (b"123456789.", 8, 2),
-            (b"1234567.........x", 0, 16),
-            (b"7", 0, 1),
-            (b"e4", 0, 0),
-            (b"1/2", 0, 1),
-            (b"1-0", 0, 1),
-            (b"1.1-0", 0, 2),
-            (b"1..2.", 0, 3),
-            (b"9:", 0, 1),
-            (b"\xae\xb9.", 0, 0),
-            (b"\xb9", 0, 0),
-            (b".-", 0, 1),
-            (b"12", 5, 0),
-        ] {
-            assert_eq!(
-                number_len(text, at),
-                len,
-                "{:?} at {at}",
-                String::from_utf8_lossy(text)
-            );
         }
     }
 
