@@ -259,9 +259,6 @@ impl StateSet {
 #[derive(Default)]
 pub(super) struct PathPool {
     maps: Vec<PathMaps>,
-    /// The status counts of an evaluation whose search is being replayed,
-    /// until its maps go back to `maps`.
-    counts: Vec<HashMap<u32, (i64, i64)>>,
 }
 
 impl Clone for PathPool {
@@ -307,6 +304,9 @@ struct Search<'n, 'e> {
     single_color: Option<bool>,
     /// (state, position) -> result.
     cache: HashMap<(usize, u32), Tested>,
+    /// The status counts' map once the walk is over (emptied at the
+    /// start), carried back to the pool with the others.
+    counts: HashMap<u32, (i64, i64)>,
     /// For each position a dash constituent's move led to, the parts of a
     /// castling the dashes matched there: the filters after the dash see
     /// only those in `from`/`to` (contextual castling, CQL 6.2).
@@ -368,7 +368,7 @@ impl Evaluator<'_, '_> {
         let Some((mut search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
             return Ok(None);
         };
-        let counts = self.st.path_maps.counts.pop().unwrap_or_default();
+        let counts = std::mem::take(&mut search.counts);
         let value = self.path_found(p, &mut search, at, path, n);
         self.recycle_path_maps(&mut search, counts);
         value
@@ -539,6 +539,7 @@ impl Evaluator<'_, '_> {
             focus_capture: p.params.focus_capture,
             single_color,
             cache: maps.cache,
+            counts: HashMap::default(),
             castle_parts: maps.castle_parts,
             steps: 0,
             best: None,
@@ -569,7 +570,7 @@ impl Evaluator<'_, '_> {
         match found {
             Some(b) => {
                 // The caller gives the maps back after its replay.
-                self.st.path_maps.counts.push(counts);
+                search.counts = counts;
                 Ok(Some((search, b)))
             }
             None => {
