@@ -30,18 +30,24 @@ pub(crate) fn match_json(
     store: &Store,
     m: &GameMatch,
 ) -> Result<(), StoreError> {
-    let positions = store.game_positions(m.game)?;
+    // Only the matching positions and their parents are decoded from the
+    // columns, not the whole game.
+    let (first, n) = store.game_span(m.game)?;
+    let record = |i: u32| store.position(first + u64::from(i));
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
     let fen = store.game_tag(m.game, "FEN")?;
     // Every position of a game from the standard start without null moves
     // was reached by legal moves: shakmaty takes each as it stands (what
     // `push_plain_san` relies on).
-    let legal_play = fen.is_none()
-        && !positions
-            .iter()
-            .skip(1)
-            .any(|p| p.mv.is_null() || p.mv.is_none());
+    let mut legal_play = fen.is_none();
+    for k in 1..n {
+        if !legal_play {
+            break;
+        }
+        let mv = store.position_move(first + u64::from(k))?;
+        legal_play = !(mv.is_null() || mv.is_none());
+    }
     let start_half = fen
         .and_then(|f| Fen::from_ascii(f.as_bytes()).ok())
         .map_or(0, |f| {
@@ -62,16 +68,16 @@ pub(crate) fn match_json(
     out.extend_from_slice(b"],\"game\":");
     push_integer(out, i64::from(m.game) + 1);
     out.extend_from_slice(b",\"matches\":[");
-    let mut first = true;
-    for (i, p) in m
-        .positions
-        .iter()
-        .filter_map(|i| positions.get(i as usize).map(|p| (i, p)))
-    {
-        if !first {
+    let mut first_match = true;
+    // The last record decoded (a match's parent is most often the match
+    // before it).
+    let mut last: Option<(u32, PositionRecord)> = None;
+    for i in m.positions.iter().filter(|&i| i < n) {
+        let p = record(i)?;
+        if !first_match {
             out.push(b',');
         }
-        first = false;
+        first_match = false;
         // The record is the position as imported: its en-passant square
         // is set only where a capture is legal and its castling rights are
         // shakmaty's, so its FEN is the position's (`EnPassantMode::Legal`)
@@ -80,16 +86,20 @@ pub(crate) fn match_json(
         // it stands too. A FEN holds no character JSON escapes.
         let half = start_half + u32::from(p.ply);
         out.extend_from_slice(b"{\"fen\":\"");
-        push_fen(out, p, half / 2 + 1);
+        push_fen(out, &p, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
         push_integer(out, i64::from(i));
         out.extend_from_slice(b",\"move\":");
-        let parent = (p.parent_delta != 0)
-            .then(|| positions.get((i as usize).wrapping_sub(usize::from(p.parent_delta))))
-            .flatten();
-        match parent {
-            Some(parent) if legal_play && push_plain_san(out, parent, p) => {}
-            Some(parent) => match san_of(parent, p) {
+        let parent = match i.checked_sub(u32::from(p.parent_delta)) {
+            Some(j) if p.parent_delta != 0 => match last {
+                Some((k, r)) if k == j => Some(r),
+                _ => Some(record(j)?),
+            },
+            _ => None,
+        };
+        match &parent {
+            Some(parent) if legal_play && push_plain_san(out, parent, &p) => {}
+            Some(parent) => match san_of(parent, &p) {
                 Some(san) => push_string(out, &san),
                 None => out.extend_from_slice(b"null"),
             },
@@ -98,6 +108,7 @@ pub(crate) fn match_json(
         out.extend_from_slice(b",\"ply\":");
         push_integer(out, i64::from(p.ply));
         out.push(b'}');
+        last = Some((i, p));
     }
     out.extend_from_slice(b"],\"messages\":[");
     for (k, t) in m.messages.iter().enumerate() {

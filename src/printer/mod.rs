@@ -30,6 +30,11 @@ pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
 /// output order is game order.
 const RENDER_BATCH: usize = 512;
 
+/// Bytes written to the output at once: rendered tasks (about 40 KB each)
+/// are gathered into writes of about 1 MiB, which the page cache takes
+/// faster than one write per task (all book games as PGN: 274 to 260 ms).
+const OUT_BUFFER: usize = 1 << 20;
+
 /// Games per rendering task (one text reader each, so a text block is
 /// decompressed about once per task).
 const RENDER_TASK: usize = 64;
@@ -168,7 +173,7 @@ impl<'s, W: Write> Printer<'s, W> {
             pool,
             pending: Vec::with_capacity(RENDER_BATCH),
             buffers: Vec::new(),
-            out: BufWriter::new(out),
+            out: BufWriter::with_capacity(OUT_BUFFER, out),
             show_matches: None,
             progress: None,
             error: None,

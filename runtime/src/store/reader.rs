@@ -17,7 +17,7 @@ use super::slots::{Tail, current_header, newer_commit, read_first};
 #[cfg(doc)]
 use super::text::TextReader;
 use super::validate::Checks;
-use crate::layout::{CHUNK_POSITIONS, ChunkColumns, PositionRecord};
+use crate::layout::{CHUNK_POSITIONS, ChunkColumns, MOVE_MASK, PackedMove, PositionRecord};
 
 /// A tag pair as stored: (name, value) raw bytes borrowed from the map.
 pub type RawTagPair<'a> = (&'a [u8], &'a [u8]);
@@ -360,6 +360,21 @@ impl Store {
         Ok(self
             .chunk(c)
             .get((global % CHUNK_POSITIONS as u64) as usize))
+    }
+
+    /// The move that led to position `global` (its record's `mv`), read
+    /// from the move column alone.
+    pub fn position_move(&self, global: u64) -> Result<PackedMove, StoreError> {
+        if global >= self.header.n_positions {
+            return Err(StoreError::NoSuchItem {
+                what: "positions",
+                index: global,
+                count: self.header.n_positions,
+            });
+        }
+        let c = global / CHUNK_POSITIONS as u64;
+        let i = (global % CHUNK_POSITIONS as u64) as usize;
+        Ok(PackedMove(self.chunk(c).mv[i] & MOVE_MASK))
     }
 
     /// Game `i`'s positions, in PGN text order.
