@@ -219,6 +219,35 @@ impl<'a> Lowerer<'a, '_> {
 
     /// A set is needed: anything else is an error naming `what`.
     fn want_set(&mut self, e: Expr, what: &str) -> LResult {
+        self.refuse_dash(&e, what)?;
+        self.want_set_or_dash(e, what)
+    }
+
+    /// An attack arrow's operand: a set, or a dash alone (`R--f1 -> k`:
+    /// its destinations, the one place CQL 6.2 gives a dash a value).
+    fn arrow_operand(&mut self, e: Expr, what: &str) -> LResult {
+        if !matches!(e.node, Node::Move(_)) {
+            self.refuse_dash(&e, what)?;
+        }
+        self.want_set_or_dash(e, what)
+    }
+
+    /// Refuses `e` where `what` needs a value if it is a dash without one
+    /// ([`valueless_dash`]).
+    fn refuse_dash(&mut self, e: &Expr, what: &str) -> Result<(), Failed> {
+        if !valueless_dash(e) {
+            return Ok(());
+        }
+        Err(self.err(
+            e.span,
+            format!(
+                "{what} needs a value, but a dash (`--`) over the game's moves is a move filter without one, as in CQL 6.2 (a target with a value gives it one: `R--f1(from)`)"
+            ),
+        ))
+    }
+
+    /// [`Self::want_set`] without the dash check.
+    fn want_set_or_dash(&mut self, e: Expr, what: &str) -> LResult {
         if e.kind == Kind::Set {
             return Ok(e);
         }
@@ -697,6 +726,7 @@ impl<'a> Lowerer<'a, '_> {
 
     /// A number is needed: a set stands for its size.
     fn want_num(&mut self, e: Expr, what: &str) -> LResult {
+        self.refuse_dash(&e, what)?;
         match e.kind {
             Kind::Numeric => Ok(e),
             Kind::Set => {
@@ -829,13 +859,27 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
-            ExprKind::AttackChain { backward, args } => {
+            ExprKind::AttackChain {
+                backward,
+                args: arg_exprs,
+            } => {
                 let what = if *backward {
                     "an attack arrow `<-`"
                 } else {
                     "an attack arrow `->`"
                 };
-                let mut args = self.set_args(args, what)?;
+                let mut args = Vec::with_capacity(arg_exprs.len());
+                let mut failed = false;
+                for a in arg_exprs {
+                    let x = self.lower(a).and_then(|x| self.arrow_operand(x, what));
+                    match x {
+                        Ok(x) => args.push(x),
+                        Err(Failed) => failed = true,
+                    }
+                }
+                if failed {
+                    return Err(Failed);
+                }
                 // `X <- Y <- Z` is `xray (Z Y X)`; `X -> Y -> Z` is `xray
                 // (X Y Z)` valued by its line pieces (CQL 6.2 oracle).
                 if *backward {
@@ -1167,6 +1211,12 @@ impl<'a> Lowerer<'a, '_> {
                         ),
                     ));
                 }
+                if valueless_dash(&v) {
+                    // CQL 6.2: "right hand side is neither a set filter nor
+                    // a numeric filter ...".
+                    self.reported_names.insert(var.name.clone());
+                    self.refuse_dash(&v, &format!("an assignment to `{}`", var.name))?;
+                }
                 let id = self.declare(var, v.kind)?;
                 self.mk(
                     Node::Assign {
@@ -1180,6 +1230,7 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::PieceAssign { var, value } => self.piece_assign(var, value, span),
             ExprKind::Sort { label, min, arg } => {
                 let a = self.sub(arg)?;
+                self.refuse_dash(&a, "`sort`")?;
                 let (a, kind) = match (&a.node, a.kind) {
                     (_, Kind::String) => (a, Kind::String),
                     // `sort #x >= 3`: a comparison of numbers has the value of
@@ -1942,6 +1993,10 @@ impl<'a> Lowerer<'a, '_> {
         match op {
             Infix::Or => self.mk(Node::Or(Box::new(x), Box::new(y)), Kind::Logical, span),
             Infix::And => self.mk(Node::And(Box::new(x), Box::new(y)), Kind::Logical, span),
+            Infix::In if valueless_dash(&x) || valueless_dash(&y) => {
+                let refused = [self.refuse_dash(&x, "`in`"), self.refuse_dash(&y, "`in`")];
+                Err(refused.into_iter().find_map(Result::err).unwrap_or(Failed))
+            }
             Infix::In => match (x.kind, y.kind) {
                 (Kind::Set, Kind::Set) | (Kind::String, Kind::String) => {
                     self.mk(Node::In(Box::new(x), Box::new(y)), Kind::Logical, span)
@@ -2007,8 +2062,8 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     "`attackedby`"
                 };
-                let x = self.want_set(x, what);
-                let y = self.want_set(y, what);
+                let x = self.arrow_operand(x, what);
+                let y = self.arrow_operand(y, what);
                 let (x, y) = (x?, y?);
                 let node = if op == Infix::Attacks {
                     Node::Attacks(Box::new(x), Box::new(y))
@@ -2030,6 +2085,11 @@ impl<'a> Lowerer<'a, '_> {
             CmpOp::Gt => ">",
             CmpOp::Ne => "!=",
         };
+        let what = format!("a comparison `{sym}`");
+        let refused = [self.refuse_dash(&x, &what), self.refuse_dash(&y, &what)];
+        if refused.iter().any(Result::is_err) {
+            return Err(Failed);
+        }
         // A numeric comparison has the value of its left operand (CQL 6), so
         // `flipcolor (P >= 4)` is the larger count that is >= 4 (§9.26).
         let numeric = matches!(
@@ -2425,5 +2485,30 @@ fn leaf_kind(n: &Node) -> Kind {
         Node::Builtin(ir::Builtin::Abort, _) => Kind::Logical,
         Node::Builtin(..) => Kind::String,
         _ => Kind::Logical,
+    }
+}
+
+/// Whether `e` is a dash over the game's moves without a value of its
+/// own (`R--f1`, `--`, `[x]`; not `R--f1(from)`, not `legal R--f1`),
+/// alone, as an operand of an attack arrow (cqlj reads `R--f1 -> k` as
+/// the arrow, CQL 6.2 as the dash `R--(f1 -> k)`: they match at the same
+/// positions), or as the value of a block or a transform. CQL 6.2 refuses
+/// such a dash where a set, a number, a string or a position is needed
+/// (`x = R--f1`, `#(R--f1)`, `R--f1 > 0`, `sort R--f1`, `f1 in R--f1`,
+/// `x = flipcolor R--f1`, `x = (R--f1 -> k)`: oracle). Its value is the
+/// moves' destinations elsewhere in cqlj's IR (a path's constituent, a
+/// `line`'s).
+fn valueless_dash(e: &Expr) -> bool {
+    match &e.node {
+        Node::Move(m) => {
+            m.dash && m.source == ir::MoveSource::Played && m.value == ir::MoveValue::Destinations
+        }
+        Node::Block(items) => items.last().is_some_and(valueless_dash),
+        Node::Transform { body, .. } => valueless_dash(body),
+        // An attack arrow with a dash operand (`R--f1 -> k`): CQL 6.2 reads
+        // it as a dash.
+        Node::Attacks(x, y) | Node::AttackedBy(x, y) => valueless_dash(x) || valueless_dash(y),
+        Node::Ray { args, .. } => args.iter().any(valueless_dash),
+        _ => false,
     }
 }

@@ -1161,13 +1161,16 @@ impl Parser<'_, '_> {
                 Some(op) => {
                     self.bump();
                     let rhs = self.expr(lbp + 1)?;
-                    // A dash's left side takes in the set operators before
-                    // it: `A&~K--` is `(A&~K)--` (CQL 6.2 oracle).
-                    let (rhs, dash) = if matches!(op, Infix::Set(_)) {
-                        split_dash(rhs)
-                    } else {
-                        (rhs, None)
-                    };
+                    // A dash's left side takes in the set operators and the
+                    // words `attacks`/`attackedby` before it: `A&~K--` is
+                    // `(A&~K)--`, `k attackedby Q--_` is `(k attackedby
+                    // Q)--_` (CQL 6.2 oracle).
+                    let (rhs, dash) =
+                        if matches!(op, Infix::Set(_) | Infix::Attacks | Infix::AttackedBy) {
+                            split_dash(rhs)
+                        } else {
+                            (rhs, None)
+                        };
                     let span = lhs.span.join(rhs.span);
                     // Operators of one binding power extend the chain built
                     // in this loop (a parenthesised chain is a `Paren`).
@@ -1195,12 +1198,32 @@ impl Parser<'_, '_> {
     /// `xray (R n k)` does, with the rooks as its value; `k<-n<-R` is
     /// `xray (R n k)`). Mixing `->` and `<-` is an error, as in CQL 6.2.
     fn arrow_chain(&mut self, first: Expr, arrow: Tok) -> PResult<Expr> {
+        let mut dash = None;
+        let chain = self.arrow_operands(first, arrow, &mut dash)?;
+        Ok(join_dash(chain, dash))
+    }
+
+    /// [`Parser::arrow_chain`] but a dash's: a dash written after the last
+    /// operand takes the whole chain as its left side (`k <- R--f8` is
+    /// `(k <- R)--f8`, `Q -> n -> k--_` is `(Q -> n -> k)--_`: CQL 6.2
+    /// oracle), returned in `dash`.
+    fn arrow_operands(
+        &mut self,
+        first: Expr,
+        arrow: Tok,
+        dash: &mut Option<Expr>,
+    ) -> PResult<Expr> {
         let backward = arrow == Tok::ArrowLeft;
         let mut args = vec![first];
         while self.eat(&arrow).is_some() {
-            args.push(self.expr(bp::ATTACKS + 1)?);
+            let (operand, d) = split_dash(self.expr(bp::ATTACKS + 1)?);
+            args.push(operand);
+            if d.is_some() {
+                *dash = d;
+                break;
+            }
         }
-        if matches!(self.peek_tok(), Tok::ArrowRight | Tok::ArrowLeft) {
+        if dash.is_none() && matches!(self.peek_tok(), Tok::ArrowRight | Tok::ArrowLeft) {
             let span = self.peek().span;
             return Err(self.error(
                 span,
