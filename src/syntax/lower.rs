@@ -724,8 +724,25 @@ impl<'a> Lowerer<'a, '_> {
         self.mk(Node::Builtin(f, vec![lowered]), Kind::Logical, span)
     }
 
-    /// A number is needed: a set stands for its size.
+    /// A number is needed: a set is refused, as in CQL 6.2, which counts a
+    /// set only in a comparison and in `sort` ([`Self::want_count`]):
+    /// `P + 1`, `abs P`, `-P`, `max(P p)`, `sqrt(P)` and `position P` are
+    /// errors there (oracle).
     fn want_num(&mut self, e: Expr, what: &str) -> LResult {
+        if e.kind == Kind::Set && !valueless_dash(&e) {
+            return Err(self.err(
+                e.span,
+                format!(
+                    "{what} needs a number, but this is a set of squares (CQL 6.2 counts a set only in a comparison or `sort`: write `#X` for its number of squares)"
+                ),
+            ));
+        }
+        self.want_count(e, what)
+    }
+
+    /// A number is needed where a set stands for its size (a comparison,
+    /// `sort`).
+    fn want_count(&mut self, e: Expr, what: &str) -> LResult {
         self.refuse_dash(&e, what)?;
         match e.kind {
             Kind::Numeric => Ok(e),
@@ -1237,7 +1254,7 @@ impl<'a> Lowerer<'a, '_> {
                     // its left side.
                     (Node::Compare(_, l, _), _) if l.kind == Kind::Numeric => (a, Kind::Numeric),
                     _ => {
-                        let a = self.want_num(a, "`sort`")?;
+                        let a = self.want_count(a, "`sort`")?;
                         (a, Kind::Numeric)
                     }
                 };
@@ -1656,7 +1673,7 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 DirCount::Var(v) => {
                     let x = self.ident(v, *s)?;
-                    self.want_num(x, "a direction's distance")?
+                    self.want_count(x, "a direction's distance")?
                 }
             };
             counts.push(e);
@@ -2051,6 +2068,15 @@ impl<'a> Lowerer<'a, '_> {
                     ir::ArithOp::Div => "`/`",
                     ir::ArithOp::Mod => "`%`",
                 };
+                if aop == ir::ArithOp::Sub && x.kind == Kind::Set && !valueless_dash(&x) {
+                    // CQL 6.2 reads `R - 1 < 0` as two filters, `R` and
+                    // `-1 < 0` (oracle); cqlj refuses it rather than read it
+                    // either way silently.
+                    return Err(self.err(
+                        x.span,
+                        "`-` needs a number on its left, but this is a set of squares: CQL 6.2 reads `X - Y` as the two filters `X` and `-Y`; write `#X - Y` for a difference with X's number of squares",
+                    ));
+                }
                 let x = self.want_num(x, what);
                 let y = self.want_num(y, what);
                 let (x, y) = (x?, y?);
@@ -2112,8 +2138,8 @@ impl<'a> Lowerer<'a, '_> {
             }
             (Kind::Set, Kind::Set) if matches!(op, CmpOp::Eq | CmpOp::Ne) => (x, y),
             (Kind::Set | Kind::Numeric, Kind::Set | Kind::Numeric) => {
-                let x = self.want_num(x, "a comparison")?;
-                let y = self.want_num(y, "a comparison")?;
+                let x = self.want_count(x, "a comparison")?;
+                let y = self.want_count(y, "a comparison")?;
                 (x, y)
             }
             (a, b) if a == b => (x, y),
