@@ -1377,7 +1377,16 @@ impl Gen<'_> {
             MoveSource::Secondary,
         ][self.below(6) as usize];
         let game_move = matches!(source, MoveSource::Played | MoveSource::Previous);
-        let target = (game_move && self.chance(60)).then(|| Box::new(self.expr(d, Kind::Logical)));
+        let target = (game_move && self.chance(60)).then(|| {
+            let t = self.expr(d, Kind::Logical);
+            // `(enpassant)` and `(castle)` right after a dash name a kind of
+            // move, not a target filter: such a target has no text.
+            Box::new(if matches!(t.node, Node::EnPassant | Node::Castle) {
+                e(Node::Check, Kind::Logical)
+            } else {
+                t
+            })
+        });
         let count =
             !matches!(source, MoveSource::Primary | MoveSource::Secondary) && self.chance(20);
         // The dash form (with a target, or counting the game's moves) takes
@@ -1401,11 +1410,13 @@ impl Gen<'_> {
             })
         };
         let from = side(self);
-        let (to, capture) = if self.chance(30) {
-            (None, side(self))
-        } else {
-            (side(self), None)
-        };
+        // No capture with `legal` or `pseudolegal` (CQL 6.2 refuses it).
+        let (to, capture) =
+            if self.chance(30) && !matches!(source, MoveSource::Legal | MoveSource::PseudoLegal) {
+                (None, side(self))
+            } else {
+                (side(self), None)
+            };
         let special = if target.is_none() && self.chance(20) {
             Some(
                 [
@@ -1426,6 +1437,20 @@ impl Gen<'_> {
                 && !count
                 && to.is_none()
                 && (from.is_some() || capture.is_some()));
+        // As lowering: a `move` has the value of its first parameter, which
+        // the printer writes first (`to`, else `from`, else `capture`),
+        // and none without such a parameter (a logical filter).
+        let (value, kind) = if count {
+            (MoveValue::Count, Kind::Numeric)
+        } else if dash || to.is_some() {
+            (MoveValue::Destinations, Kind::Set)
+        } else if from.is_some() {
+            (MoveValue::Origins, Kind::Set)
+        } else if capture.is_some() {
+            (MoveValue::Captures, Kind::Set)
+        } else {
+            (MoveValue::Destinations, Kind::Logical)
+        };
         let m = MoveFilter {
             from,
             to,
@@ -1434,14 +1459,10 @@ impl Gen<'_> {
             special,
             target,
             source,
-            value: if count {
-                MoveValue::Count
-            } else {
-                MoveValue::Destinations
-            },
+            value,
             dash,
         };
-        e(Node::Move(m), if count { Kind::Numeric } else { Kind::Set })
+        e(Node::Move(m), kind)
     }
 
     /// A position filter: `currentposition`, `parent`, `child`,
@@ -1678,6 +1699,12 @@ impl Gen<'_> {
         };
         let body = Box::new(body);
         self.scope.truncate(self.scope.len() - 2);
+        // As lowering: with a numeric body, echo is numeric.
+        let kind = if body.kind == Kind::Numeric {
+            Kind::Numeric
+        } else {
+            Kind::Logical
+        };
         e(
             Node::Echo(Box::new(EchoFilter {
                 source,
@@ -1686,7 +1713,7 @@ impl Gen<'_> {
                 quiet,
                 body,
             })),
-            Kind::Logical,
+            kind,
         )
     }
 

@@ -561,7 +561,7 @@ fn interp_book_sample_matches_independent_counts() {
                 m.castling_side() == Some(shakmaty::CastlingSide::QueenSide)
             })
         }),
-        ("move legal capture Q", |a| {
+        ("move to Q legal", |a| {
             legal_moves_where(&a.pos, |m| {
                 m.capture() == Some(Role::Queen) && a.pos.turn() == Color::Black
             })

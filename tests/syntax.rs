@@ -510,7 +510,7 @@ fn logical_expr() -> impl Strategy<Value = String> {
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{{{a} {b}}}")),
             inner.clone().prop_map(|a| format!("flipcolor {a}")),
             inner.clone().prop_map(|a| format!("rotate90 count {a}")),
-            num_expr().prop_map(|a| format!("sort \"key\" min {a}")),
+            num_expr().prop_map(|a| format!("sort min \"key\" {a}")),
             (inner.clone(), num_expr()).prop_map(|(a, b)| format!("{{comment (\"x\" ({b})) {a}}}")),
         ]
     })

@@ -96,8 +96,13 @@ pub(crate) struct MoveParams {
     /// `comment (...)` as a parameter (CQL 6.2): the comment filter,
     /// evaluated at the position each matching move leads to.
     pub(crate) comment: Option<Box<Expr>>,
-    /// The first of `from`, `to`, `capture` written (CQL 6.2: the value
-    /// of a `move` of the game's moves is that parameter's squares).
+    /// The first parameter written: `from`, `to` or `capture`, or
+    /// `other` for any other (`legal`, `promote`, `enpassant`, `count`,
+    /// ...). CQL 6.2 gives a `move` the value of its first parameter when
+    /// it is a square parameter (`from`: the origins, `to`: the
+    /// destinations, `capture`: the captured squares), and no value
+    /// otherwise (oracle: `#(move from K legal) > 1` never matches, `x =
+    /// move legal from N` and `#(move promote Q)` are errors).
     pub(crate) first: Option<&'static str>,
 }
 

@@ -965,16 +965,26 @@ impl<'a> Lowerer<'a, '_> {
             ExprKind::Move(m) => {
                 // (With a `comment` parameter the move is written as a dash
                 // with a target, which keeps the destinations.)
+                if let (Some(c), ir::MoveSource::Legal | ir::MoveSource::PseudoLegal) =
+                    (&m.capture, m.source)
+                {
+                    // CQL 6.2: "the 'capture' keyword is not currently
+                    // supported in conjunction with 'legal' or 'pseudolegal'".
+                    return Err(self.err(
+                        c.span,
+                        "`move capture` cannot be combined with `legal` or `pseudolegal` (as in CQL 6.2)",
+                    ));
+                }
                 let first = if m.comment.is_some() { None } else { m.first };
-                let value = match (m.source, m.value, first) {
-                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("from")) => {
-                        ir::MoveValue::Origins
-                    }
-                    (ir::MoveSource::Played, ir::MoveValue::Destinations, Some("capture")) => {
-                        ir::MoveValue::Captures
-                    }
-                    (_, v, _) => v,
+                // The value of the first parameter written, if it is a
+                // square parameter (see `ast::MoveParams::first`).
+                let value = match (m.value, first) {
+                    (ir::MoveValue::Destinations, Some("from")) => ir::MoveValue::Origins,
+                    (ir::MoveValue::Destinations, Some("capture")) => ir::MoveValue::Captures,
+                    (v, _) => v,
                 };
+                let valued =
+                    m.comment.is_some() || matches!(first, Some("from" | "to" | "capture"));
                 let mut mf = ir::MoveFilter {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
@@ -988,6 +998,7 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 let kind = match m.value {
                     ir::MoveValue::Count => Kind::Numeric,
+                    _ if !valued => Kind::Logical,
                     ir::MoveValue::Destinations
                     | ir::MoveValue::Target
                     | ir::MoveValue::Origins
@@ -1025,6 +1036,15 @@ impl<'a> Lowerer<'a, '_> {
                 source,
                 value,
             } => {
+                if *capture && matches!(source, ir::MoveSource::Legal | ir::MoveSource::PseudoLegal)
+                {
+                    // CQL 6.2: "'legal' and 'pseudolegal' are not supported
+                    // with capturing dashnodes '[x]'".
+                    return Err(self.err(
+                        span,
+                        "a capture dash `[x]` cannot follow `legal` or `pseudolegal` (as in CQL 6.2): use `--`",
+                    ));
+                }
                 let from = self.opt_set(from, "the left side of a move dash")?;
                 let target = self.opt_set(to, "the right side of a move dash")?;
                 let promote = self.opt_promote(promote, "a promotion `=`")?;
@@ -2514,8 +2534,9 @@ fn leaf_kind(n: &Node) -> Kind {
     }
 }
 
-/// Whether `e` is a dash over the game's moves without a value of its
-/// own (`R--f1`, `--`, `[x]`; not `R--f1(from)`, not `legal R--f1`),
+/// Whether `e` is a dash over the game's moves (or `currentmove`'s)
+/// without a value of its own (`R--f1`, `--`, `[x]`; not `R--f1(from)`,
+/// not `legal R--f1`),
 /// alone, as an operand of an attack arrow (cqlj reads `R--f1 -> k` as
 /// the arrow, CQL 6.2 as the dash `R--(f1 -> k)`: they match at the same
 /// positions), or as the value of a block or a transform. CQL 6.2 refuses
@@ -2527,7 +2548,9 @@ fn leaf_kind(n: &Node) -> Kind {
 fn valueless_dash(e: &Expr) -> bool {
     match &e.node {
         Node::Move(m) => {
-            m.dash && m.source == ir::MoveSource::Played && m.value == ir::MoveValue::Destinations
+            m.dash
+                && matches!(m.source, ir::MoveSource::Played | ir::MoveSource::Previous)
+                && m.value == ir::MoveValue::Destinations
         }
         Node::Block(items) => items.last().is_some_and(valueless_dash),
         Node::Transform { body, .. } => valueless_dash(body),

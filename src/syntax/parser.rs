@@ -2097,12 +2097,24 @@ impl Parser<'_, '_> {
                         }
                         self.bump();
                         label = Some(s);
-                    } else if self.eat_ident("min").is_some() {
-                        // Always the flag: sort by the `min` filter as `sort (min (a b))`.
+                    } else if label.is_none() && self.eat_ident("min").is_some() {
+                        // The flag before the label, as in CQL 6.2 (after
+                        // it, `min` is the `min` filter); sort by the `min`
+                        // filter as `sort (min (a b))`.
                         min = true;
                     } else {
                         break;
                     }
+                }
+                if min && label.as_ref().is_none_or(|l| l.is_empty()) {
+                    // CQL 6.2: "When 'max' or 'min' is explicitly specified
+                    // following 'sort', you must include a nonempty
+                    // documentation string".
+                    let sp = self.span_from(start);
+                    return Err(self.error(
+                        sp,
+                        "`sort min` needs a documentation string that is not empty, as in CQL 6.2: `sort min \"label\" X`",
+                    ));
                 }
                 let arg = self.expr(bp::LOWEST)?;
                 let span = start.join(arg.span);
@@ -3207,6 +3219,7 @@ impl Parser<'_, '_> {
                     castle_at = Some(t.span);
                 }
                 m.special = Some(special);
+                m.first.get_or_insert("other");
                 continue;
             }
             let w = match &t.tok {
@@ -3223,6 +3236,7 @@ impl Parser<'_, '_> {
             };
             if let Some(source) = source {
                 self.bump();
+                m.first.get_or_insert("other");
                 if m.source != MoveSource::Played && m.source != source && clash.is_none() {
                     clash = Some((m.source, source));
                 }
@@ -3240,6 +3254,7 @@ impl Parser<'_, '_> {
                     return Err(self.error(t.span, "`comment` is given twice in this `move`"));
                 }
                 self.bump();
+                m.first.get_or_insert("other");
                 let (args, span) = self.arg_list("comment")?;
                 m.comment = Some(Box::new(Expr::new(
                     ExprKind::List(ListFilter::Comment, args),
@@ -3255,6 +3270,7 @@ impl Parser<'_, '_> {
                 "count" => {
                     self.bump();
                     m.value = MoveValue::Count;
+                    m.first.get_or_insert("other");
                     continue;
                 }
                 _ => break,
@@ -3263,12 +3279,12 @@ impl Parser<'_, '_> {
                 return Err(self.error(t.span, format!("`{w}` is given twice in this `move`")));
             }
             if m.first.is_none() {
-                m.first = match w.as_str() {
-                    "from" => Some("from"),
-                    "to" => Some("to"),
-                    "capture" => Some("capture"),
-                    _ => None,
-                };
+                m.first = Some(match w.as_str() {
+                    "from" => "from",
+                    "to" => "to",
+                    "capture" => "capture",
+                    _ => "other",
+                });
             }
             self.bump();
             *slot = Some(Box::new(self.expr(bp::PREFIX)?));

@@ -755,27 +755,10 @@ impl Printer<'_> {
                 }
             }
             Node::Move(m) => {
+                // The first parameter written gives the value (CQL 6.2): the
+                // value's square parameter first, or for a `move` without a
+                // value one that is not a square parameter.
                 let mut t = String::from("move");
-                let order = match m.value {
-                    MoveValue::Origins => ["from", "to", "capture"],
-                    MoveValue::Captures => ["capture", "from", "to"],
-                    _ if m.source == MoveSource::Played => ["to", "from", "capture"],
-                    _ => ["from", "to", "capture"],
-                };
-                let param = |kw: &str| match kw {
-                    "from" => &m.from,
-                    "to" => &m.to,
-                    _ => &m.capture,
-                };
-                for (kw, x) in order
-                    .into_iter()
-                    .map(|kw| (kw, param(kw)))
-                    .chain([("promote", &m.promote)])
-                {
-                    if let Some(x) = x {
-                        t.push_str(&format!(" {kw} {}", self.param(x)));
-                    }
-                }
                 let special = m.special.map(|s| match s {
                     SpecialMove::EnPassant => "enpassant",
                     SpecialMove::Castle(Castle::Either) => "castle",
@@ -783,7 +766,7 @@ impl Printer<'_> {
                     SpecialMove::Castle(Castle::Queenside) => "o-o-o",
                     SpecialMove::Null => "null",
                 });
-                let source = match m.source {
+                let mut source = match m.source {
                     MoveSource::Played => None,
                     MoveSource::Previous => Some("previous"),
                     MoveSource::Legal => Some("legal"),
@@ -791,6 +774,36 @@ impl Printer<'_> {
                     MoveSource::Primary => Some("primary"),
                     MoveSource::Secondary => Some("secondary"),
                 };
+                let mut special = special;
+                let mut promote = m.promote.as_deref();
+                if e.kind == crate::ir::Kind::Logical {
+                    if let Some(s) = source.take() {
+                        t.push_str(&format!(" {s}"));
+                    } else if let Some(p) = promote.take() {
+                        t.push_str(&format!(" promote {}", self.param(p)));
+                    } else if let Some(s) = special.take() {
+                        t.push_str(&format!(" {s}"));
+                    }
+                }
+                let order = match m.value {
+                    MoveValue::Origins => ["from", "to", "capture"],
+                    MoveValue::Captures => ["capture", "from", "to"],
+                    _ => ["to", "from", "capture"],
+                };
+                let param = |kw: &str| match kw {
+                    "from" => m.from.as_deref(),
+                    "to" => m.to.as_deref(),
+                    _ => m.capture.as_deref(),
+                };
+                for (kw, x) in order
+                    .into_iter()
+                    .map(|kw| (kw, param(kw)))
+                    .chain([("promote", promote)])
+                {
+                    if let Some(x) = x {
+                        t.push_str(&format!(" {kw} {}", self.param(x)));
+                    }
+                }
                 let value = (m.value == MoveValue::Count).then_some("count");
                 for kw in [special, source, value].into_iter().flatten() {
                     t.push(' ');
@@ -1005,13 +1018,14 @@ impl Printer<'_> {
                 self.doc(arg)
             }
             Node::Sort { label, min, arg } => {
+                // `min` before the label, as CQL 6.2 reads it.
                 let mut head = String::from("sort ");
+                if *min {
+                    head.push_str("min ");
+                }
                 if let Some(l) = label {
                     head.push_str(&quote(l));
                     head.push(' ');
-                }
-                if *min {
-                    head.push_str("min ");
                 }
                 let t = self.doc(arg).text;
                 let risky = t.starts_with("min") || t.starts_with("max") || t.starts_with('"');
