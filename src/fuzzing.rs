@@ -1365,6 +1365,17 @@ impl Gen<'_> {
         }
     }
 
+    /// A dash's target filter. Not `enpassant` or `castle` alone: right
+    /// after a dash, `(enpassant)` and `(castle)` name a kind of move.
+    fn dash_target(&mut self, depth: u32) -> Expr {
+        let t = self.expr(depth, Kind::Logical);
+        if matches!(t.node, Node::EnPassant | Node::Castle) {
+            e(Node::Check, Kind::Logical)
+        } else {
+            t
+        }
+    }
+
     /// A `move` filter, or a dash filter with a target (`N--a4(check)`),
     /// which only the moves of the game can have.
     fn move_filter(&mut self, d: u32) -> Expr {
@@ -1377,16 +1388,7 @@ impl Gen<'_> {
             MoveSource::Secondary,
         ][self.below(6) as usize];
         let game_move = matches!(source, MoveSource::Played | MoveSource::Previous);
-        let target = (game_move && self.chance(60)).then(|| {
-            let t = self.expr(d, Kind::Logical);
-            // `(enpassant)` and `(castle)` right after a dash name a kind of
-            // move, not a target filter: such a target has no text.
-            Box::new(if matches!(t.node, Node::EnPassant | Node::Castle) {
-                e(Node::Check, Kind::Logical)
-            } else {
-                t
-            })
-        });
+        let target = (game_move && self.chance(60)).then(|| Box::new(self.dash_target(d)));
         let count =
             !matches!(source, MoveSource::Primary | MoveSource::Secondary) && self.chance(20);
         // The dash form (with a target, or counting the game's moves) takes
@@ -1839,7 +1841,7 @@ impl Gen<'_> {
         };
         let target = self
             .chance(15)
-            .then(|| Box::new(self.expr(depth, Kind::Logical)));
+            .then(|| Box::new(self.dash_target(depth)));
         // A target with a value (a position, say) gives the dash that
         // value, as the parser reads it (CQL 6.2).
         let valued = target
