@@ -274,6 +274,14 @@ fn canonical(e: &mut Expr) {
             }
         }
         Node::At { body, .. } => e.kind = body.kind,
+        // With a numeric body, echo is numeric.
+        Node::Echo(echo) => {
+            e.kind = if echo.body.kind == Kind::Numeric {
+                Kind::Numeric
+            } else {
+                Kind::Logical
+            }
+        }
         Node::If {
             then, otherwise, ..
         } => {
