@@ -1847,9 +1847,7 @@ impl Gen<'_> {
         } else {
             (side(self), None)
         };
-        let target = self
-            .chance(15)
-            .then(|| Box::new(self.dash_target(depth)));
+        let target = self.chance(15).then(|| Box::new(self.dash_target(depth)));
         // A target with a value (a position, say) gives the dash that
         // value, as the parser reads it (CQL 6.2).
         let valued = target

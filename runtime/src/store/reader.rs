@@ -347,8 +347,8 @@ impl Store {
         self.text_reader().game_text(i).map(<[u8]>::to_vec)
     }
 
-    /// The position with global index `global`.
-    pub fn position(&self, global: u64) -> Result<PositionRecord, StoreError> {
+    /// The chunk columns holding position `global`, and its slot in them.
+    fn position_slot(&self, global: u64) -> Result<(&ChunkColumns, usize), StoreError> {
         if global >= self.header.n_positions {
             return Err(StoreError::NoSuchItem {
                 what: "positions",
@@ -357,24 +357,20 @@ impl Store {
             });
         }
         let c = global / CHUNK_POSITIONS as u64;
-        Ok(self
-            .chunk(c)
-            .get((global % CHUNK_POSITIONS as u64) as usize))
+        Ok((self.chunk(c), (global % CHUNK_POSITIONS as u64) as usize))
+    }
+
+    /// The position with global index `global`.
+    pub fn position(&self, global: u64) -> Result<PositionRecord, StoreError> {
+        let (chunk, i) = self.position_slot(global)?;
+        Ok(chunk.get(i))
     }
 
     /// The move that led to position `global` (its record's `mv`), read
     /// from the move column alone.
     pub fn position_move(&self, global: u64) -> Result<PackedMove, StoreError> {
-        if global >= self.header.n_positions {
-            return Err(StoreError::NoSuchItem {
-                what: "positions",
-                index: global,
-                count: self.header.n_positions,
-            });
-        }
-        let c = global / CHUNK_POSITIONS as u64;
-        let i = (global % CHUNK_POSITIONS as u64) as usize;
-        Ok(PackedMove(self.chunk(c).mv[i] & MOVE_MASK))
+        let (chunk, i) = self.position_slot(global)?;
+        Ok(PackedMove(chunk.mv[i] & MOVE_MASK))
     }
 
     /// Game `i`'s positions, in PGN text order.
