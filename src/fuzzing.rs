@@ -274,6 +274,25 @@ fn canonical(e: &mut Expr) {
             }
         }
         Node::At { body, .. } => e.kind = body.kind,
+        // A dash's target with a value gives the dash that value (the
+        // target's kind may have changed in this pass).
+        Node::Move(m)
+            if m.dash
+                && matches!(m.source, MoveSource::Played | MoveSource::Previous)
+                && matches!(m.value, MoveValue::Destinations | MoveValue::Target) =>
+        {
+            let valued = m
+                .target
+                .as_ref()
+                .map(|t| t.kind)
+                .filter(|k| *k != Kind::Logical);
+            m.value = if valued.is_some() {
+                MoveValue::Target
+            } else {
+                MoveValue::Destinations
+            };
+            e.kind = valued.unwrap_or(Kind::Set);
+        }
         // With a numeric body, echo is numeric.
         Node::Echo(echo) => {
             e.kind = if echo.body.kind == Kind::Numeric {
