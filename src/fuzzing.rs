@@ -222,6 +222,39 @@ fn assoc_balanced(mut items: Vec<Expr>, mk: &dyn Fn(Expr, Expr) -> Expr) -> Expr
     mk(assoc_balanced(items, mk), assoc_balanced(right, mk))
 }
 
+/// Gives dash `e` the value of its target when the target has one, as
+/// lowering does.
+fn revalue_dash(e: &mut Expr) {
+    let Node::Move(m) = &mut e.node else {
+        return;
+    };
+    if !m.dash || !matches!(m.value, MoveValue::Destinations | MoveValue::Target) {
+        return;
+    }
+    let valued = m
+        .target
+        .as_ref()
+        .map(|t| t.kind)
+        .filter(|k| *k != Kind::Logical);
+    m.value = if valued.is_some() {
+        MoveValue::Target
+    } else {
+        MoveValue::Destinations
+    };
+    e.kind = valued.unwrap_or(Kind::Set);
+}
+
+/// [`revalue_dash`] for each dash constituent of a path, in groups too.
+fn revalue_path_dashes(items: &mut [LineItem]) {
+    for item in items {
+        match &mut item.atom {
+            LineAtom::Dash(d) => revalue_dash(d),
+            LineAtom::Group(g) => revalue_path_dashes(g),
+            LineAtom::Filter(_) => {}
+        }
+    }
+}
+
 fn canonical(e: &mut Expr) {
     e.for_each_child_mut(canonical);
     // `or`, `and`, `|`, `&` trees are balanced over their operands.
@@ -274,25 +307,11 @@ fn canonical(e: &mut Expr) {
             }
         }
         Node::At { body, .. } => e.kind = body.kind,
-        // A dash's target with a value gives the dash that value (the
-        // target's kind may have changed in this pass).
-        Node::Move(m)
-            if m.dash
-                && matches!(m.source, MoveSource::Played | MoveSource::Previous)
-                && matches!(m.value, MoveValue::Destinations | MoveValue::Target) =>
-        {
-            let valued = m
-                .target
-                .as_ref()
-                .map(|t| t.kind)
-                .filter(|k| *k != Kind::Logical);
-            m.value = if valued.is_some() {
-                MoveValue::Target
-            } else {
-                MoveValue::Destinations
-            };
-            e.kind = valued.unwrap_or(Kind::Set);
-        }
+        // A dash of the game's moves, and a path's dash (lowered as one), has
+        // the value of a target with a value (whose kind may have changed
+        // in this pass); `currentmove`'s does not.
+        Node::Move(m) if m.source == MoveSource::Played => revalue_dash(e),
+        Node::Path(p) => revalue_path_dashes(&mut p.items),
         // With a numeric body, echo is numeric.
         Node::Echo(echo) => {
             e.kind = if echo.body.kind == Kind::Numeric {

@@ -1842,6 +1842,19 @@ impl Parser<'_, '_> {
                     _ => (ir::Builtin::TypeName, bp::SET_ARG),
                 };
                 let arg = self.expr(arg_bp)?;
+                // A set's function stops before `~~`, which takes strings:
+                // `piecename Ke1 ~~ "K"` is `(piecename Ke1) ~~ "K"` (CQL 6.2
+                // oracle).
+                if arg_bp == bp::SET_ARG
+                    && let ExprKind::Infix(_, rest) = &arg.kind
+                    && let [(Infix::Regex, _)] = rest.as_slice()
+                    && let ExprKind::Infix(lhs, rest) = arg.kind
+                {
+                    let span = start.join(lhs.span);
+                    let call = Expr::new(ExprKind::Builtin(f, vec![*lhs]), span);
+                    let whole = call.span.join(rest[0].1.span);
+                    return Ok(Expr::new(ExprKind::Infix(Box::new(call), rest), whole));
+                }
                 let span = start.join(arg.span);
                 Ok(Expr::new(ExprKind::Builtin(f, vec![arg]), span))
             }
