@@ -292,6 +292,13 @@ fn canonical(e: &mut Expr) {
     if let Some(r) = rebuilt {
         *e = r;
     }
+    // `~~X` is X, as lowering makes it.
+    if let Node::Complement(x) = &mut e.node
+        && let Node::Complement(inner) = &mut x.node
+    {
+        let inner = std::mem::replace(&mut **inner, e_bool());
+        *e = inner;
+    }
     match &mut e.node {
         Node::Block(items) => {
             if let Some(last) = items.last() {

@@ -1903,6 +1903,13 @@ impl<'a> Lowerer<'a, '_> {
             _ => "`dark`",
         };
         let a = self.set_arg(arg, what)?;
+        if op == Prefix::Complement
+            && let Node::Complement(inner) = a.node
+        {
+            // `~~X` is X (the printer writes a dash's right side that is
+            // no designator as `~ ~(X)`).
+            return Ok(*inner);
+        }
         self.mk(node(Box::new(a)), kind, span)
     }
 
