@@ -1492,6 +1492,8 @@ impl Gen<'_> {
                 && !count
                 && to.is_none()
                 && (from.is_some() || capture.is_some()));
+        // No dash names a null move.
+        let special = special.filter(|s| !(dash && *s == SpecialMove::Null));
         // As lowering: a `move` has the value of its first parameter, which
         // the printer writes first (`to`, else `from`, else `capture`),
         // and none without such a parameter (a logical filter).
