@@ -2560,7 +2560,9 @@ fn valueless_dash(e: &Expr) -> bool {
                 && m.value == ir::MoveValue::Destinations
         }
         Node::Block(items) => items.last().is_some_and(valueless_dash),
-        Node::Transform { body, .. } => valueless_dash(body),
+        Node::Transform {
+            count: false, body, ..
+        } => valueless_dash(body),
         // An attack arrow with a dash operand (`R--f1 -> k`): CQL 6.2 reads
         // it as a dash.
         Node::Attacks(x, y) | Node::AttackedBy(x, y) => valueless_dash(x) || valueless_dash(y),
