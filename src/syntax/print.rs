@@ -300,32 +300,36 @@ impl Printer<'_> {
     /// Filters written side by side.
     fn seq(&self, items: &[Expr], sep: &str) -> String {
         let mut out = String::new();
-        for (i, e) in items.iter().enumerate() {
-            let d = self.doc(e);
-            let t = d.text;
+        let texts: Vec<String> = items.iter().map(|e| self.doc(e).text).collect();
+        // Which items are written in parentheses, decided from the last: a
+        // `(` after a dash, even on the next line, would be its target
+        // (refused when spaced, as in CQL 6.2), so a dash before an item
+        // that starts with `(` is parenthesized too.
+        let mut wrapped = vec![false; texts.len()];
+        for i in (0..texts.len()).rev() {
+            let t = &texts[i];
             // A `line` (also at the end of `P : line ...`) ending in a
             // quantifier (`(F)*`) followed on the same line by an operand
             // reads as an arithmetic operator.
             let has_line = t.contains("-->") || t.contains("<--");
-            if i + 1 < items.len() && sep != "\n" && has_line {
-                if i > 0 {
-                    out.push_str(sep);
-                }
-                out.push('(');
-                out.push_str(&t);
-                out.push(')');
-                continue;
-            }
+            let next_paren = texts
+                .get(i + 1)
+                .is_some_and(|n| wrapped[i + 1] || n.starts_with('('));
+            let dash = ["--", "[x]", "―", "×"].iter().any(|d| t.contains(d));
+            wrapped[i] = (i > 0 && continues_previous(t))
+                || (i + 1 < texts.len() && ((sep != "\n" && has_line) || (next_paren && dash)));
+        }
+        for (i, t) in texts.iter().enumerate() {
             if i > 0 {
                 out.push_str(sep);
-                if continues_previous(&t) {
-                    out.push('(');
-                    out.push_str(&t);
-                    out.push(')');
-                    continue;
-                }
             }
-            out.push_str(&t);
+            if wrapped[i] {
+                out.push('(');
+                out.push_str(t);
+                out.push(')');
+            } else {
+                out.push_str(t);
+            }
         }
         out
     }
@@ -342,7 +346,12 @@ impl Printer<'_> {
         } else {
             (p + 1, p + 1)
         };
-        let l = self.at(a, lmin, Some(p));
+        // The parser ends `position N`'s N before `:` and the set
+        // operators, so these need no parentheses around it.
+        let follow = (!(matches!(a.node, Node::PositionNumbered(_))
+            && matches!(op, ":" | "&" | "|")))
+        .then_some(p);
+        let l = self.at(a, lmin, follow);
         let rd = self.doc(b);
         // `or`, `and`, `|`, `&` are associative, and the parser builds one
         // balanced tree from a whole chain: a right operand of the same
@@ -1065,12 +1074,16 @@ impl Printer<'_> {
             Node::Child(None) => atom("child"),
             Node::Child(Some(n)) => atom(format!("child({})", self.doc(n).text)),
             // N in parentheses unless an atom: `position N` takes arithmetic
-            // into N (CQL 6.2: `position positionid+1`), which only a number
-            // could follow.
-            Node::PositionNumbered(n) => atom(format!(
-                "position {}",
-                self.at(n, bp::COLON + 1, Some(bp::COLON))
-            )),
+            // into N (CQL 6.2: `position positionid+1`), so an arithmetic
+            // operator after `position N` would join N: open to it (`:` and
+            // the set operators end N, see `infix`).
+            Node::PositionNumbered(n) => Doc {
+                open: bp::ASSIGN_RHS,
+                ..atom(format!(
+                    "position {}",
+                    self.at(n, bp::COLON + 1, Some(bp::COLON))
+                ))
+            },
             Node::TreeRel(rel, a, b) => {
                 let func = |name: &str| {
                     atom(format!(
