@@ -223,8 +223,10 @@ impl<'a> Lowerer<'a, '_> {
         self.want_set_or_dash(e, what)
     }
 
-    /// An attack arrow's operand: a set, or a dash alone (`R--f1 -> k`:
-    /// its destinations, the one place CQL 6.2 gives a dash a value).
+    /// An attack arrow's operand: a set, or a dash alone. CQL 6.2 reads
+    /// `R--f1 -> k` as the dash `R--(f1 -> k)`; cqlj's arrow over the
+    /// dash's destinations matches at the same positions, and has no value
+    /// either ([`valueless_dash`]).
     fn arrow_operand(&mut self, e: Expr, what: &str) -> LResult {
         if !matches!(e.node, Node::Move(_)) {
             self.refuse_dash(&e, what)?;

@@ -1203,10 +1203,11 @@ impl Parser<'_, '_> {
         Ok(join_dash(chain, dash))
     }
 
-    /// [`Parser::arrow_chain`] but a dash's: a dash written after the last
-    /// operand takes the whole chain as its left side (`k <- R--f8` is
-    /// `(k <- R)--f8`, `Q -> n -> k--_` is `(Q -> n -> k)--_`: CQL 6.2
-    /// oracle), returned in `dash`.
+    /// The chain of [`Parser::arrow_chain`] without a dash written after
+    /// its last operand: that dash takes the whole chain as its left side
+    /// (`k <- R--f8` is `(k <- R)--f8`, `Q -> n -> k--_` is `(Q -> n ->
+    /// k)--_`: CQL 6.2 oracle), so it is returned in `dash` for the caller
+    /// to join.
     fn arrow_operands(
         &mut self,
         first: Expr,
