@@ -126,6 +126,10 @@ fn matchcount_selects_games_by_their_number_of_matches() {
             .collect::<Vec<_>>()
     };
     assert_eq!(games(&["-cql", "check"]), ["1", "2"]);
+    // `-btm`/`-wtm` add the filter: game 1's checks are Black's to answer,
+    // game 2's mate White's (CQL 6.2 on the same games).
+    assert_eq!(games(&["-btm", "-cql", "check"]), ["1"]);
+    assert_eq!(games(&["-wtm", "-cql", "check"]), ["2"]);
     assert_eq!(games(&["-matchcount", "2", "-cql", "check"]), ["1"]);
     assert_eq!(games(&["-matchcount", "0", "-cql", "check"]), ["3"]);
     assert_eq!(

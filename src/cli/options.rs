@@ -78,8 +78,10 @@ pub fn parse_args(raw: &[OsString]) -> RunArgs {
 }
 
 /// Long options CQL writes with a single dash.
-const CQL_LONG_OPTIONS: [&str; 37] = [
+const CQL_LONG_OPTIONS: [&str; 39] = [
     "alwayscomment",
+    "btm",
+    "wtm",
     "lineincrement",
     "cql",
     "parse",
@@ -151,17 +153,15 @@ const SHORT_FLAGS: [&str; 3] = ["h", "V", "s"];
 
 /// CQL 6.2's command-line options that cqlj does not implement (from
 /// `cql -help` of CQL 6.2 and its manual).
-const CQL_UNSUPPORTED: [&str; 10] = [
+const CQL_UNSUPPORTED: [&str; 8] = [
     "a",
     "assign",
-    "btm",
     "gui",
     "html",
     "lex",
     "m",
     "u",
     "virtualmainline",
-    "wtm",
 ];
 
 /// Output formats.
@@ -210,6 +210,13 @@ pub struct RunArgs {
     /// Search variations too.
     #[arg(long)]
     pub variations: bool,
+    /// Only positions with White to move (CQL 6.2's `-wtm`: the filter
+    /// `wtm` with the query).
+    #[arg(long)]
+    pub wtm: bool,
+    /// Only positions with Black to move (CQL 6.2's `-btm`).
+    #[arg(long)]
+    pub btm: bool,
     /// Search the mainline only (the default).
     #[arg(long, conflicts_with = "variations")]
     pub mainline: bool,
@@ -548,6 +555,12 @@ fn cql_string(s: &str) -> String {
 /// The extra filters the game-selection options stand for, as CQL text.
 pub fn option_filters(args: &RunArgs) -> anyhow::Result<Vec<String>> {
     let mut f = Vec::new();
+    if args.wtm {
+        f.push("wtm".to_owned());
+    }
+    if args.btm {
+        f.push("btm".to_owned());
+    }
     if let Some(p) = &args.player {
         f.push(format!("player {}", cql_string(p)));
     }
