@@ -862,6 +862,10 @@ pub enum Builtin {
     Str,
     /// `int S` (numeric): the decimal integer S spells.
     Int,
+    /// `makesquare (S)` (set): the square string S names, a file letter
+    /// `a`-`h` then a rank digit `1`-`8` (CQL 6.2: `makesquare ("e4")`);
+    /// no match for any other string (`"E4"`, `"e9"`, `"e4x"`).
+    SquareNamed,
     /// `lowercase S` (string).
     Lowercase,
     /// `uppercase S` (string).
@@ -1246,6 +1250,7 @@ impl Builtin {
             Builtin::Sqrt => "sqrt",
             Builtin::Str => "str",
             Builtin::Int => "int",
+            Builtin::SquareNamed => "makesquare",
             Builtin::Lowercase => "lowercase",
             Builtin::Uppercase => "uppercase",
             Builtin::Ascii => "ascii",

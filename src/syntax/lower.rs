@@ -2239,10 +2239,25 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     "makesquare"
                 };
+                if let (ListFilter::MakeSquare, [name]) = (f, args) {
+                    // CQL 6.2: `makesquare ("e4")`, the square a string names.
+                    let x = self.sub(name)?;
+                    let x = self.want_string(x, "`makesquare` of one argument")?;
+                    return self.mk(
+                        Node::Builtin(ir::Builtin::SquareNamed, vec![x]),
+                        Kind::Set,
+                        span,
+                    );
+                }
                 if args.len() != 2 {
+                    let what = if f == ListFilter::MakeSquare {
+                        "takes a file and a rank, or a square's name"
+                    } else {
+                        "takes exactly two arguments"
+                    };
                     return Err(self.err(
                         span,
-                        format!("`{name}` takes exactly two arguments, found {}", args.len()),
+                        format!("`{name}` {what}, found {} arguments", args.len()),
                     ));
                 }
                 if f == ListFilter::Between {

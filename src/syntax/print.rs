@@ -485,6 +485,7 @@ impl Printer<'_> {
         let var = |v| atom(format!("{} {}", f.keyword(), self.var(v)));
         match (f, args) {
             (Builtin::Sqrt, [a]) => self.prefix("sqrt ", a, bp::ABS_ARG),
+            (Builtin::SquareNamed, [a]) => atom(format!("makesquare ({})", self.doc(a).text)),
             (Builtin::ReadFile, [a]) => self.prefix("readfile ", a, bp::ABS_ARG),
             (Builtin::Assert, [a]) => self.prefix("assert ", a, bp::LOWEST),
             (
