@@ -2251,14 +2251,11 @@ impl<'a> Lowerer<'a, '_> {
                 }
                 if args.len() != 2 {
                     let what = if f == ListFilter::MakeSquare {
-                        "takes a file and a rank, or a square's name"
+                        "takes a file and a rank, or a square's name; arguments found"
                     } else {
-                        "takes exactly two arguments"
+                        "takes exactly two arguments, found"
                     };
-                    return Err(self.err(
-                        span,
-                        format!("`{name}` {what}, found {} arguments", args.len()),
-                    ));
+                    return Err(self.err(span, format!("`{name}` {what} {}", args.len())));
                 }
                 if f == ListFilter::Between {
                     let x = self.set_arg(&args[0], "`between`");
