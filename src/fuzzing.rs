@@ -244,6 +244,18 @@ fn revalue_dash(e: &mut Expr) {
     e.kind = valued.unwrap_or(Kind::Set);
 }
 
+/// Gives `echo` filter `e` its kind as lowering does: numeric with a
+/// numeric body, else logical.
+fn set_echo_kind(e: &mut Expr) {
+    if let Node::Echo(echo) = &e.node {
+        e.kind = if echo.body.kind == Kind::Numeric {
+            Kind::Numeric
+        } else {
+            Kind::Logical
+        };
+    }
+}
+
 /// [`revalue_dash`] for each dash constituent of a path, in groups too.
 fn revalue_path_dashes(items: &mut [LineItem]) {
     for item in items {
@@ -319,14 +331,7 @@ fn canonical(e: &mut Expr) {
         // in this pass); `currentmove`'s does not.
         Node::Move(m) if m.source == MoveSource::Played => revalue_dash(e),
         Node::Path(p) => revalue_path_dashes(&mut p.items),
-        // With a numeric body, echo is numeric.
-        Node::Echo(echo) => {
-            e.kind = if echo.body.kind == Kind::Numeric {
-                Kind::Numeric
-            } else {
-                Kind::Logical
-            }
-        }
+        Node::Echo(_) => set_echo_kind(e),
         Node::If {
             then, otherwise, ..
         } => {
@@ -1756,13 +1761,7 @@ impl Gen<'_> {
         };
         let body = Box::new(body);
         self.scope.truncate(self.scope.len() - 2);
-        // As lowering: with a numeric body, echo is numeric.
-        let kind = if body.kind == Kind::Numeric {
-            Kind::Numeric
-        } else {
-            Kind::Logical
-        };
-        e(
+        let mut echo = e(
             Node::Echo(Box::new(EchoFilter {
                 source,
                 target,
@@ -1770,8 +1769,10 @@ impl Gen<'_> {
                 quiet,
                 body,
             })),
-            kind,
-        )
+            Kind::Logical,
+        );
+        set_echo_kind(&mut echo);
+        echo
     }
 
     /// `line [params] --> C --> C ...` (or `<--`): numeric, or a position
@@ -1897,10 +1898,6 @@ impl Gen<'_> {
         let target = self.chance(15).then(|| Box::new(self.dash_target(depth)));
         // A target with a value (a position, say) gives the dash that
         // value, as the parser reads it (CQL 6.2).
-        let valued = target
-            .as_ref()
-            .map(|t| t.kind)
-            .filter(|k| *k != Kind::Logical);
         let m = MoveFilter {
             from,
             to,
@@ -1909,14 +1906,12 @@ impl Gen<'_> {
             special: None,
             target,
             source: MoveSource::Previous,
-            value: if valued.is_some() {
-                MoveValue::Target
-            } else {
-                MoveValue::Destinations
-            },
+            value: MoveValue::Destinations,
             dash: true,
         };
-        e(Node::Move(m), valued.unwrap_or(Kind::Set))
+        let mut dash = e(Node::Move(m), Kind::Set);
+        revalue_dash(&mut dash);
+        dash
     }
 
     /// One to three path constituents; a group nests at most twice. Only a

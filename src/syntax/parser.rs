@@ -1198,31 +1198,16 @@ impl Parser<'_, '_> {
     /// `xray (R n k)` does, with the rooks as its value; `k<-n<-R` is
     /// `xray (R n k)`). Mixing `->` and `<-` is an error, as in CQL 6.2.
     fn arrow_chain(&mut self, first: Expr, arrow: Tok) -> PResult<Expr> {
-        let mut dash = None;
-        let chain = self.arrow_operands(first, arrow, &mut dash)?;
-        Ok(join_dash(chain, dash))
-    }
-
-    /// The chain of [`Parser::arrow_chain`] without a dash written after
-    /// its last operand: that dash takes the whole chain as its left side
-    /// (`k <- R--f8` is `(k <- R)--f8`, `Q -> n -> k--_` is `(Q -> n ->
-    /// k)--_`: CQL 6.2 oracle), so it is returned in `dash` for the caller
-    /// to join.
-    fn arrow_operands(
-        &mut self,
-        first: Expr,
-        arrow: Tok,
-        dash: &mut Option<Expr>,
-    ) -> PResult<Expr> {
         let backward = arrow == Tok::ArrowLeft;
         let mut args = vec![first];
-        while self.eat(&arrow).is_some() {
+        // A dash written after the last operand takes the whole chain as
+        // its left side: `k <- R--f8` is `(k <- R)--f8`, `Q -> n -> k--_`
+        // is `(Q -> n -> k)--_` (CQL 6.2 oracle).
+        let mut dash = None;
+        while dash.is_none() && self.eat(&arrow).is_some() {
             let (operand, d) = split_dash(self.expr(bp::ATTACKS + 1)?);
             args.push(operand);
-            if d.is_some() {
-                *dash = d;
-                break;
-            }
+            dash = d;
         }
         if dash.is_none() && matches!(self.peek_tok(), Tok::ArrowRight | Tok::ArrowLeft) {
             let span = self.peek().span;
@@ -1232,20 +1217,18 @@ impl Parser<'_, '_> {
             ));
         }
         let span = args[0].span.join(args[args.len() - 1].span);
-        if args.len() == 2 {
-            let rhs = args.pop().ok_or(Failed)?;
-            let lhs = args.pop().ok_or(Failed)?;
-            let op = if backward {
-                Infix::AttackedBy
-            } else {
-                Infix::Attacks
-            };
-            return Ok(Expr::new(
-                ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]),
-                span,
-            ));
-        }
-        Ok(Expr::new(ExprKind::AttackChain { backward, args }, span))
+        let chain = match <[Expr; 2]>::try_from(args) {
+            Ok([lhs, rhs]) => {
+                let op = if backward {
+                    Infix::AttackedBy
+                } else {
+                    Infix::Attacks
+                };
+                Expr::new(ExprKind::Infix(Box::new(lhs), vec![(op, rhs)]), span)
+            }
+            Err(args) => Expr::new(ExprKind::AttackChain { backward, args }, span),
+        };
+        Ok(join_dash(chain, dash))
     }
 
     fn prefix_op(&mut self, op: Prefix, start: Span, arg_bp: u8) -> PResult<Expr> {
