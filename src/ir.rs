@@ -835,7 +835,8 @@ pub struct MoveFilter {
     /// The kind of move required (`None`: any).
     pub special: Option<SpecialMove>,
     /// A dash's target `(F)`: F must match the position the move leads to
-    /// (only with [`MoveSource::Played`], whose moves are in the game).
+    /// (only with [`MoveSource::Played`], `Primary` or `Secondary`, whose moves
+    /// are in the game).
     pub target: Option<Box<Expr>>,
     /// Which moves are examined.
     pub source: MoveSource,

@@ -1009,24 +1009,26 @@ impl<'a> Lowerer<'a, '_> {
                 let Some(comment) = &m.comment else {
                     return self.mk(Node::Move(mf), kind, span);
                 };
-                // `comment (...)` as a parameter: at the position each
-                // matching move leads to (CQL 6.2 oracle): the move's
-                // target for the game's moves, the current position for
-                // `previous`.
+                // `comment (...)` as a parameter (CQL 6.2 oracle): at the
+                // position each matching move of the game leads to (its
+                // target; `primary`/`secondary` alike), and for `previous`,
+                // `legal` and `pseudolegal` once at the current position
+                // (the destination of `previous`; a possible move's
+                // position is not in the game), evaluated there.
                 let c = self.sub(comment)?;
                 match m.source {
-                    ir::MoveSource::Played => {
+                    ir::MoveSource::Played
+                    | ir::MoveSource::Primary
+                    | ir::MoveSource::Secondary => {
                         mf.target = Some(Box::new(c));
                         self.mk(Node::Move(mf), kind, span)
                     }
-                    ir::MoveSource::Previous => {
+                    ir::MoveSource::Previous
+                    | ir::MoveSource::Legal
+                    | ir::MoveSource::PseudoLegal => {
                         let mv = self.mk(Node::Move(mf), kind, span)?;
                         self.mk(Node::Block(vec![mv, c]), Kind::Logical, span)
                     }
-                    _ => Err(self.err(
-                        comment.span,
-                        "not supported yet: `comment` as a parameter of `move legal`, `pseudolegal`, `primary` or `secondary`",
-                    )),
                 }
             }
             ExprKind::Dash {

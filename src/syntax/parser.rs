@@ -3241,14 +3241,14 @@ impl Parser<'_, '_> {
                 continue;
             }
             // CQL 6.2: `move from r comment ("x")` comments the position
-            // each matching move leads to.
+            // each matching move leads to. The comment is the move's last
+            // parameter: a `from` after it is a filter of its own (CQL 6.2
+            // oracle: `move comment ("x") from K` is `move`, `comment`,
+            // `from`, `K`).
             if w == "comment" {
                 let next = self.lexer.clone().next(&mut Diagnostics::default());
                 if next.tok != Tok::LParen {
                     break;
-                }
-                if m.comment.is_some() {
-                    return Err(self.error(t.span, "`comment` is given twice in this `move`"));
                 }
                 self.bump();
                 m.first.get_or_insert("other");
@@ -3257,7 +3257,7 @@ impl Parser<'_, '_> {
                     ExprKind::List(ListFilter::Comment, args),
                     t.span.join(span),
                 )));
-                continue;
+                break;
             }
             let slot = match w.as_str() {
                 "from" => &mut m.from,
