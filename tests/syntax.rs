@@ -496,6 +496,8 @@ fn logical_expr() -> impl Strategy<Value = String> {
         num_expr().prop_map(|a| format!("persistent quiet pc = ({a})")),
         num_expr().prop_map(|a| format!("atomic cnt = {a}")),
         Just("isunbound t".to_owned()),
+        Just("isbound \"never set\"".to_owned()),
+        Just("isunbound zz".to_owned()),
         Just("unbind s".to_owned()),
         (str_expr(), str_expr()).prop_map(|(a, b)| format!("({a}) == ({b})")),
     ];

@@ -54,6 +54,12 @@ struct Lowerer<'a, 'd> {
     piece_vars: HashSet<VarId>,
     /// Dictionaries by name.
     dicts: HashMap<String, Dict>,
+    /// Variables named by `isbound`/`isunbound` before any assignment to
+    /// them (CQL 6.2 accepts these: unbound until assigned). Each has a
+    /// [`Var`] of placeholder kind; an assignment later in the query
+    /// declares it with its real kind ([`Lowerer::declare`]). Not in
+    /// `var_ids`, so no other use sees them.
+    pending_vars: HashMap<String, VarId>,
 }
 
 /// A dictionary: its variable once a value was stored (the variable's kind
@@ -98,6 +104,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         reported_names: HashSet::new(),
         persistent: HashSet::new(),
         piece_vars: HashSet::new(),
+        pending_vars: HashMap::new(),
         dicts: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
@@ -1335,6 +1342,29 @@ impl<'a> Lowerer<'a, '_> {
                     span,
                 )
             }
+            ExprKind::VarBuiltin(
+                f @ (ir::Builtin::IsBound(_) | ir::Builtin::IsUnbound(_)),
+                name,
+            ) if !self.var_ids.contains_key(&name.name)
+                && !self.functions.contains_key(&name.name)
+                && !self.dicts.contains_key(&name.name) =>
+            {
+                // A name not assigned yet (CQL 6.2 oracle: `isbound x` is
+                // false and `isunbound x` true until an assignment to x).
+                let next = VarId(self.vars.len() as u32);
+                let id = *self.pending_vars.entry(name.name.clone()).or_insert(next);
+                if id == next {
+                    self.vars.push(Var {
+                        name: name.name.clone(),
+                        kind: Kind::Logical,
+                    });
+                }
+                let f = match f {
+                    ir::Builtin::IsBound(_) => ir::Builtin::IsBound(id),
+                    _ => ir::Builtin::IsUnbound(id),
+                };
+                self.mk(Node::Builtin(f, Vec::new()), Kind::Logical, span)
+            }
             ExprKind::VarBuiltin(f, name) => {
                 let Some(&id) = self.var_ids.get(&name.name) else {
                     return Err(self.err(
@@ -1781,6 +1811,11 @@ impl<'a> Lowerer<'a, '_> {
                     ),
                 ));
             }
+            return Ok(id);
+        }
+        if let Some(id) = self.pending_vars.remove(&var.name) {
+            self.vars[id.0 as usize].kind = kind;
+            self.var_ids.insert(var.name.clone(), id);
             return Ok(id);
         }
         let id = VarId(self.vars.len() as u32);

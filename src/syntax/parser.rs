@@ -1955,7 +1955,14 @@ impl Parser<'_, '_> {
                     "isunbound" => ir::Builtin::IsUnbound(placeholder),
                     _ => ir::Builtin::Unbind(placeholder),
                 };
-                let var = self.name("a variable name")?;
+                // CQL 6.2: `isbound "x"` names the variable in quotes.
+                let var = match self.peek_tok() {
+                    Tok::Str(name) if w != "unbind" => {
+                        let t = self.bump();
+                        Name { name, span: t.span }
+                    }
+                    _ => self.name("a variable name")?,
+                };
                 Ok(Expr::new(
                     ExprKind::VarBuiltin(f, var),
                     self.span_from(start),

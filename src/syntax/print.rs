@@ -575,7 +575,23 @@ impl Printer<'_> {
             }
             (Builtin::Group(n), _) => atom(format!("\\{n}")),
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
-            (Builtin::IsBound(v) | Builtin::IsUnbound(v) | Builtin::Unbind(v), _) => var(v),
+            (Builtin::IsBound(v) | Builtin::IsUnbound(v), _) => {
+                // A name given in quotes (`isbound "a b"`) stays quoted
+                // unless it reads back as a variable name.
+                let name = self.var(v);
+                let plain = name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !crate::syntax::parser::is_keyword(&name);
+                if plain {
+                    var(v)
+                } else {
+                    atom(format!("{} {}", f.keyword(), quote(&name)))
+                }
+            }
+            (Builtin::Unbind(v), _) => var(v),
             (Builtin::Dictionary { local, dict }, []) => atom(format!(
                 "{}dictionary {}",
                 if local { "local " } else { "" },
