@@ -178,9 +178,67 @@ pub const LIGHT_SQUARES: u64 = 0x55AA_55AA_55AA_55AA;
 /// Dark squares.
 pub const DARK_SQUARES: u64 = !LIGHT_SQUARES;
 
+/// The squares sharing a line with each square (the square itself not
+/// included): `LINE_SQUARES[k][sq]` with k = 0 for its file and rank, 1 for
+/// its two diagonals, 2 for all four lines. Entry 64 of each is 0, the
+/// lines of no square (`trailing_zeros` of an empty set). The JIT's
+/// necessary condition for `ray`: every later square of a ray lies on a
+/// line through its first square.
+pub static LINE_SQUARES: [[u64; 65]; 3] = line_squares();
+
+const fn line_squares() -> [[u64; 65]; 3] {
+    let mut t = [[0u64; 65]; 3];
+    let mut a = 0;
+    while a < 64 {
+        let (ax, ay) = ((a % 8) as i32, (a / 8) as i32);
+        let mut b = 0;
+        while b < 64 {
+            let (bx, by) = ((b % 8) as i32, (b / 8) as i32);
+            if a != b {
+                let orth = ax == bx || ay == by;
+                let diag = ax - ay == bx - by || ax + ay == bx + by;
+                if orth {
+                    t[0][a] |= 1 << b;
+                }
+                if diag {
+                    t[1][a] |= 1 << b;
+                }
+                if orth || diag {
+                    t[2][a] |= 1 << b;
+                }
+            }
+            b += 1;
+        }
+        a += 1;
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_squares_are_the_slides_from_a_square() {
+        for sq in 0..64u32 {
+            let mut want = [0u64; 3];
+            for d in Direction::ALL {
+                let mut s = 1u64 << sq;
+                loop {
+                    s = d.shift(s);
+                    if s == 0 {
+                        break;
+                    }
+                    want[usize::from(d.is_diagonal())] |= s;
+                }
+            }
+            want[2] = want[0] | want[1];
+            for (k, w) in want.iter().enumerate() {
+                assert_eq!(LINE_SQUARES[k][sq as usize], *w, "table {k}, square {sq}");
+                assert_eq!(LINE_SQUARES[k][64], 0);
+            }
+        }
+    }
 
     #[test]
     fn light_squares_by_coordinates() {

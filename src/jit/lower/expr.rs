@@ -10,7 +10,7 @@ use crate::ir::{
     Side,
 };
 use crate::jit::{GameSlot, JitError, NotLowered, fused};
-use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES};
+use crate::runtime::bitboard::{DARK_SQUARES, DirSet, Direction, LIGHT_SQUARES, LINE_SQUARES};
 use crate::runtime::helpers;
 use crate::runtime::layout::{BitboardIndex, Column, MoveKind, flags, move_bits};
 
@@ -482,6 +482,51 @@ impl Lower<'_, '_> {
         })
     }
 
+    /// Nonzero when every set after the first has a square on a line
+    /// (of `dirs`'s kind) through one of the first set's squares: a
+    /// necessary condition of `ray`/`xray` (each square of a ray lies on
+    /// a line through its first). Branch-free, from the first set's
+    /// lowest two squares ([`LINE_SQUARES`]); with three or more squares
+    /// it holds.
+    fn ray_may_hold(&mut self, dirs: DirSet, args: &[Value]) -> Value {
+        let k = if dirs.0 & DirSet::DIAGONAL.0 == 0 {
+            0
+        } else if dirs.0 & DirSet::ORTHOGONAL.0 == 0 {
+            1
+        } else {
+            2
+        };
+        // A static table: its address is fixed for the life of the program.
+        let table = self.u64c(LINE_SQUARES[k].as_ptr() as u64);
+        let first = args[0];
+        let lines_of = |l: &mut Self, s: Value| {
+            // `ctz` of an empty set is 64: the table's empty entry.
+            let sq = l.b.ins().ctz(s);
+            let off = l.b.ins().ishl_imm_u(sq, 3);
+            let addr = l.b.ins().iadd(table, off);
+            l.b.ins().load(types::I64, super::trusted(), addr, 0)
+        };
+        let l1 = lines_of(self, first);
+        let below = self.b.ins().iadd_imm_s(first, -1);
+        let second = self.b.ins().band(first, below);
+        let l2 = lines_of(self, second);
+        let below = self.b.ins().iadd_imm_s(second, -1);
+        let more = self.b.ins().band(second, below);
+        let lines = self.b.ins().bor(l1, l2);
+        let all = self.u64c(!0);
+        let lines = self.b.ins().select(more, all, lines);
+        let mut may = None;
+        for a in &args[1..] {
+            let on = self.b.ins().band(lines, *a);
+            let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, on, 0);
+            may = Some(match may {
+                Some(m) => self.b.ins().band(m, c),
+                None => c,
+            });
+        }
+        may.unwrap_or(all)
+    }
+
     /// The steps of a ray along `d` after `first`: from each set of
     /// `rest` in turn, the first square along `d` that is in it.
     fn ray_rest(&mut self, first: Value, d: Direction, rest: &[Value]) -> Value {
@@ -700,8 +745,19 @@ impl Lower<'_, '_> {
                         dirs = DirSet(dirs.0 & DirSet::DIAGONAL.0);
                     }
                 }
+                // A first set of at most two piece types, no pawn and no
+                // empty square, holds few squares: worth a test of lines
+                // before the slides (`ray_may_hold`).
+                let few_origins = args.first().is_some_and(|first| {
+                    let p = possible_pieces(first).0;
+                    p & 0x1041 == 0 && p.count_ones() <= 2
+                });
                 V::Set(if *origins {
                     self.ray_origins(dirs, *xray, &vals)
+                } else if few_origins && !self.lanes && vals.len() >= 2 {
+                    let may = self.ray_may_hold(dirs, &vals);
+                    let zero = self.u64c(0);
+                    self.branch_if_set(may, zero, |l| l.ray(dirs, *xray, &vals))
                 } else {
                     self.ray(dirs, *xray, &vals)
                 })
