@@ -60,6 +60,10 @@ struct Lowerer<'a, 'd> {
     /// declares it with its real kind ([`Lowerer::declare`]). Not in
     /// `var_ids`, so no other use sees them.
     pending_vars: HashMap<String, VarId>,
+    /// Spans of the dashes without a value that were written in
+    /// parentheses: `(R--f1) -> k` is refused as CQL 6.2 refuses it, while
+    /// `R--f1 -> k` is a dash ([`valueless_dash`]).
+    paren_dashes: HashSet<Span>,
 }
 
 /// A dictionary: its variable once a value was stored (the variable's kind
@@ -105,6 +109,7 @@ pub(crate) fn lower_file(file: &ast::File, diags: &mut Diagnostics) -> Option<Qu
         persistent: HashSet::new(),
         piece_vars: HashSet::new(),
         pending_vars: HashMap::new(),
+        paren_dashes: HashSet::new(),
         dicts: HashMap::new(),
     };
     let body = l.list(&file.body).unwrap_or_default();
@@ -230,12 +235,16 @@ impl<'a> Lowerer<'a, '_> {
         self.want_set_or_dash(e, what)
     }
 
-    /// An attack arrow's operand: a set, or a dash alone. CQL 6.2 reads
-    /// `R--f1 -> k` as the dash `R--(f1 -> k)`; cqlj's arrow over the
-    /// dash's destinations matches at the same positions, and has no value
-    /// either ([`valueless_dash`]).
-    fn arrow_operand(&mut self, e: Expr, what: &str) -> LResult {
-        if !matches!(e.node, Node::Move(_)) {
+    /// An attack arrow's operand: a set, or as its first (`left`) operand
+    /// a dash written without parentheses. CQL 6.2 reads `R--f1 -> k` as
+    /// the dash `R--(f1 -> k)`; cqlj's arrow over the dash's destinations
+    /// matches at the same positions, and has no value either
+    /// ([`valueless_dash`]). CQL 6.2 refuses a dash anywhere else in an
+    /// arrow (`k -> [x]`, `(R--f1) -> k`).
+    fn arrow_operand(&mut self, e: Expr, what: &str, left: bool) -> LResult {
+        // A dash is read into an arrow (CQL 6.2: `R--f1 -> k`, `--f1 <- k`)
+        // only as its first operand, and not in parentheses.
+        if !(left && matches!(e.node, Node::Move(_))) || self.paren_dashes.contains(&e.span) {
             self.refuse_dash(&e, what)?;
         }
         self.want_set_or_dash(e, what)
@@ -896,8 +905,10 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 let mut args = Vec::with_capacity(arg_exprs.len());
                 let mut failed = false;
-                for a in arg_exprs {
-                    let x = self.lower(a).and_then(|x| self.arrow_operand(x, what));
+                for (i, a) in arg_exprs.iter().enumerate() {
+                    let x = self
+                        .lower(a)
+                        .and_then(|x| self.arrow_operand(x, what, i == 0));
                     match x {
                         Ok(x) => args.push(x),
                         Err(Failed) => failed = true,
@@ -1218,7 +1229,13 @@ impl<'a> Lowerer<'a, '_> {
                 let kind = items.last().map_or(Kind::Logical, |e| e.kind);
                 self.mk(Node::Block(items), kind, span)
             }
-            ExprKind::Paren(inner) => self.lower(inner),
+            ExprKind::Paren(inner) => {
+                let x = self.lower(inner)?;
+                if matches!(x.node, Node::Move(_)) && valueless_dash(&x) {
+                    self.paren_dashes.insert(x.span);
+                }
+                Ok(x)
+            }
             ExprKind::Assign { var, value } => {
                 if let Some(lv) = self.loop_vars.get(&var.name).copied() {
                     return Err(self.err(
@@ -2154,8 +2171,8 @@ impl<'a> Lowerer<'a, '_> {
                 } else {
                     "`attackedby`"
                 };
-                let x = self.arrow_operand(x, what);
-                let y = self.arrow_operand(y, what);
+                let x = self.arrow_operand(x, what, true);
+                let y = self.arrow_operand(y, what, false);
                 let (x, y) = (x?, y?);
                 let node = if op == Infix::Attacks {
                     Node::Attacks(Box::new(x), Box::new(y))
