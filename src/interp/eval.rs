@@ -441,7 +441,16 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             | Echo(_)
             | ConsecutiveMoves { .. }
             | Line(_)
-            | Path(_) => self.sequence(e, at),
+            | Path(_) => {
+                // A filter that moves the current position, even to where
+                // it is, ends a line's narrowing of `move` (CQL 6.2 oracle:
+                // `currentposition:move from B` and `find move from B` in a
+                // constituent see every move).
+                let saved = self.st.line_move.take();
+                let out = self.sequence(e, at);
+                self.st.line_move = saved;
+                out
+            }
             PathStatus(s) => Ok(self.path_status(*s, at)),
         }
     }
@@ -571,8 +580,17 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 MoveSource::Secondary => 1.min(all)..all,
                 _ => 0..all,
             };
+            // Inside a forward `line` on its way from `at` to a child, the
+            // move to that child alone (`State::line_move`).
+            let line_child = match self.st.line_move {
+                Some((p, c)) if p == at && !m.dash => Some(c),
+                _ => None,
+            };
             let mut moves = Vec::new();
             for &c in &children[range] {
+                if line_child.is_some_and(|l| l != c) {
+                    continue;
+                }
                 if let Some(f) = MoveFacts::from_packed(self.rec(c)?.mv) {
                     moves.push((f, c));
                 }

@@ -20,6 +20,16 @@
 //! plies at a time (positions with the same side to move), `nestban`
 //! drops a match that continues the match of the position it came from
 //! (its parent), `quiet` drops the comments below. Each (state, position) test is evaluated once and cached.
+//!
+//! **The line's move.** Going forward, a constituent tested at a position
+//! on the line's way to a child sees, in a `move` of the game's moves
+//! evaluated at that position, the move to that child alone (CQL 6.2
+//! oracle: `line --> {move from N} --> {move previous from B}` does not
+//! match where a knight move is the main line and a bishop move its
+//! variation); tested where the match may end, it sees every move. Dashes
+//! and `previous`, `legal` and `pseudolegal` moves are not narrowed.
+//! Tests of such constituents ([`Nfa::move_sensitive`]) are cached by
+//! (state, position, child).
 //! The match kept is the longest sequence (with `firstmatch`: the first one
 //! found in PGN order). Only then does one walk back along the kept path
 //! pick the states that explain it, and the filters of those states are
@@ -41,7 +51,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::eval::Evaluator;
 use super::sequence::in_range;
 use super::{InterpError, Value};
-use crate::ir::{Expr, LineAtom, LineFilter, LineItem, Span, Thompson};
+use crate::ir::{Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson};
 
 type R<T> = Result<T, InterpError>;
 
@@ -64,6 +74,48 @@ enum State<'e> {
 pub(super) struct Nfa<'e> {
     states: Vec<State<'e>>,
     start: usize,
+    /// Per state: a consuming state whose filter holds a `move` of the
+    /// game's moves, so that its test depends on the line's next child
+    /// (see the module docs). Filled by [`Nfa::new`].
+    move_sensitive: Vec<bool>,
+    /// Per state: a consuming state after which the match may end (its
+    /// successor's closure holds `Accept`).
+    may_end: Vec<bool>,
+    /// Per state: a consuming state after which the line may go on (its
+    /// successor's closure holds a consuming state).
+    may_go_on: Vec<bool>,
+}
+
+/// Whether `e` holds a `move` of the game's moves (played, `primary` or
+/// `secondary`; not a dash) outside the filters that move the current
+/// position: the filters a forward line narrows to its next move.
+fn holds_game_move(e: &Expr) -> bool {
+    match &e.node {
+        Node::Move(m)
+            if !m.dash
+                && matches!(
+                    m.source,
+                    MoveSource::Played | MoveSource::Primary | MoveSource::Secondary
+                ) =>
+        {
+            return true;
+        }
+        // `Evaluator::eval_node` clears the narrowing for these.
+        Node::At { .. }
+        | Node::TreeLeaf(_)
+        | Node::Child(_)
+        | Node::PositionNumbered(_)
+        | Node::TreeRel(..)
+        | Node::Find(_)
+        | Node::Echo(_)
+        | Node::ConsecutiveMoves { .. }
+        | Node::Line(_)
+        | Node::Path(_) => return false,
+        _ => {}
+    }
+    let mut found = false;
+    e.for_each_child(|c| found = found || holds_game_move(c));
+    found
 }
 
 impl<'e> Thompson<'e> for Nfa<'e> {
@@ -89,8 +141,31 @@ impl<'e> Nfa<'e> {
         let mut nfa = Nfa {
             states: vec![State::Accept],
             start: 0,
+            move_sensitive: Vec::new(),
+            may_end: Vec::new(),
+            may_go_on: Vec::new(),
         };
         nfa.start = nfa.seq(items, 0);
+        for i in 0..nfa.states.len() {
+            let (sensitive, end, go_on) = match nfa.states[i] {
+                State::Test(e, to) => {
+                    let after = nfa.close([to]);
+                    (
+                        holds_game_move(e),
+                        after
+                            .iter()
+                            .any(|&a| matches!(nfa.states[a], State::Accept)),
+                        after
+                            .iter()
+                            .any(|&a| matches!(nfa.states[a], State::Test(..))),
+                    )
+                }
+                _ => (false, false, false),
+            };
+            nfa.move_sensitive.push(sensitive);
+            nfa.may_end.push(end);
+            nfa.may_go_on.push(go_on);
+        }
         nfa
     }
 
@@ -140,6 +215,9 @@ struct Best {
     path: Vec<u32>,
 }
 
+/// The key of a test made with no next child in view.
+const NO_CHILD: u32 = u32::MAX;
+
 /// One line evaluation's search.
 struct Search<'n, 'e> {
     nfa: &'n Nfa<'e>,
@@ -148,11 +226,30 @@ struct Search<'n, 'e> {
     primary: bool,
     secondary: bool,
     singlecolor: bool,
-    /// Test results: (state, position) -> matched.
-    cache: HashMap<(usize, u32), bool>,
+    /// Test results: (state, position, the line's next child or
+    /// [`NO_CHILD`]) -> matched; the child only for the states whose test
+    /// depends on it ([`Search::narrows`]).
+    cache: HashMap<(usize, u32, u32), bool>,
     steps: u64,
     best: Option<Best>,
     span: Span,
+}
+
+impl Search<'_, '_> {
+    /// Keeps `path` as the match if it is longer than the one kept.
+    fn keep(&mut self, path: &[u32]) {
+        if self.best.as_ref().is_none_or(|b| path.len() > b.path.len()) {
+            self.best = Some(Best {
+                path: path.to_vec(),
+            });
+        }
+    }
+
+    /// Whether state `s`'s test depends on the line's next child: a
+    /// forward line and a filter holding a `move` of the game's moves.
+    fn narrows(&self, s: usize) -> bool {
+        !self.backward && self.nfa.move_sensitive[s]
+    }
 }
 
 impl Evaluator<'_, '_> {
@@ -261,20 +358,56 @@ impl Evaluator<'_, '_> {
         out
     }
 
-    /// Whether the consuming state `s` matches at `p` (cached; comments
-    /// made here are dropped: they are made again for the kept match).
-    fn line_test(&mut self, search: &mut Search, s: usize, p: u32) -> R<bool> {
-        if let Some(&m) = search.cache.get(&(s, p)) {
+    /// The child of `p` the line's step to `c` goes through: `c` itself,
+    /// or with `singlecolor` its parent.
+    fn line_move_child(&self, search: &Search, c: u32) -> u32 {
+        if search.singlecolor {
+            self.game.parent(c).unwrap_or(c)
+        } else {
+            c
+        }
+    }
+
+    /// Whether the consuming state `s` matches at `p`, on the line's way to
+    /// the child `next` (`None`: where the match may end; it matters only
+    /// to the states [`Search::narrows`] names). Cached; comments made here
+    /// are dropped: they are made again for the kept match.
+    fn line_test(&mut self, search: &mut Search, s: usize, p: u32, next: Option<u32>) -> R<bool> {
+        let next = next.filter(|_| search.narrows(s));
+        let key = (s, p, next.unwrap_or(NO_CHILD));
+        if let Some(&m) = search.cache.get(&key) {
             return Ok(m);
         }
         let State::Test(e, _) = search.nfa.states[s] else {
             return Ok(false);
         };
         let mark = self.st.comments.len();
-        let m = self.matches(e, p)?;
+        let m = self.with_line_move(search, s, p, next, |ev| ev.matches(e, p))?;
         self.st.comments.truncate(mark);
-        search.cache.insert((s, p), m);
+        search.cache.insert(key, m);
         Ok(m)
+    }
+
+    /// Runs `f` with the line's move set for state `s` at `p` on its way
+    /// to `next` (`State::line_move`; none for a state that does not
+    /// narrow), and the previous setting restored after.
+    fn with_line_move<T>(
+        &mut self,
+        search: &Search,
+        s: usize,
+        p: u32,
+        next: Option<u32>,
+        f: impl FnOnce(&mut Self) -> R<T>,
+    ) -> R<T> {
+        let set = if search.narrows(s) {
+            next.map(|c| (p, self.line_move_child(search, c)))
+        } else {
+            None
+        };
+        let saved = std::mem::replace(&mut self.st.line_move, set);
+        let out = f(self);
+        self.st.line_move = saved;
+        out
     }
 
     /// The depth-first walk from `start_pos` with the states `start`
@@ -295,10 +428,14 @@ impl Evaluator<'_, '_> {
                     limit: MAX_LINE_STEPS,
                 });
             }
+            if live.iter().any(|&s| search.narrows(s)) {
+                self.line_walk_narrowed(search, &mut stack, &mut path, p, &live, depth)?;
+                continue;
+            }
             let mut next = Vec::new();
             for &s in &live {
                 if let State::Test(_, to) = search.nfa.states[s]
-                    && self.line_test(search, s, p)?
+                    && self.line_test(search, s, p, None)?
                 {
                     next.push(to);
                 }
@@ -312,12 +449,8 @@ impl Evaluator<'_, '_> {
             if closed
                 .iter()
                 .any(|&s| matches!(search.nfa.states[s], State::Accept))
-                && search
-                    .best
-                    .as_ref()
-                    .is_none_or(|b| path.len() > b.path.len())
             {
-                search.best = Some(Best { path: path.clone() });
+                search.keep(&path);
             }
             if closed
                 .iter()
@@ -331,19 +464,87 @@ impl Evaluator<'_, '_> {
         Ok(())
     }
 
+    /// One position of [`Self::line_walk`] where some live state's test
+    /// depends on the line's next child: the states that may end the
+    /// match are tested with no child in view, and for each child the
+    /// states that go on are tested on the way to it.
+    fn line_walk_narrowed(
+        &mut self,
+        search: &mut Search,
+        stack: &mut Vec<(u32, Vec<usize>, usize)>,
+        path: &mut Vec<u32>,
+        p: u32,
+        live: &[usize],
+        depth: usize,
+    ) -> R<()> {
+        let nfa = search.nfa;
+        let mut end = Vec::new();
+        for &s in live {
+            if let State::Test(_, to) = nfa.states[s]
+                && nfa.may_end[s]
+                && self.line_test(search, s, p, None)?
+            {
+                end.push(to);
+            }
+        }
+        let ends = nfa
+            .close(end)
+            .iter()
+            .any(|&s| matches!(nfa.states[s], State::Accept));
+        let mut entries = Vec::new();
+        for c in self.line_steps(search, p) {
+            let mut next = Vec::new();
+            for &s in live {
+                if let State::Test(_, to) = nfa.states[s]
+                    && nfa.may_go_on[s]
+                    && self.line_test(search, s, p, Some(c))?
+                {
+                    next.push(to);
+                }
+            }
+            let closed = nfa.close(next);
+            if closed
+                .iter()
+                .any(|&s| matches!(nfa.states[s], State::Test(..)))
+            {
+                entries.push((c, closed, depth + 1));
+            }
+        }
+        if !ends && entries.is_empty() {
+            return Ok(());
+        }
+        path.truncate(depth);
+        path.push(p);
+        if ends {
+            search.keep(path);
+        }
+        stack.extend(entries.into_iter().rev());
+        Ok(())
+    }
+
     /// Picks, back to front, the states that explain the kept match, and
     /// evaluates their filters again at their positions, in order, keeping
     /// the comments they make.
     fn line_replay(&mut self, search: &Search, path: &[u32]) -> R<()> {
         let nfa = search.nfa;
-        let matched = |s: usize, p: u32| search.cache.get(&(s, p)).copied().unwrap_or(false);
+        // The test of state `s` at path[i] that the match used: on the way
+        // to path[i + 1], or with no child in view at the last position.
+        let next_of = |i: usize| path.get(i + 1).copied();
+        let matched = |s: usize, i: usize| {
+            let child = next_of(i).filter(|_| search.narrows(s));
+            search
+                .cache
+                .get(&(s, path[i], child.unwrap_or(NO_CHILD)))
+                .copied()
+                .unwrap_or(false)
+        };
         // live[i]: the states waiting at path[i].
         let mut live = vec![nfa.close([nfa.start])];
-        for (i, &p) in path.iter().enumerate() {
+        for i in 0..path.len() {
             let next: Vec<usize> = live[i]
                 .iter()
                 .filter_map(|&s| match nfa.states[s] {
-                    State::Test(_, to) if matched(s, p) => Some(to),
+                    State::Test(_, to) if matched(s, i) => Some(to),
                     _ => None,
                 })
                 .collect();
@@ -360,7 +561,7 @@ impl Evaluator<'_, '_> {
         let mut want: Option<usize> = None;
         for i in (0..path.len()).rev() {
             let pick = live[i].iter().copied().find(|&s| match nfa.states[s] {
-                State::Test(_, to) => matched(s, path[i]) && reaches(to, want),
+                State::Test(_, to) => matched(s, i) && reaches(to, want),
                 _ => false,
             });
             let Some(s) = pick else {
@@ -370,8 +571,9 @@ impl Evaluator<'_, '_> {
             want = Some(s);
         }
         for (i, &p) in path.iter().enumerate() {
-            if let State::Test(e, _) = nfa.states[chosen[i]] {
-                self.eval(e, p)?;
+            let s = chosen[i];
+            if let State::Test(e, _) = nfa.states[s] {
+                self.with_line_move(search, s, p, next_of(i), |ev| ev.eval(e, p))?;
             }
         }
         Ok(())

@@ -679,6 +679,7 @@ impl Interpreter {
             text: None,
             edits: Vec::new(),
             castle_context: None,
+            line_move: None,
             last_dash_parts: None,
         }
     }
@@ -937,6 +938,11 @@ pub struct State {
     /// The position and matched parts of the last `currentmove` dash that
     /// matched, read by `path` for the filters after a dash constituent.
     last_dash_parts: Option<(u32, u8)>,
+    /// While a forward `line` tests a constituent at position `p` on its
+    /// way to the child `c`: `Some((p, c))`. A `move` of the game's moves
+    /// (not a dash, not `previous`/`legal`/`pseudolegal`) evaluated at `p`
+    /// then sees the move to `c` alone (CQL 6.2 oracle).
+    line_move: Option<(u32, u32)>,
 }
 
 /// The king's move of a castling (or the whole of any other move), in a
