@@ -580,8 +580,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 MoveSource::Secondary => 1.min(all)..all,
                 _ => 0..all,
             };
-            // Inside a forward `line` on its way from `at` to a child, the
-            // move to that child alone (`State::line_move`).
+            // Inside a forward `line`, the move it takes from here
+            // (`State::line_move`).
             let line_child = match self.st.line_move {
                 Some((p, c)) if p == at && !m.dash => Some(c),
                 _ => None,

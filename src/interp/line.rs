@@ -26,11 +26,15 @@
 //! evaluated at that position, the move to that child alone (CQL 6.2
 //! oracle: `line --> {move from N} --> {move previous from B}` does not
 //! match where a knight move is the main line and a bishop move its
-//! variation); tested where the match may end, it sees every move. Dashes
-//! and `previous`, `legal` and `pseudolegal` moves are not narrowed.
+//! variation). Where the match may end, such a constituent must pass on
+//! the way to one of the children the line could step to (with `primary`
+//! the primary one, with `secondary` the others; none: it fails, unless the
+//! position has no move at all). Dashes, `previous`, `legal` and
+//! `pseudolegal` moves and the filters that move the current position
+//! (`:`, `find`, `echo` ...) are not narrowed; nor is a backward line.
 //! Tests of such constituents ([`Nfa::move_sensitive`]) are cached by
 //! (state, position, child).
-//! The match kept is the longest sequence (with `firstmatch`: the first one
+//! The match kept is the longest sequence, of at least one position (with `firstmatch`: the first one
 //! found in PGN order). Only then does one walk back along the kept path
 //! pick the states that explain it, and the filters of those states are
 //! evaluated again so that their comments (and only theirs) are kept: CQL's
@@ -226,6 +230,10 @@ struct Search<'n, 'e> {
     primary: bool,
     secondary: bool,
     singlecolor: bool,
+    /// For the states that narrow `move`, where their end test passed:
+    /// (state, position) -> the child it was made on the way to, or
+    /// [`NO_CHILD`] (read by the replay).
+    end_child: HashMap<(usize, u32), u32>,
     /// Test results: (state, position, the line's next child or
     /// [`NO_CHILD`]) -> matched; the child only for the states whose test
     /// depends on it ([`Search::narrows`]).
@@ -275,12 +283,14 @@ impl Evaluator<'_, '_> {
         if !l.params.quiet
             && let (Some(&first), Some(&last)) = (path.first(), path.last())
         {
+            // The end's comment first: one position's line reads "End line
+            // of length 1 ... Start line ..." (CQL 6.2 oracle).
             let (from, to) = (self.position_text(first), self.position_text(last));
-            self.auto_comment(first, format!("Start line that ends at {to}"));
             self.auto_comment(
                 last,
                 format!("End line of length {n} that starts at {from}"),
             );
+            self.auto_comment(first, format!("Start line that ends at {to}"));
         }
         Ok(Some(if l.params.lastposition {
             Value::Position(path.last().copied().unwrap_or(at))
@@ -316,46 +326,48 @@ impl Evaluator<'_, '_> {
             secondary: l.params.secondary,
             singlecolor: l.params.singlecolor,
             cache: HashMap::default(),
+            end_child: HashMap::default(),
             steps: 0,
             best: None,
             span,
         };
+        // A match holds at least one position: a line whose constituents
+        // can all match nothing (`line --> check?`) does not match the empty
+        // sequence (CQL 6.2 oracle: 1,024 of the 1,605 studies, those with a
+        // check).
         let start = nfa.close([nfa.start]);
-        // An empty sequence matches when the whole line can match nothing.
-        if start
-            .iter()
-            .any(|&s| matches!(nfa.states[s], State::Accept))
-        {
-            search.best = Some(Best { path: Vec::new() });
-        }
         self.line_walk(&mut search, at, start)?;
         Ok(search.best.take().map(|b| (search, b.path)))
     }
 
     /// The positions one step of the line goes to from `p`.
     fn line_steps(&mut self, search: &Search, p: u32) -> Vec<u32> {
-        let one = |ev: &mut Self, p: u32| -> Vec<u32> {
-            if search.backward {
-                return ev.game.parent(p).into_iter().collect();
-            }
-            let kids = ev.visible_children(p);
-            if search.primary {
-                kids.into_iter().take(1).collect()
-            } else if search.secondary {
-                kids.into_iter().skip(1).collect()
-            } else {
-                kids
-            }
-        };
-        let first = one(self, p);
+        let first = self.line_single_steps(search, p);
         if !search.singlecolor {
             return first;
         }
         let mut out = Vec::new();
         for q in first {
-            out.extend(one(self, q));
+            out.extend(self.line_single_steps(search, q));
         }
         out
+    }
+
+    /// The positions one ply away that the line may go to from `p`: its
+    /// parent (backward), or its visible children that `primary` and
+    /// `secondary` allow.
+    fn line_single_steps(&mut self, search: &Search, p: u32) -> Vec<u32> {
+        if search.backward {
+            return self.game.parent(p).into_iter().collect();
+        }
+        let kids = self.visible_children(p);
+        if search.primary {
+            kids.into_iter().take(1).collect()
+        } else if search.secondary {
+            kids.into_iter().skip(1).collect()
+        } else {
+            kids
+        }
     }
 
     /// The child of `p` the line's step to `c` goes through: `c` itself,
@@ -368,10 +380,10 @@ impl Evaluator<'_, '_> {
         }
     }
 
-    /// Whether the consuming state `s` matches at `p`, on the line's way to
-    /// the child `next` (`None`: where the match may end; it matters only
-    /// to the states [`Search::narrows`] names). Cached; comments made here
-    /// are dropped: they are made again for the kept match.
+    /// Whether the consuming state `s` matches at `p`, its `move`s seeing
+    /// the move to the child `next` alone (`None`: every move; it matters
+    /// only to the states [`Search::narrows`] names). Cached; comments made
+    /// here are dropped: they are made again for the kept match.
     fn line_test(&mut self, search: &mut Search, s: usize, p: u32, next: Option<u32>) -> R<bool> {
         let next = next.filter(|_| search.narrows(s));
         let key = (s, p, next.unwrap_or(NO_CHILD));
@@ -388,8 +400,8 @@ impl Evaluator<'_, '_> {
         Ok(m)
     }
 
-    /// Runs `f` with the line's move set for state `s` at `p` on its way
-    /// to `next` (`State::line_move`; none for a state that does not
+    /// Runs `f` with the line's move set for state `s` at `p`: the move to
+    /// the child `next` (`State::line_move`; none for a state that does not
     /// narrow), and the previous setting restored after.
     fn with_line_move<T>(
         &mut self,
@@ -399,11 +411,7 @@ impl Evaluator<'_, '_> {
         next: Option<u32>,
         f: impl FnOnce(&mut Self) -> R<T>,
     ) -> R<T> {
-        let set = if search.narrows(s) {
-            next.map(|c| (p, self.line_move_child(search, c)))
-        } else {
-            None
-        };
+        let set = next.filter(|_| search.narrows(s)).map(|c| (p, c));
         let saved = std::mem::replace(&mut self.st.line_move, set);
         let out = f(self);
         self.st.line_move = saved;
@@ -478,12 +486,15 @@ impl Evaluator<'_, '_> {
         depth: usize,
     ) -> R<()> {
         let nfa = search.nfa;
+        let moves = self.line_single_steps(search, p);
+        let terminal = self.visible_children(p).is_empty();
         let mut end = Vec::new();
         for &s in live {
             if let State::Test(_, to) = nfa.states[s]
                 && nfa.may_end[s]
-                && self.line_test(search, s, p, None)?
+                && let Some(child) = self.line_end_test(search, s, p, &moves, terminal)?
             {
+                search.end_child.insert((s, p), child);
                 end.push(to);
             }
         }
@@ -493,11 +504,12 @@ impl Evaluator<'_, '_> {
             .any(|&s| matches!(nfa.states[s], State::Accept));
         let mut entries = Vec::new();
         for c in self.line_steps(search, p) {
+            let via = self.line_move_child(search, c);
             let mut next = Vec::new();
             for &s in live {
                 if let State::Test(_, to) = nfa.states[s]
                     && nfa.may_go_on[s]
-                    && self.line_test(search, s, p, Some(c))?
+                    && self.line_test(search, s, p, Some(via))?
                 {
                     next.push(to);
                 }
@@ -522,19 +534,63 @@ impl Evaluator<'_, '_> {
         Ok(())
     }
 
+    /// Whether the consuming state `s` matches at `p` where the match may
+    /// end; for a state that narrows `move` to the line's move, on the way
+    /// to one of the children `moves` the line may move to from `p` (the
+    /// first that passes), and never when `p` has children but the line
+    /// none (CQL 6.2 oracle: `line secondary --> {not move from n}` fails
+    /// where the only move is the primary one). The child used, or
+    /// [`NO_CHILD`].
+    fn line_end_test(
+        &mut self,
+        search: &mut Search,
+        s: usize,
+        p: u32,
+        moves: &[u32],
+        terminal: bool,
+    ) -> R<Option<u32>> {
+        if !search.narrows(s) || terminal {
+            return Ok(self.line_test(search, s, p, None)?.then_some(NO_CHILD));
+        }
+        for &c in moves {
+            if self.line_test(search, s, p, Some(c))? {
+                return Ok(Some(c));
+            }
+        }
+        Ok(None)
+    }
+
     /// Picks, back to front, the states that explain the kept match, and
     /// evaluates their filters again at their positions, in order, keeping
     /// the comments they make.
     fn line_replay(&mut self, search: &Search, path: &[u32]) -> R<()> {
         let nfa = search.nfa;
-        // The test of state `s` at path[i] that the match used: on the way
-        // to path[i + 1], or with no child in view at the last position.
-        let next_of = |i: usize| path.get(i + 1).copied();
+        // For each position of the path, the child of the one before that
+        // the line's step to it went through.
+        let via: Vec<u32> = path
+            .iter()
+            .map(|&c| self.line_move_child(search, c))
+            .collect();
+        // The child on whose way the match tested state `s` at path[i]:
+        // path[i + 1], or at the last position the one its end test used.
+        let child_of = |s: usize, i: usize| -> Option<u32> {
+            if !search.narrows(s) {
+                return None;
+            }
+            match via.get(i + 1) {
+                Some(&c) => Some(c),
+                None => search
+                    .end_child
+                    .get(&(s, path[i]))
+                    .copied()
+                    .filter(|&c| c != NO_CHILD),
+            }
+        };
         let matched = |s: usize, i: usize| {
-            let child = next_of(i).filter(|_| search.narrows(s));
+            let child = child_of(s, i).unwrap_or(NO_CHILD);
             search
                 .cache
-                .get(&(s, path[i], child.unwrap_or(NO_CHILD)))
+                .get(&(s, path[i], child))
                 .copied()
                 .unwrap_or(false)
         };
@@ -573,7 +629,7 @@ impl Evaluator<'_, '_> {
         for (i, &p) in path.iter().enumerate() {
             let s = chosen[i];
             if let State::Test(e, _) = nfa.states[s] {
-                self.with_line_move(search, s, p, next_of(i), |ev| ev.eval(e, p))?;
+                self.with_line_move(search, s, p, child_of(s, i), |ev| ev.eval(e, p))?;
             }
         }
         Ok(())

@@ -939,9 +939,10 @@ pub struct State {
     /// matched, read by `path` for the filters after a dash constituent.
     last_dash_parts: Option<(u32, u8)>,
     /// While a forward `line` tests a constituent at position `p` on its
-    /// way to the child `c`: `Some((p, c))`. A `move` of the game's moves
-    /// (not a dash, not `previous`/`legal`/`pseudolegal`) evaluated at `p`
-    /// then sees the move to `c` alone (CQL 6.2 oracle).
+    /// way to the child `c` (or, where its match may end, for one of the
+    /// children it could step to): `Some((p, c))`. A `move` of the game's
+    /// moves (not a dash, not `previous`/`legal`/`pseudolegal`) evaluated
+    /// at `p` then sees the move to `c` alone (CQL 6.2 oracle).
     line_move: Option<(u32, u32)>,
 }
 
