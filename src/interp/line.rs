@@ -19,7 +19,8 @@
 //! `secondary` only the others (variations), `singlecolor` steps two
 //! plies at a time (positions with the same side to move), `nestban`
 //! drops a match that continues the match of the position it came from
-//! (its parent), `quiet` drops the comments below. Each (state, position) test is evaluated once and cached.
+//! (its parent), `quiet` drops the comments below. Each (state, position)
+//! test is evaluated once and cached.
 //!
 //! **The line's move.** Going forward, a constituent tested at a position
 //! on the line's way to a child sees, in a `move` of the game's moves
@@ -34,17 +35,20 @@
 //! (`:`, `find`, `echo` ...) are not narrowed; nor is a backward line.
 //! Tests of such constituents ([`Nfa::move_sensitive`]) are cached by
 //! (state, position, child).
-//! The match kept is the longest sequence, of at least one position (with `firstmatch`: the first one
-//! found in PGN order). Only then does one walk back along the kept path
+//!
+//! The match kept is the longest sequence, of at least one position (a
+//! line whose constituents can all match nothing does not match the empty
+//! sequence, CQL 6.2 oracle); with `firstmatch`, the first one found in
+//! PGN order. Only then does one walk back along the kept path
 //! pick the states that explain it, and the filters of those states are
 //! evaluated again so that their comments (and only theirs) are kept: CQL's
 //! smart comments.
 //!
 //! **Value.** The number of positions in the kept match (with
 //! `lastposition`: its last position); with a range, that number must lie
-//! in it. Unless `quiet`, the match's first position gets the comment
-//! `Start line that ends at P` and its last `End line of length N that
-//! starts at P`.
+//! in it. Unless `quiet`, the match's last position gets the comment
+//! `End line of length N that starts at P`, then its first `Start line
+//! that ends at P`.
 //!
 //! **Limits.** A line evaluation that would take more than
 //! [`MAX_LINE_STEPS`] state visits stops with
