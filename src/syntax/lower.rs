@@ -1005,6 +1005,22 @@ impl<'a> Lowerer<'a, '_> {
                 };
                 let valued =
                     m.comment.is_some() || matches!(first, Some("from" | "to" | "capture"));
+                // CQL 6.2: "The promoted piece must be just a piece or set of
+                // pieces without square designators".
+                if let Some(p) = &m.promote
+                    && !matches!(
+                        p.kind,
+                        ExprKind::Designator {
+                            pieces: Some(_),
+                            squares: None
+                        }
+                    )
+                {
+                    return Err(self.err(
+                        p.span,
+                        "`move promote` needs a piece designator without squares, such as `Q` or `[RBN]` (as in CQL 6.2)",
+                    ));
+                }
                 let mut mf = ir::MoveFilter {
                     from: self.opt_set(&m.from, "`move from`")?,
                     to: self.opt_set(&m.to, "`move to`")?,
