@@ -1784,13 +1784,16 @@ impl Gen<'_> {
         }
         let backward = self.chance(30);
         let flags = self.byte_flags();
+        // A backward line takes no `nestban`, `primary` or `secondary`
+        // (refused as in CQL 6.2).
+        let forward = !backward;
         let params = LineParams {
             firstmatch: flags & 1 != 0,
             lastposition,
             singlecolor: flags & 2 != 0,
-            nestban: flags & 4 != 0,
-            primary: flags & 0x18 == 0x08,
-            secondary: flags & 0x18 == 0x10,
+            nestban: forward && flags & 4 != 0,
+            primary: forward && flags & 0x18 == 0x08,
+            secondary: forward && flags & 0x18 == 0x10,
             quiet: flags & 0x20 != 0,
             verbose: false,
             range: (flags & 0xc0 == 0xc0).then(|| self.range()),

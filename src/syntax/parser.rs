@@ -2612,6 +2612,23 @@ impl Parser<'_, '_> {
                 ));
             }
         };
+        if backward {
+            // CQL 6.2: "'primary' and 'secondary' cannot be used with
+            // 'line<--'", "The 'nestban' parameter may not be used with
+            // backward line".
+            let refused = [
+                (params.primary, "primary"),
+                (params.secondary, "secondary"),
+                (params.nestban, "nestban"),
+            ];
+            if let Some((_, w)) = refused.iter().find(|(on, _)| *on) {
+                let sp = self.peek().span;
+                return Err(self.error(
+                    sp,
+                    format!("`{w}` cannot be used with a backward line `line <--` (as in CQL 6.2)"),
+                ));
+            }
+        }
         let mut items = Vec::new();
         while self.eat(&arrow).is_some() {
             items.push(self.line_item(&arrow)?);
