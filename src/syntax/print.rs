@@ -173,14 +173,33 @@ fn continues_previous(text: &str) -> bool {
 impl Printer<'_> {
     /// Text of `e` where the context needs binding power `min`, and an
     /// infix operator of power `follow` may come right after it.
+    /// The text of `e` if it is a dash with neither a right side, a target
+    /// nor a special move (`--`, `R--`, `[x]`), which is written in
+    /// parentheses where a `(` could follow it.
+    fn bare_dash(&self, e: &Expr) -> Option<String> {
+        match &e.node {
+            Node::Move(m)
+                if m.dash && m.to.is_none() && m.target.is_none() && m.special.is_none() =>
+            {
+                Some(self.dash_doc(m).text)
+            }
+            _ => None,
+        }
+    }
+
     /// `X -> Y -> Z`: every operand binds tighter than the arrows.
     fn arrow_chain(&self, args: &[Expr]) -> Doc {
         let Some((last, init)) = args.split_last() else {
             return atom(String::new());
         };
         let mut text = String::new();
-        for a in init {
-            text.push_str(&self.at(a, bp::ATTACKS + 1, Some(bp::ATTACKS)));
+        for (i, a) in init.iter().enumerate() {
+            match self.bare_dash(a) {
+                // A bare dash first, without parentheses: the arrow ends it
+                // (`(--) -> k` is refused, as in CQL 6.2).
+                Some(dash) if i == 0 => text.push_str(&dash),
+                _ => text.push_str(&self.at(a, bp::ATTACKS + 1, Some(bp::ATTACKS))),
+            }
             text.push_str(" -> ");
         }
         let rd = self.doc(last);
@@ -703,8 +722,23 @@ impl Printer<'_> {
                 };
                 self.prefix(&format!("{} {range}", dirs_text(*dirs)), arg, bp::PREFIX)
             }
-            Node::Attacks(a, b) => self.infix(a, "attacks", b, bp::ATTACKS_WORD, true),
-            Node::AttackedBy(a, b) => self.infix(a, "attackedby", b, bp::ATTACKS_WORD, true),
+            Node::Attacks(a, b) | Node::AttackedBy(a, b) => {
+                let op = if matches!(e.node, Node::Attacks(..)) {
+                    "attacks"
+                } else {
+                    "attackedby"
+                };
+                let mut d = self.infix(a, op, b, bp::ATTACKS_WORD, true);
+                // A bare dash first: without the parentheses a bare dash
+                // gets elsewhere (`(--) attacks k` is refused, as in CQL
+                // 6.2); the word after it ends the dash.
+                if let Some(dash) = self.bare_dash(a)
+                    && let Some(rest) = d.text.strip_prefix(&format!("({dash})"))
+                {
+                    d.text = format!("{dash}{rest}");
+                }
+                d
+            }
             // Only the attack arrow chain `X -> Y -> Z` (an xray in every
             // direction, three or more points) has this value.
             Node::Ray {
