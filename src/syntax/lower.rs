@@ -2167,6 +2167,18 @@ impl<'a> Lowerer<'a, '_> {
                     ir::ArithOp::Div => "`/`",
                     ir::ArithOp::Mod => "`%`",
                 };
+                if matches!(aop, ir::ArithOp::Add | ir::ArithOp::Mul)
+                    && matches!(x.node, Node::Line(_))
+                {
+                    // CQL 6.2: "Attempt to add a 'line' filter to another
+                    // filter. This is likely due to the last wildcard in the
+                    // line filter being '+' and being interpreted as
+                    // addition" (also with the line in parentheses).
+                    return Err(self.err(
+                        x.span,
+                        format!("{what} cannot follow a `line` filter (as in CQL 6.2: a `+` or `*` after a line reads as its last constituent's quantifier); write the line on the right"),
+                    ));
+                }
                 if aop == ir::ArithOp::Sub && x.kind == Kind::Set && !valueless_dash(&x) {
                     // CQL 6.2 reads `R - 1 < 0` as two filters, `R` and
                     // `-1 < 0` (oracle); cqlj refuses it rather than read it

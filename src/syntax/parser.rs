@@ -2965,16 +2965,14 @@ impl Parser<'_, '_> {
                     atom: LineAtom::Filter(e),
                     ..
                 }) if plain => {
-                    // `(F)` is the filter F, which may go on: `(x) + 1 > 2`.
-                    let e = Expr::new(ExprKind::Paren(Box::new(e)), self.span_from(open));
-                    let saved = self.line_depth.replace(self.depth + 1);
-                    let saved_stop = self.logical_stop.replace(self.depth + 1);
-                    self.depth += 1;
-                    let r = self.expr_continue(e, bp::LOWEST);
-                    self.depth -= 1;
-                    self.line_depth = saved;
-                    self.logical_stop = saved_stop;
-                    LineAtom::Filter(r?)
+                    // `(F)` is the filter F, and the constituent ends at its
+                    // `)`: what follows belongs to the whole line (CQL 6.2
+                    // oracle: `line --> check --> (true) and btm` is
+                    // `(line --> check --> (true)) and btm`).
+                    LineAtom::Filter(Expr::new(
+                        ExprKind::Paren(Box::new(e)),
+                        self.span_from(open),
+                    ))
                 }
                 Some(last) => {
                     inner.push(last);
