@@ -2812,7 +2812,15 @@ impl Parser<'_, '_> {
                 let dash_before = k > 0
                     && matches!(&items[k - 1], LineItem { atom: LineAtom::Filter(e), min: 1, max: Some(1), .. }
                         if super::lower::is_path_dash(e));
-                if !dash_before {
+                if !dash_before
+                    && let Some(last) = items.last_mut()
+                    && matches!(last.atom, LineAtom::Group(_))
+                {
+                    // No move before it: the group's own quantifier (CQL
+                    // 6.2 oracle: `path ((check)? --)`).
+                    let (min, max) = self.quantifier()?;
+                    (last.min, last.max) = (min, max);
+                } else if !dash_before {
                     let sp = self.peek().span;
                     return Err(self.error(
                         sp,
@@ -2820,19 +2828,20 @@ impl Parser<'_, '_> {
                          right after an unquantified move takes a quantifier \
                          (`-- F{2,}` repeats `(-- F)`, as in CQL 6.2)",
                     ));
+                } else {
+                    let (min, max) = self.quantifier()?;
+                    let run: Vec<LineItem> = items.drain(k - 1..).collect();
+                    let span = match (run.first(), run.last()) {
+                        (Some(a), Some(b)) => a.span.join(b.span),
+                        _ => self.peek().span,
+                    };
+                    items.push(LineItem {
+                        atom: LineAtom::Group(run),
+                        min,
+                        max,
+                        span,
+                    });
                 }
-                let (min, max) = self.quantifier()?;
-                let run: Vec<LineItem> = items.drain(k - 1..).collect();
-                let span = match (run.first(), run.last()) {
-                    (Some(a), Some(b)) => a.span.join(b.span),
-                    _ => self.peek().span,
-                };
-                items.push(LineItem {
-                    atom: LineAtom::Group(run),
-                    min,
-                    max,
-                    span,
-                });
             }
             if items.last().is_some_and(|i| (i.min, i.max) != (1, Some(1)))
                 && self.at_path_quantifier()
@@ -2907,7 +2916,47 @@ impl Parser<'_, '_> {
             }
             // `(F)--G` is the group (F) and the dash `--G` (CQL 6.2 oracle);
             // a dash from F is written `{F}--G`.
-            (LineAtom::Group(inner), true)
+            // `(F) and G`: a group of one filter followed by a logical,
+            // comparison or set operator is the filter `(F) and G` (CQL 6.2
+            // oracle: `path -- (check) and mate` is `path -- {check and
+            // mate}`); not before `+`, `*` or `?`, its quantifiers.
+            let continues = match self.peek_tok() {
+                Tok::Ident(w) => {
+                    matches!(w.as_str(), "and" | "or" | "in" | "attacks" | "attackedby")
+                }
+                Tok::Lt | Tok::Le | Tok::EqEq | Tok::Ge | Tok::Gt | Tok::Ne => true,
+                Tok::Amp | Tok::Bar => true,
+                _ => false,
+            };
+            match inner.as_slice() {
+                [
+                    LineItem {
+                        atom: LineAtom::Filter(f),
+                        min: 1,
+                        max: Some(1),
+                        ..
+                    },
+                ] if continues && !super::lower::is_path_dash(f) => {
+                    let e = Expr::new(ExprKind::Paren(Box::new(f.clone())), self.span_from(start));
+                    let saved = self.path_depth.replace(self.depth + 1);
+                    let saved_line = self.line_depth.replace(self.depth + 1);
+                    let saved_stop = self.logical_stop.replace(self.depth + 1);
+                    self.depth += 1;
+                    let r = self.expr_continue(e, bp::LOWEST);
+                    self.depth -= 1;
+                    self.path_depth = saved;
+                    self.line_depth = saved_line;
+                    self.logical_stop = saved_stop;
+                    (LineAtom::Filter(r?), false)
+                }
+                // A group without a move takes its quantifier as filters
+                // do (`-- (check){2}` is `(-- check){2}`, CQL 6.2 oracle):
+                // [`Self::path_items`] reads it.
+                _ => {
+                    let has_dash = group_has_dash(&inner);
+                    (LineAtom::Group(inner), has_dash)
+                }
+            }
         } else {
             let saved = self.path_depth.replace(self.depth + 1);
             let saved_line = self.line_depth.replace(self.depth + 1);
@@ -3495,10 +3544,23 @@ fn set_chain(mut lhs: Expr, op: SetOp, rhs: Expr) -> Expr {
 
 /// Whether a path constituent is a filter that is not a move dash, without
 /// a quantifier.
+/// A path constituent that tests in place, unquantified: a filter, or a
+/// group without a move.
 fn is_plain_path_filter(item: &LineItem) -> bool {
-    matches!(&item.atom, LineAtom::Filter(e) if !super::lower::is_path_dash(e))
-        && item.min == 1
-        && item.max == Some(1)
+    let in_place = match &item.atom {
+        LineAtom::Filter(e) => !super::lower::is_path_dash(e),
+        LineAtom::Group(g) => !group_has_dash(g),
+    };
+    in_place && item.min == 1 && item.max == Some(1)
+}
+
+/// Whether a group of path constituents holds a move (a dash), at any
+/// depth.
+fn group_has_dash(items: &[LineItem]) -> bool {
+    items.iter().any(|i| match &i.atom {
+        LineAtom::Filter(e) => super::lower::is_path_dash(e),
+        LineAtom::Group(g) => group_has_dash(g),
+    })
 }
 
 fn pos_text(src: &str, span: Span) -> String {
