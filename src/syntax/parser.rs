@@ -2631,7 +2631,7 @@ impl Parser<'_, '_> {
         }
         let mut items = Vec::new();
         while self.eat(&arrow).is_some() {
-            items.push(self.line_item(&arrow)?);
+            items.push(self.line_item(&arrow, false)?);
         }
         if matches!(self.peek_tok(), Tok::LongArrowRight | Tok::LongArrowLeft) {
             let sp = self.peek().span;
@@ -2998,14 +2998,15 @@ impl Parser<'_, '_> {
         })
     }
 
-    /// One constituent of a line and its quantifier.
-    fn line_item(&mut self, arrow: &Tok) -> PResult<LineItem> {
+    /// One constituent of a line and its quantifier; `in_group`: inside a
+    /// parenthesized group of constituents.
+    fn line_item(&mut self, arrow: &Tok, in_group: bool) -> PResult<LineItem> {
         let start = self.peek().span;
         let atom = if self.peek().tok == Tok::LParen {
             let open = self.bump().span;
-            let mut inner = vec![self.line_item(arrow)?];
+            let mut inner = vec![self.line_item(arrow, true)?];
             while self.eat(arrow).is_some() {
-                inner.push(self.line_item(arrow)?);
+                inner.push(self.line_item(arrow, true)?);
             }
             self.expect(&Tok::RParen, "`)` to close the group of line constituents")?;
             let plain = inner.len() == 1 && inner[0].min == 1 && inner[0].max == Some(1);
@@ -3014,14 +3015,26 @@ impl Parser<'_, '_> {
                     atom: LineAtom::Filter(e),
                     ..
                 }) if plain => {
-                    // `(F)` is the filter F, and the constituent ends at its
-                    // `)`: what follows belongs to the whole line (CQL 6.2
-                    // oracle: `line --> check --> (true) and btm` is
-                    // `(line --> check --> (true)) and btm`).
-                    LineAtom::Filter(Expr::new(
-                        ExprKind::Paren(Box::new(e)),
-                        self.span_from(open),
-                    ))
+                    // `(F)` is the filter F. At the line's top level the
+                    // constituent ends at its `)`: what follows belongs to
+                    // the whole line (CQL 6.2 oracle: `line --> check -->
+                    // (true) and btm` is `(line --> check --> (true)) and
+                    // btm`). Inside a group it may go on (`((F) and G)`,
+                    // refused by CQL 6.2): the printer writes a constituent
+                    // that starts with `(` so.
+                    let e = Expr::new(ExprKind::Paren(Box::new(e)), self.span_from(open));
+                    if in_group {
+                        let saved = self.line_depth.replace(self.depth + 1);
+                        let saved_stop = self.logical_stop.replace(self.depth + 1);
+                        self.depth += 1;
+                        let r = self.expr_continue(e, bp::LOWEST);
+                        self.depth -= 1;
+                        self.line_depth = saved;
+                        self.logical_stop = saved_stop;
+                        LineAtom::Filter(r?)
+                    } else {
+                        LineAtom::Filter(e)
+                    }
                 }
                 Some(last) => {
                     inner.push(last);
