@@ -2938,16 +2938,7 @@ impl Parser<'_, '_> {
                     },
                 ] if continues && !super::lower::is_path_dash(f) => {
                     let e = Expr::new(ExprKind::Paren(Box::new(f.clone())), self.span_from(start));
-                    let saved = self.path_depth.replace(self.depth + 1);
-                    let saved_line = self.line_depth.replace(self.depth + 1);
-                    let saved_stop = self.logical_stop.replace(self.depth + 1);
-                    self.depth += 1;
-                    let r = self.expr_continue(e, bp::LOWEST);
-                    self.depth -= 1;
-                    self.path_depth = saved;
-                    self.line_depth = saved_line;
-                    self.logical_stop = saved_stop;
-                    (LineAtom::Filter(r?), false)
+                    (LineAtom::Filter(self.constituent_goes_on(e, true)?), false)
                 }
                 // A group without a move takes its quantifier as filters
                 // do (`-- (check){2}` is `(-- check){2}`, CQL 6.2 oracle):
@@ -2998,6 +2989,25 @@ impl Parser<'_, '_> {
         })
     }
 
+    /// The filter `e` (a parenthesized constituent of a line, or of a path
+    /// when `path`) continued by the operators that follow it, as one
+    /// constituent: the arrows (and in a path the next constituent) still
+    /// end it.
+    fn constituent_goes_on(&mut self, e: Expr, path: bool) -> PResult<Expr> {
+        let saved_path = path.then(|| self.path_depth.replace(self.depth + 1));
+        let saved_line = self.line_depth.replace(self.depth + 1);
+        let saved_stop = self.logical_stop.replace(self.depth + 1);
+        self.depth += 1;
+        let r = self.expr_continue(e, bp::LOWEST);
+        self.depth -= 1;
+        if let Some(saved) = saved_path {
+            self.path_depth = saved;
+        }
+        self.line_depth = saved_line;
+        self.logical_stop = saved_stop;
+        r
+    }
+
     /// One constituent of a line and its quantifier; `in_group`: inside a
     /// parenthesized group of constituents.
     fn line_item(&mut self, arrow: &Tok, in_group: bool) -> PResult<LineItem> {
@@ -3024,14 +3034,7 @@ impl Parser<'_, '_> {
                     // that starts with `(` so.
                     let e = Expr::new(ExprKind::Paren(Box::new(e)), self.span_from(open));
                     if in_group {
-                        let saved = self.line_depth.replace(self.depth + 1);
-                        let saved_stop = self.logical_stop.replace(self.depth + 1);
-                        self.depth += 1;
-                        let r = self.expr_continue(e, bp::LOWEST);
-                        self.depth -= 1;
-                        self.line_depth = saved;
-                        self.logical_stop = saved_stop;
-                        LineAtom::Filter(r?)
+                        LineAtom::Filter(self.constituent_goes_on(e, false)?)
                     } else {
                         LineAtom::Filter(e)
                     }
