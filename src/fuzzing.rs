@@ -1279,7 +1279,16 @@ impl Gen<'_> {
                     ArithOp::Mod,
                 ];
                 let op = ops[self.below(5) as usize];
-                e(Node::Arith(op, n(self), n(self)), Kind::Numeric)
+                let (mut a, mut b) = (n(self), n(self));
+                // A line is no left operand of `+` or `*` (refused, as in
+                // CQL 6.2): the operands swap.
+                if matches!(op, ArithOp::Add | ArithOp::Mul) && matches!(a.node, Node::Line(_)) {
+                    std::mem::swap(&mut a, &mut b);
+                    if matches!(a.node, Node::Line(_)) {
+                        a = Box::new(e(Node::Number(1), Kind::Numeric));
+                    }
+                }
+                e(Node::Arith(op, a, b), Kind::Numeric)
             }
             4 => {
                 if self.chance(50) {
