@@ -1934,7 +1934,10 @@ impl Gen<'_> {
             .map(|_| {
                 let (atom, quantified) = if nesting < 2 && self.chance(20) {
                     let mut group = self.path_items(depth, nesting + 1);
-                    if group.len() < 2 {
+                    // A group holds a move: a quantifier after a group of
+                    // filters alone repeats the move before it (CQL 6.2), so
+                    // such a group has no text of its own.
+                    if group.len() < 2 || !path_group_has_dash(&group) {
                         let dash = self.path_dash(depth);
                         group.push(LineItem {
                             atom: LineAtom::Dash(dash),
@@ -2155,6 +2158,15 @@ fn check_path_walk(q: &ExpandedQuery, positions: &[PositionRecord], place: &str)
 
 fn e(node: Node, kind: Kind) -> Expr {
     Expr::new(node, kind, Span::default())
+}
+
+/// Whether a group of path constituents holds a move, at any depth.
+fn path_group_has_dash(items: &[LineItem]) -> bool {
+    items.iter().any(|i| match &i.atom {
+        LineAtom::Dash(_) => true,
+        LineAtom::Group(g) => path_group_has_dash(g),
+        LineAtom::Filter(_) => false,
+    })
 }
 
 #[cfg(test)]
