@@ -1671,6 +1671,27 @@ pub enum Node {
 }
 
 impl Node {
+    /// Whether the node evaluates filters at positions of the game tree
+    /// other than the current one (or the current one as a position value):
+    /// `:`, `position N`, `parent`/`child`, the tree relations, `find`,
+    /// `echo`, `consecutivemoves`, `line` and `path` (the interpreter's
+    /// `sequence` dispatch).
+    pub fn moves_position(&self) -> bool {
+        matches!(
+            self,
+            Node::At { .. }
+                | Node::TreeLeaf(_)
+                | Node::Child(_)
+                | Node::PositionNumbered(_)
+                | Node::TreeRel(..)
+                | Node::Find(_)
+                | Node::Echo(_)
+                | Node::ConsecutiveMoves { .. }
+                | Node::Line(_)
+                | Node::Path(_)
+        )
+    }
+
     /// The variant's name (`Piece`, `Orbit`, ...), as `explain` prints a
     /// node's kind.
     pub fn name(&self) -> &'static str {

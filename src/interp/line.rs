@@ -87,10 +87,12 @@ pub(super) struct Nfa<'e> {
     /// (see the module docs). Filled by [`Nfa::new`].
     move_sensitive: Vec<bool>,
     /// Per state: a consuming state after which the match may end (its
-    /// successor's closure holds `Accept`).
+    /// successor's closure holds `Accept`); filled only when some state is
+    /// [`Nfa::move_sensitive`] (only [`Evaluator::line_walk_narrowed`]
+    /// reads it).
     may_end: Vec<bool>,
     /// Per state: a consuming state after which the line may go on (its
-    /// successor's closure holds a consuming state).
+    /// successor's closure holds a consuming state); filled as `may_end`.
     may_go_on: Vec<bool>,
 }
 
@@ -109,16 +111,7 @@ fn holds_game_move(e: &Expr) -> bool {
             return true;
         }
         // `Evaluator::eval_node` clears the narrowing for these.
-        Node::At { .. }
-        | Node::TreeLeaf(_)
-        | Node::Child(_)
-        | Node::PositionNumbered(_)
-        | Node::TreeRel(..)
-        | Node::Find(_)
-        | Node::Echo(_)
-        | Node::ConsecutiveMoves { .. }
-        | Node::Line(_)
-        | Node::Path(_) => return false,
+        n if n.moves_position() => return false,
         _ => {}
     }
     let mut found = false;
@@ -154,25 +147,29 @@ impl<'e> Nfa<'e> {
             may_go_on: Vec::new(),
         };
         nfa.start = nfa.seq(items, 0);
-        for i in 0..nfa.states.len() {
-            let (sensitive, end, go_on) = match nfa.states[i] {
-                State::Test(e, to) => {
-                    let after = nfa.close([to]);
-                    (
-                        holds_game_move(e),
-                        after
-                            .iter()
-                            .any(|&a| matches!(nfa.states[a], State::Accept)),
-                        after
-                            .iter()
-                            .any(|&a| matches!(nfa.states[a], State::Test(..))),
-                    )
-                }
-                _ => (false, false, false),
-            };
-            nfa.move_sensitive.push(sensitive);
-            nfa.may_end.push(end);
-            nfa.may_go_on.push(go_on);
+        nfa.move_sensitive = nfa
+            .states
+            .iter()
+            .map(|s| matches!(s, State::Test(e, _) if holds_game_move(e)))
+            .collect();
+        // The closures behind `may_end` and `may_go_on` only where a state
+        // narrows (the automaton is built at every evaluation of the line).
+        if nfa.move_sensitive.contains(&true) {
+            for i in 0..nfa.states.len() {
+                let (end, go_on) = match nfa.states[i] {
+                    State::Test(_, to) => {
+                        let after = nfa.close([to]);
+                        let has = |f: fn(&State) -> bool| after.iter().any(|&a| f(&nfa.states[a]));
+                        (
+                            has(|s| matches!(s, State::Accept)),
+                            has(|s| matches!(s, State::Test(..))),
+                        )
+                    }
+                    _ => (false, false),
+                };
+                nfa.may_end.push(end);
+                nfa.may_go_on.push(go_on);
+            }
         }
         nfa
     }

@@ -194,12 +194,9 @@ impl Evaluator<'_, '_> {
                 v.map(|v| string(self.value_text(v)))
             }
             (Builtin::Int, [a]) => self.text(a, at)?.and_then(|s| parse_int(&s)).map(num),
-            (Builtin::SquareNamed, [a]) => self.text(a, at)?.and_then(|s| match s.as_bytes() {
-                &[f @ b'a'..=b'h', r @ b'1'..=b'8'] => {
-                    let sq = Square::new(u32::from(r - b'1') * 8 + u32::from(f - b'a'));
-                    Some(Value::Set(Bitboard::from_square(sq)))
-                }
-                _ => None,
+            (Builtin::SquareNamed, [a]) => self.text(a, at)?.and_then(|s| {
+                let sq = Square::from_ascii(s.as_bytes()).ok()?;
+                Some(Value::Set(Bitboard::from_square(sq)))
             }),
             (Builtin::Lowercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_lowercase())),
             (Builtin::Uppercase, [a]) => self.text(a, at)?.map(|s| string(s.to_ascii_uppercase())),

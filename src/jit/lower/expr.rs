@@ -45,15 +45,9 @@ pub(in crate::jit) fn unsupported(e: &Expr) -> Option<NotLowered> {
             Some(NotLowered::TreeNavigation)
         }
         Node::Transform { .. } | Node::NoTransform(_) => Some(NotLowered::UnexpandedTransform),
-        Node::At { .. }
-        | Node::TreeLeaf(_)
-        | Node::Child(_)
-        | Node::PositionNumbered(_)
-        | Node::TreeRel(..)
-        | Node::Find(_)
-        | Node::Echo(_)
-        | Node::ConsecutiveMoves { .. }
-        | Node::PathStatus(_) => Some(NotLowered::TreeNavigation),
+        // (`Line` and `Path` are matched above.)
+        n if n.moves_position() => Some(NotLowered::TreeNavigation),
+        Node::PathStatus(_) => Some(NotLowered::TreeNavigation),
         Node::And(..) | Node::Or(..) | Node::Not(_) if e.kind != Kind::Logical => {
             Some(NotLowered::ValuedLogical)
         }
