@@ -596,13 +596,13 @@ impl Printer<'_> {
             (Builtin::GroupIndex(n), _) => atom(format!("\\-{n}")),
             (Builtin::IsBound(v) | Builtin::IsUnbound(v), _) => {
                 // A name given in quotes (`isbound "a b"`) stays quoted
-                // unless it reads back as a variable name.
+                // unless the lexer reads it back as one variable name.
                 let name = self.var(v);
-                let plain = name
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                let mut diags = crate::syntax::diag::Diagnostics::default();
+                let mut lexer = crate::syntax::lexer::Lexer::new(&name);
+                let plain = matches!(lexer.next(&mut diags).tok,
+                        crate::syntax::lexer::Tok::Ident(w) if w == name)
+                    && lexer.next(&mut diags).tok == crate::syntax::lexer::Tok::Eof
                     && !crate::syntax::parser::is_keyword(&name);
                 if plain {
                     var(v)
