@@ -631,7 +631,7 @@ fn removecomment_and_settag_change_the_written_game() {
     );
     let out = run("cql(input in.pgn) btm removecomment");
     assert!(
-        out.contains("{pre} 1. e4 {CQL} 1... e5 2. Nf3 {CQL} 2... Nc6 {x} *"),
+        out.contains("{pre} {Game number 1} 1. e4 {CQL} 1... e5 2. Nf3 {CQL} 2... Nc6 {x} *"),
         "{out}"
     );
     let out = run("cql(input in.pgn) settag (\"Ply\" str ply) settag (\"Annotator\" \"new\") btm");
@@ -653,12 +653,12 @@ fn game_header_comment_with_sort_values_quiet_and_silent() {
     let run = |query: &str| run_query_file(&dir, query);
     let out = run("cql(input in.pgn) sort \"n\" #P sort #N initial or btm");
     assert!(
-        out.contains("{Game number 1 CQL  n: 8 <sort-id-1>: 2} {pre} 1. e4 {CQL}"),
+        out.contains("{pre} {Game number 1 CQL  n: 8 <sort-id-1>: 2} 1. e4 {CQL}"),
         "{out}"
     );
     let out = run("cql(input in.pgn quiet) sort \"n\" #P initial or btm");
     assert!(
-        out.contains("{Game number 1  n: 8} {pre} 1. e4 e5 2. Nf3 Nc6 *"),
+        out.contains("{pre} {Game number 1  n: 8} 1. e4 e5 2. Nf3 Nc6 *"),
         "{out}"
     );
     let out = run("cql(input in.pgn silent) sort \"n\" #P initial or btm");
@@ -765,7 +765,7 @@ fn output_options_drop_what_cql_drops() {
     assert_eq!(
         run(edits, None),
         format!(
-            "{tags} [Theme \"new\"] {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} 1... e5 {{c2}} *"
+            "{tags} [Theme \"new\"] {{first}} {{Game number 1}} 1. e4 {{mine}} {{CQL}} 1... e5 {{c2}} *"
         )
     );
     assert_eq!(
@@ -774,22 +774,22 @@ fn output_options_drop_what_cql_drops() {
     );
     assert_eq!(
         run(edits, Some("-nosettag")),
-        format!("{tags} {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} 1... e5 {{c2}} *")
+        format!("{tags} {{first}} {{Game number 1}} 1. e4 {{mine}} {{CQL}} 1... e5 {{c2}} *")
     );
     assert_eq!(
         run(edits, Some("-noremovecomment")),
         format!(
-            "{tags} [Theme \"new\"] {{Game number 1}} {{first}} 1. e4 {{CQL}} {{mine}} {{c1}} 1... e5 {{c2}} *"
+            "{tags} [Theme \"new\"] {{first}} {{Game number 1}} 1. e4 {{c1}} {{mine}} {{CQL}} 1... e5 {{c2}} *"
         )
     );
     let sorted = "sort \"P\" ply ply == 1";
     assert_eq!(
         run(sorted, Some("-noheader")),
-        format!("{tags} {{P: 2}} {{first}} 1. e4 {{CQL}} {{c1}} 1... e5 {{c2}} *")
+        format!("{tags} {{first}} {{P: 2}} 1. e4 {{c1}} {{CQL}} 1... e5 {{c2}} *")
     );
     assert_eq!(
         run(sorted, None),
-        format!("{tags} {{Game number 1 P: 2}} {{first}} 1. e4 {{CQL}} {{c1}} 1... e5 {{c2}} *")
+        format!("{tags} {{first}} {{Game number 1 P: 2}} 1. e4 {{c1}} {{CQL}} 1... e5 {{c2}} *")
     );
 }
 

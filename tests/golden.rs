@@ -248,7 +248,8 @@ fn golden_pgn_check_marks_matching_moves() {
         r.stdout
             .contains("{Game number 3 CQL} 1. Kxe2 {the queen is gone} 1/2-1/2")
     );
-    assert!(r.stdout.contains("{Game number 1} {Opening comment}"));
+    // The game's own comment before the first move comes first.
+    assert!(r.stdout.contains("{Opening comment} {Game number 1}"));
     // Original comments and NAGs are kept.
     for kept in ["{Opening comment}", "{Italian-ish}", "$2", "$1", "{threat}"] {
         assert!(r.stdout.contains(kept), "{kept} lost");

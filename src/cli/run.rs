@@ -115,6 +115,9 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
         .with_protected_files(&own_files)
         .with_last_game_number(u64::from(games.end))
         .with_always_comment(args.alwayscomment)
+        // CQL's `-quiet` leaves out the comments filters make by
+        // themselves; nothing is written with `-silent` or `--count`.
+        .with_auto_comments(!settings.quiet && settings.matchstring.is_some() && !args.count)
         .with_message_sink(message_sink(
             settings.output.as_os_str() == "-" || args.count,
         ))

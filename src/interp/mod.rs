@@ -184,9 +184,15 @@ pub struct GameOutcome {
     /// Indices (into `GameView::positions`) of the positions where the body
     /// matched, ascending.
     pub matched: Vec<u32>,
-    /// Texts of `comment` filters, with the position they attach to, in
-    /// evaluation order.
+    /// Texts of `comment` filters and of the filters' own comments, with
+    /// the position they attach to, in evaluation order; a text is at a
+    /// position once (its first time).
     pub comments: Vec<(u32, String)>,
+    /// For each matched position, in evaluation order: how many of
+    /// `comments` were made before its evaluation ended. CQL 6.2 writes a
+    /// position's match string there, before the comments later
+    /// evaluations make at it.
+    pub match_marks: Vec<(u32, u32)>,
     /// Texts of `message` filters, in evaluation order.
     pub messages: Vec<String>,
     /// The same, as CQL 6.2 prints them: `Game: N move M(wtm): text`
@@ -400,6 +406,9 @@ pub struct Interpreter {
     /// Keep the comments of filters that fail (CQL's `-alwayscomment`:
     /// smart comments off).
     always_comment: bool,
+    /// Make the comments filters make by themselves (`Start line ...`,
+    /// `echo`'s, `Found`); off with CQL's `-quiet`.
+    pub(crate) auto_comments: bool,
     /// The files `writefile` wrote in this run, shared by the clones.
     write_files: Arc<Mutex<files::WriteFiles>>,
 }
@@ -496,6 +505,7 @@ impl Interpreter {
                 .collect(),
             dict_values: Arc::new(Mutex::new(HashMap::new())),
             always_comment: false,
+            auto_comments: true,
             write_files: Arc::new(Mutex::new(files::WriteFiles::default())),
         })
     }
@@ -505,6 +515,14 @@ impl Interpreter {
     /// (smart comments).
     pub fn with_always_comment(mut self, on: bool) -> Interpreter {
         self.always_comment = on;
+        self
+    }
+
+    /// With `on` (the default), filters make their own comments (`Start
+    /// line ...`, `echo`'s source and target marks, `Found`); CQL's
+    /// `-quiet` leaves them out and keeps the `comment` filters' texts.
+    pub fn with_auto_comments(mut self, on: bool) -> Interpreter {
+        self.auto_comments = on;
         self
     }
 
@@ -713,6 +731,8 @@ impl Interpreter {
         let mut state = self.new_state(opts);
         state.text = text;
         let mut matched = Vec::new();
+        let mut marks = Vec::new();
+        let mark = |state: &State| u32::try_from(state.comments.len()).unwrap_or(u32::MAX);
         match variation_order(game, opts.variations) {
             // Store order: the mainline alone, or a game without variations.
             None => {
@@ -722,6 +742,7 @@ impl Interpreter {
                     }
                     if self.eval_body_at(game, i as u32, &mut state)?.is_some() {
                         matched.push(i as u32);
+                        marks.push((i as u32, mark(&state)));
                     }
                 }
             }
@@ -729,6 +750,7 @@ impl Interpreter {
                 for i in order {
                     if self.eval_body_at(game, i, &mut state)?.is_some() {
                         matched.push(i);
+                        marks.push((i, mark(&state)));
                     }
                 }
                 // Ascending, as the matched positions are reported.
@@ -763,8 +785,10 @@ impl Interpreter {
                 }
             }
         }
+        dedup_comments(&mut state.comments, &mut marks);
         Ok(GameOutcome {
             matched,
+            match_marks: marks,
             sort_keys: self.sort_keys(&state),
             edits: state.edits,
             comments: state.comments,
@@ -877,6 +901,26 @@ fn variation_order(game: &GameView, variations: bool) -> Option<Vec<u32>> {
         stack.extend(kids.into_iter().rev());
     }
     Some(order)
+}
+
+/// Keeps the first of each text made at a position (CQL 6.2 writes a text
+/// once at a position, in the order first made), and moves each match
+/// mark to count the comments kept.
+pub(crate) fn dedup_comments(comments: &mut Vec<(u32, String)>, marks: &mut [(u32, u32)]) {
+    let mut seen: std::collections::HashSet<(u32, String)> = std::collections::HashSet::new();
+    // kept[i]: how many of the first i comments are kept.
+    let mut kept = Vec::with_capacity(comments.len() + 1);
+    kept.push(0u32);
+    let mut n = 0u32;
+    comments.retain(|(p, t)| {
+        let first = seen.insert((*p, t.clone()));
+        n += u32::from(first);
+        kept.push(n);
+        first
+    });
+    for (_, m) in marks {
+        *m = kept.get(*m as usize).copied().unwrap_or(n);
+    }
 }
 
 fn sort_id(label: &Option<String>, min: bool, span: Span) -> SortId {

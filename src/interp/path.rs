@@ -403,14 +403,16 @@ impl Evaluator<'_, '_> {
         }
         let last = path.last().copied().unwrap_or(at);
         self.st.last_path = Some((at, last));
+        // The title and the piece paths are asked for: written with
+        // CQL's `-quiet` too.
         if let Some(title) = &p.params.title {
-            self.auto_comment(at, title.clone());
+            self.st.comments.push((at, title.clone()));
         }
         if p.params.piecepath
             && let Some(focus) = search.focus
         {
             let text = self.piece_journeys(at, &path, focus)?;
-            self.auto_comment(at, format!("Focus path: {text}"));
+            self.st.comments.push((at, format!("Focus path: {text}")));
         }
         if !p.params.quiet {
             let from = self.position_text(at);
@@ -892,10 +894,6 @@ impl Evaluator<'_, '_> {
                 }
             }
         }
-        for (p, text) in keep {
-            if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
-                self.st.comments.push((p, text));
-            }
-        }
+        self.st.comments.extend(keep);
     }
 }

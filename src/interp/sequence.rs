@@ -197,11 +197,12 @@ impl Evaluator<'_, '_> {
         t
     }
 
-    /// Records a comment that a game-tree filter makes by itself (`Found`,
-    /// `Start line ...`), once per position: CQL writes a text only once at
-    /// a position.
+    /// Records a comment that a filter makes by itself (`Found`, `Start
+    /// line ...`, `echo`'s), unless the run leaves them out (CQL's
+    /// `-quiet`). A text made twice at a position is written once (see
+    /// [`dedup_comments`](super::dedup_comments)).
     pub(super) fn auto_comment(&mut self, p: u32, text: String) {
-        if !self.st.comments.iter().any(|(q, t)| *q == p && *t == text) {
+        if self.interp.auto_comments {
             self.st.comments.push((p, text));
         }
     }
@@ -457,7 +458,17 @@ impl Evaluator<'_, '_> {
     fn echo(&mut self, x: &EchoFilter, numeric: bool, at: u32) -> R<Option<Value>> {
         let mut any = false;
         let mut best: Option<i64> = None;
-        for t in 0..self.game.positions.len() as u32 {
+        // Targets in `positionid` order, as CQL 6.2 visits them (the order
+        // of their comments); store order when the game is one line.
+        let n = self.game.positions.len() as u32;
+        let tree = self
+            .game
+            .positions
+            .iter()
+            .any(|r| !r.has(flags::MAINLINE))
+            .then(|| self.tree());
+        for k in 0..n {
+            let t = tree.as_ref().and_then(|tr| tr.by_id(k)).unwrap_or(k);
             if !self.visible(t) || (!x.all && t == at) {
                 continue;
             }
@@ -466,15 +477,65 @@ impl Evaluator<'_, '_> {
             if numeric {
                 if let Some(n) = self.num(&x.body, t)? {
                     best = Some(best.map_or(n, |b| b.max(n)));
+                    self.echo_comments(x, at, t);
                 }
             } else if self.matches(&x.body, t)? {
                 any = true;
+                self.echo_comments(x, at, t);
             }
         }
         if numeric {
             return Ok(best.map(Value::Number));
         }
         Ok(any.then_some(Value::Matched))
+    }
+
+    /// The comments CQL 6.2 makes for a pair of an `echo` that matched
+    /// (none with `echo quiet`), in its order: the source's variable name
+    /// at the source, the target's at the target, `id:N` at the source if
+    /// it is off the mainline, `-->move S` (the source as
+    /// [`position_text`](Self::position_text) writes it) at the target,
+    /// `id:N` at the target if it is off the mainline, `<--move T` at the
+    /// source; and `LCA` at the latest common ancestor of the two when
+    /// neither is an ancestor of the other. A text already at a position
+    /// is written there once.
+    fn echo_comments(&mut self, x: &EchoFilter, s: u32, t: u32) {
+        if x.quiet || !self.interp.auto_comments {
+            return;
+        }
+        let name = |v: crate::ir::VarId| {
+            self.interp
+                .query
+                .vars()
+                .get(v.0 as usize)
+                .map_or_else(String::new, |v| v.name.clone())
+        };
+        let (source, target) = (name(x.source), name(x.target));
+        let off_mainline = |p: u32| {
+            self.game
+                .positions
+                .get(p as usize)
+                .is_some_and(|r| !r.has(flags::MAINLINE))
+        };
+        let (s_off, t_off) = (off_mainline(s), off_mainline(t));
+        let (s_text, t_text) = (self.position_text(s), self.position_text(t));
+        self.auto_comment(s, source);
+        self.auto_comment(t, target);
+        if s_off {
+            let id = self.position_id(s);
+            self.auto_comment(s, format!("id:{id}"));
+        }
+        self.auto_comment(t, format!("-->{s_text}"));
+        if t_off {
+            let id = self.position_id(t);
+            self.auto_comment(t, format!("id:{id}"));
+        }
+        self.auto_comment(s, format!("<--{t_text}"));
+        let tree = self.tree();
+        if !tree.is_ancestor_or_self(s, t) && !tree.is_ancestor_or_self(t, s) {
+            let l = lca(self.game, s, t);
+            self.auto_comment(l, "LCA".to_owned());
+        }
     }
 
     /// `consecutivemoves(x y)`: the length of the longest run of

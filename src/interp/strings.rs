@@ -168,7 +168,7 @@ impl Evaluator<'_, '_> {
                     .ok_or_else(|| Self::dispatch_error(file, "similarposition file not read"))?;
                 let found = subs.find(self.rec(at)?);
                 found.map(|f| {
-                    self.st.comments.push((at, f.comment));
+                    self.auto_comment(at, f.comment);
                     num(i64::try_from(f.game).unwrap_or(i64::MAX))
                 })
             }

@@ -337,31 +337,16 @@ pub(crate) fn write_match(
     m: &GameMatch,
     options: &PgnOptions,
 ) -> Result<(), OutputError> {
-    let mut inserts: Vec<(u32, &str)> = Vec::new();
-    if let Some(s) = options.matchstring.as_ref().filter(|_| !options.quiet) {
-        inserts.extend(m.positions.iter().map(|p| (p, s.as_str())));
-    }
-    inserts.extend(m.comments.iter().map(|(p, t)| (*p, t.as_str())));
-    // Stable: at one position the match string comes first, then the
-    // comments in the order the query made them.
-    inserts.sort_by_key(|&(p, _)| p);
+    let matchstring = options.matchstring.as_deref().filter(|_| !options.quiet);
+    let mut inserts = match_inserts(m, matchstring);
     let game_number = u64::from(m.game) + 1;
-    // CQL 6.2's header comment: the game number, the initial position's
-    // texts, then the sort values (not with `-silent`).
+    // CQL 6.2's header comment: the game number, then the initial
+    // position's texts (its comments and match string, in the order they
+    // were made), then the sort values (not with `-silent`).
     let header;
-    if let Some(s) = &options.matchstring {
+    if options.matchstring.is_some() {
         let at_start = inserts.partition_point(|&(p, _)| p == 0);
-        // CQL 6.2 writes the initial position's comments before its match
-        // string.
-        let mut texts: Vec<&str> = m
-            .comments
-            .iter()
-            .filter(|(p, _)| *p == 0)
-            .map(|(_, t)| t.as_str())
-            .collect();
-        if !options.quiet && m.positions.iter().next() == Some(0) {
-            texts.push(s.as_str());
-        }
+        let texts: Vec<&str> = inserts[..at_start].iter().map(|&(_, t)| t).collect();
         header = header_comment(
             options.game_number.then_some(game_number),
             &texts,
@@ -409,6 +394,50 @@ pub(crate) fn write_match(
         rewrite(out, game_number, text, &notes, false)?;
     }
     Ok(())
+}
+
+/// The texts written into game `m`, by position (ascending), each at most
+/// once at a position: its comments and, at each matching position,
+/// `matchstring`, in the order CQL 6.2 makes them. A position's match
+/// string comes when its evaluation ends: after the comments made by then
+/// (its [mark](GameMatch::comment_marks)), before those later positions'
+/// evaluations make at it; without a mark, after all its comments.
+fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32, &'m str)> {
+    let mut inserts: Vec<(u32, &str)> = Vec::with_capacity(m.comments.len() + 8);
+    let mut marks = m.comment_marks.iter().peekable();
+    for (i, (p, t)) in m.comments.iter().enumerate() {
+        while let Some(&&(q, n)) = marks.peek()
+            && n as usize <= i
+        {
+            if let Some(s) = matchstring {
+                inserts.push((q, s));
+            }
+            marks.next();
+        }
+        inserts.push((*p, t.as_str()));
+    }
+    if let Some(s) = matchstring {
+        inserts.extend(marks.map(|&(q, _)| (q, s)));
+        if m.comment_marks.is_empty() {
+            inserts.extend(m.positions.iter().map(|p| (p, s)));
+        }
+    }
+    // Stable: each position's texts keep the order they were made in.
+    inserts.sort_by_key(|&(p, _)| p);
+    let mut kept = 0;
+    let mut group = 0;
+    for i in 0..inserts.len() {
+        let (p, t) = inserts[i];
+        if kept > 0 && inserts[kept - 1].0 != p {
+            group = kept;
+        }
+        if !inserts[group..kept].iter().any(|&(_, u)| u == t) {
+            inserts[kept] = (p, t);
+            kept += 1;
+        }
+    }
+    inserts.truncate(kept);
+    inserts
 }
 
 /// The comment CQL 6.2 writes at the start of a matching game: `Game
@@ -731,7 +760,9 @@ impl<'o> PgnRewriter<'_, 'o> {
             current_stack: Vec::new(),
             number: MoveNumber::new(),
         };
-        mt.comment_tokens(self.out, 0, self.notes);
+        // The initial position's notes follow the game's comments before
+        // the first move, as the notes of a move follow its comments.
+        mt.pending = Some(0);
         mt
     }
 
@@ -953,7 +984,8 @@ impl<'o> PgnRewriter<'_, 'o> {
     /// Writes a comment of the text (`body`: the bytes between its braces),
     /// unless `removecomment` removes it.
     pub(super) fn write_comment(&mut self, mt: &mut Movetext, body: &[u8]) {
-        mt.flush(self.out, self.notes);
+        // The game's own comments come first, then the notes (CQL 6.2):
+        // the pending notes wait for the next move, variation or result.
         if mt
             .current
             .is_some_and(|p| self.notes.removed.binary_search(&p).is_ok())

@@ -308,8 +308,14 @@ pub struct GameMatch {
     pub game: u32,
     /// Indices (store order within the game) of the matching positions.
     pub positions: Positions,
-    /// `comment` texts by position index.
+    /// `comment` texts by position index, in the order they were made.
     pub comments: Vec<(u32, String)>,
+    /// Where each matching position's match string goes among the
+    /// comments: `(position, n)`, after the first `n` of `comments` (see
+    /// [`GameOutcome::match_marks`](crate::interp::GameOutcome::match_marks)).
+    /// A matching position without a mark has its match string after all
+    /// its comments.
+    pub comment_marks: Vec<(u32, u32)>,
     /// `message` texts, in evaluation order.
     pub messages: Vec<String>,
     /// Sort keys (one per `sort` filter that fired; max/min taken over the

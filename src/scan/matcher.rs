@@ -403,6 +403,13 @@ impl<'s> StoreMatcher<'s> {
         self
     }
 
+    /// With `on` (the default), filters make their own comments (`Start
+    /// line ...`, `echo`'s marks); CQL's `-quiet` turns them off.
+    pub fn with_auto_comments(mut self, on: bool) -> StoreMatcher<'s> {
+        self.interp = self.interp.with_auto_comments(on);
+        self
+    }
+
     /// Which of the query's changes to the written games a match carries:
     /// its comments (none with CQL's `-silent`), its `settag` changes
     /// (`-nosettag`) and its `removecomment`s (`-noremovecomment`). The
@@ -467,9 +474,10 @@ impl<'s> StoreMatcher<'s> {
         }
         if !outcome.matched.is_empty() {
             let keep = self.output_edits;
-            let mut comments = outcome.comments;
+            let (mut comments, mut comment_marks) = (outcome.comments, outcome.match_marks);
             if !keep.comments {
                 comments.clear();
+                comment_marks.clear();
             }
             let mut edits = outcome.edits;
             edits.retain(|e| match e {
@@ -480,6 +488,7 @@ impl<'s> StoreMatcher<'s> {
                 game: g,
                 positions: outcome.matched.into(),
                 comments,
+                comment_marks,
                 messages: outcome.messages,
                 sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
                 edits,
