@@ -907,7 +907,10 @@ fn variation_order(game: &GameView, variations: bool) -> Option<Vec<u32>> {
 /// once at a position, in the order first made), and moves each match
 /// mark to count the comments kept.
 pub(crate) fn dedup_comments(comments: &mut Vec<(u32, String)>, marks: &mut [(u32, u32)]) {
-    let mut seen: std::collections::HashSet<(u32, String)> = std::collections::HashSet::new();
+    if comments.len() < 2 {
+        return;
+    }
+    let mut seen: rustc_hash::FxHashSet<(u32, String)> = rustc_hash::FxHashSet::default();
     // kept[i]: how many of the first i comments are kept.
     let mut kept = Vec::with_capacity(comments.len() + 1);
     kept.push(0u32);

@@ -531,6 +531,10 @@ impl Evaluator<'_, '_> {
             self.auto_comment(t, format!("id:{id}"));
         }
         self.auto_comment(s, format!("<--{t_text}"));
+        // Two positions of the mainline: one is the other's ancestor.
+        if !(s_off || t_off) {
+            return;
+        }
         let tree = self.tree();
         if !tree.is_ancestor_or_self(s, t) && !tree.is_ancestor_or_self(t, s) {
             let l = lca(self.game, s, t);
