@@ -418,7 +418,8 @@ pub struct PathParams {
     pub singlecolor: bool,
     /// No `Start path ...`/`End path ...` comments.
     pub quiet: bool,
-    /// `verbose` as written (kept so that the query prints back the same).
+    /// `verbose`: each position the path's moves reach (with a focus, its
+    /// moves in focus) gets `move i of n` (`TITLE: move i of n`).
     pub verbose: bool,
     /// `pathdebug`: each evaluation prints a `PathDebug` line (where the
     /// path was evaluated and what it found) with the `message` lines;

@@ -1169,9 +1169,15 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         arg: &Expr,
         at: u32,
     ) -> R<Option<Value>> {
+        // The comments the argument makes are the sort's: kept only where
+        // it reaches the game's best value (CQL 6.2).
+        let start = self.st.comments.len();
         let value = match arg.kind {
             Kind::Set => Some(SortValue::Number(self.set(arg, at)?.count() as i64)),
-            Kind::Numeric => self.num(arg, at)?.map(SortValue::Number),
+            Kind::Numeric => match &arg.node {
+                Node::Echo(x) => self.echo_best_target(x, at)?.map(SortValue::Number),
+                _ => self.num(arg, at)?.map(SortValue::Number),
+            },
             Kind::String => self.string(arg, at)?.map(SortValue::Str),
             _ => {
                 return Err(Self::dispatch_error(
@@ -1180,7 +1186,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 ));
             }
         };
+        let made: Vec<(u32, String)> = self.st.comments.drain(start..).collect();
         let Some(value) = value else {
+            if self.interp.always_comment {
+                self.st.comments.extend(made);
+            }
             return Ok(None);
         };
         let id = super::sort_id(label, min, e.span);
@@ -1202,6 +1212,9 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         };
         if better {
             *cell = Some(value.clone());
+            if let Some(kept) = self.st.sort_comments.get_mut(slot) {
+                *kept = made;
+            }
         }
         Ok(Some(match value {
             SortValue::Number(n) => Value::Number(n),

@@ -684,6 +684,7 @@ impl Interpreter {
             messages: Vec::new(),
             message_lines: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
+            sort_comments: vec![Vec::new(); self.sorts.len()],
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
             pieces: pieces::PieceCache::default(),
@@ -784,6 +785,10 @@ impl Interpreter {
                     *slot = value.clone();
                 }
             }
+        }
+        // The sorts' comments, in query order, after every match string.
+        for made in std::mem::take(&mut state.sort_comments) {
+            state.comments.extend(made);
         }
         dedup_comments(&mut state.comments, &mut marks);
         Ok(GameOutcome {
@@ -947,6 +952,10 @@ pub struct State {
     messages: Vec<String>,
     message_lines: Vec<String>,
     sort_values: Vec<Option<SortValue>>,
+    /// Per sort: the comments its argument made where it reached its
+    /// value in `sort_values` (the first time, for ties). CQL 6.2 writes
+    /// these alone, after the game's match strings.
+    sort_comments: Vec<Vec<(u32, String)>>,
     /// Values of game-constant filters (string comparisons of literals and
     /// tags), keyed by the filter's address in the query.
     per_game: HashMap<usize, Option<Value>>,

@@ -414,6 +414,11 @@ impl Evaluator<'_, '_> {
             let text = self.piece_journeys(at, &path, focus)?;
             self.st.comments.push((at, format!("Focus path: {text}")));
         }
+        if p.params.verbose {
+            for k in &kept {
+                self.path_steps(p, search, k, n)?;
+            }
+        }
         if !p.params.quiet {
             let from = self.position_text(at);
             for k in &kept {
@@ -444,6 +449,41 @@ impl Evaluator<'_, '_> {
     /// the kept path, by its square at the start: its letter, start square
     /// and each square it moved to (`Nf5-g3-f1`), then `(xSQ)` if taken
     /// (CQL 6.2 oracle's form).
+    /// `verbose`: `move i of n` (`TITLE: move i of n` with a title) at
+    /// each position of the path `k` reached by one of its `n` moves; with
+    /// a focus, by a move in focus (CQL 6.2). Written with `quiet` and
+    /// CQL's `-quiet` too: it is asked for.
+    fn path_steps(&mut self, p: &PathFilter, search: &Search, k: &[u32], n: i64) -> R<()> {
+        let mut steps = Vec::new();
+        match search.focus {
+            None => steps.extend(k.iter().skip(1).copied()),
+            Some(mut focus) => {
+                for &c in k.iter().skip(1) {
+                    let Some(mv) = MoveFacts::from_packed(self.rec(c)?.mv) else {
+                        continue;
+                    };
+                    if in_focus(&mv, focus, search.focus_capture) {
+                        steps.push(c);
+                    }
+                    focus = move_focus(&mv, focus);
+                }
+            }
+        }
+        let total = if search.focus.is_some() {
+            n
+        } else {
+            i64::try_from(steps.len()).unwrap_or(i64::MAX)
+        };
+        for (i, c) in steps.into_iter().enumerate() {
+            let text = match &p.params.title {
+                Some(t) => format!("{t}: move {} of {total}", i + 1),
+                None => format!("move {} of {total}", i + 1),
+            };
+            self.st.comments.push((c, text));
+        }
+        Ok(())
+    }
+
     fn piece_journeys(&mut self, at: u32, path: &[u32], focus: Bitboard) -> R<String> {
         // (start square, letter, squares, taken on)
         let mut pieces: Vec<(

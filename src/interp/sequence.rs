@@ -456,7 +456,30 @@ impl Evaluator<'_, '_> {
     /// F (`numeric`, the echo's kind) its value is the largest value of F
     /// over the targets where F matches (CQL 6.2 oracle).
     fn echo(&mut self, x: &EchoFilter, numeric: bool, at: u32) -> R<Option<Value>> {
+        self.echo_targets(x, numeric, false, at)
+    }
+
+    /// A numeric `echo` as a `sort`'s argument: its value, with the
+    /// comments of the first target that reaches it alone (CQL 6.2 keeps
+    /// no other target's).
+    pub(super) fn echo_best_target(&mut self, x: &EchoFilter, at: u32) -> R<Option<i64>> {
+        Ok(match self.echo_targets(x, true, true, at)? {
+            Some(Value::Number(n)) => Some(n),
+            _ => None,
+        })
+    }
+
+    /// [`echo`](Self::echo); with `best_only`, a numeric echo keeps the
+    /// comments made at its first best target alone.
+    fn echo_targets(
+        &mut self,
+        x: &EchoFilter,
+        numeric: bool,
+        best_only: bool,
+        at: u32,
+    ) -> R<Option<Value>> {
         let mut any = false;
+        let mut best_comments: Vec<(u32, String)> = Vec::new();
         let mut best: Option<i64> = None;
         // Targets in `positionid` order, as CQL 6.2 visits them (the order
         // of their comments); store order when the game is one line.
@@ -475,9 +498,17 @@ impl Evaluator<'_, '_> {
             *self.var_slot(x.source.0)? = Some(Value::Position(at));
             *self.var_slot(x.target.0)? = Some(Value::Position(t));
             if numeric {
+                let start = self.st.comments.len();
                 if let Some(n) = self.num(&x.body, t)? {
+                    let better = best.is_none_or(|b| n > b);
                     best = Some(best.map_or(n, |b| b.max(n)));
                     self.echo_comments(x, at, t);
+                    if best_only && better {
+                        best_comments = self.st.comments.drain(start..).collect();
+                    }
+                }
+                if best_only {
+                    self.st.comments.truncate(start);
                 }
             } else if self.matches(&x.body, t)? {
                 any = true;
@@ -485,6 +516,7 @@ impl Evaluator<'_, '_> {
             }
         }
         if numeric {
+            self.st.comments.extend(best_comments);
             return Ok(best.map(Value::Number));
         }
         Ok(any.then_some(Value::Matched))

@@ -22,7 +22,7 @@
 //! after a dash (a constituent reading the current move is not walked
 //! natively; a dash matching a castling by its rook's move is), comments
 //! (`quiet`, no `title`,
-//! `piecepath` or `max`), bans (`nestban`) and status filters (a
+//! `piecepath`, `verbose` or `max`), bans (`nestban`) and status filters (a
 //! constituent reading one is not lowered exactly).
 
 use cqlj_runtime::layout::{BB_BLACK, BB_WHITE, MOVE_MASK, MoveKind, PackedMove, flags, move_bits};
@@ -418,6 +418,7 @@ impl PathExact {
             || params.title.is_some()
             || params.max.is_some()
             || params.piecepath
+            || params.verbose
             || params.nestban
         {
             return None;
