@@ -1637,7 +1637,8 @@ pub enum Node {
     Echo(Box<EchoFilter>),
     /// `consecutivemoves [quiet] [range] (x y)` (numeric).
     ConsecutiveMoves {
-        /// `quiet`: no `x-move[i]`/`y-move[i]` comments.
+        /// `quiet`: no `x-move[i]`/`y-move[i]` comments (`x`, `y`: the
+        /// arguments' variable names).
         quiet: bool,
         /// The run's length must lie in this range.
         range: Option<(i64, Option<i64>)>,

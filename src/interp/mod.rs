@@ -685,6 +685,7 @@ impl Interpreter {
             message_lines: Vec::new(),
             sort_values: vec![None; self.sorts.len()],
             sort_comments: vec![Vec::new(); self.sorts.len()],
+            run_comments: Vec::new(),
             per_game: HashMap::new(),
             tree: sequence::TreeCache::default(),
             pieces: pieces::PieceCache::default(),
@@ -786,7 +787,11 @@ impl Interpreter {
                 }
             }
         }
-        // The sorts' comments, in query order, after every match string.
+        // The late comments and the sorts', in query order, after every
+        // match string.
+        for (_, _, made) in std::mem::take(&mut state.run_comments) {
+            state.comments.extend(made);
+        }
         for made in std::mem::take(&mut state.sort_comments) {
             state.comments.extend(made);
         }
@@ -941,6 +946,10 @@ fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
     e.for_each_child(|c| walk(c, f));
 }
 
+/// A `consecutivemoves` filter's longest run in a game: the filter's
+/// address in the query, the run's length, its comments.
+type RunComments = (usize, i64, Vec<(u32, String)>);
+
 /// What the evaluation of one game accumulates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State {
@@ -956,6 +965,11 @@ pub struct State {
     /// value in `sort_values` (the first time, for ties). CQL 6.2 writes
     /// these alone, after the game's match strings.
     sort_comments: Vec<Vec<(u32, String)>>,
+    /// Per `consecutivemoves` filter (by its address in the query): the
+    /// longest run it found in the game and that run's comments. CQL 6.2
+    /// writes these alone, after the match strings, whatever the filters
+    /// around it did.
+    run_comments: Vec<RunComments>,
     /// Values of game-constant filters (string comparisons of literals and
     /// tags), keyed by the filter's address in the query.
     per_game: HashMap<usize, Option<Value>>,

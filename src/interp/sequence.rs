@@ -26,6 +26,7 @@ use shakmaty::Bitboard;
 use cqlj_runtime::layout::flags;
 
 use super::eval::Evaluator;
+use super::moves::MoveFacts;
 use super::{GameView, InterpError, Value};
 use crate::ir::{EchoFilter, Expr, FindFilter, Kind, Node, TreeLeaf, TreeRel};
 
@@ -386,7 +387,20 @@ impl Evaluator<'_, '_> {
                     return Ok(None);
                 };
                 let quiet = matches!(e.node, Node::ConsecutiveMoves { quiet: true, .. });
-                self.consecutive_moves(x, y, *range, quiet)
+                // The comments name the runs after the arguments'
+                // variables (CQL 6.2 takes variables alone).
+                let name = |a: &Expr, default: &str| match &a.node {
+                    Node::Var(v) => self
+                        .interp
+                        .query
+                        .vars()
+                        .get(v.0 as usize)
+                        .map_or_else(|| default.to_owned(), |v| v.name.clone()),
+                    _ => default.to_owned(),
+                };
+                let names = (name(source, "x"), name(target, "y"));
+                let key = std::ptr::from_ref(e) as usize;
+                self.consecutive_moves(key, (x, y), *range, quiet, &names)
             }
             Node::Line(l) => self.line(l, e.span, at),
             Node::Path(p) => self.path(p, e.span, at),
@@ -579,13 +593,17 @@ impl Evaluator<'_, '_> {
     /// x and on the way from it to y (the same moves: same from and to
     /// squares and promotion). It matches when that length is at least 1
     /// and in the range, if one is given; the moves of the run get the
-    /// comments `x-move[i]` and `y-move[i]` (none with `quiet`).
+    /// comments `x-move[i]` and `y-move[i]`, `x` and `y` the arguments'
+    /// variable names (none with `quiet`): the game's longest run's alone,
+    /// written after the match strings, kept whatever the filters around
+    /// it do.
     fn consecutive_moves(
         &mut self,
-        x: u32,
-        y: u32,
+        key: usize,
+        (x, y): (u32, u32),
         range: Option<(i64, Option<i64>)>,
         quiet: bool,
+        names: &(String, String),
     ) -> R<Option<Value>> {
         let g = self.game;
         let l = lca(g, x, y);
@@ -598,15 +616,26 @@ impl Evaluator<'_, '_> {
             v
         };
         let (a, b) = (down(x), down(y));
-        let mv = |p: u32| g.positions[p as usize].mv;
+        // A move as CQL compares them: its squares, promotion and moving
+        // piece (the piece on its destination after it), not what it
+        // captures nor the en-passant square it leaves (CQL 6.2 oracle).
+        let mv = |p: u32| {
+            let rec = &g.positions[p as usize];
+            MoveFacts::from_packed(rec.mv)
+                .map(|m| (m.from, m.to, m.promotion, super::board::piece_at(rec, m.to)))
+        };
         // Longest common run: dynamic programming over run lengths ending
         // at each pair of moves.
         let mut best = (0usize, 0usize, 0usize); // (length, end in a, end in b)
+        let (ma, mb): (Vec<_>, Vec<_>) = (
+            a.iter().map(|&p| mv(p)).collect(),
+            b.iter().map(|&p| mv(p)).collect(),
+        );
         let mut prev = vec![0usize; b.len() + 1];
         for i in 1..=a.len() {
             let mut cur = vec![0usize; b.len() + 1];
             for j in 1..=b.len() {
-                if !mv(a[i - 1]).is_none() && mv(a[i - 1]) == mv(b[j - 1]) {
+                if ma[i - 1].is_some() && ma[i - 1] == mb[j - 1] {
                     cur[j] = prev[j - 1] + 1;
                     if cur[j] > best.0 {
                         best = (cur[j], i, j);
@@ -620,11 +649,26 @@ impl Evaluator<'_, '_> {
         if !ok {
             return Ok(None);
         }
-        if !quiet {
-            for k in 0..best.0 {
-                let (pa, pb) = (a[best.1 - best.0 + k], b[best.2 - best.0 + k]);
-                self.auto_comment(pa, format!("x-move[{}]", k + 1));
-                self.auto_comment(pb, format!("y-move[{}]", k + 1));
+        // The game's longest run alone is commented (the first found, for
+        // ties), after the match strings, whatever the filters around
+        // this one do (CQL 6.2).
+        if !quiet && self.interp.auto_comments {
+            let runs = &mut self.st.run_comments;
+            let i = match runs.iter().position(|r| r.0 == key) {
+                Some(i) => i,
+                None => {
+                    runs.push((key, 0, Vec::new()));
+                    runs.len() - 1
+                }
+            };
+            if n > runs[i].1 {
+                let mut made = Vec::with_capacity(2 * best.0);
+                for k in 0..best.0 {
+                    let (pa, pb) = (a[best.1 - best.0 + k], b[best.2 - best.0 + k]);
+                    made.push((pa, format!("{}-move[{}]", names.0, k + 1)));
+                    made.push((pb, format!("{}-move[{}]", names.1, k + 1)));
+                }
+                runs[i] = (key, n, made);
             }
         }
         Ok(Some(Value::Number(n)))
