@@ -82,14 +82,16 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         Evaluator { interp, game, st }
     }
 
+    // The lookups below build their error only when it happens: built
+    // eagerly (`ok_or`), the error's drop glue ran on every lookup.
     pub(super) fn rec(&self, at: u32) -> R<&'g PositionRecord> {
-        self.game
-            .positions
-            .get(at as usize)
-            .ok_or(InterpError::PositionOutOfRange {
+        match self.game.positions.get(at as usize) {
+            Some(r) => Ok(r),
+            None => Err(InterpError::PositionOutOfRange {
                 index: at,
                 len: self.game.positions.len(),
-            })
+            }),
+        }
     }
 
     /// The query body: its filters must all match, in order (evaluation
@@ -456,17 +458,17 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     }
 
     fn var_value(&self, v: u32) -> R<&Option<Value>> {
-        self.st
-            .vars
-            .get(v as usize)
-            .ok_or(InterpError::UnknownVariable(v))
+        match self.st.vars.get(v as usize) {
+            Some(x) => Ok(x),
+            None => Err(InterpError::UnknownVariable(v)),
+        }
     }
 
     pub(super) fn var_slot(&mut self, v: u32) -> R<&mut Option<Value>> {
-        self.st
-            .vars
-            .get_mut(v as usize)
-            .ok_or(InterpError::UnknownVariable(v))
+        match self.st.vars.get_mut(v as usize) {
+            Some(x) => Ok(x),
+            None => Err(InterpError::UnknownVariable(v)),
+        }
     }
 
     /// `pin [from F] [through T] [to Z]`: see [`board::pins`]; missing
