@@ -591,7 +591,7 @@ impl Evaluator<'_, '_> {
     /// `consecutivemoves(x y)`: the length of the longest run of
     /// consecutive moves played both on the way from the lca of x and y to
     /// x and on the way from it to y (the same moves: same from and to
-    /// squares and promotion). It matches when that length is at least 1
+    /// squares, promotion and moving piece). It matches when that length is at least 1
     /// and in the range, if one is given; the moves of the run get the
     /// comments `x-move[i]` and `y-move[i]`, `x` and `y` the arguments'
     /// variable names (none with `quiet`): the game's longest run's alone,
