@@ -1172,8 +1172,14 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         at: u32,
     ) -> R<Option<Value>> {
         // The comments the argument makes are the sort's: kept only where
-        // it reaches the game's best value (CQL 6.2).
-        let start = self.st.comments.len();
+        // it reaches the game's best value (CQL 6.2). Not those of
+        // `similarposition`, which the parser wraps in a sort: CQL 6.2
+        // writes them where they are made.
+        let own = !matches!(
+            &arg.node,
+            Node::Builtin(crate::ir::Builtin::SimilarPosition { .. }, _)
+        );
+        let start = own.then_some(self.st.comments.len());
         let value = match arg.kind {
             Kind::Set => Some(SortValue::Number(self.set(arg, at)?.count() as i64)),
             Kind::Numeric => match &arg.node {
@@ -1188,7 +1194,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 ));
             }
         };
-        let made: Vec<(u32, String)> = self.st.comments.drain(start..).collect();
+        let made: Vec<(u32, String)> = match start {
+            Some(start) => self.st.comments.drain(start..).collect(),
+            None => Vec::new(),
+        };
         let Some(value) = value else {
             if self.interp.always_comment {
                 self.st.comments.extend(made);

@@ -35,7 +35,8 @@ const MAX_NAMED: usize = 5;
 struct Hit {
     /// 1-based game number in the submissions file.
     game: u64,
-    /// The full-move number of the position (as FEN counts them).
+    /// The position's `movenumber` (CQL 6.2: 1 at the game's first
+    /// position, whatever its FEN's full-move number).
     fullmove: u32,
     /// Its board, to name the symmetry in a comment.
     board: Board,
@@ -81,22 +82,20 @@ impl Submissions {
         self.notransform
     }
 
-    /// Adds the mainline positions of game `number` of the file: `tags`
-    /// (for the `FEN` tag's full-move number) and its positions in store
+    /// Adds the mainline positions of game `number` of the file, in store
     /// order.
-    pub fn add_game(
-        &mut self,
-        number: u64,
-        tags: &[(Vec<u8>, Vec<u8>)],
-        positions: &[PositionRecord],
-    ) {
-        let (start_move, black_first) = start_of(tags, positions.first());
+    pub fn add_game(&mut self, number: u64, positions: &[PositionRecord]) {
+        // CQL 6.2 names a submission position by its `movenumber`, which
+        // counts from 1 at the game's first position whatever its FEN says.
         for rec in positions.iter().filter(|r| r.has(flags::MAINLINE)) {
             let board = (rec.bb, rec.white_to_move());
-            let half = u32::from(rec.ply) + u32::from(black_first);
             let hit = Hit {
                 game: number,
-                fullmove: start_move.saturating_add(half / 2),
+                fullmove: u32::try_from(cqlj_runtime::tags::move_number(
+                    rec.ply,
+                    rec.white_to_move(),
+                ))
+                .unwrap_or(u32::MAX),
                 board,
             };
             self.by_key
@@ -132,21 +131,6 @@ impl Submissions {
         }
         Some(Found { game, comment })
     }
-}
-
-/// The full-move number and side to move of a game's first position: from
-/// its `FEN` tag (1 when absent or unreadable).
-fn start_of(tags: &[(Vec<u8>, Vec<u8>)], first: Option<&PositionRecord>) -> (u32, bool) {
-    let black_first = first.is_some_and(|r| !r.white_to_move());
-    let fullmove = tags
-        .iter()
-        .find(|(k, _)| k.as_slice() == b"FEN")
-        .and_then(|(_, v)| std::str::from_utf8(v).ok())
-        .and_then(|fen| fen.split_whitespace().nth(5))
-        .and_then(|n| n.parse::<u32>().ok())
-        .filter(|n| *n >= 1)
-        .unwrap_or(1);
-    (fullmove, black_first)
 }
 
 /// A symmetry of the square applied to one bitboard.

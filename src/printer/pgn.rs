@@ -612,19 +612,29 @@ impl Movetext {
         self.scratch = token;
     }
 
+    /// Writes the notes of position `index`: one comment of its texts a
+    /// space apart, as CQL 6.2 writes them, broken into lines at its
+    /// spaces like the movetext (a `}` in a text is written `)`).
     fn comment_tokens(&mut self, out: &mut Vec<u8>, index: u32, notes: &Notes<'_>) {
         let texts = notes.at(index, &mut self.cursor);
-        let found = !texts.is_empty();
-        for &(_, t) in &notes.inserts[texts] {
-            self.scratch.clear();
-            self.scratch.push(b'{');
-            for &b in t.as_bytes() {
-                self.scratch.push(if b == b'}' { b')' } else { b });
+        if !texts.is_empty() {
+            let mut comment = std::mem::take(&mut self.scratch);
+            comment.clear();
+            comment.push(b'{');
+            for (k, &(_, t)) in notes.inserts[texts].iter().enumerate() {
+                if k > 0 {
+                    comment.push(b' ');
+                }
+                comment.extend(t.bytes().map(|b| if b == b'}' { b')' } else { b }));
             }
-            self.scratch.push(b'}');
-            self.scratch_token(out);
-        }
-        if found {
+            comment.push(b'}');
+            for (k, w) in comment.split(|&b| b == b' ').enumerate() {
+                self.space(out, w.len(), k == 0 && self.after_open);
+                out.extend_from_slice(w);
+            }
+            self.after_open = false;
+            self.after_result = false;
+            self.scratch = comment;
             self.need_number = true;
         }
         self.bare = notes.bare(self.cursor);

@@ -1151,7 +1151,7 @@ pub fn read_submissions(interp: &mut Interpreter) -> Result<(), interp::InterpEr
         for item in crate::import::PgnGames::new(reader) {
             let item = item.map_err(|e| error(e.to_string()))?;
             if let Ok(game) = &item.game {
-                subs.add_game(item.number, &game.meta.tags, &game.positions);
+                subs.add_game(item.number, &game.positions);
             }
         }
         interp.add_submissions(subs);
