@@ -475,7 +475,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                     format!(
                         "Game: {} {}: {text}",
                         self.game.number,
-                        self.position_text(at)
+                        self.position_text_marked(at)
                     )
                 };
                 self.st.messages.push(text);
@@ -1288,7 +1288,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 None => out.push_str("<false>"),
                 Some(Value::Matched) if a.kind == Kind::Numeric => out.push_str("<false>"),
                 Some(v) => {
-                    let text = self.value_text(v);
+                    let text = self.value_text(v, true);
                     out.push_str(&text);
                 }
             }

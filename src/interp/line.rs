@@ -282,15 +282,18 @@ impl Evaluator<'_, '_> {
         }
         self.line_replay(&search, &path)?;
         if !l.params.quiet
+            && self.interp.auto_comments
             && let (Some(&first), Some(&last)) = (path.first(), path.last())
         {
             // The end's comment first: one position's line reads "End line
-            // of length 1 ... Start line ..." (CQL 6.2 oracle).
-            let (from, to) = (self.position_text(first), self.position_text(last));
+            // of length 1 ... Start line ..." (CQL 6.2 oracle); each
+            // position written marks itself `id:N` off the mainline.
+            let from = self.position_text_marked(first);
             self.auto_comment(
                 last,
                 format!("End line of length {n} that starts at {from}"),
             );
+            let to = self.position_text_marked(last);
             self.auto_comment(first, format!("Start line that ends at {to}"));
         }
         Ok(Some(if l.params.lastposition {

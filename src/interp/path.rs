@@ -419,14 +419,14 @@ impl Evaluator<'_, '_> {
                 self.path_steps(p, search, k, n)?;
             }
         }
-        if !p.params.quiet {
-            let from = self.position_text(at);
+        if !p.params.quiet && self.interp.auto_comments {
+            // CQL 6.2's order: the end's comments, then the start's; each
+            // position written marks itself `id:N` off the mainline.
+            let from = self.position_text_marked(at);
             for k in &kept {
                 let end = k.last().copied().unwrap_or(at);
                 let len = i64::try_from(k.len().saturating_sub(1)).unwrap_or(i64::MAX);
                 let len = if search.focus.is_some() { n } else { len };
-                let to = self.position_text(end);
-                self.auto_comment(at, format!("Start path that ends at {to}"));
                 self.auto_comment(
                     end,
                     format!("End path of length {len} that starts at {from}"),
@@ -434,6 +434,8 @@ impl Evaluator<'_, '_> {
                 if let Some(v) = search.best_value {
                     self.auto_comment(end, format!("Max value: {v}"));
                 }
+                let to = self.position_text_marked(end);
+                self.auto_comment(at, format!("Start path that ends at {to}"));
             }
         }
         Ok(Some(if p.params.lastposition {

@@ -221,6 +221,24 @@ impl Evaluator<'_, '_> {
         }
     }
 
+    /// [`position_text`](Self::position_text) for a comment or message:
+    /// a position off the mainline so written also gets the comment
+    /// `id:N` (its `positionid`), as CQL 6.2 marks it, made now (also
+    /// with `-quiet`; dropped with its filter's comments when that fails).
+    pub(super) fn position_text_marked(&mut self, p: u32) -> String {
+        let text = self.position_text(p);
+        let off = self
+            .game
+            .positions
+            .get(p as usize)
+            .is_some_and(|r| !r.has(flags::MAINLINE));
+        if off {
+            let id = self.position_id(p);
+            self.st.comments.push((p, format!("id:{id}")));
+        }
+        text
+    }
+
     /// A position as CQL writes it in comments: `move N(wtm)` / `move
     /// N(btm)` (the move number and side to move there), followed by
     /// `[positionid]` when the position is not on the mainline.
@@ -538,11 +556,10 @@ impl Evaluator<'_, '_> {
 
     /// The comments CQL 6.2 makes for a pair of an `echo` that matched
     /// (none with `echo quiet`), in its order: the source's variable name
-    /// at the source, the target's at the target, `id:N` at the source if
-    /// it is off the mainline, `-->move S` (the source as
-    /// [`position_text`](Self::position_text) writes it) at the target,
-    /// `id:N` at the target if it is off the mainline, `<--move T` at the
-    /// source; and `LCA` at the latest common ancestor of the two when
+    /// at the source, the target's at the target, `-->move S` (the source
+    /// as [`position_text_marked`](Self::position_text_marked) writes it,
+    /// `id:N` at the source off the mainline) at the target, `<--move T`
+    /// at the source; and `LCA` at the latest common ancestor of the two when
     /// neither is an ancestor of the other. A text already at a position
     /// is written there once.
     fn echo_comments(&mut self, x: &EchoFilter, s: u32, t: u32) {
@@ -564,18 +581,12 @@ impl Evaluator<'_, '_> {
                 .is_some_and(|r| !r.has(flags::MAINLINE))
         };
         let (s_off, t_off) = (off_mainline(s), off_mainline(t));
-        let (s_text, t_text) = (self.position_text(s), self.position_text(t));
         self.auto_comment(s, source);
         self.auto_comment(t, target);
-        if s_off {
-            let id = self.position_id(s);
-            self.auto_comment(s, format!("id:{id}"));
-        }
+        // Each position written marks itself `id:N` off the mainline.
+        let s_text = self.position_text_marked(s);
         self.auto_comment(t, format!("-->{s_text}"));
-        if t_off {
-            let id = self.position_id(t);
-            self.auto_comment(t, format!("id:{id}"));
-        }
+        let t_text = self.position_text_marked(t);
         self.auto_comment(s, format!("<--{t_text}"));
         // Two positions of the mainline: one is the other's ancestor.
         if !(s_off || t_off) {

@@ -191,7 +191,7 @@ impl Evaluator<'_, '_> {
                 } else {
                     self.eval(a, at)?
                 };
-                v.map(|v| string(self.value_text(v)))
+                v.map(|v| string(self.value_text(v, false)))
             }
             (Builtin::Int, [a]) => self.text(a, at)?.and_then(|s| parse_int(&s)).map(num),
             (Builtin::SquareNamed, [a]) => self.text(a, at)?.and_then(|s| {
@@ -548,12 +548,16 @@ impl Evaluator<'_, '_> {
             .to_string())
     }
 
-    /// The text of a value as `message` and `str` write it.
-    pub(super) fn value_text(&mut self, v: Value) -> String {
+    /// The text of a value as `message`, `comment` and `str` write it;
+    /// with `marked` (a comment's or message's text), a position off the
+    /// mainline also gets its `id:N` comment
+    /// ([`position_text_marked`](Self::position_text_marked)).
+    pub(super) fn value_text(&mut self, v: Value, marked: bool) -> String {
         match v {
             Value::Set(s) => squares_text(s),
             Value::Number(n) => n.to_string(),
             Value::Str(s) => s,
+            Value::Position(p) if marked => self.position_text_marked(p),
             Value::Position(p) => self.position_text(p),
             Value::Matched => "<true>".to_owned(),
             Value::Piece(id) => format!("piece {}", id.0),
