@@ -647,6 +647,28 @@ fn removecomment_and_settag_change_the_written_game() {
     );
 }
 
+/// A comment after a run of variations is the comment of the position
+/// the run branches from: written before the run, with that position's
+/// notes, as CQL 6.2 writes it (checked with its binary on this game:
+/// `1.e4 {c1 CQL} ( 1.d4 {CQL} ) 1...e5 {c3} ( 1...c5 ) 2.Nf3 *`); a `(`
+/// in a tag value is not a variation.
+#[test]
+fn comments_after_variations_are_written_before_them() {
+    let dir = Scratch::new("variation-comments");
+    let pgn = "[Event \"m (x)\"]\n[Result \"*\"]\n\n\
+               1. e4 (1. d4) {c1} e5 (1... c5) {c3} 2. Nf3 *\n";
+    std::fs::write(dir.path("in.pgn"), pgn).expect("write");
+    let out = run_query_file(&dir, "cql(input in.pgn variations) ply == 1");
+    assert!(out.contains("[Event \"m (x)\"]"), "{out}");
+    let collapsed = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        collapsed.contains(
+            "{Game number 1} 1. e4 {c1} {CQL} (1. d4 {CQL}) 1... e5 {c3} (1... c5) 2. Nf3 *"
+        ),
+        "{out}"
+    );
+}
+
 /// The header comment of a matching game, as CQL 6.2 writes it (checked
 /// with its binary): the game number, the initial position's match string
 /// and the sort values after two spaces; with `quiet` no match string is

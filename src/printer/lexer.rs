@@ -120,6 +120,113 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
     Some(w.finish(mt))
 }
 
+/// A game's text with each comment that follows a run of variations (`1.
+/// e4 (1. d4) (1. c4) {c} e5`) moved before the run (`1. e4 {c} (1. d4)
+/// (1. c4) e5`): the comment is the position's the run branches from, and
+/// CQL 6.2 writes it there, with that position's notes. `None` when no
+/// comment moves, or when the movetext is not one the scan can follow (a
+/// `%` escape line, unbalanced parentheses or braces): the text is then
+/// written as it stands. Both writing paths (the lexer and the reader)
+/// get the moved text, so they write it alike.
+pub(super) fn move_variation_comments(text: &[u8]) -> Option<Vec<u8>> {
+    // The movetext starts at the first line that is not a tag line.
+    let mut start = 0;
+    loop {
+        let line = skip_space(text, start);
+        if text.get(line) != Some(&b'[') {
+            start = line;
+            break;
+        }
+        start = memchr::memchr(b'\n', &text[line..]).map(|p| line + p + 1)?;
+    }
+    let body = &text[start..];
+    if memchr::memchr(b'(', body).is_none() || memchr::memchr(b'%', body).is_some() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() + 16);
+    out.extend_from_slice(&text[..start]);
+    let mut moved = false;
+    let end = copy_moving(body, 0, 0, &mut out, &mut moved)?;
+    if end != body.len() || !moved {
+        return None;
+    }
+    Some(out)
+}
+
+/// Variations nested deeper than this are not followed (the text is
+/// written as it stands): the scan recurses once per level.
+const MAX_MOVE_DEPTH: usize = 64;
+
+/// Copies `text` from `i` to `out`, moving the comments after each run of
+/// variations before it, up to the end or (inside a variation, `depth` >
+/// 0) to the `)` that closes the variation being copied; returns where it
+/// stopped.
+fn copy_moving(
+    text: &[u8],
+    mut i: usize,
+    depth: usize,
+    out: &mut Vec<u8>,
+    moved: &mut bool,
+) -> Option<usize> {
+    if depth > MAX_MOVE_DEPTH {
+        return None;
+    }
+    let inner = depth > 0;
+    while let Some(&c) = text.get(i) {
+        match c {
+            b'{' => {
+                let len = memchr::memchr(b'}', &text[i + 1..])?;
+                out.extend_from_slice(&text[i..i + len + 2]);
+                i += len + 2;
+            }
+            b';' => {
+                let p = memchr::memchr(b'\n', &text[i..]).map_or(text.len(), |p| i + p);
+                out.extend_from_slice(&text[i..p]);
+                i = p;
+            }
+            b')' if inner => return Some(i),
+            b')' => return None,
+            b'(' => {
+                // The run: variations one after another, white space
+                // between them.
+                let mut runs = Vec::new();
+                let mut j = i;
+                loop {
+                    let mut inner_text = Vec::new();
+                    let close = copy_moving(text, j + 1, depth + 1, &mut inner_text, moved)?;
+                    runs.push(inner_text);
+                    let next = skip_space(text, close + 1);
+                    if text.get(next) == Some(&b'(') {
+                        j = next;
+                    } else {
+                        j = next;
+                        break;
+                    }
+                }
+                while text.get(j) == Some(&b'{') {
+                    let len = memchr::memchr(b'}', &text[j + 1..])?;
+                    out.push(b' ');
+                    out.extend_from_slice(&text[j..j + len + 2]);
+                    *moved = true;
+                    j = skip_space(text, j + len + 2);
+                }
+                for r in runs {
+                    out.extend_from_slice(b" (");
+                    out.extend_from_slice(&r);
+                    out.push(b')');
+                }
+                out.push(b' ');
+                i = j;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    (!inner).then_some(i)
+}
+
 /// The NAG of a `!`/`?` suffix at the start of `text` and its length, as
 /// the reader reads it (`!!` 3, `!?` 5, `!` 1, `??` 4, `?!` 6, `?` 2).
 fn suffix_nag(text: &[u8]) -> (u8, usize) {
@@ -249,6 +356,51 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_after_a_run_of_variations_move_before_it() {
+        let moved =
+            |t: &str| move_variation_comments(t.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+        let t = "[Event \"a (b)\"]\n\n1. e4 (1. d4) (1. c4 {x}) {c} {d} e5 *\n";
+        let m = moved(t).expect("moved");
+        assert!(m.starts_with("[Event \"a (b)\"]\n\n1. e4 "), "{m}");
+        let words = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.ends_with("1. e4 {c} {d} (1. d4) (1. c4 {x}) e5 *"),
+            "{words}"
+        );
+        // Nested runs move their own comments.
+        let m = moved("1. e4 (1. d4 (1. c4) {w}) e5 *").expect("moved");
+        let words = m.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(words, "1. e4 (1. d4 {w} (1. c4) ) e5 *");
+        // Nothing to move, or a text the scan does not follow: as it is.
+        assert_eq!(moved("1. e4 (1. d4) e5 {c} *"), None);
+        assert_eq!(moved("1. e4 {c} e5 *"), None);
+        assert_eq!(moved("1. e4 (1. d4 e5 {c} *"), None);
+        assert_eq!(moved("1. e4 (1. d4)) {c} e5 *"), None);
+        assert_eq!(moved("1. e4 (1. d4) {c}\n%escape (x)\ne5 *"), None);
+        // Parentheses inside comments are not variations.
+        assert_eq!(moved("1. e4 {a (b} e5 *"), None);
+        // Too deep to follow.
+        let deep = format!(
+            "1. e4 {} {{c}} e5 *",
+            "(1. d4 ".repeat(100) + &")".repeat(100)
+        );
+        assert_eq!(moved(&deep), None);
+        // Any bytes: no panic.
+        for t in [
+            "(",
+            ")",
+            "{",
+            "((",
+            "( {",
+            "1. e4 ( {c",
+            "(1. d4) {",
+            "[E\n(",
+        ] {
+            let _ = moved(t);
+        }
+    }
     use shakmaty::san::SanPlus;
 
     /// The reference form of [`move_len`]'s moves: whether `token` (a whole token: its next byte ends a token) is a move

@@ -384,6 +384,13 @@ pub(crate) fn write_match(
         removed: &removed,
         tags: &tags,
     };
+    // The comments after a run of variations go before it (CQL 6.2).
+    let relocated = if plain {
+        None
+    } else {
+        super::lexer::move_variation_comments(text)
+    };
+    let text = relocated.as_deref().unwrap_or(text);
     let moves = rewrite(out, game_number, text, &notes, plain)?;
     // The numbering only places comments: a game written without any
     // (`-silent`) needs no check.
