@@ -920,17 +920,24 @@ pub(crate) fn dedup_comments(comments: &mut Vec<(u32, String)>, marks: &mut [(u3
     if comments.len() < 2 {
         return;
     }
-    let mut seen: rustc_hash::FxHashSet<(u32, String)> = rustc_hash::FxHashSet::default();
+    // Which to keep, from the texts borrowed (none is copied).
+    let first: Vec<bool> = {
+        let mut seen: rustc_hash::FxHashSet<(u32, &str)> = rustc_hash::FxHashSet::default();
+        comments
+            .iter()
+            .map(|(p, t)| seen.insert((*p, t.as_str())))
+            .collect()
+    };
     // kept[i]: how many of the first i comments are kept.
     let mut kept = Vec::with_capacity(comments.len() + 1);
     kept.push(0u32);
     let mut n = 0u32;
-    comments.retain(|(p, t)| {
-        let first = seen.insert((*p, t.clone()));
-        n += u32::from(first);
+    for &f in &first {
+        n += u32::from(f);
         kept.push(n);
-        first
-    });
+    }
+    let mut keep = first.into_iter();
+    comments.retain(|_| keep.next().unwrap_or(true));
     for (_, m) in marks {
         *m = kept.get(*m as usize).copied().unwrap_or(n);
     }

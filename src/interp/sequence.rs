@@ -227,16 +227,19 @@ impl Evaluator<'_, '_> {
     /// with `-quiet`; dropped with its filter's comments when that fails).
     pub(super) fn position_text_marked(&mut self, p: u32) -> String {
         let text = self.position_text(p);
-        let off = self
-            .game
-            .positions
-            .get(p as usize)
-            .is_some_and(|r| !r.has(flags::MAINLINE));
-        if off {
+        if self.off_mainline(p) {
             let id = self.position_id(p);
             self.st.comments.push((p, format!("id:{id}")));
         }
         text
+    }
+
+    /// Whether position `p` is off the mainline (in a variation).
+    pub(super) fn off_mainline(&self, p: u32) -> bool {
+        self.game
+            .positions
+            .get(p as usize)
+            .is_some_and(|r| !r.has(flags::MAINLINE))
     }
 
     /// A position as CQL writes it in comments: `move N(wtm)` / `move
@@ -574,13 +577,7 @@ impl Evaluator<'_, '_> {
                 .map_or_else(String::new, |v| v.name.clone())
         };
         let (source, target) = (name(x.source), name(x.target));
-        let off_mainline = |p: u32| {
-            self.game
-                .positions
-                .get(p as usize)
-                .is_some_and(|r| !r.has(flags::MAINLINE))
-        };
-        let (s_off, t_off) = (off_mainline(s), off_mainline(t));
+        let (s_off, t_off) = (self.off_mainline(s), self.off_mainline(t));
         self.auto_comment(s, source);
         self.auto_comment(t, target);
         // Each position written marks itself `id:N` off the mainline.

@@ -431,6 +431,9 @@ fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32
     }
     // Stable: each position's texts keep the order they were made in.
     inserts.sort_by_key(|&(p, _)| p);
+    // The comments are each once at a position already
+    // (`GameOutcome::comments`): only a text equal to the match string
+    // can be there twice.
     let mut kept = 0;
     let mut group = 0;
     for i in 0..inserts.len() {
@@ -438,7 +441,8 @@ fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32
         if kept > 0 && inserts[kept - 1].0 != p {
             group = kept;
         }
-        if !inserts[group..kept].iter().any(|&(_, u)| u == t) {
+        let again = matchstring == Some(t) && inserts[group..kept].iter().any(|&(_, u)| u == t);
+        if !again {
             inserts[kept] = (p, t);
             kept += 1;
         }
