@@ -530,6 +530,7 @@ impl ChunkColumns {
 
     /// Bitboard `k` (a `BB_*`, < [`BB_COUNT`]) of position `i` (<
     /// CHUNK_POSITIONS); the kings decoded from their squares.
+    #[inline]
     pub fn board(&self, k: usize, i: usize) -> u64 {
         match board_slot(k) {
             Some(slot) => self.boards[slot][i],
@@ -557,6 +558,7 @@ impl ChunkColumns {
     }
 
     /// Reads position `i` (< CHUNK_POSITIONS) in row form.
+    #[inline]
     pub fn get(&self, i: usize) -> PositionRecord {
         let mut bb = [0u64; BB_COUNT];
         for (k, b) in bb.iter_mut().enumerate() {

@@ -10,7 +10,7 @@ use shakmaty::{CastlingSide, Color, Move, Position, Square};
 
 use crate::runtime::layout::chess::{chess_of, role_of};
 use crate::runtime::layout::{
-    BB_BLACK, BB_KING, BB_ROOK, BB_WHITE, MoveKind, PositionRecord, flags,
+    BB_BLACK, BB_COUNT, BB_KING, BB_ROOK, BB_WHITE, MoveKind, PositionRecord, flags,
 };
 use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
@@ -72,6 +72,7 @@ pub(crate) fn match_json(
     // The last record decoded (a match's parent is most often the match
     // before it).
     let mut last: Option<(u32, PositionRecord)> = None;
+    let mut board = BoardText::new();
     for i in m.positions.iter().filter(|&i| i < n) {
         let p = record(i)?;
         if !first_match {
@@ -86,7 +87,7 @@ pub(crate) fn match_json(
         // it stands too. A FEN holds no character JSON escapes.
         let half = start_half + u32::from(p.ply);
         out.extend_from_slice(b"{\"fen\":\"");
-        push_fen(out, &p, half / 2 + 1);
+        push_fen(out, &mut board, &p, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
         push_integer(out, i64::from(i));
         out.extend_from_slice(b",\"move\":");
@@ -157,38 +158,99 @@ pub(crate) fn match_json(
     Ok(())
 }
 
+/// The board field of FENs written one after another (the positions of a
+/// game): each rank's text is kept and rebuilt only where some bitboard
+/// changed on that rank, most often two ranks of eight from one position
+/// to the next.
+struct BoardText {
+    /// The bitboards `ranks` were built from.
+    bb: [u64; BB_COUNT],
+    /// Each rank's FEN text (rank 0 = rank 1 of the board), as eight bytes
+    /// of which the first `.1` are the text.
+    ranks: [([u8; 8], u8); 8],
+    /// Whether `ranks` was built at all.
+    built: bool,
+}
+
+impl BoardText {
+    fn new() -> Self {
+        BoardText {
+            bb: [0; BB_COUNT],
+            ranks: [([0; 8], 0); 8],
+            built: false,
+        }
+    }
+
+    /// Brings the ranks up to `rec`'s board.
+    fn update(&mut self, rec: &PositionRecord) {
+        let changed = if self.built {
+            self.bb
+                .iter()
+                .zip(&rec.bb)
+                .fold(0, |acc, (old, new)| acc | (old ^ new))
+        } else {
+            u64::MAX
+        };
+        for rank in 0..8 {
+            if (changed >> (8 * rank)) & 0xff != 0 {
+                self.ranks[rank] = rank_text(&rec.bb, rank);
+            }
+        }
+        self.bb = rec.bb;
+        self.built = true;
+    }
+}
+
+/// Rank `rank`'s FEN text from the bitboards `bb`: each square's letter
+/// from the role bitboards (lower case where black), each run of empty
+/// squares a digit, in one fixed-length step with no branch per square.
+fn rank_text(bb: &[u64; BB_COUNT], rank: usize) -> ([u8; 8], u8) {
+    const LETTERS: [u8; 6] = *b"PNBRQK";
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let byte = |b: u64| ((b >> (8 * rank)) & 0xff) as usize;
+    // The rank's letters as one word, byte f for file f.
+    let mut letters = SPREAD[byte(bb[BB_BLACK])] & (0x20 * ONES);
+    for (role, letter) in LETTERS.iter().enumerate() {
+        letters |= SPREAD[byte(bb[role])] & (u64::from(*letter) * ONES);
+    }
+    let (items, count) = RANK_ITEMS[byte(bb[BB_WHITE] | bb[BB_BLACK])];
+    let mut word = [0u8; 8];
+    for (slot, &item) in word.iter_mut().zip(&items) {
+        let letter = (letters >> (8 * (item & 7))) as u8;
+        *slot = if item & 0x80 != 0 { letter } else { item };
+    }
+    (word, count)
+}
+
+/// For each byte, the word whose byte f is 0xff where the byte's bit f is
+/// set, else 0.
+static SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut f = 0;
+        while f < 8 {
+            if b >> f & 1 != 0 {
+                t[b] |= 0xff << (8 * f);
+            }
+            f += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// Appends the FEN of `rec` with move number `fullmoves`: what shakmaty
 /// writes for its setup (`chess::setup_of`; X-FEN castling: `K`/`Q` for the
 /// outermost rook on the king's side of the back rank, else the rook's
-/// file), built from the bitboards directly.
-fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
+/// file), built from the bitboards directly; `board` holds the ranks of
+/// the FEN written before (any position's), brought up to `rec`'s.
+fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, fullmoves: u32) {
     let mut fen = FenBuf::default();
-    const LETTERS: [u8; 6] = *b"pnbrqk";
+    board.update(rec);
     let (white, black) = (rec.bb[BB_WHITE], rec.bb[BB_BLACK]);
-    let mut board = [0u8; 64];
-    for (role, letter) in LETTERS.iter().enumerate() {
-        for (colour, c) in [(white, letter.to_ascii_uppercase()), (black, *letter)] {
-            let mut bb = rec.bb[role] & colour;
-            while bb != 0 {
-                board[bb.trailing_zeros() as usize] = c;
-                bb &= bb - 1;
-            }
-        }
-    }
-    let occupied = white | black;
     for rank in (0..8).rev() {
-        // The rank's items in one fixed-length step, no branch per
-        // square: piece slots take the board's letters, the rest are
-        // digits of empty runs.
-        let (items, count) = RANK_ITEMS[((occupied >> (8 * rank)) & 0xff) as usize];
-        // The rank's letters as one word; each item a shift of it or a
-        // digit, the eight bytes written at once.
-        let letters = u64::from_le_bytes(*board[rank * 8..].first_chunk::<8>().unwrap_or(&[0; 8]));
-        let mut word = [0u8; 8];
-        for (slot, &item) in word.iter_mut().zip(&items) {
-            let letter = (letters >> (8 * (item & 7))) as u8;
-            *slot = if item & 0x80 != 0 { letter } else { item };
-        }
+        let (word, count) = board.ranks[rank];
         let at = fen.len;
         fen.buf[at..at + 8].copy_from_slice(&word);
         fen.len = at + usize::from(count);
@@ -242,7 +304,10 @@ fn push_fen(out: &mut Vec<u8>, rec: &PositionRecord, fullmoves: u32) {
     fen.decimal(u32::from(rec.halfmove));
     fen.push(b' ');
     fen.decimal(fullmoves.max(1));
-    out.extend_from_slice(&fen.buf[..fen.len]);
+    // Appended whole (a copy of known length) and then cut.
+    let end = out.len() + fen.len;
+    out.extend_from_slice(&fen.buf);
+    out.truncate(end);
 }
 
 /// For each occupancy of a rank (bit `f`: file `f` occupied), the rank's
@@ -460,22 +525,45 @@ fn push_string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends the decimal form of `n`.
+#[inline]
 fn push_integer(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
+    // Indices and plies: most often under 1000.
+    if (0..1000).contains(&n) {
+        let n = n as usize;
+        let (h, t, u) = (
+            b'0' + (n / 100) as u8,
+            b'0' + (n / 10 % 10) as u8,
+            b'0' + (n % 10) as u8,
+        );
+        if n >= 100 {
+            out.extend_from_slice(&[h, t, u]);
+        } else if n >= 10 {
+            out.extend_from_slice(&[t, u]);
+        } else {
+            out.push(u);
         }
+        return;
     }
+    push_integer_long(out, n);
+}
+
+/// [`push_integer`] for any `n`.
+fn push_integer_long(out: &mut Vec<u8>, n: i64) {
     if n < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&digits[i..]);
+    let mut v = n.unsigned_abs();
+    let width = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    // The digits left-aligned in a fixed-length buffer, appended whole (a
+    // copy of known length, not a call to `memcpy`) and then cut.
+    let mut digits = [0u8; 20];
+    for d in digits[..width].iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let end = out.len() + width;
+    out.extend_from_slice(&digits);
+    out.truncate(end);
 }
 
 #[cfg(test)]
@@ -520,9 +608,47 @@ mod tests {
             let pos: shakmaty::Chess = setup.position(mode).unwrap();
             let rec = record_of(&pos, mode == CastlingMode::Chess960);
             let mut out = Vec::new();
-            push_fen(&mut out, &rec, pos.fullmoves().get());
+            push_fen(&mut out, &mut BoardText::new(), &rec, pos.fullmoves().get());
             let want = Fen::from_position(&pos, EnPassantMode::Legal).to_string();
             assert_eq!(String::from_utf8(out).unwrap(), want, "{fen}");
+        }
+    }
+
+    /// FENs written one after another with one `BoardText` (ranks kept
+    /// from the position before) are shakmaty's, also after a jump back
+    /// to an earlier position.
+    #[test]
+    fn fens_in_a_row_keep_only_unchanged_ranks() {
+        use crate::runtime::layout::chess::record_of;
+        use shakmaty::EnPassantMode;
+        let moves = "e4 d5 exd5 Nf6 Nc3 Nbd7 Nf3 e5 dxe6 Bd6 exd7+ Kf8 Be2 h5 O-O h4 dxc8=N Qxc8";
+        let mut pos = shakmaty::Chess::default();
+        let mut seen = vec![pos.clone()];
+        for token in moves.split_whitespace() {
+            let m = San::from_ascii(token.as_bytes())
+                .unwrap()
+                .to_move(&pos)
+                .unwrap();
+            pos.play_unchecked(m);
+            seen.push(pos.clone());
+        }
+        // In order, then back to the start, then every third.
+        let order: Vec<usize> = (0..seen.len())
+            .chain([0])
+            .chain((0..seen.len()).step_by(3))
+            .collect();
+        let mut board = BoardText::new();
+        for i in order {
+            let p = &seen[i];
+            let mut out = Vec::new();
+            push_fen(
+                &mut out,
+                &mut board,
+                &record_of(p, false),
+                p.fullmoves().get(),
+            );
+            let want = Fen::from_position(p, EnPassantMode::Legal).to_string();
+            assert_eq!(String::from_utf8(out).unwrap(), want, "position {i}");
         }
     }
 
@@ -576,7 +702,22 @@ mod tests {
             push_string(&mut out, s);
             assert_eq!(out, json!(s).to_string().into_bytes());
         }
-        for n in [0, 1, -1, 42, -90, i64::MAX, i64::MIN] {
+        for n in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            42,
+            -90,
+            99,
+            100,
+            999,
+            1000,
+            12345,
+            i64::MAX,
+            i64::MIN,
+        ] {
             let mut out = Vec::new();
             push_integer(&mut out, n);
             assert_eq!(out, json!(n).to_string().into_bytes());

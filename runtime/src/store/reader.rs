@@ -200,6 +200,7 @@ impl Store {
         self.header.n_chunks
     }
 
+    #[inline]
     pub(super) fn chunk_slice(&self, i: u64) -> &[u8] {
         let start = self.chunk_offsets[i as usize] as usize;
         &self.map[start..start + CHUNK_BYTES]
@@ -247,6 +248,7 @@ impl Store {
     ///
     /// # Panics
     /// If `i >= n_chunks()`.
+    #[inline]
     pub fn chunk(&self, i: u64) -> &ChunkColumns {
         let bytes = self.chunk_slice(i);
         let ptr = bytes.as_ptr();
@@ -348,6 +350,7 @@ impl Store {
     }
 
     /// The chunk columns holding position `global`, and its slot in them.
+    #[inline]
     fn position_slot(&self, global: u64) -> Result<(&ChunkColumns, usize), StoreError> {
         if global >= self.header.n_positions {
             return Err(StoreError::NoSuchItem {
@@ -361,6 +364,7 @@ impl Store {
     }
 
     /// The position with global index `global`.
+    #[inline]
     pub fn position(&self, global: u64) -> Result<PositionRecord, StoreError> {
         let (chunk, i) = self.position_slot(global)?;
         Ok(chunk.get(i))
@@ -368,6 +372,7 @@ impl Store {
 
     /// The move that led to position `global` (its record's `mv`), read
     /// from the move column alone.
+    #[inline]
     pub fn position_move(&self, global: u64) -> Result<PackedMove, StoreError> {
         let (chunk, i) = self.position_slot(global)?;
         Ok(PackedMove(chunk.mv[i] & MOVE_MASK))
