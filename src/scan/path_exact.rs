@@ -6,18 +6,18 @@
 //! whole chunks with the batch) and its dashes from the stored moves.
 //!
 //! **Exactness.** The walk is the interpreter's (`interp::path`): the same
-//! Thompson automaton ([`interp::Nfa`], so the same states in the same
+//! Thompson automaton (`interp::Nfa`, so the same states in the same
 //! order), the same depth-first order over the visible children, the same
-//! focus rules ([`interp::in_focus`], [`interp::move_focus`]), the same
+//! focus rules (`interp::in_focus`, `interp::move_focus`), the same
 //! `singlecolor` skip, `primary`, `firstmatch` and range, and the same
 //! count of state visits: an evaluation that would pass
-//! [`interp::MAX_PATH_STEPS`] hands the game to the interpreter, which
+//! `interp::MAX_PATH_STEPS` hands the game to the interpreter, which
 //! then reports the error. A walk reaches each position below its start
 //! at most once, so when (positions below the start) × (states) is within
 //! the limit the limit cannot be passed, and a walk without a range stops
 //! at its first match (the answer is then known). A path whose first dash
 //! must be in focus skips, without a walk, the starts where no child's
-//! move can be ([`Designator::may_focus`]). What the walk does not compute is what the
+//! move can be (`Designator::may_focus`). What the walk does not compute is what the
 //! eligible paths do not have: the contextual castling of `from`/`to`
 //! after a dash (a constituent reading the current move is not walked
 //! natively; a dash matching a castling by its rook's move is), comments
@@ -242,7 +242,7 @@ pub(super) struct PathExact {
     dashes: Vec<Dash>,
     focus: Option<Designator>,
     /// By bits 12..24 of a move that is not a null move
-    /// (`MAY_FOCUS_BITS`), one lookup: bit 0 [`Designator::may_focus`] of
+    /// (`MAY_FOCUS_BITS`), one lookup: bit 0 `Designator::may_focus` of
     /// the focus, bit 1 the move is a capture.
     may_focus: Vec<u8>,
     /// The focus designates pieces that cannot change kind on the way
@@ -264,7 +264,7 @@ pub(super) struct PathExact {
     range: Option<(i64, Option<i64>)>,
 }
 
-/// The bits of a packed move [`Designator::may_focus`] reads (roles,
+/// The bits of a packed move `Designator::may_focus` reads (roles,
 /// kind, colour: all above the squares), shifted down.
 const MAY_FOCUS_SHIFT: u32 = 12;
 const MAY_FOCUS_BITS: usize = 1 << 12;
@@ -584,7 +584,7 @@ impl PathExact {
         }
     }
 
-    /// Whether a move may be in focus ([`Designator::may_focus`]), by
+    /// Whether a move may be in focus (`Designator::may_focus`), by
     /// table.
     fn may_focus_move(&self, mv: PackedMove) -> bool {
         self.may_focus[(mv.0 >> MAY_FOCUS_SHIFT) as usize % MAY_FOCUS_BITS] & 1 != 0

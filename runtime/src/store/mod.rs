@@ -32,8 +32,9 @@
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
 //!
-//! A chunk image is 71 bytes per position ([`BYTES_PER_POSITION`]
-//! (crate::layout::BYTES_PER_POSITION)), one column per field: seven u64
+//! A chunk image is 71 bytes per position
+//! ([`BYTES_PER_POSITION`](crate::layout::BYTES_PER_POSITION)), one
+//! column per field: seven u64
 //! bitboard columns (pawns, knights, bishops, rooks, queens, white,
 //! black), the packed move (u32: 24 bits of move, the en-passant square
 //! in the top byte), the two king squares (u16: white in the low byte,
@@ -127,8 +128,9 @@
 //! or reads out of bounds, whatever the file held. Column values are not
 //! checked at open (an unverified open reads no chunk): every bit pattern
 //! decodes, a king square of 64 or more (written by no writer) modulo 64,
-//! the same in the interpreter's [`ChunkColumns::get`]
-//! (crate::layout::ChunkColumns::get) and the JIT's shift.
+//! the same in the interpreter's
+//! [`ChunkColumns::get`](crate::layout::ChunkColumns::get) and the JIT's
+//! shift.
 //!
 //! # Modules
 //!
