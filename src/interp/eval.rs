@@ -706,7 +706,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 }
             });
         };
-        let first = self.game.children(parent).first() == Some(&at);
+        let first = self.tree().children(parent).first() == Some(&at);
         let squares = |from: bool, mv: &MoveFacts| {
             let mut set = Bitboard::from_square(if from { mv.from } else { mv.to });
             if mv.castle_kingside || mv.castle_queenside {

@@ -309,10 +309,10 @@ impl Evaluator<'_, '_> {
 
     /// `hhdb mainline` at `at`: each variation start on the way up holds
     /// `<main>` in its comment.
-    fn hhdb_mainline(&self, at: u32) -> bool {
+    fn hhdb_mainline(&mut self, at: u32) -> bool {
         let mut p = at;
         while let Some(parent) = self.game.parent(p) {
-            let first_child = self.game.children(parent).first() == Some(&p);
+            let first_child = self.tree().children(parent).first() == Some(&p);
             if !first_child
                 && !self
                     .position_comment(p)

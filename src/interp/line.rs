@@ -54,6 +54,8 @@
 //! [`MAX_LINE_STEPS`] state visits stops with
 //! [`InterpError::LineTooLarge`] instead of running on.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
@@ -68,28 +70,34 @@ pub(crate) const MAX_LINE_STEPS: u64 = 4_000_000;
 
 /// One NFA state.
 #[derive(Clone, Copy, Debug)]
-enum State<'e> {
-    /// Consumes one position where the filter matches, then goes on to
-    /// `next`.
-    Test(&'e Expr, usize),
+enum State {
+    /// Consumes one position where constituent filter `test` (an index
+    /// into [`Automaton::tests`]) matches, then goes on to `next`.
+    Test(u32, usize),
     /// Goes on to both, preferring the first.
     Split(usize, usize),
     /// The whole line matched.
     Accept,
 }
 
-/// A Thompson NFA of a line's constituents.
-pub(super) struct Nfa<'e> {
-    states: Vec<State<'e>>,
+/// A Thompson NFA of a line's constituents, independent of any
+/// evaluation: built once per line filter and game
+/// ([`Automaton::of`]), its filters named by where they stand in the
+/// line's constituents.
+pub(crate) struct Automaton {
+    states: Vec<State>,
     start: usize,
+    /// Per test: the indices that lead to its filter in the line's
+    /// constituents (into the items, then into each group).
+    tests: Vec<Vec<u32>>,
     /// Per state: a consuming state whose filter holds a `move` of the
     /// game's moves, so that its test depends on the line's next child
-    /// (see the module docs). Filled by [`Nfa::new`].
+    /// (see the module docs).
     move_sensitive: Vec<bool>,
     /// Per state: a consuming state after which the match may end (its
     /// successor's closure holds `Accept`); filled only when some state is
-    /// [`Nfa::move_sensitive`] (only [`Evaluator::line_walk_narrowed`]
-    /// reads it).
+    /// [`Automaton::move_sensitive`] (only
+    /// [`Evaluator::line_walk_narrowed`] reads it).
     may_end: Vec<bool>,
     /// Per state: a consuming state after which the line may go on (its
     /// successor's closure holds a consuming state); filled as `may_end`.
@@ -119,16 +127,68 @@ fn holds_game_move(e: &Expr) -> bool {
     found
 }
 
-impl<'e> Thompson<'e> for Nfa<'e> {
+/// The Thompson construction of an [`Automaton`]: its states and tests,
+/// and where each constituent filter stands (by the filter's address).
+struct Builder<'e> {
+    states: Vec<State>,
+    tests: Vec<Vec<u32>>,
+    move_sensitive: Vec<bool>,
+    places: HashMap<usize, Vec<u32>>,
+    _items: std::marker::PhantomData<&'e LineItem>,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, s: State, move_sensitive: bool) -> usize {
+        self.states.push(s);
+        self.move_sensitive.push(move_sensitive);
+        self.states.len() - 1
+    }
+}
+
+/// Records, for each constituent filter of `items` (by its address), the
+/// indices that lead to it; `prefix` holds those of the enclosing groups.
+fn place_filters(items: &[LineItem], prefix: &mut Vec<u32>, places: &mut HashMap<usize, Vec<u32>>) {
+    for (i, it) in items.iter().enumerate() {
+        prefix.push(i as u32);
+        match &it.atom {
+            LineAtom::Group(g) => place_filters(g, prefix, places),
+            atom => {
+                places.insert(std::ptr::from_ref(atom) as usize, prefix.clone());
+            }
+        }
+        prefix.pop();
+    }
+}
+
+/// The constituent filter of `items` at `place` (see [`Automaton::tests`]).
+fn filter_at<'e>(items: &'e [LineItem], place: &[u32]) -> Option<&'e Expr> {
+    let (&first, rest) = place.split_first()?;
+    match &items.get(first as usize)?.atom {
+        LineAtom::Filter(e) | LineAtom::Dash(e) if rest.is_empty() => Some(e),
+        LineAtom::Group(g) => filter_at(g, rest),
+        _ => None,
+    }
+}
+
+impl<'e> Thompson<'e> for Builder<'e> {
     fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
-            LineAtom::Filter(e) | LineAtom::Dash(e) => self.push(State::Test(e, next)),
+            LineAtom::Filter(e) | LineAtom::Dash(e) => {
+                let test = self.tests.len() as u32;
+                let place = self
+                    .places
+                    .get(&(std::ptr::from_ref(atom) as usize))
+                    .cloned()
+                    .unwrap_or_default();
+                self.tests.push(place);
+                self.push(State::Test(test, next), holds_game_move(e))
+            }
             LineAtom::Group(g) => self.seq(g, next),
         }
     }
 
     fn split(&mut self, first: usize, second: usize) -> usize {
-        self.push(State::Split(first, second))
+        self.push(State::Split(first, second), false)
     }
 
     fn set_split(&mut self, state: usize, first: usize, second: usize) {
@@ -136,40 +196,38 @@ impl<'e> Thompson<'e> for Nfa<'e> {
     }
 }
 
-impl<'e> Nfa<'e> {
+impl Automaton {
     /// Compiles the constituents.
-    pub(super) fn new(items: &'e [LineItem]) -> Nfa<'e> {
-        let mut nfa = Nfa {
+    pub(super) fn new(items: &[LineItem]) -> Automaton {
+        let mut places = HashMap::default();
+        place_filters(items, &mut Vec::new(), &mut places);
+        let mut b = Builder {
             states: vec![State::Accept],
-            start: 0,
-            move_sensitive: Vec::new(),
+            tests: Vec::new(),
+            move_sensitive: vec![false],
+            places,
+            _items: std::marker::PhantomData,
+        };
+        let start = b.seq(items, 0);
+        let mut nfa = Automaton {
+            states: b.states,
+            start,
+            tests: b.tests,
+            move_sensitive: b.move_sensitive,
             may_end: Vec::new(),
             may_go_on: Vec::new(),
         };
-        nfa.start = nfa.seq(items, 0);
-        nfa.move_sensitive = nfa
-            .states
-            .iter()
-            .map(|s| matches!(s, State::Test(e, _) if holds_game_move(e)))
-            .collect();
-        // The closures behind `may_end` and `may_go_on` only where a state
-        // narrows (the automaton is built at every evaluation of the line).
         if nfa.move_sensitive.contains(&true) {
-            for i in 0..nfa.states.len() {
-                let (end, go_on) = match nfa.states[i] {
-                    State::Test(_, to) => {
-                        let after = nfa.close([to]);
-                        let has = |f: fn(&State) -> bool| after.iter().any(|&a| f(&nfa.states[a]));
-                        (
-                            has(|s| matches!(s, State::Accept)),
-                            has(|s| matches!(s, State::Test(..))),
-                        )
-                    }
-                    _ => (false, false),
-                };
-                nfa.may_end.push(end);
-                nfa.may_go_on.push(go_on);
-            }
+            let reaches_accept = nfa.reaches(|s| matches!(s, State::Accept));
+            let reaches_test = nfa.reaches(|s| matches!(s, State::Test(..)));
+            let after = |reached: &[bool]| -> Vec<bool> {
+                nfa.states
+                    .iter()
+                    .map(|s| matches!(*s, State::Test(_, to) if reached[to]))
+                    .collect()
+            };
+            nfa.may_end = after(&reaches_accept);
+            nfa.may_go_on = after(&reaches_test);
         }
         nfa
     }
@@ -180,20 +238,44 @@ impl<'e> Nfa<'e> {
         self.states.len()
     }
 
-    fn push(&mut self, s: State<'e>) -> usize {
-        self.states.push(s);
-        self.states.len() - 1
+    /// Per state: whether a state for which `target` holds is reachable
+    /// from it without consuming (through `Split`s; the state itself
+    /// included), i.e. in its closure. The least fixpoint, so that a cycle
+    /// of `Split`s (a quantified group that can match nothing) reaches
+    /// only what leaves the cycle.
+    fn reaches(&self, target: fn(&State) -> bool) -> Vec<bool> {
+        let mut r: Vec<bool> = self.states.iter().map(target).collect();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (s, state) in self.states.iter().enumerate() {
+                if let State::Split(a, b) = *state
+                    && !r[s]
+                    && (r[a] || r[b])
+                {
+                    r[s] = true;
+                    changed = true;
+                }
+            }
+        }
+        r
     }
 
     /// The consuming states and `Accept` reachable from `from` without
-    /// consuming, in preference order, added to `out` (no duplicates).
-    fn closure(&self, from: usize, out: &mut Vec<usize>, seen: &mut [bool]) {
-        let mut stack = vec![from];
+    /// consuming, in preference order, added to `out` (no duplicates;
+    /// `seen` marks the states visited, `stack` is scratch).
+    fn closure(
+        &self,
+        from: usize,
+        out: &mut Vec<usize>,
+        seen: &mut StateSet,
+        stack: &mut Vec<usize>,
+    ) {
+        stack.push(from);
         while let Some(s) = stack.pop() {
-            if seen[s] {
+            if !seen.insert(s) {
                 continue;
             }
-            seen[s] = true;
             match self.states[s] {
                 State::Test(..) | State::Accept => out.push(s),
                 State::Split(a, b) => {
@@ -207,11 +289,95 @@ impl<'e> Nfa<'e> {
     /// The closure of a set of states.
     fn close(&self, from: impl IntoIterator<Item = usize>) -> Vec<usize> {
         let mut out = Vec::new();
-        let mut seen = vec![false; self.states.len()];
+        let mut seen = StateSet::new(self.states.len());
+        let mut stack = Vec::new();
         for s in from {
-            self.closure(s, &mut out, &mut seen);
+            self.closure(s, &mut out, &mut seen, &mut stack);
         }
         out
+    }
+}
+
+/// The automata of the `line` filters evaluated in a game (in `State`),
+/// by the filter's address in the query: a cache, so a clone is empty and
+/// any two are equal.
+#[derive(Default)]
+pub(super) struct LineAutomata(HashMap<usize, Arc<Automaton>>);
+
+impl Clone for LineAutomata {
+    fn clone(&self) -> Self {
+        LineAutomata::default()
+    }
+}
+
+impl std::fmt::Debug for LineAutomata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LineAutomata({})", self.0.len())
+    }
+}
+
+impl PartialEq for LineAutomata {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LineAutomata {}
+
+/// A line's automaton with the constituents its tests name.
+pub(super) struct Nfa<'a, 'e> {
+    automaton: &'a Automaton,
+    items: &'e [LineItem],
+}
+
+impl<'e> Nfa<'_, 'e> {
+    /// The filter of test `t`.
+    fn filter(&self, t: u32, span: Span) -> R<&'e Expr> {
+        self.automaton
+            .tests
+            .get(t as usize)
+            .and_then(|place| filter_at(self.items, place))
+            .ok_or_else(|| InterpError::Unsupported {
+                span: (span.start, span.end),
+                what: "a line whose automaton does not fit its constituents".into(),
+            })
+    }
+}
+
+impl std::ops::Deref for Nfa<'_, '_> {
+    type Target = Automaton;
+    fn deref(&self) -> &Automaton {
+        self.automaton
+    }
+}
+
+/// A set of automaton states: bits in place for up to 256 states (a
+/// closure is computed at every step of the walk), else on the heap.
+enum StateSet {
+    Small([u64; 4]),
+    Large(Vec<bool>),
+}
+
+impl StateSet {
+    fn new(n: usize) -> StateSet {
+        if n <= 256 {
+            StateSet::Small([0; 4])
+        } else {
+            StateSet::Large(vec![false; n])
+        }
+    }
+
+    /// Adds `s`; whether it was not in the set.
+    fn insert(&mut self, s: usize) -> bool {
+        match self {
+            StateSet::Small(bits) => {
+                let (word, bit) = (s / 64, 1u64 << (s % 64));
+                let new = bits[word] & bit == 0;
+                bits[word] |= bit;
+                new
+            }
+            StateSet::Large(seen) => !std::mem::replace(&mut seen[s], true),
+        }
     }
 }
 
@@ -225,7 +391,7 @@ const NO_CHILD: u32 = u32::MAX;
 
 /// One line evaluation's search.
 struct Search<'n, 'e> {
-    nfa: &'n Nfa<'e>,
+    nfa: &'n Nfa<'n, 'e>,
     backward: bool,
     firstmatch: bool,
     primary: bool,
@@ -262,9 +428,25 @@ impl Search<'_, '_> {
 }
 
 impl Evaluator<'_, '_> {
+    /// The automaton of `l`, built at its first evaluation in the game
+    /// (kept by the filter's address in the query, which does not change
+    /// during a game).
+    fn line_automaton(&mut self, l: &LineFilter) -> Arc<Automaton> {
+        self.st
+            .line_automata
+            .0
+            .entry(std::ptr::from_ref(l) as usize)
+            .or_insert_with(|| Arc::new(Automaton::new(&l.items)))
+            .clone()
+    }
+
     /// Evaluates `line` at `at`; see the module docs.
     pub(super) fn line(&mut self, l: &LineFilter, span: Span, at: u32) -> R<Option<Value>> {
-        let nfa = Nfa::new(&l.items);
+        let automaton = self.line_automaton(l);
+        let nfa = Nfa {
+            automaton: &automaton,
+            items: &l.items,
+        };
         let Some((search, path)) = self.line_search(l, &nfa, span, at)? else {
             return Ok(None);
         };
@@ -318,7 +500,7 @@ impl Evaluator<'_, '_> {
     fn line_search<'n, 'e>(
         &mut self,
         l: &LineFilter,
-        nfa: &'n Nfa<'e>,
+        nfa: &'n Nfa<'n, 'e>,
         span: Span,
         at: u32,
     ) -> R<Option<(Search<'n, 'e>, Vec<u32>)>> {
@@ -394,9 +576,10 @@ impl Evaluator<'_, '_> {
         if let Some(&m) = search.cache.get(&key) {
             return Ok(m);
         }
-        let State::Test(e, _) = search.nfa.states[s] else {
+        let State::Test(t, _) = search.nfa.states[s] else {
             return Ok(false);
         };
+        let e = search.nfa.filter(t, search.span)?;
         let mark = self.st.comments.len();
         let m = self.with_line_move(search, s, p, next, |ev| ev.matches(e, p))?;
         self.st.comments.truncate(mark);
@@ -632,7 +815,8 @@ impl Evaluator<'_, '_> {
         }
         for (i, &p) in path.iter().enumerate() {
             let s = chosen[i];
-            if let State::Test(e, _) = nfa.states[s] {
+            if let State::Test(t, _) = nfa.states[s] {
+                let e = nfa.filter(t, search.span)?;
                 self.with_line_move(search, s, p, child_of(s, i), |ev| ev.eval(e, p))?;
             }
         }

@@ -687,6 +687,7 @@ impl Interpreter {
             sort_comments: vec![Vec::new(); self.sorts.len()],
             run_comments: Vec::new(),
             per_game: HashMap::new(),
+            line_automata: line::LineAutomata::default(),
             tree: sequence::TreeCache::default(),
             pieces: pieces::PieceCache::default(),
             groups: strings::Groups::default(),
@@ -980,6 +981,9 @@ pub struct State {
     /// Values of game-constant filters (string comparisons of literals and
     /// tags), keyed by the filter's address in the query.
     per_game: HashMap<usize, Option<Value>>,
+    /// The automata of the `line` filters evaluated in this game, by the
+    /// filter's address in the query.
+    line_automata: line::LineAutomata,
     /// The game tree's index (children, `positionid`s), built at the first
     /// game-tree filter of the game.
     tree: sequence::TreeCache,

@@ -1222,7 +1222,7 @@ fn line_automaton_size_is_the_ir_count() {
         let Node::Line(l) = &q.body[0].node else {
             panic!("{text}: not a line");
         };
-        let nfa = super::line::Nfa::new(&l.items);
+        let nfa = super::line::Automaton::new(&l.items);
         assert_eq!(nfa.len(), l.automaton_states(), "{text}");
     }
 }
