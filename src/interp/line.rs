@@ -9,8 +9,8 @@
 //! `+`, `?`, `{m,n}`, `{m,}`, `{,n}`, `{n}`, `{*}`, `{+}`) repeats it.
 //!
 //! **How it runs.** The constituents are compiled into a Thompson NFA
-//! ([`Nfa`]) whose consuming states test one constituent filter at one
-//! position. The NFA runs over the tree of positions by a depth-first walk
+//! ([`Automaton`], once per line filter and game) whose consuming states
+//! test one constituent filter at one position. The NFA runs over the tree of positions by a depth-first walk
 //! from the current position: the set of live states at a position is
 //! advanced by the filters that match there and handed to each visible
 //! child (forward) or to the parent (backward), so every position of the
@@ -33,7 +33,7 @@
 //! position has no move at all). Dashes, `previous`, `legal` and
 //! `pseudolegal` moves and the filters that move the current position
 //! (`:`, `find`, `echo` ...) are not narrowed; nor is a backward line.
-//! Tests of such constituents ([`Nfa::move_sensitive`]) are cached by
+//! Tests of such constituents ([`Automaton::move_sensitive`]) are cached by
 //! (state, position, child).
 //!
 //! The match kept is the longest sequence, of at least one position (a
