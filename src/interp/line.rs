@@ -82,7 +82,7 @@ enum State {
 
 /// A Thompson NFA of a line's constituents, independent of any
 /// evaluation: built once per line filter and game
-/// ([`Automaton::of`]), its filters named by where they stand in the
+/// ([`Evaluator::line_automaton`]), its filters named by where they stand in the
 /// line's constituents.
 pub(crate) struct Automaton {
     states: Vec<State>,
