@@ -603,7 +603,8 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         } else if m.source == MoveSource::PseudoLegal {
             (pseudo_legal_moves(rec, self.game.number, at)?, Some(at))
         } else {
-            let children = self.game.children(at);
+            self.ensure_tree();
+            let children = self.built_tree().map_or(&[][..], |t| t.children(at));
             let all = if self.st.variations {
                 children.len()
             } else {
@@ -620,7 +621,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 Some((p, c)) if p == at && !m.dash => Some(c),
                 _ => None,
             };
-            let mut moves = Vec::new();
+            let mut moves = Vec::with_capacity(range.len());
             for &c in &children[range] {
                 if line_child.is_some_and(|l| l != c) {
                     continue;
@@ -706,7 +707,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 }
             });
         };
-        let first = self.tree().children(parent).first() == Some(&at);
+        let first = self.tree_ref().children(parent).first() == Some(&at);
         let squares = |from: bool, mv: &MoveFacts| {
             let mut set = Bitboard::from_square(if from { mv.from } else { mv.to });
             if mv.castle_kingside || mv.castle_queenside {
@@ -1341,7 +1342,7 @@ impl<'a, 'g> Evaluator<'a, 'g> {
 }
 
 /// The piece types a `promote` designator allows (colour ignored).
-fn promotion_roles(e: &Expr) -> R<Vec<shakmaty::Role>> {
+fn promotion_roles(e: &Expr) -> R<Roles> {
     match &e.node {
         Node::Piece { pieces, .. } => Ok(shakmaty::Role::ALL
             .into_iter()
@@ -1360,12 +1361,28 @@ fn promotion_roles(e: &Expr) -> R<Vec<shakmaty::Role>> {
     }
 }
 
+/// A set of piece types: bit `r` for [`shakmaty::Role`] `r`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Roles(u8);
+
+impl Roles {
+    fn contains(self, r: shakmaty::Role) -> bool {
+        self.0 >> (r as u8) & 1 != 0
+    }
+}
+
+impl FromIterator<shakmaty::Role> for Roles {
+    fn from_iter<I: IntoIterator<Item = shakmaty::Role>>(roles: I) -> Roles {
+        Roles(roles.into_iter().fold(0, |bits, r| bits | 1 << (r as u8)))
+    }
+}
+
 /// A `move` filter's parameters, evaluated where its moves are made.
 struct MoveParams {
     from: Option<Bitboard>,
     to: Option<Bitboard>,
     capture: Option<Bitboard>,
-    promote: Option<Vec<shakmaty::Role>>,
+    promote: Option<Roles>,
 }
 
 impl MoveParams {
@@ -1378,8 +1395,7 @@ impl MoveParams {
                 .is_none_or(|s| mv.capture_square.is_some_and(|c| s.contains(c)))
             && self
                 .promote
-                .as_ref()
-                .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(&r)))
+                .is_none_or(|roles| mv.promotion.is_some_and(|r| roles.contains(r)))
             && mv.is_special(special)
     }
 }

@@ -312,7 +312,7 @@ impl Evaluator<'_, '_> {
     fn hhdb_mainline(&mut self, at: u32) -> bool {
         let mut p = at;
         while let Some(parent) = self.game.parent(p) {
-            let first_child = self.tree().children(parent).first() == Some(&p);
+            let first_child = self.tree_ref().children(parent).first() == Some(&p);
             if !first_child
                 && !self
                     .position_comment(p)

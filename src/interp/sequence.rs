@@ -182,20 +182,46 @@ fn steps_up(game: &GameView, a: u32, anc: u32) -> i64 {
 }
 
 impl Evaluator<'_, '_> {
-    /// The game's tree index (built at the first call for a game).
+    /// The game's tree index, built at the first call for a game (the
+    /// cache is keyed by the game's position slice).
+    fn tree_cell(&mut self) -> &Arc<TreeIndex> {
+        let game = self.game;
+        let key = (game.positions.as_ptr() as usize, game.positions.len());
+        let cache = &mut self.st.tree.0;
+        if !matches!(cache, Some((ptr, len, _)) if (*ptr, *len) == key) {
+            *cache = None;
+        }
+        let (_, _, t) = cache.get_or_insert_with(|| (key.0, key.1, Arc::new(TreeIndex::new(game))));
+        t
+    }
+
+    /// The game's tree index, shared (to hold across other calls).
     pub(super) fn tree(&mut self) -> Arc<TreeIndex> {
+        Arc::clone(self.tree_cell())
+    }
+
+    /// The game's tree index, borrowed (no reference count touched).
+    pub(super) fn tree_ref(&mut self) -> &TreeIndex {
+        self.tree_cell()
+    }
+
+    /// Builds the game's tree index if it is not built yet, so that
+    /// [`Evaluator::built_tree`] finds it.
+    pub(super) fn ensure_tree(&mut self) {
+        self.tree_cell();
+    }
+
+    /// The game's tree index if it is built, borrowed through `&self` (so
+    /// that other `&self` reads can go on while it is held).
+    pub(super) fn built_tree(&self) -> Option<&TreeIndex> {
         let key = (
             self.game.positions.as_ptr() as usize,
             self.game.positions.len(),
         );
-        if let Some((ptr, len, t)) = &self.st.tree.0
-            && (*ptr, *len) == key
-        {
-            return Arc::clone(t);
+        match &self.st.tree.0 {
+            Some((ptr, len, t)) if (*ptr, *len) == key => Some(t),
+            _ => None,
         }
-        let t = Arc::new(TreeIndex::new(self.game));
-        self.st.tree.0 = Some((key.0, key.1, Arc::clone(&t)));
-        t
     }
 
     /// Records a comment that a filter makes by itself (`Found`, `Start
@@ -210,14 +236,14 @@ impl Evaluator<'_, '_> {
 
     /// The `positionid` of `p`.
     pub(super) fn position_id(&mut self, p: u32) -> u32 {
-        self.tree().id(p)
+        self.tree_ref().id(p)
     }
 
     /// Whether `p` is the primary child of its parent (or has no parent).
     pub(super) fn is_primary(&mut self, p: u32) -> bool {
         match self.game.parent(p) {
             None => true,
-            Some(q) => self.tree().children(q).first() == Some(&p),
+            Some(q) => self.tree_ref().children(q).first() == Some(&p),
         }
     }
 
@@ -273,7 +299,10 @@ impl Evaluator<'_, '_> {
 
     /// The visible children of `p`, primary first.
     pub(super) fn visible_children(&mut self, p: u32) -> Vec<u32> {
-        let t = self.tree();
+        self.ensure_tree();
+        let Some(t) = self.built_tree() else {
+            return Vec::new();
+        };
         t.children(p)
             .iter()
             .copied()
