@@ -111,7 +111,9 @@ impl<'a> GameView<'a> {
     }
 
     /// The children of position `index`, in store (PGN) order: the first is
-    /// the continuation on the same line, the others start variations.
+    /// the continuation on the same line, the others start variations. A
+    /// scan of the positions after `index`: evaluation reads the game's
+    /// tree index instead (`sequence::TreeIndex`, built once per game).
     pub fn children(&self, index: u32) -> Vec<u32> {
         let start = index as usize + 1;
         self.positions
