@@ -388,7 +388,7 @@ pub struct Interpreter {
     /// is taken to be the last one (its own number).
     last_game_number: Option<u64>,
     /// The compiled literal patterns of the query's `~~` filters.
-    regexes: HashMap<String, regex::Regex>,
+    regexes: rustc_hash::FxHashMap<String, regex::Regex>,
     /// The submissions files the query's `similarposition` filters name
     /// (file, `notransform`, the filter's span), in query order.
     similar_files: Vec<(String, bool, Span)>,
@@ -427,7 +427,7 @@ impl Interpreter {
         let mut sort_index = HashMap::new();
         let nvars = query.vars().len();
         let mut bad_var = None;
-        let mut regexes = HashMap::new();
+        let mut regexes = rustc_hash::FxHashMap::default();
         let mut similar_files = Vec::new();
         for e in query.body() {
             walk(e, &mut |e| match &e.node {

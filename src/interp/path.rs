@@ -128,10 +128,9 @@ impl<'e> Thompson<'e> for Nfa<'e> {
 impl<'e> Nfa<'e> {
     /// The automaton of a path's constituents.
     pub(crate) fn new(items: &'e [LineItem]) -> Nfa<'e> {
-        let mut nfa = Nfa {
-            states: vec![State::Accept],
-            start: 0,
-        };
+        let mut states = Vec::with_capacity(32);
+        states.push(State::Accept);
+        let mut nfa = Nfa { states, start: 0 };
         nfa.start = nfa.seq(items, 0);
         nfa
     }
