@@ -59,6 +59,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
+use super::path::StateSet;
 use super::sequence::in_range;
 use super::{InterpError, Value};
 use crate::ir::{Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson};
@@ -348,36 +349,6 @@ impl std::ops::Deref for Nfa<'_, '_> {
     type Target = Automaton;
     fn deref(&self) -> &Automaton {
         self.automaton
-    }
-}
-
-/// A set of automaton states: bits in place for up to 256 states (a
-/// closure is computed at every step of the walk), else on the heap.
-enum StateSet {
-    Small([u64; 4]),
-    Large(Vec<bool>),
-}
-
-impl StateSet {
-    fn new(n: usize) -> StateSet {
-        if n <= 256 {
-            StateSet::Small([0; 4])
-        } else {
-            StateSet::Large(vec![false; n])
-        }
-    }
-
-    /// Adds `s`; whether it was not in the set.
-    fn insert(&mut self, s: usize) -> bool {
-        match self {
-            StateSet::Small(bits) => {
-                let (word, bit) = (s / 64, 1u64 << (s % 64));
-                let new = bits[word] & bit == 0;
-                bits[word] |= bit;
-                new
-            }
-            StateSet::Large(seen) => !std::mem::replace(&mut seen[s], true),
-        }
     }
 }
 

@@ -223,14 +223,14 @@ pub(crate) fn move_focus(mv: &MoveFacts, focus: Bitboard) -> Bitboard {
 type Kept = (Vec<u32>, i64);
 
 /// A set of automaton states: a bit mask for up to 128 states (no
-/// allocation), a vector beyond.
-enum StateSet {
+/// allocation), a vector beyond. Shared by `line`'s automaton.
+pub(super) enum StateSet {
     Bits(u128),
     Vec(Vec<bool>),
 }
 
 impl StateSet {
-    fn new(n: usize) -> Self {
+    pub(super) fn new(n: usize) -> Self {
         if n <= 128 {
             StateSet::Bits(0)
         } else {
@@ -239,7 +239,7 @@ impl StateSet {
     }
 
     /// Adds `s`; whether it was not in the set.
-    fn insert(&mut self, s: usize) -> bool {
+    pub(super) fn insert(&mut self, s: usize) -> bool {
         match self {
             StateSet::Bits(b) => {
                 let bit = 1u128 << s;
@@ -674,8 +674,10 @@ impl Evaluator<'_, '_> {
         p: u32,
     ) -> R<(Vec<usize>, bool)> {
         let mut seen = StateSet::new(search.nfa.states.len());
-        let mut stack: Vec<usize> = live.iter().rev().copied().collect();
-        let mut moves = Vec::new();
+        // Each state is expanded once, pushing at most two: room for all.
+        let mut stack: Vec<usize> = Vec::with_capacity(live.len() + 2 * search.nfa.states.len());
+        stack.extend(live.iter().rev());
+        let mut moves = Vec::with_capacity(4);
         let mut accept = false;
         while let Some(s) = stack.pop() {
             if !seen.insert(s) {
