@@ -54,9 +54,13 @@ pub const SUITE: [&str; 8] = [
 /// The sequence suite: queries over several positions of a game, whose
 /// cost grows with the game's length (`find` and `echo` visit other
 /// positions from each position).
-pub const SEQUENCES: [&str; 4] = [
+pub const SEQUENCES: [&str; 5] = [
     // Four positions in check in a row, from the current one.
     "line --> check --> check --> check",
+    // Three knight moves in a row, White's, Black's, White's: a `move` in
+    // a line sees the line's next move alone (the line's automaton and
+    // the played moves' children read at every step).
+    "line --> move from N --> move from n --> move from N",
     // A piece's journey: the white queen moves at least twice, the other
     // moves between hers skipped (`path` with `focus`).
     "path quiet focus Q --{2,}",
