@@ -131,10 +131,21 @@ impl PieceIds {
     /// piece is not on the board there (captured, or only in another line
     /// of the game tree) or the position is outside the game.
     pub fn piece_at(&self, position: u32, id: PieceId) -> Option<Square> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
         let map = self.maps.get(position as usize)?;
-        map.iter()
-            .position(|&x| x == id.0)
-            .map(|i| Square::new(i as u32))
+        let pattern = u64::from(id.0) * ONES;
+        // Eight squares at a time: a zero byte of `x` is a square holding
+        // `id` (the lowest flagged byte is exact; the flags above it may
+        // be false).
+        for (k, chunk) in map.chunks_exact(8).enumerate() {
+            let x = u64::from_le_bytes(chunk.try_into().ok()?) ^ pattern;
+            let zero = x.wrapping_sub(ONES) & !x & HIGHS;
+            if zero != 0 {
+                return Some(Square::new(8 * k as u32 + zero.trailing_zeros() / 8));
+            }
+        }
+        None
     }
 }
 
@@ -258,5 +269,34 @@ impl Evaluator<'_, '_> {
             .find(|&r| rec.bb[r] & bit != 0)
             .and_then(|r| chess::role_of(r as u8))
             .map(|role| Piece { color, role }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `piece_at` finds the square a naive search finds, for ids on
+    /// every square (first, last, a chunk's edges) and for absent ids.
+    #[test]
+    fn piece_at_is_the_square_holding_the_id() {
+        let mut map = [EMPTY; 64];
+        // Ids 0..32 scattered (a permutation stride), the rest empty.
+        for id in 0u8..32 {
+            map[(usize::from(id) * 37 + 5) % 64] = id;
+        }
+        map[63] = 40;
+        map[0] = 41;
+        map[7] = 42;
+        map[8] = 43;
+        let ids = PieceIds { maps: vec![map] };
+        for id in 0u8..=u8::MAX {
+            let naive = map
+                .iter()
+                .position(|&x| x == id)
+                .map(|i| Square::new(i as u32));
+            assert_eq!(ids.piece_at(0, PieceId(id)), naive, "id {id}");
+        }
+        assert_eq!(ids.piece_at(1, PieceId(0)), None);
     }
 }
