@@ -307,6 +307,42 @@ pub enum LineAtom {
     Group(Vec<LineItem>),
 }
 
+/// Where each constituent filter or dash of `items` stands: by the
+/// atom's address, the indices that lead to it (into `items`, then into
+/// each group). With [`atom_at`], an automaton built from `items` can name
+/// its filters without borrowing them.
+pub fn atom_places(items: &[LineItem]) -> std::collections::HashMap<usize, Vec<u32>> {
+    fn walk(
+        items: &[LineItem],
+        prefix: &mut Vec<u32>,
+        places: &mut std::collections::HashMap<usize, Vec<u32>>,
+    ) {
+        for (i, it) in items.iter().enumerate() {
+            prefix.push(i as u32);
+            match &it.atom {
+                LineAtom::Group(g) => walk(g, prefix, places),
+                atom => {
+                    places.insert(std::ptr::from_ref(atom) as usize, prefix.clone());
+                }
+            }
+            prefix.pop();
+        }
+    }
+    let mut places = std::collections::HashMap::new();
+    walk(items, &mut Vec::new(), &mut places);
+    places
+}
+
+/// The filter or dash of `items` at `place` (see [`atom_places`]).
+pub fn atom_at<'e>(items: &'e [LineItem], place: &[u32]) -> Option<&'e Expr> {
+    let (&first, rest) = place.split_first()?;
+    match &items.get(first as usize)?.atom {
+        LineAtom::Filter(e) | LineAtom::Dash(e) if rest.is_empty() => Some(e),
+        LineAtom::Group(g) => atom_at(g, rest),
+        _ => None,
+    }
+}
+
 /// The Thompson construction of a `line`'s or `path`'s constituents,
 /// shared by the interpreter's automata and the scan's pre-selection: an
 /// implementor stores the states; `seq` builds `items` back to front (so

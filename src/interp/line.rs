@@ -62,7 +62,9 @@ use super::eval::Evaluator;
 use super::path::StateSet;
 use super::sequence::in_range;
 use super::{InterpError, Value};
-use crate::ir::{Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson};
+use crate::ir::{
+    Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson, atom_at, atom_places,
+};
 
 type R<T> = Result<T, InterpError>;
 
@@ -134,7 +136,7 @@ struct Builder<'e> {
     states: Vec<State>,
     tests: Vec<Vec<u32>>,
     move_sensitive: Vec<bool>,
-    places: HashMap<usize, Vec<u32>>,
+    places: std::collections::HashMap<usize, Vec<u32>>,
     _items: std::marker::PhantomData<&'e LineItem>,
 }
 
@@ -143,31 +145,6 @@ impl Builder<'_> {
         self.states.push(s);
         self.move_sensitive.push(move_sensitive);
         self.states.len() - 1
-    }
-}
-
-/// Records, for each constituent filter of `items` (by its address), the
-/// indices that lead to it; `prefix` holds those of the enclosing groups.
-fn place_filters(items: &[LineItem], prefix: &mut Vec<u32>, places: &mut HashMap<usize, Vec<u32>>) {
-    for (i, it) in items.iter().enumerate() {
-        prefix.push(i as u32);
-        match &it.atom {
-            LineAtom::Group(g) => place_filters(g, prefix, places),
-            atom => {
-                places.insert(std::ptr::from_ref(atom) as usize, prefix.clone());
-            }
-        }
-        prefix.pop();
-    }
-}
-
-/// The constituent filter of `items` at `place` (see [`Automaton::tests`]).
-fn filter_at<'e>(items: &'e [LineItem], place: &[u32]) -> Option<&'e Expr> {
-    let (&first, rest) = place.split_first()?;
-    match &items.get(first as usize)?.atom {
-        LineAtom::Filter(e) | LineAtom::Dash(e) if rest.is_empty() => Some(e),
-        LineAtom::Group(g) => filter_at(g, rest),
-        _ => None,
     }
 }
 
@@ -200,13 +177,11 @@ impl<'e> Thompson<'e> for Builder<'e> {
 impl Automaton {
     /// Compiles the constituents.
     pub(super) fn new(items: &[LineItem]) -> Automaton {
-        let mut places = HashMap::default();
-        place_filters(items, &mut Vec::new(), &mut places);
         let mut b = Builder {
             states: vec![State::Accept],
             tests: Vec::new(),
             move_sensitive: vec![false],
-            places,
+            places: atom_places(items),
             _items: std::marker::PhantomData,
         };
         let start = b.seq(items, 0);
@@ -299,32 +274,6 @@ impl Automaton {
     }
 }
 
-/// The automata of the `line` filters evaluated in a game (in `State`),
-/// by the filter's address in the query: a cache, so a clone is empty and
-/// any two are equal.
-#[derive(Default)]
-pub(super) struct LineAutomata(HashMap<usize, Arc<Automaton>>);
-
-impl Clone for LineAutomata {
-    fn clone(&self) -> Self {
-        LineAutomata::default()
-    }
-}
-
-impl std::fmt::Debug for LineAutomata {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "LineAutomata({})", self.0.len())
-    }
-}
-
-impl PartialEq for LineAutomata {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for LineAutomata {}
-
 /// A line's automaton with the constituents its tests name.
 pub(super) struct Nfa<'a, 'e> {
     automaton: &'a Automaton,
@@ -337,7 +286,7 @@ impl<'e> Nfa<'_, 'e> {
         self.automaton
             .tests
             .get(t as usize)
-            .and_then(|place| filter_at(self.items, place))
+            .and_then(|place| atom_at(self.items, place))
             .ok_or_else(|| InterpError::Unsupported {
                 span: (span.start, span.end),
                 what: "a line whose automaton does not fit its constituents".into(),
@@ -405,10 +354,7 @@ impl Evaluator<'_, '_> {
     fn line_automaton(&mut self, l: &LineFilter) -> Arc<Automaton> {
         self.st
             .line_automata
-            .0
-            .entry(std::ptr::from_ref(l) as usize)
-            .or_insert_with(|| Arc::new(Automaton::new(&l.items)))
-            .clone()
+            .get_or_build(std::ptr::from_ref(l) as usize, || Automaton::new(&l.items))
     }
 
     /// Evaluates `line` at `at`; see the module docs.

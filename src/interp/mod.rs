@@ -48,7 +48,9 @@ use cqlj_runtime::layout::PositionRecord;
 /// The pieces of the reference `path` that `scan::path_exact` runs
 /// natively (the same automaton, focus rules and move facts).
 pub(crate) use moves::MoveFacts;
-pub(crate) use path::{MAX_PATH_STEPS, Nfa, State as PathState, in_focus, move_focus};
+pub(crate) use path::{
+    Automaton as PathAutomaton, MAX_PATH_STEPS, State as PathState, in_focus, move_focus,
+};
 pub use pieces::{PieceId, PieceIds};
 pub(crate) use sequence::in_range;
 
@@ -689,7 +691,8 @@ impl Interpreter {
             sort_comments: vec![Vec::new(); self.sorts.len()],
             run_comments: Vec::new(),
             per_game: HashMap::new(),
-            line_automata: line::LineAutomata::default(),
+            line_automata: sequence::AutomatonCache::default(),
+            path_automata: sequence::AutomatonCache::default(),
             tree: sequence::TreeCache::default(),
             pieces: pieces::PieceCache::default(),
             groups: strings::Groups::default(),
@@ -985,7 +988,10 @@ pub struct State {
     per_game: HashMap<usize, Option<Value>>,
     /// The automata of the `line` filters evaluated in this game, by the
     /// filter's address in the query.
-    line_automata: line::LineAutomata,
+    line_automata: sequence::AutomatonCache<line::Automaton>,
+    /// The automata of the `path` filters evaluated in this game, by the
+    /// filter's address in the query.
+    path_automata: sequence::AutomatonCache<path::Automaton>,
     /// The game tree's index (children, `positionid`s), built at the first
     /// game-tree filter of the game.
     tree: sequence::TreeCache,

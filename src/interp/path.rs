@@ -45,7 +45,8 @@
 //! order, a topological order of the tree, so an ancestor's match is
 //! known before its descendants are tried.
 //!
-//! **How it runs.** A Thompson NFA ([`Nfa`]) whose states test a filter
+//! **How it runs.** A Thompson NFA ([`Automaton`], built once per path
+//! filter and game) whose states test a filter
 //! at the current position without moving (`Check`) or test the move to a
 //! child (`Move`) runs depth-first over the tree from the start; each
 //! (state, position) test is evaluated once and cached with the comments
@@ -78,7 +79,9 @@ use super::eval::Evaluator;
 use super::moves::MoveFacts;
 use super::sequence::in_range;
 use super::{InterpError, Value};
-use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span, Thompson};
+use crate::ir::{
+    Expr, LineAtom, LineItem, PathFilter, PathStatus, Span, Thompson, atom_at, atom_places,
+};
 use crate::runtime::bitboard::Bitboard;
 
 type R<T> = Result<T, InterpError>;
@@ -88,11 +91,12 @@ pub(crate) const MAX_PATH_STEPS: u64 = 4_000_000;
 
 /// One NFA state.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum State<'e> {
-    /// The filter must match the current position; then `next`, there.
-    Check(&'e Expr, usize),
-    /// Consumes a move to a child where the dash matches; then `next`.
-    Move(&'e Expr, usize),
+pub(crate) enum State {
+    /// Filter `test` (an index into the automaton's tests) must match the
+    /// current position; then `next`, there.
+    Check(u32, usize),
+    /// Consumes a move to a child where dash `test` matches; then `next`.
+    Move(u32, usize),
     /// Goes on to both.
     Split(usize, usize),
     /// The whole path matched.
@@ -101,17 +105,55 @@ pub(crate) enum State<'e> {
 
 /// A Thompson NFA of a path's constituents (also `scan::path_exact`'s:
 /// the same states in the same order, so that both walks agree step for
-/// step).
-pub(crate) struct Nfa<'e> {
-    pub(crate) states: Vec<State<'e>>,
+/// step), independent of any evaluation: built once per path filter and
+/// game, its filters and dashes named by their place in the constituents
+/// ([`crate::ir::atom_places`]).
+pub(crate) struct Automaton {
+    pub(crate) states: Vec<State>,
     pub(crate) start: usize,
+    /// Per test: the indices that lead to its filter or dash in the
+    /// path's constituents.
+    tests: Vec<Vec<u32>>,
 }
 
-impl<'e> Thompson<'e> for Nfa<'e> {
+/// The Thompson construction of an [`Automaton`].
+struct Builder<'e> {
+    states: Vec<State>,
+    tests: Vec<Vec<u32>>,
+    places: std::collections::HashMap<usize, Vec<u32>>,
+    _items: std::marker::PhantomData<&'e LineItem>,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, s: State) -> usize {
+        self.states.push(s);
+        self.states.len() - 1
+    }
+
+    /// A new test for `atom`'s filter or dash.
+    fn test(&mut self, atom: &LineAtom) -> u32 {
+        let t = self.tests.len() as u32;
+        let place = self
+            .places
+            .get(&(std::ptr::from_ref(atom) as usize))
+            .cloned()
+            .unwrap_or_default();
+        self.tests.push(place);
+        t
+    }
+}
+
+impl<'e> Thompson<'e> for Builder<'e> {
     fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
-            LineAtom::Filter(e) => self.push(State::Check(e, next)),
-            LineAtom::Dash(e) => self.push(State::Move(e, next)),
+            LineAtom::Filter(_) => {
+                let t = self.test(atom);
+                self.push(State::Check(t, next))
+            }
+            LineAtom::Dash(_) => {
+                let t = self.test(atom);
+                self.push(State::Move(t, next))
+            }
             LineAtom::Group(g) => self.seq(g, next),
         }
     }
@@ -125,19 +167,54 @@ impl<'e> Thompson<'e> for Nfa<'e> {
     }
 }
 
-impl<'e> Nfa<'e> {
+impl Automaton {
     /// The automaton of a path's constituents.
-    pub(crate) fn new(items: &'e [LineItem]) -> Nfa<'e> {
+    pub(crate) fn new(items: &[LineItem]) -> Automaton {
         let mut states = Vec::with_capacity(32);
         states.push(State::Accept);
-        let mut nfa = Nfa { states, start: 0 };
-        nfa.start = nfa.seq(items, 0);
-        nfa
+        let mut b = Builder {
+            states,
+            tests: Vec::new(),
+            places: atom_places(items),
+            _items: std::marker::PhantomData,
+        };
+        let start = b.seq(items, 0);
+        Automaton {
+            states: b.states,
+            start,
+            tests: b.tests,
+        }
     }
 
-    fn push(&mut self, s: State<'e>) -> usize {
-        self.states.push(s);
-        self.states.len() - 1
+    /// The filter or dash of test `t`, in the constituents `items` the
+    /// automaton was built from.
+    pub(crate) fn filter<'e>(&self, items: &'e [LineItem], t: u32) -> Option<&'e Expr> {
+        atom_at(items, self.tests.get(t as usize)?)
+    }
+}
+
+/// A path's automaton with the constituents its tests name.
+pub(super) struct Nfa<'a, 'e> {
+    automaton: &'a Automaton,
+    items: &'e [LineItem],
+}
+
+impl<'e> Nfa<'_, 'e> {
+    /// The filter or dash of test `t`.
+    fn filter(&self, t: u32, span: Span) -> R<&'e Expr> {
+        self.automaton
+            .filter(self.items, t)
+            .ok_or_else(|| InterpError::Unsupported {
+                span: (span.start, span.end),
+                what: "a path whose automaton does not fit its constituents".into(),
+            })
+    }
+}
+
+impl std::ops::Deref for Nfa<'_, '_> {
+    type Target = Automaton;
+    fn deref(&self) -> &Automaton {
+        self.automaton
     }
 }
 
@@ -292,7 +369,7 @@ struct PathMaps {
 
 /// One path evaluation's search.
 struct Search<'n, 'e> {
-    nfa: &'n Nfa<'e>,
+    nfa: &'n Nfa<'n, 'e>,
     primary: bool,
     firstmatch: bool,
     /// The focused pieces' squares at the start (`None`: no focus).
@@ -363,7 +440,14 @@ impl Evaluator<'_, '_> {
         if p.params.nestban && self.st.path_bans.get(&key).is_some_and(|b| b.contains(&at)) {
             return Ok(None);
         }
-        let nfa = Nfa::new(&p.items);
+        let automaton = self
+            .st
+            .path_automata
+            .get_or_build(key, || Automaton::new(&p.items));
+        let nfa = Nfa {
+            automaton: &automaton,
+            items: &p.items,
+        };
         let Some((mut search, (path, n))) = self.path_search(p, &nfa, span, at)? else {
             return Ok(None);
         };
@@ -560,7 +644,7 @@ impl Evaluator<'_, '_> {
     fn path_search<'n, 'e>(
         &mut self,
         p: &'e PathFilter,
-        nfa: &'n Nfa<'e>,
+        nfa: &'n Nfa<'n, 'e>,
         span: Span,
         at: u32,
     ) -> R<Option<(Search<'n, 'e>, Kept)>> {
@@ -644,7 +728,8 @@ impl Evaluator<'_, '_> {
         }
         let mark = self.st.comments.len();
         let m = match search.nfa.states[s] {
-            State::Move(e, _) => {
+            State::Move(t, _) => {
+                let e = search.nfa.filter(t, search.span)?;
                 self.st.last_dash_parts = None;
                 let m = self.matches(e, p)?;
                 if m && let Some((pos, parts)) = self.st.last_dash_parts
@@ -654,10 +739,13 @@ impl Evaluator<'_, '_> {
                 }
                 m
             }
-            State::Check(e, _) => match search.castle_parts.get(&p) {
-                Some(&parts) => self.in_castle_context(p, parts, |ev| ev.matches(e, p))?,
-                None => self.matches(e, p)?,
-            },
+            State::Check(t, _) => {
+                let e = search.nfa.filter(t, search.span)?;
+                match search.castle_parts.get(&p) {
+                    Some(&parts) => self.in_castle_context(p, parts, |ev| ev.matches(e, p))?,
+                    None => self.matches(e, p)?,
+                }
+            }
             _ => return Ok(false),
         };
         let made = self.st.comments.split_off(mark);

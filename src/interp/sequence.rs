@@ -21,6 +21,7 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap as HashMap;
 use shakmaty::Bitboard;
 
 use cqlj_runtime::layout::flags;
@@ -120,6 +121,45 @@ impl PartialEq for TreeCache {
     }
 }
 impl Eq for TreeCache {}
+
+/// The automata of the `line` or `path` filters evaluated in a game (in
+/// `State`), by the filter's address in the query (which does not change
+/// while the query runs): a cache, so a clone is empty and any two are
+/// equal.
+pub(super) struct AutomatonCache<T>(HashMap<usize, Arc<T>>);
+
+impl<T> AutomatonCache<T> {
+    /// The automaton kept for `key`, built by `build` the first time.
+    pub(super) fn get_or_build(&mut self, key: usize, build: impl FnOnce() -> T) -> Arc<T> {
+        Arc::clone(self.0.entry(key).or_insert_with(|| Arc::new(build())))
+    }
+}
+
+impl<T> Default for AutomatonCache<T> {
+    fn default() -> Self {
+        AutomatonCache(HashMap::default())
+    }
+}
+
+impl<T> Clone for AutomatonCache<T> {
+    fn clone(&self) -> Self {
+        AutomatonCache::default()
+    }
+}
+
+impl<T> std::fmt::Debug for AutomatonCache<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AutomatonCache({})", self.0.len())
+    }
+}
+
+impl<T> PartialEq for AutomatonCache<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for AutomatonCache<T> {}
 
 /// The chain from `p` up to the game's first position: `p`, its parent, ...
 pub(super) fn ancestors_or_self(game: &GameView, p: u32) -> Vec<u32> {

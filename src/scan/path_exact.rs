@@ -6,7 +6,7 @@
 //! whole chunks with the batch) and its dashes from the stored moves.
 //!
 //! **Exactness.** The walk is the interpreter's (`interp::path`): the same
-//! Thompson automaton (`interp::Nfa`, so the same states in the same
+//! Thompson automaton (`interp::PathAutomaton`, so the same states in the same
 //! order), the same depth-first order over the visible children, the same
 //! focus rules (`interp::in_focus`, `interp::move_focus`), the same
 //! `singlecolor` skip, `primary`, `firstmatch` and range, and the same
@@ -427,7 +427,7 @@ impl PathExact {
             None => None,
             Some(f) => Some(Designator::of(f)?),
         };
-        let nfa = interp::Nfa::new(&p.items);
+        let nfa = interp::PathAutomaton::new(&p.items);
         if nfa.states.len() > MAX_STATES {
             return None;
         }
@@ -439,8 +439,11 @@ impl PathExact {
                 // After a dash that matched a castling by one of its
                 // parts, `from`/`to` hold only that part's squares
                 // (contextual castling): a kernel does not know which.
-                PathState::Check(e, _) if reads_current_move(e) => return None,
-                PathState::Check(e, next) => {
+                PathState::Check(t, next) => {
+                    let e = nfa.filter(&p.items, t)?;
+                    if reads_current_move(e) {
+                        return None;
+                    }
                     let k = match filters.iter().position(|f| *f == e) {
                         Some(k) => k,
                         None => {
@@ -450,8 +453,8 @@ impl PathExact {
                     };
                     State::Check(k, next)
                 }
-                PathState::Move(e, next) => {
-                    dashes.push(Dash::of(e)?);
+                PathState::Move(t, next) => {
+                    dashes.push(Dash::of(nfa.filter(&p.items, t)?)?);
                     State::Move(dashes.len() - 1, next)
                 }
                 PathState::Split(a, b) => State::Split(a, b),
