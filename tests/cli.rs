@@ -393,7 +393,8 @@ fn bench_sequence_suite_runs_line_path_find_and_echo() {
     );
     assert_eq!(code, 0, "{stderr}\n{stdout}");
     for keyword in [
-        "line -->",
+        "line --> check",
+        "line --> move from N",
         "path quiet focus Q",
         "start = currentposition find",
         "echo quiet (s t)",
@@ -404,11 +405,11 @@ fn bench_sequence_suite_runs_line_path_find_and_echo() {
         );
     }
     // Matching games and positions, per query in suite order: four checks
-    // in a row from positions 1 and 2 of game 1; two moves of the white
-    // queen from position 0 of game 1 (CQL 6.2 oracle); a mate within 10
-    // plies from each of the 5 positions of game 2; the placement of
-    // positions 0 and 4 of game 3.
-    let expected = [["1", "2"], ["1", "1"], ["1", "5"], ["1", "2"]];
+    // in a row from positions 1 and 2 of game 1; knight moves N, n, N from
+    // position 0 of game 3; two moves of the white queen from position 0
+    // of game 1 (CQL 6.2 oracle); a mate within 10 plies from each of the
+    // 5 positions of game 2; the placement of positions 0 and 4 of game 3.
+    let expected = [["1", "2"], ["1", "1"], ["1", "1"], ["1", "5"], ["1", "2"]];
     for engine in ["jit", "interp"] {
         let rows = bench_rows(&stdout, engine);
         assert_eq!(rows.len(), expected.len(), "{engine}:\n{stdout}");
@@ -417,8 +418,8 @@ fn bench_sequence_suite_runs_line_path_find_and_echo() {
             assert_speeds(row, &stdout);
         }
     }
-    assert_eq!(stdout.matches("ratio  jit/interp ").count(), 4, "{stdout}");
-    assert_eq!(stdout.matches("agree  on 1 games").count(), 4, "{stdout}");
+    assert_eq!(stdout.matches("ratio  jit/interp ").count(), 5, "{stdout}");
+    assert_eq!(stdout.matches("agree  on 1 games").count(), 5, "{stdout}");
     // The anchor suite is not run.
     assert!(!stdout.lines().any(|l| l.starts_with("Ra1 ")), "{stdout}");
 }
