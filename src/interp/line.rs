@@ -60,11 +60,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
 use super::path::StateSet;
-use super::sequence::in_range;
+use super::sequence::{Bound, Placed, TestPlaces, in_range};
 use super::{InterpError, Value};
-use crate::ir::{
-    Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson, atom_at, atom_places,
-};
+use crate::ir::{Expr, LineAtom, LineFilter, LineItem, MoveSource, Node, Span, Thompson};
 
 type R<T> = Result<T, InterpError>;
 
@@ -134,9 +132,8 @@ fn holds_game_move(e: &Expr) -> bool {
 /// and where each constituent filter stands (by the filter's address).
 struct Builder<'e> {
     states: Vec<State>,
-    tests: Vec<Vec<u32>>,
+    tests: TestPlaces,
     move_sensitive: Vec<bool>,
-    places: std::collections::HashMap<usize, Vec<u32>>,
     _items: std::marker::PhantomData<&'e LineItem>,
 }
 
@@ -152,13 +149,7 @@ impl<'e> Thompson<'e> for Builder<'e> {
     fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
             LineAtom::Filter(e) | LineAtom::Dash(e) => {
-                let test = self.tests.len() as u32;
-                let place = self
-                    .places
-                    .get(&(std::ptr::from_ref(atom) as usize))
-                    .cloned()
-                    .unwrap_or_default();
-                self.tests.push(place);
+                let test = self.tests.test(atom);
                 self.push(State::Test(test, next), holds_game_move(e))
             }
             LineAtom::Group(g) => self.seq(g, next),
@@ -179,16 +170,15 @@ impl Automaton {
     pub(super) fn new(items: &[LineItem]) -> Automaton {
         let mut b = Builder {
             states: vec![State::Accept],
-            tests: Vec::new(),
+            tests: TestPlaces::new(items),
             move_sensitive: vec![false],
-            places: atom_places(items),
             _items: std::marker::PhantomData,
         };
         let start = b.seq(items, 0);
         let mut nfa = Automaton {
             states: b.states,
             start,
-            tests: b.tests,
+            tests: b.tests.tests,
             move_sensitive: b.move_sensitive,
             may_end: Vec::new(),
             may_go_on: Vec::new(),
@@ -274,32 +264,15 @@ impl Automaton {
     }
 }
 
+impl Placed for Automaton {
+    const FILTER: &'static str = "line";
+    fn place(&self, t: u32) -> Option<&[u32]> {
+        self.tests.get(t as usize).map(Vec::as_slice)
+    }
+}
+
 /// A line's automaton with the constituents its tests name.
-pub(super) struct Nfa<'a, 'e> {
-    automaton: &'a Automaton,
-    items: &'e [LineItem],
-}
-
-impl<'e> Nfa<'_, 'e> {
-    /// The filter of test `t`.
-    fn filter(&self, t: u32, span: Span) -> R<&'e Expr> {
-        self.automaton
-            .tests
-            .get(t as usize)
-            .and_then(|place| atom_at(self.items, place))
-            .ok_or_else(|| InterpError::Unsupported {
-                span: (span.start, span.end),
-                what: "a line whose automaton does not fit its constituents".into(),
-            })
-    }
-}
-
-impl std::ops::Deref for Nfa<'_, '_> {
-    type Target = Automaton;
-    fn deref(&self) -> &Automaton {
-        self.automaton
-    }
-}
+pub(super) type Nfa<'a, 'e> = Bound<'a, 'e, Automaton>;
 
 /// The best match found so far: its positions, first to last.
 struct Best {

@@ -77,11 +77,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::eval::Evaluator;
 use super::moves::MoveFacts;
-use super::sequence::in_range;
+use super::sequence::{Bound, Placed, TestPlaces, in_range};
 use super::{InterpError, Value};
-use crate::ir::{
-    Expr, LineAtom, LineItem, PathFilter, PathStatus, Span, Thompson, atom_at, atom_places,
-};
+use crate::ir::{Expr, LineAtom, LineItem, PathFilter, PathStatus, Span, Thompson, atom_at};
 use crate::runtime::bitboard::Bitboard;
 
 type R<T> = Result<T, InterpError>;
@@ -119,8 +117,7 @@ pub(crate) struct Automaton {
 /// The Thompson construction of an [`Automaton`].
 struct Builder<'e> {
     states: Vec<State>,
-    tests: Vec<Vec<u32>>,
-    places: std::collections::HashMap<usize, Vec<u32>>,
+    tests: TestPlaces,
     _items: std::marker::PhantomData<&'e LineItem>,
 }
 
@@ -129,29 +126,17 @@ impl Builder<'_> {
         self.states.push(s);
         self.states.len() - 1
     }
-
-    /// A new test for `atom`'s filter or dash.
-    fn test(&mut self, atom: &LineAtom) -> u32 {
-        let t = self.tests.len() as u32;
-        let place = self
-            .places
-            .get(&(std::ptr::from_ref(atom) as usize))
-            .cloned()
-            .unwrap_or_default();
-        self.tests.push(place);
-        t
-    }
 }
 
 impl<'e> Thompson<'e> for Builder<'e> {
     fn leaf(&mut self, atom: &'e LineAtom, next: usize) -> usize {
         match atom {
             LineAtom::Filter(_) => {
-                let t = self.test(atom);
+                let t = self.tests.test(atom);
                 self.push(State::Check(t, next))
             }
             LineAtom::Dash(_) => {
-                let t = self.test(atom);
+                let t = self.tests.test(atom);
                 self.push(State::Move(t, next))
             }
             LineAtom::Group(g) => self.seq(g, next),
@@ -174,49 +159,33 @@ impl Automaton {
         states.push(State::Accept);
         let mut b = Builder {
             states,
-            tests: Vec::new(),
-            places: atom_places(items),
+            tests: TestPlaces::new(items),
             _items: std::marker::PhantomData,
         };
         let start = b.seq(items, 0);
         Automaton {
             states: b.states,
             start,
-            tests: b.tests,
+            tests: b.tests.tests,
         }
     }
 
     /// The filter or dash of test `t`, in the constituents `items` the
     /// automaton was built from.
     pub(crate) fn filter<'e>(&self, items: &'e [LineItem], t: u32) -> Option<&'e Expr> {
-        atom_at(items, self.tests.get(t as usize)?)
+        atom_at(items, self.place(t)?)
+    }
+}
+
+impl Placed for Automaton {
+    const FILTER: &'static str = "path";
+    fn place(&self, t: u32) -> Option<&[u32]> {
+        self.tests.get(t as usize).map(Vec::as_slice)
     }
 }
 
 /// A path's automaton with the constituents its tests name.
-pub(super) struct Nfa<'a, 'e> {
-    automaton: &'a Automaton,
-    items: &'e [LineItem],
-}
-
-impl<'e> Nfa<'_, 'e> {
-    /// The filter or dash of test `t`.
-    fn filter(&self, t: u32, span: Span) -> R<&'e Expr> {
-        self.automaton
-            .filter(self.items, t)
-            .ok_or_else(|| InterpError::Unsupported {
-                span: (span.start, span.end),
-                what: "a path whose automaton does not fit its constituents".into(),
-            })
-    }
-}
-
-impl std::ops::Deref for Nfa<'_, '_> {
-    type Target = Automaton;
-    fn deref(&self) -> &Automaton {
-        self.automaton
-    }
-}
+pub(super) type Nfa<'a, 'e> = Bound<'a, 'e, Automaton>;
 
 /// A test's cached result: matched, and the comments it made.
 type Tested = (bool, Vec<(u32, String)>);

@@ -29,7 +29,10 @@ use cqlj_runtime::layout::flags;
 use super::eval::Evaluator;
 use super::moves::MoveFacts;
 use super::{GameView, InterpError, Value};
-use crate::ir::{EchoFilter, Expr, FindFilter, Kind, Node, TreeLeaf, TreeRel};
+use crate::ir::{
+    EchoFilter, Expr, FindFilter, Kind, LineAtom, LineItem, Node, Span, TreeLeaf, TreeRel, atom_at,
+    atom_places,
+};
 
 type R<T> = Result<T, InterpError>;
 
@@ -160,6 +163,73 @@ impl<T> PartialEq for AutomatonCache<T> {
 }
 
 impl<T> Eq for AutomatonCache<T> {}
+
+/// An automaton of a `line` or `path` whose tests name their filters by
+/// place in the constituents ([`crate::ir::atom_places`]).
+pub(super) trait Placed {
+    /// The filter's keyword, for errors.
+    const FILTER: &'static str;
+    /// The place of test `t`'s filter.
+    fn place(&self, t: u32) -> Option<&[u32]>;
+}
+
+/// The tests of an automaton being built, each named by the place of its
+/// filter in the constituents.
+pub(super) struct TestPlaces {
+    places: std::collections::HashMap<usize, Vec<u32>>,
+    pub(super) tests: Vec<Vec<u32>>,
+}
+
+impl TestPlaces {
+    /// For an automaton of `items`.
+    pub(super) fn new(items: &[LineItem]) -> TestPlaces {
+        TestPlaces {
+            places: atom_places(items),
+            tests: Vec::new(),
+        }
+    }
+
+    /// A new test of `atom`'s filter or dash.
+    pub(super) fn test(&mut self, atom: &LineAtom) -> u32 {
+        let t = self.tests.len() as u32;
+        let place = self
+            .places
+            .get(&(std::ptr::from_ref(atom) as usize))
+            .cloned()
+            .unwrap_or_default();
+        self.tests.push(place);
+        t
+    }
+}
+
+/// An automaton with the constituents its tests name.
+pub(super) struct Bound<'a, 'e, A> {
+    pub(super) automaton: &'a A,
+    pub(super) items: &'e [LineItem],
+}
+
+impl<'e, A: Placed> Bound<'_, 'e, A> {
+    /// The filter of test `t`.
+    pub(super) fn filter(&self, t: u32, span: Span) -> R<&'e Expr> {
+        self.automaton
+            .place(t)
+            .and_then(|place| atom_at(self.items, place))
+            .ok_or_else(|| InterpError::Unsupported {
+                span: (span.start, span.end),
+                what: format!(
+                    "a {} whose automaton does not fit its constituents",
+                    A::FILTER
+                ),
+            })
+    }
+}
+
+impl<A> std::ops::Deref for Bound<'_, '_, A> {
+    type Target = A;
+    fn deref(&self) -> &A {
+        self.automaton
+    }
+}
 
 /// The chain from `p` up to the game's first position: `p`, its parent, ...
 pub(super) fn ancestors_or_self(game: &GameView, p: u32) -> Vec<u32> {
