@@ -155,10 +155,8 @@ impl<'e> Thompson<'e> for Builder<'e> {
 impl Automaton {
     /// The automaton of a path's constituents.
     pub(crate) fn new(items: &[LineItem]) -> Automaton {
-        let mut states = Vec::with_capacity(32);
-        states.push(State::Accept);
         let mut b = Builder {
-            states,
+            states: vec![State::Accept],
             tests: TestPlaces::new(items),
             _items: std::marker::PhantomData,
         };
