@@ -90,9 +90,7 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
         }
     };
     let mut mt = w.start_movetext(tags);
-    if w.write_plain_rest(&mut mt, text, i).is_some() {
-        return Some(w.finish(mt));
-    }
+    i = w.write_plain_rest(&mut mt, text, i);
     while i < n {
         let c = text[i];
         if c <= b' ' {
@@ -111,10 +109,7 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
                 return None;
             }
             w.write_san(&mut mt, &text[i..], len);
-            i += len;
-            if w.notes_written(&mt) && w.write_plain_rest(&mut mt, text, i).is_some() {
-                return Some(w.finish(mt));
-            }
+            i = w.write_plain_rest(&mut mt, text, i + len);
         }
     }
     Some(w.finish(mt))

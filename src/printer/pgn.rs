@@ -142,6 +142,21 @@ impl Notes<'_> {
     }
 }
 
+/// `{text}` padded to 16 bytes, when `text` is at most 14 bytes with no
+/// space or `}` (written as one token).
+#[inline]
+fn short_comment(text: &str) -> Option<[u8; 16]> {
+    let t = text.as_bytes();
+    if t.len() > 14 || t.iter().any(|&b| b == b' ' || b == b'}') {
+        return None;
+    }
+    let mut token = [0u8; 16];
+    token[0] = b'{';
+    token[1..=t.len()].copy_from_slice(t);
+    token[t.len() + 1] = b'}';
+    Some(token)
+}
+
 /// Appends the decimal digits of `n`.
 fn push_decimal(buf: &mut Vec<u8>, n: u32) {
     let mut digits = [0u8; 10];
@@ -628,6 +643,12 @@ impl Movetext {
     /// spaces like the movetext (a `}` in a text is written `)`).
     fn comment_tokens(&mut self, out: &mut Vec<u8>, index: u32, notes: &Notes<'_>) {
         let texts = notes.at(index, &mut self.cursor);
+        self.note_tokens(out, texts, notes);
+    }
+
+    /// Writes `notes.inserts[texts]` as [`Movetext::comment_tokens`] does
+    /// (the search already made).
+    fn note_tokens(&mut self, out: &mut Vec<u8>, texts: std::ops::Range<usize>, notes: &Notes<'_>) {
         if !texts.is_empty() {
             let mut comment = std::mem::take(&mut self.scratch);
             comment.clear();
@@ -812,47 +833,31 @@ impl<'o> PgnRewriter<'_, 'o> {
         mt.current = mt.pending;
     }
 
-    /// Whether no note is left to insert after the last move written
-    /// (its own may still be pending).
-    #[inline]
-    pub(super) fn notes_written(&self, mt: &Movetext) -> bool {
-        let last = mt.next_index.saturating_sub(1);
-        self.notes.inserts.last().is_none_or(|&(p, _)| p <= last)
-            && self.notes.removed.last().is_none_or(|&p| p <= last)
-    }
-
     /// Writes the rest of a plain text (`text[i..]`: white space, move
-    /// numbers, moves, results; see `import::plain`) when no note applies
-    /// past the last move written (`-quiet`, or the game's last match
-    /// comment written), as [`PgnRewriter::write_san`] and
-    /// [`PgnRewriter::write_outcome`] would, token by token, but with the
-    /// line state in locals and the output written into a buffer sized
-    /// once. Returns `None`, with `out` left as it was, where a note may
-    /// still apply or at a byte a plain text does not hold (the caller
-    /// goes on token by token).
-    pub(super) fn write_plain_rest(
-        &mut self,
-        mt: &mut Movetext,
-        text: &[u8],
-        i: usize,
-    ) -> Option<()> {
+    /// numbers, moves, results; see `import::plain`) as
+    /// [`PgnRewriter::write_san`] and [`PgnRewriter::write_outcome`] would,
+    /// token by token, with each move's notes after it, but with the line
+    /// state in locals and the output written into a buffer sized once.
+    /// Returns where it stopped in `text`: its end, or the start of a token
+    /// a plain text does not hold (or `i` when the moves are numbered by a
+    /// replay, `san_index`); the tokens before it are written and `mt` is
+    /// as they left it, so the caller goes on token by token from there.
+    pub(super) fn write_plain_rest(&mut self, mt: &mut Movetext, text: &[u8], i: usize) -> usize {
         mt.flush(self.out, self.notes);
-        if mt.bare.end != u64::MAX || self.notes.san_index.is_some() || mt.pending.is_some() {
-            return None;
+        if self.notes.san_index.is_some() || mt.pending.is_some() {
+            return i;
         }
-        let rest = text.get(i..)?;
-        PLAIN_SCRATCH.with_borrow_mut(|buf| self.write_plain_tokens(mt, rest, buf))
+        let Some(rest) = text.get(i..) else {
+            return i;
+        };
+        i + PLAIN_SCRATCH.with_borrow_mut(|buf| self.write_plain_tokens(mt, rest, buf))
     }
 
     /// [`PgnRewriter::write_plain_rest`]'s loop over `rest`, written into
     /// `buf` (this thread's scratch: initialized bytes, grown as needed,
-    /// never shrunk, so no game pays for zeroing it), then appended.
-    fn write_plain_tokens(
-        &mut self,
-        mt: &mut Movetext,
-        rest: &[u8],
-        buf: &mut Vec<u8>,
-    ) -> Option<()> {
+    /// never shrunk, so no game pays for zeroing it), appended before each
+    /// note and at the end. Returns the bytes of `rest` written.
+    fn write_plain_tokens(&mut self, mt: &mut Movetext, rest: &[u8], buf: &mut Vec<u8>) -> usize {
         // Room for every token; checked per token, so a short bound only
         // sends the game the slow way.
         let room = 3 * rest.len() + 64;
@@ -866,6 +871,8 @@ impl<'o> PgnRewriter<'_, 'o> {
         let offset = u32::from(!mt.white_first);
         let mut j = 0;
         let n = rest.len();
+        // The last short note written: its text (address, length) and token.
+        let mut last_short: Option<(*const u8, usize, [u8; 16])> = None;
         // One token of `len` bytes, `bytes` padded to 16: its separator
         // (a line break past `LINE`, else a space unless glued or at the
         // line's start), then its bytes.
@@ -888,12 +895,12 @@ impl<'o> PgnRewriter<'_, 'o> {
             *w += len;
             *col += len;
         };
-        let ok = loop {
+        loop {
             if j >= n {
-                break true;
+                break;
             }
             if w + 48 > buf.len() {
-                break false;
+                break;
             }
             let c = rest[j];
             if c <= b' ' {
@@ -901,7 +908,7 @@ impl<'o> PgnRewriter<'_, 'o> {
             } else if c.is_ascii_digit() || c == b'*' {
                 if c == b'*' || matches!(rest.get(j + 1), Some(b'-' | b'/')) {
                     let Some(result) = crate::import::plain::result_at(rest, j) else {
-                        break false;
+                        break;
                     };
                     let mut bytes = [0u8; 16];
                     for (b, r) in bytes.iter_mut().zip(result) {
@@ -957,7 +964,7 @@ impl<'o> PgnRewriter<'_, 'o> {
                 let x = u64::from_le_bytes(*window.first_chunk::<8>().unwrap_or(&[0; 8]));
                 let len = crate::import::plain::first_space(x);
                 if len == 8 {
-                    break false;
+                    break;
                 }
                 let half = ply + offset;
                 let white = half.is_multiple_of(2);
@@ -971,14 +978,47 @@ impl<'o> PgnRewriter<'_, 'o> {
                 after_open = false;
                 after_result = false;
                 ply += 1;
+                let index = mt.next_index;
                 mt.next_index += 1;
                 // The space after it (the common case), from the same
                 // eight bytes.
                 j += len + usize::from((x >> (8 * len)) as u8 == b' ');
+                if !mt.bare.contains(&u64::from(index)) {
+                    // Its notes, written now: a plain text has no comment
+                    // or NAG that would come before them.
+                    let texts = self.notes.at(index, &mut mt.cursor);
+                    if let [(_, t)] = self.notes.inserts[texts.clone()]
+                        && let Some(token) = match last_short {
+                            // The same text as the last (the match string
+                            // is one `&str`): its token is built.
+                            Some((p, l, token)) if p == t.as_ptr() && l == t.len() => Some(token),
+                            _ => short_comment(t),
+                        }
+                    {
+                        last_short = Some((t.as_ptr(), t.len(), token));
+                        // One short text without a space or `}` (the
+                        // match string): one token, as `note_tokens`
+                        // writes it.
+                        put(buf, &mut w, &mut col, token, t.len() + 2, after_open);
+                        need_number = true;
+                        after_open = false;
+                        after_result = false;
+                        mt.bare = self.notes.bare(mt.cursor);
+                        continue;
+                    }
+                    self.out.extend_from_slice(&buf[..w]);
+                    w = 0;
+                    mt.col = col;
+                    mt.need_number = need_number;
+                    mt.after_open = after_open;
+                    mt.after_result = after_result;
+                    mt.note_tokens(self.out, texts, self.notes);
+                    col = mt.col;
+                    need_number = mt.need_number;
+                    after_open = mt.after_open;
+                    after_result = mt.after_result;
+                }
             }
-        };
-        if !ok {
-            return None;
         }
         self.out.extend_from_slice(&buf[..w]);
         mt.col = col;
@@ -986,12 +1026,12 @@ impl<'o> PgnRewriter<'_, 'o> {
         mt.need_number = need_number;
         mt.after_open = after_open;
         mt.after_result = after_result;
-        // The last move's annotations: none (the notes are bare past it).
+        // The last move's notes are written.
         mt.pending = None;
         mt.current = (mt.next_index > 1)
             .then(|| mt.next_index - 1)
             .or(mt.current);
-        Some(())
+        j
     }
 
     /// Writes NAG `nag` as `$nag`.
@@ -1165,7 +1205,21 @@ pub(super) mod tests {
     /// asserted equal and the plain outputs returned.
     pub(in crate::printer) fn both_paths(text: impl AsRef<[u8]>) -> Paths {
         let text = text.as_ref();
-        let inserts = [(0, "start"), (2, "CQL"), (3, "x}y"), (3, "z")];
+        // Short single texts (one token, the fast path's own), a position
+        // with two, texts with a space, a `}`, 15 bytes, none.
+        let inserts = [
+            (0, "start"),
+            (2, "CQL"),
+            (3, "x}y"),
+            (3, "z"),
+            (4, "CQL"),
+            (5, "CQL"),
+            (7, "two words"),
+            (8, "fifteen-bytes-x"),
+            (9, "fourteen-bytes"),
+            (10, ""),
+            (11, "CQL"),
+        ];
         let tags = [
             ("Event".to_owned(), "set".to_owned()),
             ("New".to_owned(), "v".to_owned()),
