@@ -6,12 +6,13 @@
 use cqlj_runtime::layout::{MoveKind, PositionRecord, flags};
 use cqlj_runtime::tags;
 use shakmaty::{Bitboard, Square};
+use std::borrow::Cow;
 
 use super::moves::{MoveFacts, legal_moves, pseudo_legal_moves};
 use super::{GameView, InterpError, Interpreter, SortValue, State, Value, board, mates};
 use crate::ir::{
-    ArithOp, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource, MoveValue,
-    Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
+    ArithOp, Builtin, CmpOp, CurrentMoveFact, Expr, GameResult, Kind, MoveFilter, MoveSource,
+    MoveValue, Node, OrbitElement, PawnSet, PinValue, SetOp, Side, SpecialMove, TagField,
 };
 
 type R<T> = Result<T, InterpError>;
@@ -43,8 +44,42 @@ enum Operand<'x> {
     Num(i64),
     /// Candidate strings (`player` without a colour stands for both
     /// players' names; everything else for exactly one string).
-    Str(Vec<std::borrow::Cow<'x, str>>),
+    Str(Strs<'x>),
     Pos(u32),
+}
+
+/// The candidate strings of a string operand: one (no allocation for a
+/// literal or a piece name), or several.
+enum Strs<'x> {
+    One(Cow<'x, str>),
+    Many(Vec<Cow<'x, str>>),
+}
+
+impl<'x> Strs<'x> {
+    fn as_slice(&self) -> &[Cow<'x, str>] {
+        match self {
+            Strs::One(s) => std::slice::from_ref(s),
+            Strs::Many(v) => v,
+        }
+    }
+}
+
+/// `piecename`'s value for a square holding `piece` (`None`: empty), as
+/// a static string.
+fn piece_name(piece: Option<shakmaty::Piece>) -> &'static str {
+    const NAMES: [&str; 6] = ["P", "N", "B", "R", "Q", "K"];
+    const LOWER: [&str; 6] = ["p", "n", "b", "r", "q", "k"];
+    match piece {
+        None => "_",
+        Some(p) => {
+            let i = p.role as usize - 1;
+            if p.color == shakmaty::Color::White {
+                NAMES[i]
+            } else {
+                LOWER[i]
+            }
+        }
+    }
 }
 
 fn span_of(e: &Expr) -> (u32, u32) {
@@ -1011,13 +1046,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Kind::String => {
                 if let Node::Player(side) = e.node {
                     let names = self.players(side);
-                    (!names.is_empty())
-                        .then(|| Operand::Str(names.into_iter().map(Into::into).collect()))
-                } else if let Node::Str(s) = &e.node {
-                    // A literal is borrowed, not copied per evaluation.
-                    Some(Operand::Str(vec![s.as_str().into()]))
+                    (!names.is_empty()).then(|| {
+                        Operand::Str(Strs::Many(names.into_iter().map(Into::into).collect()))
+                    })
                 } else {
-                    self.string(e, at)?.map(|s| Operand::Str(vec![s.into()]))
+                    self.str_operand(e, at)?.map(|s| Operand::Str(Strs::One(s)))
                 }
             }
             Kind::Position => match self.eval(e, at)? {
@@ -1032,6 +1065,42 @@ impl<'a, 'g> Evaluator<'a, 'g> {
                 ));
             }
         })
+    }
+
+    /// The value of string filter `e` as an operand: a literal borrowed, a
+    /// `piecename` (also read at another position, `P:piecename X`) a
+    /// static string, anything else evaluated (as [`Evaluator::eval`]
+    /// does: the comments made by a filter that fails are dropped).
+    fn str_operand<'x>(&mut self, e: &'x Expr, at: u32) -> R<Option<Cow<'x, str>>> {
+        match &e.node {
+            Node::Str(s) => Ok(Some(Cow::Borrowed(s.as_str()))),
+            Node::Builtin(Builtin::PieceName, args) if args.len() == 1 => {
+                let mark = self.st.comments.len();
+                let v = match self.single_square(&args[0], at)? {
+                    None => None,
+                    Some(sq) => Some(Cow::Borrowed(piece_name(self.piece_on(at, sq)?))),
+                };
+                if v.is_none() && !self.interp.always_comment {
+                    self.st.comments.truncate(mark);
+                }
+                Ok(v)
+            }
+            Node::At { pos, body } if matches!(body.node, Node::Builtin(Builtin::PieceName, _)) => {
+                let mark = self.st.comments.len();
+                let v = match self.position(pos, at)? {
+                    None => None,
+                    Some(target) => {
+                        self.rec(target)?;
+                        self.str_operand(body, target)?
+                    }
+                };
+                if v.is_none() && !self.interp.always_comment {
+                    self.st.comments.truncate(mark);
+                }
+                Ok(v)
+            }
+            _ => Ok(self.string(e, at)?.map(Cow::Owned)),
+        }
     }
 
     /// A filter whose value depends only on the game (a comparison or `in`
@@ -1061,9 +1130,11 @@ impl<'a, 'g> Evaluator<'a, 'g> {
         };
         let ok = match (a, b) {
             (Operand::Set(a), Operand::Set(b)) => (a & !b).is_empty(),
-            (Operand::Str(a), Operand::Str(b)) => a
-                .iter()
-                .any(|a| b.iter().any(|b| a.len() <= b.len() && b.contains(&**a))),
+            (Operand::Str(a), Operand::Str(b)) => a.as_slice().iter().any(|a| {
+                b.as_slice()
+                    .iter()
+                    .any(|b| a.len() <= b.len() && b.contains(&**a))
+            }),
             _ => {
                 return Err(Self::dispatch_error(
                     x,
@@ -1113,9 +1184,10 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             (Operand::Set(s), Operand::Num(n)) => holds((s.count() as i64).cmp(n)),
             (Operand::Num(n), Operand::Set(s)) => holds(n.cmp(&(s.count() as i64))),
             (Operand::Num(m), Operand::Num(n)) => holds(m.cmp(n)),
-            (Operand::Str(s), Operand::Str(t)) => {
-                s.iter().any(|s| t.iter().any(|t| holds(s.cmp(t))))
-            }
+            (Operand::Str(s), Operand::Str(t)) => s
+                .as_slice()
+                .iter()
+                .any(|s| t.as_slice().iter().any(|t| holds(s.cmp(t)))),
             (Operand::Pos(p), Operand::Pos(q)) => holds(p.cmp(q)),
             _ => {
                 return Err(Self::dispatch_error(
