@@ -448,6 +448,7 @@ impl Evaluator<'_, '_> {
     ///   number of moves from x to y through their lca;
     /// - `x [<] y`: x is a strict ancestor of y (`[<=]`: or equal; `[>]`,
     ///   `[>=]`: descendant), with the value x.
+    #[inline(never)]
     pub(super) fn sequence(&mut self, e: &Expr, at: u32) -> R<Option<Value>> {
         let pos = |p: Option<u32>| Ok(p.map(Value::Position));
         match &e.node {
