@@ -425,6 +425,17 @@ pub(crate) fn write_match(
 /// (its [mark](GameMatch::comment_marks)), before those later positions'
 /// evaluations make at it; without a mark, after all its comments.
 fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32, &'m str)> {
+    if m.comments.is_empty() && m.comment_marks.is_empty() {
+        // The match string alone, at each matching position: the
+        // positions are increasing and each is there once, so the list
+        // is sorted and has no text twice at a position.
+        let Some(s) = matchstring else {
+            return Vec::new();
+        };
+        let mut inserts = Vec::with_capacity(m.positions.len() + 1);
+        inserts.extend(m.positions.iter().map(|p| (p, s)));
+        return inserts;
+    }
     let mut inserts: Vec<(u32, &str)> = Vec::with_capacity(m.comments.len() + 8);
     let mut marks = m.comment_marks.iter().peekable();
     for (i, (p, t)) in m.comments.iter().enumerate() {
