@@ -1507,6 +1507,47 @@ pub(super) mod tests {
         assert_eq!(header_comment(None, &[], &[]), "");
     }
 
+    /// Notes after every move of short moves fill the fast loop's buffer
+    /// (sized for the text's moves): it stops at a token, the game goes
+    /// on token by token from there and is written as the reader path
+    /// writes it.
+    #[test]
+    fn notes_at_every_move_outgrow_the_fast_buffer() {
+        let mut text = String::from("[Result \"*\"]\n\n");
+        for k in 0..30 {
+            text.push_str(if k % 2 == 0 { "Nf3 Nf6 " } else { "Ng1 Ng8 " });
+        }
+        text.push('*');
+        assert!(crate::import::plain::plain_moves(text.as_bytes()).is_some());
+        // Short texts only: each is written into the loop's buffer.
+        let texts = ["fourteen-bytes", "fourteen-bytes", "CQL"];
+        let inserts: Vec<(u32, &str)> = (0..=60).map(|p| (p, texts[p as usize % 3])).collect();
+        let notes = Notes {
+            inserts: &inserts,
+            san_index: None,
+            removed: &[],
+            tags: &[],
+        };
+        let mut reader = Vec::new();
+        let read = rewrite_read(&mut reader, 1, text.as_bytes(), &notes);
+        let mut flagged = Vec::new();
+        let mut writer = PgnRewriter {
+            notes: &notes,
+            quotes: false,
+            out: &mut flagged,
+            san: Vec::new(),
+        };
+        let moves = super::super::lexer::rewrite_plain_flagged(&mut writer, text.as_bytes());
+        assert_eq!(moves, read.ok());
+        assert_eq!(moves, Some(60));
+        let (flagged, reader) = (
+            String::from_utf8_lossy(&flagged),
+            String::from_utf8_lossy(&reader),
+        );
+        assert_eq!(flagged, reader);
+        assert_eq!(flagged.matches("{fourteen-bytes}").count(), 41, "{flagged}");
+    }
+
     #[test]
     fn long_movetext_wraps() {
         let mut text = String::from("[Result \"*\"]\n\n");
