@@ -11,7 +11,7 @@ data="${CQLJ_SHARED_DATA:-}"
 [ -n "$data" ] || data=/work/shared/data
 seeds_doc="$(dirname "$data")/seeds"
 corpus="$here/corpus"
-mkdir -p "$corpus"/{parse,roundtrip,pgn_import,store_open,jit_vs_interp}
+mkdir -p "$corpus"/{parse,roundtrip,pgn_import,store_open,pgn_write,jit_vs_interp}
 
 n=0
 put() { # target, name; content on stdin
@@ -44,6 +44,12 @@ for f in "$root"/tests/data/import/*.pgn "$data"/edge-cases/*.pgn; do
     [ -f "$f" ] || continue
     head -c 16384 "$f" | put pgn_import "$(basename "$f")"
 done
+# The same texts for the writer, taken raw (first byte's top bit) with
+# three comments to insert (positions 0, 2, 5) and none removed.
+for f in "$root"/tests/data/import/*.pgn "$data"/edge-cases/*.pgn; do
+    [ -f "$f" ] || continue
+    { printf '\200\003\000\000\002\003\005\004\000'; head -c 4096 "$f"; } | put pgn_write "$(basename "$f")"
+done
 if [ -f "$data/studies.pgn" ]; then
     for k in 0 1 2 3 4 5 6 7; do
         tail -c +$((k * 100000 + 1)) "$data/studies.pgn" | head -c 8192 | put pgn_import "studies-$k.pgn"
@@ -51,9 +57,9 @@ if [ -f "$data/studies.pgn" ]; then
 fi
 
 # Committed seeds (store damage descriptions, minimised finds).
-for t in parse roundtrip pgn_import store_open jit_vs_interp; do
+for t in parse roundtrip pgn_import store_open pgn_write jit_vs_interp; do
     [ -d "$here/seeds/$t" ] && cp -f "$here/seeds/$t"/* "$corpus/$t/" 2>/dev/null || true
     # Regression inputs are seeds too.
     [ -d "$root/tests/data/fuzz/$t" ] && find "$root/tests/data/fuzz/$t" -type f ! -name README.md -exec cp -f {} "$corpus/$t/" \; || true
 done
-echo "seeded: $(for t in parse roundtrip pgn_import store_open jit_vs_interp; do printf '%s=%s ' "$t" "$(ls "$corpus/$t" | wc -l)"; done)"
+echo "seeded: $(for t in parse roundtrip pgn_import store_open pgn_write jit_vs_interp; do printf '%s=%s ' "$t" "$(ls "$corpus/$t" | wc -l)"; done)"

@@ -19,6 +19,9 @@
 //!   back to the same IR;
 //! - [`check_pgn_import`]: bytes as PGN followed by one valid game;
 //! - [`check_store_open`]: a small valid store with bytes flipped or cut;
+//! - [`check_pgn_write`]: a game text (mostly generated PGN movetext,
+//!   plain or not) with comments to insert, written by the PGN writer's
+//!   paths, which must agree;
 //! - [`check_jit_vs_interp`]: a generated query, expanded into orbits, on one
 //!   of [`POSITIONS`] or at every position of one of [`GAMES`], by the JIT
 //!   kernel and by the interpreter.
@@ -440,6 +443,125 @@ pub fn check_pgn_import(data: &[u8]) {
 /// followed by more tags, the sentinel's, are one game's tags in PGN).
 fn swallows_following(data: &[u8]) -> bool {
     data.iter().any(|&b| matches!(b, b'{' | b';' | b'%' | b'['))
+}
+
+/// The comment texts [`check_pgn_write`] inserts: short ones (one token,
+/// as the match string), none, ones with a space, a `}` or a `{`, 14 and
+/// 15 bytes.
+const NOTE_TEXTS: [&str; 9] = [
+    "CQL",
+    "",
+    "x}y",
+    "two words",
+    "fourteen-bytes",
+    "fifteen-bytes-x",
+    "Game number 7",
+    "a  b",
+    "{",
+];
+
+/// Movetext tokens [`check_pgn_write`] builds texts from: moves in the
+/// writer's form and not, null moves, a NAG, comments, a variation's
+/// parentheses, results, a move number's dots.
+const PGN_TOKENS: [&str; 24] = [
+    "e4", "exd5", "Nf3", "Nbd7", "R1a3", "Qh4xe1", "O-O", "O-O-O", "exd8=Q", "bxa1=N+", "Kxe2#",
+    "Bb5+", "--", "h8=R#", "Nf3!", "e4?!", "$14", "{c}", "{a b}", "(", ")", "1-0", "*", "...",
+];
+
+/// A game text and comments to insert from fuzzer bytes, written by the
+/// PGN writer's paths (`printer::compare_paths`): where the lexer takes
+/// the text it writes what the reader path writes, and where the importer
+/// would mark the text plain the unchecked fast path (which writes the
+/// comments in its own loop) writes the same; on any other text the fast
+/// path must not panic. The text is generated (tags, numbered moves,
+/// separators, now and then a NAG, a comment, a parenthesis or a result)
+/// unless the first byte's top bit says to take the rest as raw bytes.
+pub fn check_pgn_write(data: &[u8]) {
+    let mut src = ByteSource::new(data);
+    let mode = src.byte();
+    let mut inserts: Vec<(u32, &str)> = (0..src.byte() % 24)
+        .map(|_| {
+            let position = u32::from(src.byte() % 64);
+            (
+                position,
+                NOTE_TEXTS[usize::from(src.byte()) % NOTE_TEXTS.len()],
+            )
+        })
+        .collect();
+    inserts.sort_by_key(|&(p, _)| p);
+    let mut removed: Vec<u32> = (0..src.byte() % 3)
+        .map(|_| u32::from(src.byte() % 64))
+        .collect();
+    removed.sort_unstable();
+    removed.dedup();
+    let tags = if mode & 1 == 1 {
+        vec![("Event".to_owned(), "set".to_owned())]
+    } else {
+        Vec::new()
+    };
+    let text = if mode & 0x80 != 0 {
+        data.get(src.pos.min(data.len())..)
+            .unwrap_or_default()
+            .to_vec()
+    } else {
+        generated_movetext(&mut src, mode)
+    };
+    match crate::printer::compare_paths(&text, &inserts, &removed, &tags) {
+        Err(e) => panic!("{e}"),
+        // Every game written ends with its blank line.
+        Ok(crate::printer::Paths::Both { lexer, reader }) => assert!(
+            lexer.ends_with("\n\n") && reader.ends_with("\n\n"),
+            "a game written without its blank line: {lexer:?}"
+        ),
+        Ok(crate::printer::Paths::ReaderOnly) => {}
+    }
+}
+
+/// A PGN game text from fuzzer bytes for [`check_pgn_write`]: tags (a
+/// `FEN` with black to move when `mode` has bit 1), then moves, mostly
+/// numbered as the writer numbers them, with separators of one or more
+/// white-space bytes, and at times another token of [`PGN_TOKENS`].
+fn generated_movetext(src: &mut ByteSource<'_>, mode: u8) -> Vec<u8> {
+    let black_first = mode & 2 != 0;
+    let mut text = String::from("[Event \"T\"]\n[Result \"*\"]\n");
+    if black_first {
+        text.push_str("[FEN \"4k3/8/8/8/8/8/8/R3K3 b - - 0 40\"]\n");
+    }
+    text.push('\n');
+    let moves = usize::from(src.byte() % 120);
+    let first = if black_first { 40 } else { 1 };
+    const SEPARATORS: [&str; 5] = [" ", "\n", "\r\n", "  ", " \n "];
+    for k in 0..moves {
+        let half = k + usize::from(black_first);
+        let number = first + half / 2;
+        let b = src.byte();
+        if half % 2 == 0 || b & 7 == 0 {
+            // Usually the number the writer gives the move, at times not.
+            let n = if b & 0x38 == 0 {
+                usize::from(src.byte())
+            } else {
+                number
+            };
+            text.push_str(&n.to_string());
+            text.push_str(if half % 2 == 0 { "." } else { "..." });
+            if b & 0x40 != 0 {
+                text.push_str(SEPARATORS[usize::from(src.byte()) % SEPARATORS.len()]);
+            }
+        }
+        let t = src.byte();
+        let token = if t < 200 {
+            PGN_TOKENS[usize::from(t) % 14]
+        } else {
+            PGN_TOKENS[usize::from(t) % PGN_TOKENS.len()]
+        };
+        text.push_str(token);
+        text.push_str(SEPARATORS[usize::from(src.byte()) % SEPARATORS.len()]);
+        if src.exhausted() {
+            break;
+        }
+    }
+    text.push_str(["1-0", "0-1", "1/2-1/2", "*", ""][usize::from(src.byte()) % 5]);
+    text.into_bytes()
 }
 
 /// Games of the store that [`check_store_open`] damages.

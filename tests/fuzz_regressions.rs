@@ -14,6 +14,7 @@ const TARGETS: &[(&str, Check)] = &[
     ("roundtrip", fuzzing::check_roundtrip),
     ("pgn_import", fuzzing::check_pgn_import),
     ("store_open", fuzzing::check_store_open),
+    ("pgn_write", fuzzing::check_pgn_write),
     ("jit_vs_interp", fuzzing::check_jit_vs_interp),
 ];
 
@@ -78,6 +79,13 @@ fn fuzz_regressions_pgn_import() {
 fn fuzz_regressions_store_open() {
     replay("store_open");
     sweep(fuzzing::check_store_open, 4, 200, 24);
+}
+
+/// The PGN writer's paths on generated game texts with comments.
+#[test]
+fn fuzz_regressions_pgn_write() {
+    replay("pgn_write");
+    sweep(fuzzing::check_pgn_write, 12, 3000, 160);
 }
 
 /// The scan's native `path` walk against the interpreter, on generated

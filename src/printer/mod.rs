@@ -25,6 +25,8 @@ use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
 use json::match_json;
 use pgn::write_match;
 pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
+#[cfg(feature = "fuzzing")]
+pub(crate) use pgn::{Paths, compare_paths};
 
 /// Matching games rendered together (in parallel on the printer's pool);
 /// output order is game order.

@@ -1197,23 +1197,96 @@ impl Visitor for PgnRewriter<'_, '_> {
     }
 }
 
+/// How a game text is written by the PGN writer's paths
+/// ([`compare_paths`]).
+#[cfg(any(test, feature = "fuzzing"))]
+#[derive(Debug)]
+pub(crate) enum Paths {
+    /// The lexer takes it; the output of each path.
+    Both { lexer: String, reader: String },
+    /// The lexer leaves it to the reader path.
+    ReaderOnly,
+}
+
+/// `text` written with `inserts` (sorted by position), `removed`
+/// (ascending) and `tags` set, by the reader path, by the lexer and, when
+/// the importer would mark the text plain, by the lexer without the moves'
+/// form checked (`rewrite_plain_flagged`), which also runs on every other
+/// text (a wrong flag) and must then only not panic. `Err` says which two
+/// paths that take the text write it differently (bytes or move count),
+/// or that the lexer refused a plain text.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn compare_paths(
+    text: &[u8],
+    inserts: &[(u32, &str)],
+    removed: &[u32],
+    tags: &[(String, String)],
+) -> Result<Paths, String> {
+    let notes = Notes {
+        inserts,
+        san_index: None,
+        removed,
+        tags,
+    };
+    let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let plain_moves = crate::import::plain::plain_moves(text);
+    let mut flagged = Vec::new();
+    let mut writer = PgnRewriter {
+        notes: &notes,
+        quotes: false,
+        out: &mut flagged,
+        san: Vec::new(),
+    };
+    let flagged_moves = super::lexer::rewrite_plain_flagged(&mut writer, text);
+    let mut reader = Vec::new();
+    let read = rewrite_read(&mut reader, 1, text, &notes);
+    let mut lexer = Vec::new();
+    let mut writer = PgnRewriter {
+        notes: &notes,
+        quotes: false,
+        out: &mut lexer,
+        san: Vec::new(),
+    };
+    let Some(moves) = super::lexer::rewrite_plain(&mut writer, text) else {
+        return match plain_moves {
+            None => Ok(Paths::ReaderOnly),
+            Some(_) => Err(format!("the lexer refused a plain text: {}", show(text))),
+        };
+    };
+    if Some(moves) != read.as_ref().ok().copied() || lexer != reader {
+        return Err(format!(
+            "lexer ({moves} moves) and reader ({read:?}) differ on {}:\n{}\n{}",
+            show(text),
+            show(&lexer),
+            show(&reader)
+        ));
+    }
+    if let Some(m) = plain_moves
+        && (m != moves || flagged_moves != Some(moves) || flagged != lexer)
+    {
+        return Err(format!(
+            "flagged path ({flagged_moves:?} moves, plain_moves {m}) and lexer ({moves}) differ on {}:\n{}\n{}",
+            show(text),
+            show(&flagged),
+            show(&lexer)
+        ));
+    }
+    Ok(Paths::Both {
+        lexer: show(&lexer),
+        reader: show(&reader),
+    })
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
 
-    /// How a text is written by the two paths.
-    #[derive(Debug)]
-    pub(in crate::printer) enum Paths {
-        /// The lexer takes it; the output of each path.
-        Both { lexer: String, reader: String },
-        /// The lexer leaves it to the reader path.
-        ReaderOnly,
-    }
+    pub(in crate::printer) use super::Paths;
 
     /// `text` written by the lexer and by the reader path, with notes
     /// (comments to insert, comments removed, tags set) and without; where
     /// the lexer takes the text, each pair of outputs and move counts is
-    /// asserted equal and the plain outputs returned.
+    /// asserted equal ([`compare_paths`]) and the plain outputs returned.
     pub(in crate::printer) fn both_paths(text: impl AsRef<[u8]>) -> Paths {
         let text = text.as_ref();
         // Short single texts (one token, the fast path's own), a position
@@ -1235,73 +1308,11 @@ pub(super) mod tests {
             ("Event".to_owned(), "set".to_owned()),
             ("New".to_owned(), "v".to_owned()),
         ];
-        let plain = Notes {
-            inserts: &[],
-            san_index: None,
-            removed: &[],
-            tags: &[],
-        };
-        let noted = Notes {
-            inserts: &inserts,
-            san_index: None,
-            removed: &[0, 2],
-            tags: &tags,
-        };
-        let mut first = None;
-        for notes in [&plain, &noted] {
-            let mut reader = Vec::new();
-            let read = rewrite_read(&mut reader, 1, text, notes);
-            let mut lexer = Vec::new();
-            let mut writer = PgnRewriter {
-                notes,
-                quotes: false,
-                out: &mut lexer,
-                san: Vec::new(),
-            };
-            let Some(moves) = super::super::lexer::rewrite_plain(&mut writer, text) else {
-                let show = String::from_utf8_lossy(text);
-                assert_eq!(crate::import::plain::plain_moves(text), None, "{show}");
-                return Paths::ReaderOnly;
-            };
-            let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-            assert_eq!(Some(moves), read.ok(), "{}", show(text));
-            assert!(
-                lexer == reader,
-                "{}\n{}\n{}",
-                show(text),
-                show(&lexer),
-                show(&reader)
-            );
-            // A text the importer marks plain is written alike without its
-            // moves checked.
-            let plain_moves = crate::import::plain::plain_moves(text);
-            let mut flagged = Vec::new();
-            let mut writer = PgnRewriter {
-                notes,
-                quotes: false,
-                out: &mut flagged,
-                san: Vec::new(),
-            };
-            let flagged_moves = super::super::lexer::rewrite_plain_flagged(&mut writer, text);
-            if let Some(m) = plain_moves {
-                assert_eq!(
-                    (Some(m), flagged_moves),
-                    (Some(moves), Some(moves)),
-                    "{}",
-                    show(text)
-                );
-                assert!(
-                    lexer == flagged,
-                    "{}\n{}\n{}",
-                    show(text),
-                    show(&lexer),
-                    show(&flagged)
-                );
-            }
-            first.get_or_insert((show(&lexer), show(&reader)));
+        let plain = compare_paths(text, &[], &[], &[]).unwrap_or_else(|e| panic!("{e}"));
+        if let Paths::Both { .. } = plain {
+            compare_paths(text, &inserts, &[0, 2], &tags).unwrap_or_else(|e| panic!("{e}"));
         }
-        let (lexer, reader) = first.unwrap_or_default();
-        Paths::Both { lexer, reader }
+        plain
     }
 
     /// A wrong plain flag costs speed, not a panic: the flagged path
