@@ -339,8 +339,16 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
                 return (skip_space(text, i + r.len()) == n).then_some(moves);
             }
             b'*' => return (skip_space(text, i + 1) == n).then_some(moves),
-            // A move number: digits, then dots; a move may follow at once.
-            b'0'..=b'9' => i += number_len(text, i),
+            // A move number: digits, then dots; a move may follow at once
+            // (not a dash or slash right after the digits: `00--` is read
+            // otherwise).
+            b'0'..=b'9' => {
+                let digits = text[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                if matches!(text.get(i + digits), Some(b'-' | b'/')) {
+                    return None;
+                }
+                i += number_len(text, i);
+            }
             _ if CLASS[usize::from(c)] != 0 => {
                 let len = move_len(text, i)?;
                 // White space or the end after it (not a token end of

@@ -335,6 +335,11 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
                     while text.get(i).is_some_and(u8::is_ascii_digit) {
                         i += 1;
                     }
+                    // Digits run into a dash or slash (`00--`) the reader
+                    // reads otherwise (fuzz `pgn_write`).
+                    if matches!(text.get(i), Some(b'-' | b'/')) {
+                        return None;
+                    }
                     while matches!(text.get(i), Some(b'.' | b' ')) {
                         i += 1;
                     }
@@ -740,6 +745,8 @@ mod differential {
             "\u{feff}[Event \"T\"]\n\n1. e4 *\n",
             "[Event \"T\"]\n\n1. Pe4 *\n",
             "[Event \"T\"]\n\n1. e4++ *\n",
+            "[Event \"T\"]\n\n1. e4 00-- *\n",
+            "[Event \"T\"]\n\n1. e4 12/ e5 *\n",
             "  \n\n ",
         ];
         for text in left {
