@@ -287,6 +287,18 @@ pub(crate) fn number_len(text: &[u8], i: usize) -> usize {
     digits + rest[digits..].iter().take_while(|&&b| b == b'.').count()
 }
 
+/// [`number_len`] of a move number a plain text holds: `None` where the
+/// digits run into a `-` or `/` (`00--`, `12/`), which `pgn_reader` does
+/// not read as a move number.
+pub(crate) fn move_number_len(text: &[u8], i: usize) -> Option<usize> {
+    let rest = text.get(i..).unwrap_or_default();
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if matches!(rest.get(digits), Some(b'-' | b'/')) {
+        return None;
+    }
+    Some(number_len(text, i))
+}
+
 /// The index of the first byte of `word` (eight text bytes, little-endian)
 /// below `!` (white space, or a padding zero past the text's end); 8 if
 /// none. Found by a borrow, which is exact for the lowest such byte.
@@ -342,13 +354,7 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
             // A move number: digits, then dots; a move may follow at once
             // (not a dash or slash right after the digits: `00--` is read
             // otherwise).
-            b'0'..=b'9' => {
-                let digits = text[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-                if matches!(text.get(i + digits), Some(b'-' | b'/')) {
-                    return None;
-                }
-                i += number_len(text, i);
-            }
+            b'0'..=b'9' => i += move_number_len(text, i)?,
             _ if CLASS[usize::from(c)] != 0 => {
                 let len = move_len(text, i)?;
                 // White space or the end after it (not a token end of

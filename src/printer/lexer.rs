@@ -23,8 +23,8 @@
 
 use super::pgn::{PgnRewriter, TagValues};
 use crate::import::plain::{
-    CLASS, MAX_PLAIN_TEXT, first_space, is_space, is_token_end, move_len, number_len, result_at,
-    skip_space, tag_line,
+    CLASS, MAX_PLAIN_TEXT, first_space, is_space, is_token_end, move_len, move_number_len,
+    result_at, skip_space, tag_line,
 };
 
 /// Longest text the fast path takes: the reader path reads a text of up
@@ -101,7 +101,7 @@ pub(super) fn rewrite_plain_flagged(w: &mut PgnRewriter<'_, '_>, text: &[u8]) ->
                 w.write_outcome(&mut mt, result);
                 i += result.len();
             } else {
-                i += number_len(text, i);
+                i += move_number_len(text, i)?;
             }
         } else {
             let len = word_len(text, i);

@@ -952,10 +952,19 @@ impl<'o> PgnRewriter<'_, 'o> {
                             if (x ^ token) & mask == 0 && !after.is_ascii_digit() && after != b'.' {
                                 j += len + usize::from(after == b' ');
                             } else {
-                                j += crate::import::plain::number_len(rest, j);
+                                let Some(len) = crate::import::plain::move_number_len(rest, j)
+                                else {
+                                    break;
+                                };
+                                j += len;
                             }
                         }
-                        _ => j += crate::import::plain::number_len(rest, j),
+                        _ => {
+                            let Some(len) = crate::import::plain::move_number_len(rest, j) else {
+                                break;
+                            };
+                            j += len;
+                        }
                     }
                     if rest.get(j) == Some(&b' ') {
                         j += 1;
@@ -1527,6 +1536,39 @@ pub(super) mod tests {
             panic!("{written:?}");
         };
         assert_eq!(flagged.matches("{fourteen-bytes}").count(), 41, "{flagged}");
+    }
+
+    /// A game flagged plain by an older importer whose move number runs
+    /// into a dash or slash (`00--`, which `plain_moves` now refuses) is
+    /// still written as the reader path writes it: the flagged path
+    /// leaves it to the checked paths.
+    #[test]
+    fn flagged_digits_into_a_dash_are_written_as_read() {
+        for text in [
+            "[Result \"*\"]\n\n1. e4 00-- e5 *\n",
+            "[Result \"*\"]\n\n1. e4 e5 12/ Nf3 *\n",
+            "[Result \"*\"]\n\n00-- *\n",
+        ] {
+            assert_eq!(crate::import::plain::plain_moves(text.as_bytes()), None);
+            for inserts in [&[][..], &[(1, "CQL"), (2, "CQL")][..]] {
+                let notes = Notes {
+                    inserts,
+                    san_index: None,
+                    removed: &[],
+                    tags: &[],
+                };
+                let mut flagged = Vec::new();
+                let moves = rewrite(&mut flagged, 1, text.as_bytes(), &notes, true);
+                let mut reader = Vec::new();
+                let read = rewrite_read(&mut reader, 1, text.as_bytes(), &notes);
+                assert_eq!(moves.ok(), read.ok(), "{text:?}");
+                assert_eq!(
+                    String::from_utf8_lossy(&flagged),
+                    String::from_utf8_lossy(&reader),
+                    "{text:?}"
+                );
+            }
+        }
     }
 
     #[test]
