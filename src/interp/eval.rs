@@ -64,6 +64,17 @@ impl<'x> Strs<'x> {
     }
 }
 
+/// Whether `e` is `piecename X` (one argument) or `P:piecename X`.
+fn is_piece_name(e: &Expr) -> bool {
+    match &e.node {
+        Node::Builtin(Builtin::PieceName, args) => args.len() == 1,
+        Node::At { body, .. } => {
+            matches!(&body.node, Node::Builtin(Builtin::PieceName, args) if args.len() == 1)
+        }
+        _ => false,
+    }
+}
+
 /// `piecename`'s value for a square holding `piece` (`None`: empty), as
 /// a static string.
 fn piece_name(piece: Option<shakmaty::Piece>) -> &'static str {
@@ -157,10 +168,17 @@ impl<'a, 'g> Evaluator<'a, 'g> {
             Some(Value::Set(bb)) if bb.is_empty() => None,
             v => v,
         };
-        if v.is_none() && !self.interp.always_comment {
+        self.keep_comments(mark, v.is_some());
+        Ok(v)
+    }
+
+    /// Drops the comments made since `mark` unless the filter that made
+    /// them `matched` (or the interpreter keeps them all).
+    #[inline]
+    fn keep_comments(&mut self, mark: usize, matched: bool) {
+        if !matched && !self.interp.always_comment {
             self.st.comments.truncate(mark);
         }
-        Ok(v)
     }
 
     /// Whether `e` matches at `at`.
@@ -1074,32 +1092,34 @@ impl<'a, 'g> Evaluator<'a, 'g> {
     fn str_operand<'x>(&mut self, e: &'x Expr, at: u32) -> R<Option<Cow<'x, str>>> {
         match &e.node {
             Node::Str(s) => Ok(Some(Cow::Borrowed(s.as_str()))),
-            Node::Builtin(Builtin::PieceName, args) if args.len() == 1 => {
+            Node::Builtin(Builtin::PieceName, _) | Node::At { .. } if is_piece_name(e) => {
                 let mark = self.st.comments.len();
-                let v = match self.single_square(&args[0], at)? {
-                    None => None,
-                    Some(sq) => Some(Cow::Borrowed(piece_name(self.piece_on(at, sq)?))),
-                };
-                if v.is_none() && !self.interp.always_comment {
-                    self.st.comments.truncate(mark);
-                }
-                Ok(v)
-            }
-            Node::At { pos, body } if matches!(body.node, Node::Builtin(Builtin::PieceName, _)) => {
-                let mark = self.st.comments.len();
-                let v = match self.position(pos, at)? {
-                    None => None,
-                    Some(target) => {
-                        self.rec(target)?;
-                        self.str_operand(body, target)?
-                    }
-                };
-                if v.is_none() && !self.interp.always_comment {
-                    self.st.comments.truncate(mark);
-                }
-                Ok(v)
+                let v = self.piece_name_at(e, at)?;
+                self.keep_comments(mark, v.is_some());
+                Ok(v.map(Cow::Borrowed))
             }
             _ => Ok(self.string(e, at)?.map(Cow::Owned)),
+        }
+    }
+
+    /// The value of `piecename X` or `P:piecename X` (see [`is_piece_name`])
+    /// at `at`.
+    fn piece_name_at(&mut self, e: &Expr, at: u32) -> R<Option<&'static str>> {
+        match &e.node {
+            Node::Builtin(Builtin::PieceName, args) if args.len() == 1 => {
+                match self.single_square(&args[0], at)? {
+                    None => Ok(None),
+                    Some(sq) => Ok(Some(piece_name(self.piece_on(at, sq)?))),
+                }
+            }
+            Node::At { pos, body } => match self.position(pos, at)? {
+                None => Ok(None),
+                Some(target) => {
+                    self.rec(target)?;
+                    self.piece_name_at(body, target)
+                }
+            },
+            _ => Err(Self::dispatch_error(e, "not a piecename")),
         }
     }
 

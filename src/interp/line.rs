@@ -10,17 +10,17 @@
 //!
 //! **How it runs.** The constituents are compiled into a Thompson NFA
 //! ([`Automaton`], once per line filter and game) whose consuming states
-//! test one constituent filter at one position. The NFA runs over the tree of positions by a depth-first walk
-//! from the current position: the set of live states at a position is
-//! advanced by the filters that match there and handed to each visible
-//! child (forward) or to the parent (backward), so every position of the
-//! subtree is visited at most once, whatever the repetitions; no
-//! backtracking. Parameters: `primary` follows only primary children,
-//! `secondary` only the others (variations), `singlecolor` steps two
-//! plies at a time (positions with the same side to move), `nestban`
-//! drops a match that continues the match of the position it came from
-//! (its parent), `quiet` drops the comments below. Each (state, position)
-//! test is evaluated once and cached.
+//! test one constituent filter at one position. The NFA runs over the tree
+//! of positions by a depth-first walk from the current position: the set of
+//! live states at a position is advanced by the filters that match there
+//! and handed to each visible child (forward) or to the parent (backward),
+//! so every position of the subtree is visited at most once, whatever the
+//! repetitions; no backtracking. Parameters: `primary` follows only primary
+//! children, `secondary` only the others (variations), `singlecolor` steps
+//! two plies at a time (positions with the same side to move), `nestban`
+//! drops a match that continues the match of the position it came from (its
+//! parent), `quiet` drops the comments below. Each (state, position) test
+//! is evaluated once and cached.
 //!
 //! **The line's move.** Going forward, a constituent tested at a position
 //! on the line's way to a child sees, in a `move` of the game's moves
@@ -83,8 +83,8 @@ enum State {
 
 /// A Thompson NFA of a line's constituents, independent of any
 /// evaluation: built once per line filter and game
-/// ([`Evaluator::line_automaton`]), its filters named by where they stand in the
-/// line's constituents.
+/// ([`Evaluator::line_automaton`]), its filters named by where they stand
+/// in the line's constituents.
 pub(crate) struct Automaton {
     states: Vec<State>,
     start: usize,

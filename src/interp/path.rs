@@ -46,12 +46,12 @@
 //! known before its descendants are tried.
 //!
 //! **How it runs.** A Thompson NFA ([`Automaton`], built once per path
-//! filter and game) whose states test a filter
-//! at the current position without moving (`Check`) or test the move to a
-//! child (`Move`) runs depth-first over the tree from the start; each
-//! (state, position) test is evaluated once and cached with the comments
-//! it made. The comments kept are those of the tests that matched on the
-//! kept path, in a forward pass along it.
+//! filter and game) whose states test a filter at the current position
+//! without moving (`Check`) or test the move to a child (`Move`) runs
+//! depth-first over the tree from the start; each (state, position) test is
+//! evaluated once and cached with the comments it made. The comments kept
+//! are those of the tests that matched on the kept path, in a forward pass
+//! along it.
 //!
 //! **Value.** The number of moves of the kept path (with `lastposition`:
 //! the tail of its last move); with a range, that number must lie in it.

@@ -331,15 +331,10 @@ pub(super) fn rewrite_plain(w: &mut PgnRewriter<'_, '_>, text: &[u8]) -> Option<
                     w.write_outcome(&mut mt, result);
                     i += result.len();
                 } else {
-                    // A move number: its digits, dots and spaces.
-                    while text.get(i).is_some_and(u8::is_ascii_digit) {
-                        i += 1;
-                    }
-                    // Digits run into a dash or slash (`00--`) the reader
-                    // reads otherwise (fuzz `pgn_write`).
-                    if matches!(text.get(i), Some(b'-' | b'/')) {
-                        return None;
-                    }
+                    // A move number: its digits and dots (not digits run
+                    // into a dash or slash, which the reader reads
+                    // otherwise), then dots and spaces.
+                    i += move_number_len(text, i)?;
                     while matches!(text.get(i), Some(b'.' | b' ')) {
                         i += 1;
                     }
