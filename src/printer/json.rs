@@ -10,7 +10,8 @@ use shakmaty::{CastlingSide, Color, Move, Position, Square};
 
 use crate::runtime::layout::chess::{chess_of, role_of};
 use crate::runtime::layout::{
-    BB_BLACK, BB_COUNT, BB_KING, BB_ROOK, BB_WHITE, MoveKind, PositionRecord, flags,
+    BB_BISHOP, BB_BLACK, BB_COUNT, BB_KING, BB_KNIGHT, BB_PAWN, BB_QUEEN, BB_ROOK, BB_WHITE,
+    MoveKind, PositionRecord, flags,
 };
 use crate::runtime::store::{Store, StoreError};
 use crate::scan::{GameMatch, SortValue};
@@ -33,7 +34,7 @@ pub(crate) fn match_json(
     // Only the matching positions and their parents are decoded from the
     // columns, not the whole game.
     let (first, n) = store.game_span(m.game)?;
-    let record = |i: u32| store.position(first + u64::from(i));
+    let mut cursor = store.position_cursor();
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
     let fen = store.game_tag(m.game, "FEN")?;
@@ -45,7 +46,7 @@ pub(crate) fn match_json(
         if !legal_play {
             break;
         }
-        let mv = store.position_move(first + u64::from(k))?;
+        let mv = cursor.position_move(first + u64::from(k))?;
         legal_play = !(mv.is_null() || mv.is_none());
     }
     let start_half = fen
@@ -74,7 +75,7 @@ pub(crate) fn match_json(
     let mut last: Option<(u32, PositionRecord)> = None;
     let mut board = BoardText::new();
     for i in m.positions.iter().filter(|&i| i < n) {
-        let p = record(i)?;
+        let p = cursor.position(first + u64::from(i))?;
         if !first_match {
             out.push(b',');
         }
@@ -94,7 +95,7 @@ pub(crate) fn match_json(
         let parent = match i.checked_sub(u32::from(p.parent_delta)) {
             Some(j) if p.parent_delta != 0 => match last {
                 Some((k, r)) if k == j => Some(r),
-                _ => Some(record(j)?),
+                _ => Some(cursor.position(first + u64::from(j))?),
             },
             _ => None,
         };
@@ -427,13 +428,13 @@ fn san_of(parent: &PositionRecord, child: &PositionRecord) -> Option<String> {
 }
 
 /// Appends the move from `parent` to `child` as [`san_of`] gives it (a
-/// JSON string), without building a position, where the records alone
-/// decide it: `parent` is a position shakmaty takes as it stands (the
-/// caller knows), and no other piece of the mover's kind could go to the
-/// same square (so the move needs no file or rank to tell it apart).
-/// Returns false, writing nothing, otherwise.
+/// JSON string), without building a position: `parent` is a position
+/// shakmaty takes as it stands, with one king of the side to move (the
+/// caller knows). A move of a knight, bishop, rook or queen gets the file
+/// and rank shakmaty gives it from the other pieces of its kind that could
+/// legally go to the same square. Returns false, writing nothing, where
+/// the records give no move.
 fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRecord) -> bool {
-    use shakmaty::attacks;
     const FILES: &[u8; 8] = b"abcdefgh";
     const LETTERS: &[u8; 6] = b"PNBRQK";
     let mv = child.mv;
@@ -441,9 +442,9 @@ fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRe
         return false;
     }
     let (from, to) = (mv.from(), mv.to());
-    let Ok(to_sq) = Square::try_from(to) else {
+    if to >= 64 || from >= 64 {
         return false;
-    };
+    }
     let square = [FILES[usize::from(to % 8)], b'1' + to / 8];
     let start = out.len();
     out.push(b'"');
@@ -460,45 +461,30 @@ fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRe
                 return false;
             };
             let capture = role_of(mv.captured()).is_some();
-            let occupied = shakmaty::Bitboard(parent.bb[BB_WHITE] | parent.bb[BB_BLACK]);
-            let colour = if parent.white_to_move() {
-                parent.bb[BB_WHITE]
-            } else {
-                parent.bb[BB_BLACK]
-            };
             let index = role as usize - 1;
-            if matches!(
-                role,
-                shakmaty::Role::Knight
-                    | shakmaty::Role::Bishop
-                    | shakmaty::Role::Rook
-                    | shakmaty::Role::Queen
-            ) {
-                // Another piece of the kind that attacks `to` could make a
-                // move that needs telling apart: shakmaty decides.
-                let others = shakmaty::Bitboard(parent.bb[index] & colour & !(1u64 << from));
-                let piece = shakmaty::Piece {
-                    color: if parent.white_to_move() {
-                        Color::White
-                    } else {
-                        Color::Black
-                    },
-                    role,
-                };
-                if others
-                    .into_iter()
-                    .any(|sq| attacks::attacks(sq, piece, occupied).contains(to_sq))
-                {
-                    out.truncate(start);
-                    return false;
-                }
-            }
             if role == shakmaty::Role::Pawn {
                 if capture {
                     out.push(FILES[usize::from(from % 8)]);
                 }
             } else {
                 out.push(LETTERS[index]);
+                if role != shakmaty::Role::King {
+                    let Some(others) = rivals(parent, role, from, to) else {
+                        out.truncate(start);
+                        return false;
+                    };
+                    // shakmaty's rule (`San::disambiguate`): the file unless
+                    // a rival shares it and none shares the rank.
+                    let file = 0x0101_0101_0101_0101u64 << (from % 8);
+                    let rank = 0xffu64 << (8 * (from / 8));
+                    let (on_file, on_rank) = (others & file != 0, others & rank != 0);
+                    if others != 0 && (!on_file || on_rank) {
+                        out.push(FILES[usize::from(from % 8)]);
+                    }
+                    if on_file {
+                        out.push(b'1' + from / 8);
+                    }
+                }
             }
             if capture {
                 out.push(b'x');
@@ -516,6 +502,67 @@ fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRe
     }
     out.push(b'"');
     true
+}
+
+/// The squares of the other pieces of `role` (a knight, bishop, rook or
+/// queen) of the side to move in `parent` that could legally go to `to`
+/// (squares below 64), as shakmaty's `san_candidates` finds them, without
+/// generating moves: each attacks `to` and leaves its king unattacked.
+/// `None` when the side to move has not exactly one king.
+fn rivals(parent: &PositionRecord, role: shakmaty::Role, from: u8, to: u8) -> Option<u64> {
+    use shakmaty::attacks::{
+        bishop_attacks, king_attacks, knight_attacks, pawn_attacks, queen_attacks, rook_attacks,
+    };
+    use shakmaty::{Bitboard, Role};
+    let bb = &parent.bb;
+    let (us, them) = if parent.white_to_move() {
+        (bb[BB_WHITE], bb[BB_BLACK])
+    } else {
+        (bb[BB_BLACK], bb[BB_WHITE])
+    };
+    let occupied = us | them;
+    let to_sq = Square::new(u32::from(to));
+    let reach = match role {
+        Role::Knight => knight_attacks(to_sq),
+        Role::Bishop => bishop_attacks(to_sq, Bitboard(occupied)),
+        Role::Rook => rook_attacks(to_sq, Bitboard(occupied)),
+        Role::Queen => queen_attacks(to_sq, Bitboard(occupied)),
+        Role::Pawn | Role::King => return Some(0),
+    };
+    let mut candidates = bb[role as usize - 1] & us & !(1u64 << from) & reach.0;
+    if candidates == 0 {
+        return Some(0);
+    }
+    let king = bb[BB_KING] & us;
+    if king.count_ones() != 1 {
+        return None;
+    }
+    let king = Square::new(king.trailing_zeros());
+    let colour = if parent.white_to_move() {
+        Color::White
+    } else {
+        Color::Black
+    };
+    // Their pieces after a move to `to` (a piece there is captured).
+    let theirs = |k: usize| bb[k] & them & !(1u64 << to);
+    let leapers = (knight_attacks(king).0 & theirs(BB_KNIGHT))
+        | (pawn_attacks(colour, king).0 & theirs(BB_PAWN))
+        | (king_attacks(king).0 & theirs(BB_KING));
+    let diagonal = theirs(BB_BISHOP) | theirs(BB_QUEEN);
+    let straight = theirs(BB_ROOK) | theirs(BB_QUEEN);
+    let mut legal = 0;
+    while candidates != 0 {
+        let sq = candidates & candidates.wrapping_neg();
+        candidates ^= sq;
+        let after = Bitboard((occupied & !sq) | (1u64 << to));
+        let attacked = leapers
+            | (bishop_attacks(king, after).0 & diagonal)
+            | (rook_attacks(king, after).0 & straight);
+        if attacked == 0 {
+            legal |= sq;
+        }
+    }
+    Some(legal)
 }
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
@@ -652,40 +699,114 @@ mod tests {
         }
     }
 
-    /// Where `push_plain_san` writes a move it writes what `san_of` gives;
-    /// it leaves the moves that need a file or rank to `san_of`.
+    /// `push_plain_san` writes what `san_of` gives, also for moves that
+    /// need a file, a rank or both, and past pinned rivals.
     #[test]
     fn plain_moves_are_written_as_san_of_writes_them() {
-        use crate::runtime::layout::chess::{pack_move, record_of};
-        use shakmaty::san::San;
         let moves = "e4 d5 exd5 Nf6 Nc3 Nbd7 Nf3 e5 dxe6 Bd6 exd7+ Kf8 Ne5 Nd5 \
                      Nc4 Ke7 dxc8=Q Rxc8 Qe2+ Kf8 Nb5 a6 b3 a5 Bb2 h5 O-O-O h4 Nbxd6 cxd6 \
                      Qe8+ Kxe8";
-        let mut pos = shakmaty::Chess::default();
-        let (mut plain, mut left) = (0, 0);
-        for token in moves.split_whitespace() {
-            let m = San::from_ascii(token.as_bytes())
-                .unwrap()
-                .to_move(&pos)
-                .unwrap();
+        let written = san_walk(
+            shakmaty::Chess::default(),
+            moves.split_whitespace().map(|t| {
+                move |pos: &shakmaty::Chess| {
+                    San::from_ascii(t.as_bytes()).unwrap().to_move(pos).unwrap()
+                }
+            }),
+        );
+        assert_eq!(written.len(), 32);
+        assert!(written.iter().any(|s| s == "Nbd7"));
+        assert!(written.iter().any(|s| s == "Nbxd6"));
+        // Rivals on one file, on one rank, on both, and one pinned.
+        for (fen, want) in [
+            ("4k3/8/8/R7/8/8/8/R3K3 w - - 0 1", "R1a3"),
+            ("4k3/8/8/8/8/8/4K3/R6R w - - 0 1", "Rad1"),
+            ("2k5/8/8/8/Q6Q/8/4K3/Q5Q1 w - - 0 1", "Qa1d4"),
+            ("4k3/8/8/8/8/8/2N1N3/4K3 w - - 0 1", "Ncd4"),
+            ("4k3/4r3/8/8/8/8/2N1N3/4K3 w - - 0 1", "Nd4"),
+            ("7k/8/8/8/8/8/8/KN1r1N2 w - - 0 1", "Nd2"),
+        ] {
+            let setup = Fen::from_ascii(fen.as_bytes()).unwrap().into_setup();
+            let pos: shakmaty::Chess = setup.position(shakmaty::CastlingMode::Standard).unwrap();
+            let written = san_walk(
+                pos,
+                [move |pos: &shakmaty::Chess| {
+                    let m = San::from_ascii(want.as_bytes()).unwrap();
+                    m.to_move(pos).unwrap_or_else(|e| panic!("{want}: {e}"))
+                }],
+            );
+            assert_eq!(written, [want.to_owned()], "{fen}");
+        }
+    }
+
+    /// Random games (a fixed seed): every move `push_plain_san` writes is
+    /// `san_of`'s, promotions making many rivals.
+    #[test]
+    fn random_games_are_written_as_san_of_writes_them() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut disambiguated = 0;
+        for _ in 0..60 {
+            let mut pos = shakmaty::Chess::default();
+            let mut picks = Vec::new();
+            for _ in 0..300 {
+                let legal = pos.legal_moves();
+                if legal.is_empty() {
+                    break;
+                }
+                // Promotions to knights, bishops, rooks and queens alike.
+                let m = legal[next(legal.len())];
+                picks.push(m);
+                pos.play_unchecked(m);
+            }
+            let written = san_walk(
+                shakmaty::Chess::default(),
+                picks.into_iter().map(|m| move |_: &shakmaty::Chess| m),
+            );
+            disambiguated += written
+                .iter()
+                .filter(|s| {
+                    let b = s.as_bytes();
+                    b[0].is_ascii_uppercase()
+                        && b[0] != b'K'
+                        && b[0] != b'O'
+                        && b[1..].iter().filter(|c| c.is_ascii_lowercase()).count()
+                            + b[1..].iter().filter(|c| c.is_ascii_digit()).count()
+                            > 2
+                })
+                .count();
+        }
+        assert!(disambiguated > 50, "{disambiguated}");
+    }
+
+    /// Plays the moves `pick` chooses from `pos` on, checking each against
+    /// `san_of`; returns the moves as written (without quotes).
+    fn san_walk<F: Fn(&shakmaty::Chess) -> Move>(
+        mut pos: shakmaty::Chess,
+        picks: impl IntoIterator<Item = F>,
+    ) -> Vec<String> {
+        use crate::runtime::layout::chess::{pack_move, record_of};
+        let mut written = Vec::new();
+        for pick in picks {
+            let m = pick(&pos);
             let parent = record_of(&pos, false);
             let turn = pos.turn();
             pos.play_unchecked(m);
             let mut child = record_of(&pos, false);
             child.mv = pack_move(m, turn);
             let mut out = Vec::new();
-            if push_plain_san(&mut out, &parent, &child) {
-                plain += 1;
-                let want = format!("\"{}\"", san_of(&parent, &child).unwrap());
-                assert_eq!(String::from_utf8(out).unwrap(), want, "{token}");
-            } else {
-                left += 1;
-                assert!(out.is_empty());
-            }
+            assert!(push_plain_san(&mut out, &parent, &child), "{m:?}");
+            let want = format!("\"{}\"", san_of(&parent, &child).unwrap());
+            let got = String::from_utf8(out).unwrap();
+            assert_eq!(got, want, "{m:?}");
+            written.push(got.trim_matches('"').to_owned());
         }
-        // `Nbd7` and `Nbxd6` need their file.
-        assert!(left >= 2, "{left}");
-        assert!(plain > 25, "{plain}");
+        written
     }
 
     #[test]

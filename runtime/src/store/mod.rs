@@ -161,6 +161,6 @@ pub use format::{
     CHUNK_BYTES, CHUNKS_OFFSET, ChunkInfo, GameEntry, HEADER_LEN, HEADER_SLOTS, checksum64,
     game_flags, result,
 };
-pub use reader::{RawTagPair, Store};
+pub use reader::{PositionCursor, RawTagPair, Store};
 pub use text::TextReader;
 pub use writer::{GameMeta, StoreWriter};

@@ -378,6 +378,14 @@ impl Store {
         Ok(PackedMove(chunk.mv[i] & MOVE_MASK))
     }
 
+    /// A [`PositionCursor`] over this store's positions.
+    pub fn position_cursor(&self) -> PositionCursor<'_> {
+        PositionCursor {
+            store: self,
+            chunk: None,
+        }
+    }
+
     /// Game `i`'s positions, in PGN text order.
     pub fn game_positions(&self, i: u32) -> Result<Vec<PositionRecord>, StoreError> {
         let g = self.game(i)?;
@@ -432,6 +440,48 @@ impl Store {
     pub fn source_files(&self) -> Vec<String> {
         // Validated at open.
         self.parse_sources().unwrap_or_default()
+    }
+}
+
+/// Reads positions by global index, as [`Store::position`] does, finding
+/// a chunk's columns only when a position lies in another chunk than the
+/// one before (the positions of a game lie in one or two chunks).
+pub struct PositionCursor<'s> {
+    store: &'s Store,
+    /// The chunk read last: its number and columns.
+    chunk: Option<(u64, &'s ChunkColumns)>,
+}
+
+impl<'s> PositionCursor<'s> {
+    /// The chunk columns holding position `global`, and its slot in them.
+    #[inline]
+    fn slot(&mut self, global: u64) -> Result<(&'s ChunkColumns, usize), StoreError> {
+        let c = global / CHUNK_POSITIONS as u64;
+        let i = (global % CHUNK_POSITIONS as u64) as usize;
+        match self.chunk {
+            // The last chunk may be partial: the position count still
+            // bounds the index.
+            Some((k, chunk)) if k == c && global < self.store.header.n_positions => Ok((chunk, i)),
+            _ => {
+                let (chunk, i) = self.store.position_slot(global)?;
+                self.chunk = Some((c, chunk));
+                Ok((chunk, i))
+            }
+        }
+    }
+
+    /// The position with global index `global` ([`Store::position`]).
+    #[inline]
+    pub fn position(&mut self, global: u64) -> Result<PositionRecord, StoreError> {
+        let (chunk, i) = self.slot(global)?;
+        Ok(chunk.get(i))
+    }
+
+    /// The move that led to position `global` ([`Store::position_move`]).
+    #[inline]
+    pub fn position_move(&mut self, global: u64) -> Result<PackedMove, StoreError> {
+        let (chunk, i) = self.slot(global)?;
+        Ok(PackedMove(chunk.mv[i] & MOVE_MASK))
     }
 }
 
