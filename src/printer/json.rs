@@ -171,7 +171,16 @@ struct BoardText {
     ranks: [([u8; 8], u8); 8],
     /// Whether `ranks` was built at all.
     built: bool,
+    /// The castling field written last and what decides it: the
+    /// castling rights, the kings, and the rooks of both back ranks.
+    castling: Option<(CastlingKey, FenField)>,
 }
+
+/// What a FEN's castling field is a function of ([`push_fen`]).
+type CastlingKey = (u16, u64, u64, u64, u64);
+
+/// A short FEN field: its bytes (the first `.1`).
+type FenField = ([u8; 16], u8);
 
 impl BoardText {
     fn new() -> Self {
@@ -179,6 +188,7 @@ impl BoardText {
             bb: [0; BB_COUNT],
             ranks: [([0; 8], 0); 8],
             built: false,
+            castling: None,
         }
     }
 
@@ -260,7 +270,46 @@ fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, full
         }
     }
     fen.extend(if rec.white_to_move() { b" w " } else { b" b " });
-    let mut any = false;
+    const BACK_RANKS: u64 = 0xff00_0000_0000_00ff;
+    let key = (
+        rec.castling,
+        rec.bb[BB_KING] & white,
+        rec.bb[BB_KING] & black,
+        rec.bb[BB_ROOK] & white & BACK_RANKS,
+        rec.bb[BB_ROOK] & black & BACK_RANKS,
+    );
+    // Most often the field of the position before: the rights change a
+    // few times a game.
+    let (field, len) = match board.castling {
+        Some((k, field)) if k == key => field,
+        _ => {
+            let field = castling_field(rec);
+            board.castling = Some((key, field));
+            field
+        }
+    };
+    fen.extend(&field[..usize::from(len)]);
+    fen.push(b' ');
+    if rec.ep < 64 {
+        fen.extend(&[b'a' + rec.ep % 8, b'1' + rec.ep / 8]);
+    } else {
+        fen.push(b'-');
+    }
+    fen.push(b' ');
+    fen.decimal(u32::from(rec.halfmove));
+    fen.push(b' ');
+    fen.decimal(fullmoves.max(1));
+    // Appended whole (a copy of known length) and then cut.
+    let end = out.len() + fen.len;
+    out.extend_from_slice(&fen.buf);
+    out.truncate(end);
+}
+
+/// The castling field of `rec`'s FEN (see [`push_fen`]): `-` without
+/// rights.
+fn castling_field(rec: &PositionRecord) -> FenField {
+    let (white, black) = (rec.bb[BB_WHITE], rec.bb[BB_BLACK]);
+    let mut field = ([0u8; 16], 0u8);
     for (is_white, colour, rank) in [(true, white, 0u32), (false, black, 7)] {
         let back = 0xffu64 << (8 * rank);
         // The king, if there is one of that colour and it is on its
@@ -288,27 +337,14 @@ fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, full
             } else {
                 b'A' + f as u8
             };
-            fen.push(if is_white { c } else { c.to_ascii_lowercase() });
-            any = true;
+            field.0[usize::from(field.1)] = if is_white { c } else { c.to_ascii_lowercase() };
+            field.1 += 1;
         }
     }
-    if !any {
-        fen.push(b'-');
+    if field.1 == 0 {
+        field = (*b"-_______________", 1);
     }
-    fen.push(b' ');
-    if rec.ep < 64 {
-        fen.extend(&[b'a' + rec.ep % 8, b'1' + rec.ep / 8]);
-    } else {
-        fen.push(b'-');
-    }
-    fen.push(b' ');
-    fen.decimal(u32::from(rec.halfmove));
-    fen.push(b' ');
-    fen.decimal(fullmoves.max(1));
-    // Appended whole (a copy of known length) and then cut.
-    let end = out.len() + fen.len;
-    out.extend_from_slice(&fen.buf);
-    out.truncate(end);
+    field
 }
 
 /// For each occupancy of a rank (bit `f`: file `f` occupied), the rank's
@@ -375,6 +411,15 @@ impl FenBuf {
     }
 
     fn decimal(&mut self, n: u32) {
+        // Clocks and move numbers: most often under 100.
+        if n < 10 {
+            self.push(b'0' + n as u8);
+            return;
+        }
+        if n < 100 {
+            self.extend(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+            return;
+        }
         let width = n.checked_ilog10().unwrap_or(0) as usize + 1;
         let mut v = n;
         for d in self.buf[self.len..self.len + width].iter_mut().rev() {
@@ -522,14 +567,22 @@ fn rivals(parent: &PositionRecord, role: shakmaty::Role, from: u8, to: u8) -> Op
     };
     let occupied = us | them;
     let to_sq = Square::new(u32::from(to));
+    let others = bb[role as usize - 1] & us & !(1u64 << from);
+    // The lines through `to` first: a slider's attack lookup (a large
+    // table) only where a rival stands on one.
+    let straight_lines = (0x0101_0101_0101_0101u64 << (to % 8)) | (0xffu64 << (8 * (to / 8)));
+    let diagonal_lines = DIAGONALS[usize::from(to)];
     let reach = match role {
         Role::Knight => knight_attacks(to_sq),
+        Role::Bishop if others & diagonal_lines == 0 => return Some(0),
         Role::Bishop => bishop_attacks(to_sq, Bitboard(occupied)),
+        Role::Rook if others & straight_lines == 0 => return Some(0),
         Role::Rook => rook_attacks(to_sq, Bitboard(occupied)),
+        Role::Queen if others & (straight_lines | diagonal_lines) == 0 => return Some(0),
         Role::Queen => queen_attacks(to_sq, Bitboard(occupied)),
         Role::Pawn | Role::King => return Some(0),
     };
-    let mut candidates = bb[role as usize - 1] & us & !(1u64 << from) & reach.0;
+    let mut candidates = others & reach.0;
     if candidates == 0 {
         return Some(0);
     }
@@ -564,6 +617,25 @@ fn rivals(parent: &PositionRecord, role: shakmaty::Role, from: u8, to: u8) -> Op
     }
     Some(legal)
 }
+
+/// For each square, the squares on its two diagonals.
+static DIAGONALS: [u64; 64] = {
+    let mut t = [0u64; 64];
+    let mut sq = 0;
+    while sq < 64 {
+        let (f, r) = ((sq % 8) as i32, (sq / 8) as i32);
+        let mut other = 0;
+        while other < 64 {
+            let (g, s) = ((other % 8) as i32, (other / 8) as i32);
+            if (g - f) == (s - r) || (g - f) == (r - s) {
+                t[sq] |= 1u64 << other;
+            }
+            other += 1;
+        }
+        sq += 1;
+    }
+    t
+};
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
 fn push_string(out: &mut Vec<u8>, s: &str) {
