@@ -454,7 +454,7 @@ pub struct PositionCursor<'s> {
 
 impl<'s> PositionCursor<'s> {
     /// The chunk columns holding position `global`, and its slot in them.
-    #[inline]
+    #[inline(always)]
     fn slot(&mut self, global: u64) -> Result<(&'s ChunkColumns, usize), StoreError> {
         let c = global / CHUNK_POSITIONS as u64;
         let i = (global % CHUNK_POSITIONS as u64) as usize;
@@ -471,7 +471,7 @@ impl<'s> PositionCursor<'s> {
     }
 
     /// The position with global index `global` ([`Store::position`]).
-    #[inline]
+    #[inline(always)]
     pub fn position(&mut self, global: u64) -> Result<PositionRecord, StoreError> {
         let (chunk, i) = self.slot(global)?;
         Ok(chunk.get(i))
