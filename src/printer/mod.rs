@@ -16,6 +16,7 @@ mod pgn;
 use std::io::{self, BufWriter, Write};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -121,6 +122,10 @@ pub struct Printer<'s, W: Write> {
     texts: TextReader<'s>,
     /// Renders batches of games in parallel (`None`: one thread).
     pool: Option<rayon::ThreadPool>,
+    /// One text reader per thread of `pool`, kept from batch to batch, so
+    /// a thread rendering the next games finds their text block already
+    /// decompressed (worker `i` takes `readers[i]`; never contended).
+    readers: Vec<Mutex<TextReader<'s>>>,
     /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
     pending: Vec<GameMatch>,
     /// One output buffer per rendering task of a batch, kept from batch to
@@ -168,11 +173,18 @@ impl<'s, W: Write> Printer<'s, W> {
                     .ok()
             })
             .flatten();
+        let readers = match &pool {
+            Some(pool) => (0..pool.current_num_threads())
+                .map(|_| Mutex::new(store.text_reader()))
+                .collect(),
+            None => Vec::new(),
+        };
         Printer {
             store,
             options,
             texts: store.text_reader(),
             pool,
+            readers,
             pending: Vec::with_capacity(RENDER_BATCH),
             buffers: Vec::new(),
             out: BufWriter::with_capacity(OUT_BUFFER, out),
@@ -277,6 +289,7 @@ impl<'s, W: Write> Printer<'s, W> {
         let parts = renderer.render_all(
             self.pool.as_ref(),
             &mut self.texts,
+            &self.readers,
             &games,
             &mut self.buffers,
         );
@@ -367,12 +380,14 @@ impl Renderer<'_> {
 
     /// Renders `games` in order into `buffers`, one per task of
     /// [`RENDER_TASK`] games (cleared first; more made as needed), on
-    /// `pool` when there is one. Returns each task's outcome: after an
-    /// error its buffer holds the games before the failing one.
+    /// `pool` when there is one (worker `i` reading texts with
+    /// `readers[i]`), else with `texts`. Returns each task's outcome: after
+    /// an error its buffer holds the games before the failing one.
     fn render_all(
         &self,
         pool: Option<&rayon::ThreadPool>,
         texts: &mut TextReader<'_>,
+        readers: &[Mutex<TextReader<'_>>],
         games: &[GameMatch],
         buffers: &mut Vec<Vec<u8>>,
     ) -> Vec<Result<(), PrintError>> {
@@ -389,11 +404,17 @@ impl Renderer<'_> {
         };
         let buffers = &mut buffers[..tasks];
         match pool {
-            Some(pool) if games.len() > RENDER_TASK => pool.install(|| {
+            Some(pool) if games.len() > RENDER_TASK && !readers.is_empty() => pool.install(|| {
                 games
                     .par_chunks(RENDER_TASK)
                     .zip(buffers.par_iter_mut())
-                    .map_init(|| self.store.text_reader(), task)
+                    .map(|p| {
+                        let worker = rayon::current_thread_index().unwrap_or(0) % readers.len();
+                        let mut reader = readers[worker]
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner);
+                        task(&mut reader, p)
+                    })
                     .collect()
             }),
             _ => games
