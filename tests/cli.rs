@@ -1011,13 +1011,13 @@ fn a_cached_store_of_an_older_format_is_rebuilt() {
     };
     // The format version is bytes 8..12 of the header (little-endian).
     let mut bytes = std::fs::read(store).expect("read store");
-    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
     std::fs::write(store, &bytes).expect("write store");
     let path = store.to_str().expect("utf-8");
     let (code, _, err) = cqlj(&["info", path]);
     assert_ne!(code, 0);
     assert!(
-        err.contains("version 3") && err.contains("re-index"),
+        err.contains("version 4") && err.contains("re-index"),
         "{err}"
     );
     let again = cqlj_in(&dir, &args);
@@ -1025,5 +1025,5 @@ fn a_cached_store_of_an_older_format_is_rebuilt() {
     assert_eq!(again.stdout, first.stdout);
     let (code, out, err) = cqlj(&["info", path]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("format version: 4"), "{out}");
+    assert!(out.contains("format version: 5"), "{out}");
 }

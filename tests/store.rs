@@ -1023,7 +1023,7 @@ fn store_corrupt_data_segment_names_the_segment() {
 
 #[test]
 fn text_reader_reads_every_game_in_any_order() {
-    // 60 games with 20 KB of text: several text blocks of 256 KB. One
+    // 60 games with 20 KB of text: several text blocks of 64 KiB. One
     // reader, which keeps the last decompressed block, reads each game's
     // exact text in store order, backwards and hopping between blocks.
     let games = text_heavy_games(60, 20_000, 7);

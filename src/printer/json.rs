@@ -624,7 +624,7 @@ static DIAGONALS: [u64; 64] = {
     let mut sq = 0;
     while sq < 64 {
         let (f, r) = ((sq % 8) as i32, (sq / 8) as i32);
-        let mut other = 0;
+        let mut other: usize = 0;
         while other < 64 {
             let (g, s) = ((other % 8) as i32, (other / 8) as i32);
             if (g - f) == (s - r) || (g - f) == (r - s) {

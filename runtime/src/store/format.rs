@@ -15,7 +15,7 @@ use crate::layout::{ChunkColumns, ChunkSummary};
 /// First bytes of every store file.
 pub(crate) const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub(crate) const FORMAT_VERSION: u32 = 5;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
 pub(crate) const ENDIAN_MARKER: u32 = 0x0102_0304;

@@ -1,4 +1,4 @@
-//! [`TextReader`]: game texts read from a store's zstd text blocks, the
+//! [`TextReader`]: game texts read from a store's LZ4 text blocks, the
 //! last decompressed block kept (output in store order decompresses each
 //! block about once).
 
@@ -14,21 +14,29 @@ impl Store {
             store: self,
             block: None,
             buf: Vec::new(),
-            dctx: None,
+            len: 0,
         }
     }
 }
 
 /// Reads game texts from a store, keeping the last decompressed text
-/// block and one zstd context (see [`Store::text_reader`]).
+/// block (see [`Store::text_reader`]).
 ///
-/// Invariant: when `block` is `Some(b)`, `buf` holds text block `b`
-/// decompressed in full.
+/// Invariant: when `block` is `Some(b)`, `buf[..len]` holds text block `b`
+/// decompressed in full. `buf` only grows (its bytes are not cleared
+/// between blocks).
 pub struct TextReader<'s> {
     store: &'s Store,
     block: Option<u64>,
     buf: Vec<u8>,
-    dctx: Option<zstd::bulk::Decompressor<'static>>,
+    len: usize,
+}
+
+/// The most an LZ4 block expands: a decompressed length claimed past it
+/// (255 bytes per compressed byte, and a little) is damage, refused
+/// before a buffer is sized for it.
+fn max_decompressed(compressed: usize) -> usize {
+    compressed.saturating_mul(255).saturating_add(64)
 }
 
 impl TextReader<'_> {
@@ -49,26 +57,32 @@ impl TextReader<'_> {
                 .and_then(|start| Some(start..start.checked_add(clen as usize)?))
                 .and_then(|r| self.store.map.get(r))
                 .ok_or_else(|| corrupt("text block outside the file".into()))?;
-            let dctx = match &mut self.dctx {
-                Some(d) => d,
-                None => self
-                    .dctx
-                    .insert(zstd::bulk::Decompressor::new().map_err(|e| corrupt(e.to_string()))?),
-            };
-            self.buf.clear();
-            self.buf.reserve(dlen as usize);
-            let n = dctx
-                .decompress_to_buffer(frame, &mut self.buf)
-                .map_err(|e| corrupt(e.to_string()))?;
-            if n != dlen as usize {
+            let dlen = dlen as usize;
+            if dlen > max_decompressed(frame.len()) || i32::try_from(dlen).is_err() {
+                return Err(corrupt(format!(
+                    "text block of {} bytes cannot hold the {dlen} its index says",
+                    frame.len()
+                )));
+            }
+            if self.buf.len() < dlen {
+                self.buf.resize(dlen, 0);
+            }
+            let n = lz4::block::decompress_to_buffer(
+                frame,
+                i32::try_from(dlen).ok(),
+                &mut self.buf[..dlen],
+            )
+            .map_err(|e| corrupt(e.to_string()))?;
+            if n != dlen {
                 return Err(corrupt(format!(
                     "text block holds {n} bytes, its index says {dlen}"
                 )));
             }
+            self.len = dlen;
             self.block = Some(b);
         }
         let (a, n) = (g.text_offset as usize, g.text_len as usize);
-        self.buf
+        self.buf[..self.len]
             .get(a..a + n)
             .ok_or_else(|| corrupt("text range outside its block".into()))
     }
