@@ -806,7 +806,8 @@ impl<'o> PgnRewriter<'_, 'o> {
             col: 0,
             after_open: false,
             after_result: false,
-            scratch: Vec::new(),
+            // Room for the header comment and most tokens: one allocation.
+            scratch: Vec::with_capacity(64),
             cursor: 0,
             bare: 0..0,
             current: Some(0),
