@@ -34,8 +34,9 @@ pub struct Args {
     #[arg(short, long)]
     pub quiet: bool,
     /// Threads parsing and replaying games (the input is cut into blocks at
-    /// game boundaries; the store is the same for any thread count).
-    /// Default, and 0: all cores; more than 4 per core are capped.
+    /// game boundaries; the store is the same for any thread count; the
+    /// game texts are compressed on one more thread). Default, and 0: all
+    /// cores; more than 4 per core are capped.
     #[arg(long)]
     pub threads: Option<usize>,
 }
