@@ -187,6 +187,7 @@ enum IterRepr<'a> {
 
 impl Iterator for PositionsIter<'_> {
     type Item = u32;
+    #[inline]
     fn next(&mut self) -> Option<u32> {
         match &mut self.0 {
             IterRepr::List(it) => it.next().copied(),
