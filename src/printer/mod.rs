@@ -293,6 +293,9 @@ impl<'s, W: Write> Printer<'s, W> {
             &games,
             &mut self.buffers,
         );
+        // The buffers up to the first failing task, written in one go.
+        let mut failed = None;
+        let mut ready = Vec::with_capacity(parts.len());
         for ((part, buf), chunk) in parts
             .into_iter()
             .zip(&self.buffers)
@@ -304,13 +307,20 @@ impl<'s, W: Write> Printer<'s, W> {
                     let _ = writeln!(to, "match: game {}", u64::from(m.game) + 1);
                 }
             }
-            part?;
-            self.out
-                .write_all(buf)
-                .map_err(|source| PrintError::Write {
-                    name: self.options.out_name.clone(),
-                    source,
-                })?;
+            if let Err(e) = part {
+                failed = Some(e);
+                break;
+            }
+            if !buf.is_empty() {
+                ready.push(io::IoSlice::new(buf));
+            }
+        }
+        write_gathered(&mut self.out, &mut ready).map_err(|source| PrintError::Write {
+            name: self.options.out_name.clone(),
+            source,
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
         }
         // The queue's memory is kept for the next batch.
         self.pending = games;
@@ -353,6 +363,34 @@ impl<W: Write> Sink for Printer<'_, W> {
             f(games_done);
         }
     }
+}
+
+/// Writes `slices` in order: through `out`'s buffer when together they are
+/// small, else, after the buffer, straight to the output in as few
+/// vectored writes as it takes (no copy of a batch into the buffer).
+fn write_gathered<W: Write>(
+    out: &mut BufWriter<W>,
+    slices: &mut [io::IoSlice<'_>],
+) -> io::Result<()> {
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    if total < OUT_BUFFER / 4 {
+        for s in slices.iter() {
+            out.write_all(s)?;
+        }
+        return Ok(());
+    }
+    out.flush()?;
+    let inner = out.get_mut();
+    let mut slices = slices;
+    while !slices.is_empty() {
+        match inner.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// How a matching game is turned into output bytes: shared read-only by
