@@ -35,7 +35,9 @@ const RENDER_BATCH: usize = 512;
 
 /// Bytes written to the output at once: rendered tasks (about 40 KB each)
 /// are gathered into writes of about 1 MiB, which the page cache takes
-/// faster than one write per task (all book games as PGN: 274 to 260 ms).
+/// faster than one write per task (all book games as PGN: 274 to 260 ms);
+/// a batch of at least a quarter of it goes out in vectored writes of its
+/// own ([`write_gathered`]).
 const OUT_BUFFER: usize = 1 << 20;
 
 /// Games per rendering task (one text reader each, so a text block is
