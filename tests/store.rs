@@ -1051,6 +1051,49 @@ fn text_reader_reads_every_game_in_any_order() {
     );
 }
 
+#[test]
+fn a_damaged_text_block_is_an_error_or_caught_by_the_checksum() {
+    // Bytes of a compressed text block overwritten: opening with the data
+    // checksums refuses the store; opened without them, the block's games
+    // read as an error (damaged literals alone would read as other bytes:
+    // LZ4 has no checksum of its own), never a panic or an out-of-bounds
+    // read, and the other blocks' games as written.
+    let games = text_heavy_games(12, 20_000, 11);
+    let tmp = Tmp::new("damaged-text");
+    write_in_parts(&tmp.0, &[&games]);
+    let mut bytes = std::fs::read(&tmp.0).expect("read");
+    // The text is mostly literals in its LZ4 block: game 3's first bytes
+    // (the start of the second block: three games a block) are there as
+    // written. Zero the 64 bytes before them (the length bytes of the
+    // literal run) and the 64 from its start.
+    let marker = &games[3].0.text[..24];
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the text's literals in the file");
+    bytes[at - 64..at + 64].fill(0);
+    std::fs::write(&tmp.0, &bytes).expect("write");
+    assert!(matches!(
+        Store::open(&tmp.0),
+        Err(StoreError::BadSegmentChecksum { .. })
+    ));
+    let store = Store::open_unverified(&tmp.0).expect("structure intact");
+    let mut reader = store.text_reader();
+    for (i, (meta, _)) in games.iter().enumerate() {
+        let text = reader.game_text(i as u32);
+        if (3..6).contains(&i) {
+            // The damaged block's games: its literal run ends early and
+            // what follows is no valid sequence.
+            assert!(
+                matches!(text, Err(StoreError::CorruptText { .. })),
+                "game {i}: {text:?}"
+            );
+        } else {
+            assert_eq!(text.expect("text"), meta.text.as_slice(), "game {i}");
+        }
+    }
+}
+
 /// A store truncated by another program while a query reads it: the run
 /// ends with a clear error and exit code 2 (not a silent SIGBUS, status
 /// 135), removes its temporary output file and keeps the old output.

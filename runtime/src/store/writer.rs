@@ -564,10 +564,7 @@ impl StoreWriter {
     /// Hands the current text block to the compressor and takes the blocks
     /// it has finished.
     fn flush_text_block(&mut self) -> Result<(), StoreError> {
-        let block = std::mem::replace(
-            &mut self.text_block,
-            Vec::with_capacity(TEXT_BLOCK_TARGET),
-        );
+        let block = std::mem::replace(&mut self.text_block, Vec::with_capacity(TEXT_BLOCK_TARGET));
         let compressor = self.compressor.get_or_insert_with(TextCompressor::new);
         compressor.submit(block);
         self.take_text_blocks(false)
