@@ -8,6 +8,7 @@ use shakmaty::fen::Fen;
 use shakmaty::san::San;
 use shakmaty::{CastlingSide, Color, Move, Position, Square};
 
+use crate::runtime::bitboard::{LINE_SQUARES, file_mask, rank_mask};
 use crate::runtime::layout::chess::{chess_of, role_of};
 use crate::runtime::layout::{
     BB_BISHOP, BB_BLACK, BB_COUNT, BB_KING, BB_KNIGHT, BB_PAWN, BB_QUEEN, BB_ROOK, BB_WHITE,
@@ -520,9 +521,10 @@ fn push_plain_san(out: &mut Vec<u8>, parent: &PositionRecord, child: &PositionRe
                     };
                     // shakmaty's rule (`San::disambiguate`): the file unless
                     // a rival shares it and none shares the rank.
-                    let file = 0x0101_0101_0101_0101u64 << (from % 8);
-                    let rank = 0xffu64 << (8 * (from / 8));
-                    let (on_file, on_rank) = (others & file != 0, others & rank != 0);
+                    let (on_file, on_rank) = (
+                        others & file_mask(from % 8) != 0,
+                        others & rank_mask(from / 8) != 0,
+                    );
                     if others != 0 && (!on_file || on_rank) {
                         out.push(FILES[usize::from(from % 8)]);
                     }
@@ -570,15 +572,14 @@ fn rivals(parent: &PositionRecord, role: shakmaty::Role, from: u8, to: u8) -> Op
     let others = bb[role as usize - 1] & us & !(1u64 << from);
     // The lines through `to` first: a slider's attack lookup (a large
     // table) only where a rival stands on one.
-    let straight_lines = (0x0101_0101_0101_0101u64 << (to % 8)) | (0xffu64 << (8 * (to / 8)));
-    let diagonal_lines = DIAGONALS[usize::from(to)];
+    let lines = |k: usize| LINE_SQUARES[k][usize::from(to)];
     let reach = match role {
         Role::Knight => knight_attacks(to_sq),
-        Role::Bishop if others & diagonal_lines == 0 => return Some(0),
+        Role::Bishop if others & lines(1) == 0 => return Some(0),
         Role::Bishop => bishop_attacks(to_sq, Bitboard(occupied)),
-        Role::Rook if others & straight_lines == 0 => return Some(0),
+        Role::Rook if others & lines(0) == 0 => return Some(0),
         Role::Rook => rook_attacks(to_sq, Bitboard(occupied)),
-        Role::Queen if others & (straight_lines | diagonal_lines) == 0 => return Some(0),
+        Role::Queen if others & lines(2) == 0 => return Some(0),
         Role::Queen => queen_attacks(to_sq, Bitboard(occupied)),
         Role::Pawn | Role::King => return Some(0),
     };
@@ -617,25 +618,6 @@ fn rivals(parent: &PositionRecord, role: shakmaty::Role, from: u8, to: u8) -> Op
     }
     Some(legal)
 }
-
-/// For each square, the squares on its two diagonals.
-static DIAGONALS: [u64; 64] = {
-    let mut t = [0u64; 64];
-    let mut sq = 0;
-    while sq < 64 {
-        let (f, r) = ((sq % 8) as i32, (sq / 8) as i32);
-        let mut other: usize = 0;
-        while other < 64 {
-            let (g, s) = ((other % 8) as i32, (other / 8) as i32);
-            if (g - f) == (s - r) || (g - f) == (r - s) {
-                t[sq] |= 1u64 << other;
-            }
-            other += 1;
-        }
-        sq += 1;
-    }
-    t
-};
 
 /// Appends `s` as a JSON string (quoted and escaped by `serde_json`).
 fn push_string(out: &mut Vec<u8>, s: &str) {
