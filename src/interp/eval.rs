@@ -77,7 +77,7 @@ fn is_piece_name(e: &Expr) -> bool {
 
 /// `piecename`'s value for a square holding `piece` (`None`: empty), as
 /// a static string.
-fn piece_name(piece: Option<shakmaty::Piece>) -> &'static str {
+pub(super) fn piece_name(piece: Option<shakmaty::Piece>) -> &'static str {
     const NAMES: [&str; 6] = ["P", "N", "B", "R", "Q", "K"];
     const LOWER: [&str; 6] = ["p", "n", "b", "r", "q", "k"];
     match piece {

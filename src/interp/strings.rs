@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use cqlj_runtime::layout::{MoveKind, chess};
 use shakmaty::{Bitboard, Square};
 
-use super::eval::{Evaluator, squares_text};
+use super::eval::{Evaluator, piece_name, squares_text};
 use super::{InterpError, Value};
 use crate::ir::{Builtin, Direction, Expr, Kind, Node};
 
@@ -375,10 +375,7 @@ impl Evaluator<'_, '_> {
                 .map(|id| num(i64::from(id.0))),
             (Builtin::PieceName, [a]) => match self.single_square(a, at)? {
                 None => None,
-                Some(sq) => {
-                    let c = self.piece_on(at, sq)?.map_or('_', |p| p.char());
-                    Some(string(c.to_string()))
-                }
+                Some(sq) => Some(string(piece_name(self.piece_on(at, sq)?).to_owned())),
             },
             (Builtin::Type | Builtin::ColorType, [a]) => match self.single_square(a, at)? {
                 None => None,
