@@ -945,27 +945,19 @@ impl<'o> PgnRewriter<'_, 'o> {
                         )
                     });
                     let window = rest.get(j..).and_then(|t| t.first_chunk::<8>());
-                    match (expected, window) {
+                    let matched = match (expected, window) {
                         (Some((token, len)), Some(window)) if len < 8 => {
                             let x = u64::from_le_bytes(*window);
                             let mask = (1u64 << (8 * len)) - 1;
                             let after = (x >> (8 * len)) as u8;
-                            if (x ^ token) & mask == 0 && !after.is_ascii_digit() && after != b'.' {
-                                j += len + usize::from(after == b' ');
-                            } else {
-                                let Some(len) = crate::import::plain::move_number_len(rest, j)
-                                else {
-                                    break;
-                                };
-                                j += len;
-                            }
+                            ((x ^ token) & mask == 0 && !after.is_ascii_digit() && after != b'.')
+                                .then(|| len + usize::from(after == b' '))
                         }
-                        _ => {
-                            let Some(len) = crate::import::plain::move_number_len(rest, j) else {
-                                break;
-                            };
-                            j += len;
-                        }
+                        _ => None,
+                    };
+                    match matched.or_else(|| crate::import::plain::move_number_len(rest, j)) {
+                        Some(len) => j += len,
+                        None => break,
                     }
                     if rest.get(j) == Some(&b' ') {
                         j += 1;
