@@ -69,7 +69,8 @@ fn source_bytes(path: &Path) -> Vec<u8> {
     }
 }
 
-/// Every game's stored text is exactly its byte range of the source.
+/// Every game's stored text is exactly its byte range of the source, or
+/// (`EXPORT_TEXT`) that range's export form.
 fn assert_text_round_trips(store: &Store, step: usize) {
     let sources: Vec<Vec<u8>> = store
         .source_files()
@@ -81,7 +82,12 @@ fn assert_text_round_trips(store: &Store, step: usize) {
         let text = store.game_text(g).expect("text");
         let src = &sources[e.source_file as usize];
         let range = e.source_start as usize..(e.source_start + e.source_len) as usize;
-        assert_eq!(text, &src[range], "game {g}");
+        if e.flags & game_flags::EXPORT_TEXT != 0 {
+            let export = cqlj::import::export_form(&src[range]).expect("export form");
+            assert_eq!(text, export, "game {g}");
+        } else {
+            assert_eq!(text, &src[range], "game {g}");
+        }
     }
 }
 
@@ -263,7 +269,9 @@ fn import_variation_structure() {
 fn import_setups_and_chess960() {
     let (_tmp, store, _, _) = import(&[test_data("setups.pgn")], "setups");
     // (Whether a text is plain is tested by `import_marks_plain_texts`.)
-    let flags = |g: u32| store.game(g).expect("game").flags & !game_flags::PLAIN_TEXT;
+    let flags = |g: u32| {
+        store.game(g).expect("game").flags & !(game_flags::PLAIN_TEXT | game_flags::EXPORT_TEXT)
+    };
     assert_eq!(flags(0), game_flags::SETUP);
     assert_eq!(flags(1), game_flags::SETUP | game_flags::CHESS960);
     assert_eq!(flags(2), game_flags::CHESS960);
@@ -468,6 +476,20 @@ fn import_marks_plain_texts() {
         .map(|g| store.game(g).expect("game").flags & game_flags::PLAIN_TEXT != 0)
         .collect();
     assert_eq!(plain, [true, false, false, false, false, false, true]);
+    // A plain text with a result is stored in export form; without one
+    // (or not plain), as read.
+    let export: Vec<bool> = (0..7)
+        .map(|g| store.game(g).expect("game").flags & game_flags::EXPORT_TEXT != 0)
+        .collect();
+    assert_eq!(export, [true, false, false, false, false, false, false]);
+    assert_eq!(
+        store.game_text(0).expect("text"),
+        b"[Event \"plain\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 1-0\n\n"
+    );
+    assert_eq!(
+        store.game_text(6).expect("text"),
+        b"[Event \"plain, no result\"]\n\n1. d4 d5"
+    );
 }
 
 #[test]

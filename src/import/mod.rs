@@ -35,6 +35,15 @@ use std::rc::Rc;
 use cqlj_runtime::store::{StoreError, StoreWriter};
 use game::GameVisitor;
 pub use game::{MAX_GAME_POSITIONS, MAX_TAG_BYTES, ParsedGame};
+
+/// The text the importer stores for a game whose source text is plain
+/// and ends with a result (the game then has
+/// `game_flags::EXPORT_TEXT`): the bytes cqlj's PGN writer writes for it
+/// without notes. `None` where the source text is stored as read.
+pub fn export_form(text: &[u8]) -> Option<Vec<u8>> {
+    plain::plain_moves(text)?;
+    plain::export_form(text)
+}
 pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// What stops an import (as opposed to a skipped game).
@@ -780,7 +789,12 @@ impl Accept<'_> {
                 if plain::plain_moves(&g.meta.text)
                     .is_some_and(|m| m as usize + 1 == g.positions.len())
                 {
-                    g.meta.flags |= cqlj_runtime::store::game_flags::PLAIN_TEXT;
+                    use cqlj_runtime::store::game_flags::{EXPORT_TEXT, PLAIN_TEXT};
+                    g.meta.flags |= PLAIN_TEXT;
+                    if let Some(text) = plain::export_form(&g.meta.text) {
+                        g.meta.text = text;
+                        g.meta.flags |= EXPORT_TEXT;
+                    }
                 }
                 self.writer.add_game(&g.meta, &g.positions)?;
                 self.summary.games += 1;

@@ -13,6 +13,12 @@
 //! every plain text, and writes it the same whether or not it knows it is
 //! plain.
 //!
+//! The *export form* of a plain text ([`export_form`]) is the text as the
+//! writer writes it without notes; the importer stores it in place of the
+//! text it read ([`game_flags::EXPORT_TEXT`]), and the writer then copies
+//! it, or puts notes into it by a walk over its tokens and one [`wrap`].
+//!
+//! [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
 //! [`game_flags::PLAIN_TEXT`]: cqlj_runtime::store::game_flags::PLAIN_TEXT
 
 /// The bytes that end a token for `pgn_reader` (its `is_token_end`).
@@ -371,6 +377,136 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
     Some(moves)
 }
 
+/// The columns of a movetext line the PGN writer fills: tokens go on a
+/// line while it stays within them; a token longer than that is a line of
+/// its own.
+pub(crate) const LINE: usize = 79;
+
+/// Breaks `line`, tokens separated by single spaces, into lines as the
+/// PGN writer does (greedy: each line holds the tokens that fit in
+/// [`LINE`] columns, at least one), each break a space turned into `\n`.
+/// One look at the column past the line's end per line, not a walk over
+/// its tokens.
+pub(crate) fn wrap(line: &mut [u8]) {
+    let mut start = 0;
+    while line.len() - start > LINE {
+        let end = start + LINE;
+        // Backwards byte by byte: the last space is most often a few
+        // bytes before the end (moves are short), closer than a search
+        // call's setup.
+        let at = if line[end] == b' ' {
+            Some(end)
+        } else {
+            (start + 1..end)
+                .rev()
+                .find(|&k| line[k] == b' ')
+                .or_else(|| memchr::memchr(b' ', &line[end..]).map(|k| end + k))
+        };
+        let Some(at) = at else {
+            return;
+        };
+        line[at] = b'\n';
+        start = at + 1;
+    }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut k = digits.len();
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[k..]);
+}
+
+/// The *export form* of a plain text (see the module docs) that ends with
+/// a result token: the bytes the PGN writer writes for the game without a
+/// note (its tag lines, a blank line, the moves numbered from the `FEN`
+/// tag's move number and side, wrapped at [`LINE`], the result, a blank
+/// line). The importer stores this form instead of the text it read
+/// ([`game_flags::EXPORT_TEXT`]), so that a game written without notes is
+/// one copy, and with notes a walk over tokens already in place. `None`
+/// for anything else (the text is then stored as read): no result token,
+/// a move number past `u32`, a token no plain text holds.
+///
+/// [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
+pub(crate) fn export_form(text: &[u8]) -> Option<Vec<u8>> {
+    let n = text.len();
+    if n > MAX_PLAIN_TEXT {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n + n / 8 + 16);
+    let mut i = skip_space(text, 0);
+    let mut fen = None;
+    while text.get(i) == Some(&b'[') {
+        let (name, value, next) = tag_line(text, i)?;
+        // The line as the writer copies it, without a `\r` before its end.
+        let line = &text[i..next - 1];
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        out.push(b'\n');
+        if name == b"FEN" && fen.is_none() {
+            fen = Some(value);
+        }
+        i = skip_space(text, next);
+    }
+    out.push(b'\n');
+    let (white_first, first) = match fen.and_then(|f| shakmaty::fen::Fen::from_ascii(f).ok()) {
+        Some(f) => {
+            let setup = f.as_setup();
+            (setup.turn == shakmaty::Color::White, setup.fullmoves.get())
+        }
+        None => (true, 1),
+    };
+    let movetext = out.len();
+    let offset = u32::from(!white_first);
+    let mut ply = 0u32;
+    let sep = |out: &mut Vec<u8>| {
+        if out.len() > movetext {
+            out.push(b' ');
+        }
+    };
+    loop {
+        let c = *text.get(i)?;
+        match c {
+            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
+            b'0'..=b'9' | b'*' if c == b'*' || matches!(text.get(i + 1), Some(b'-' | b'/')) => {
+                let r = result_at(text, i)?;
+                if skip_space(text, i + r.len()) != n {
+                    return None;
+                }
+                sep(&mut out);
+                out.extend_from_slice(r);
+                break;
+            }
+            b'0'..=b'9' => i += move_number_len(text, i)?,
+            _ if CLASS[usize::from(c)] != 0 => {
+                let len = move_len(text, i)?;
+                let half = ply.checked_add(offset)?;
+                if half % 2 == 0 || ply == 0 {
+                    let number = first.checked_add(half / 2)?;
+                    sep(&mut out);
+                    push_decimal(&mut out, number);
+                    out.extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
+                }
+                sep(&mut out);
+                out.extend_from_slice(&text[i..i + len]);
+                ply += 1;
+                i += len;
+            }
+            _ => return None,
+        }
+    }
+    wrap(&mut out[movetext..]);
+    out.extend_from_slice(b"\n\n");
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +548,65 @@ mod tests {
         ] {
             assert_eq!(first_space(u64::from_le_bytes(bytes)), at, "{bytes:?}");
         }
+    }
+
+    #[test]
+    fn wrap_breaks_at_the_last_space_that_fits() {
+        let wrapped = |line: &str| {
+            let mut bytes = line.as_bytes().to_vec();
+            wrap(&mut bytes);
+            String::from_utf8(bytes).unwrap_or_default()
+        };
+        let word = "abcd ".repeat(16);
+        let word = word.trim_end();
+        // 79 columns fit; the 80th starts a new line.
+        let full = format!("{} xyz", &word[..75]);
+        assert_eq!(full.len(), 79);
+        assert_eq!(wrapped(&full), full);
+        assert_eq!(wrapped(&format!("{full} q")), format!("{full}\nq"));
+        assert_eq!(
+            wrapped(&format!("{full}q r")),
+            format!("{}\nxyzq r", &word[..75])
+        );
+        // A token longer than a line is a line of its own.
+        let long = "x".repeat(100);
+        assert_eq!(wrapped(&format!("a {long} b")), format!("a\n{long}\nb"));
+        assert_eq!(wrapped(&long), long);
+        let text = "e4 ".repeat(200);
+        let text = wrapped(text.trim_end());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().all(|l| l.len() <= LINE), "{text}");
+        assert!(
+            lines[..lines.len() - 1].iter().all(|l| l.len() >= LINE - 2),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn export_form_numbers_wraps_and_ends_the_game() {
+        let export =
+            |t: &str| export_form(t.as_bytes()).map(|b| String::from_utf8(b).unwrap_or_default());
+        assert_eq!(
+            export("[Event \"x\"]\r\n[Result \"1-0\"]\n\n1.e4 e5 2. Nf3\nNc6 3.Bb5 1-0\n")
+                .as_deref(),
+            Some("[Event \"x\"]\n[Result \"1-0\"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 1-0\n\n")
+        );
+        // The FEN tag's side and move number; the first black move's dots.
+        assert_eq!(
+            export("[FEN \"8/8/8/8/8/8/8/K6k b - - 0 41\"]\n\n41... Kh2 42.Kb1 *").as_deref(),
+            Some("[FEN \"8/8/8/8/8/8/8/K6k b - - 0 41\"]\n\n41... Kh2 42. Kb1 *\n\n")
+        );
+        assert_eq!(export("1-0").as_deref(), Some("\n1-0\n\n"));
+        let long = format!(
+            "[Event \"x\"]\n\n{} 1/2-1/2",
+            "1. Nf3 Nf6 2. Ng1 Ng8 ".repeat(20)
+        );
+        let long = export(&long).unwrap_or_default();
+        assert!(long.lines().all(|l| l.len() <= LINE), "{long}");
+        assert!(long.ends_with(" 1/2-1/2\n\n") || long.ends_with("\n1/2-1/2\n\n"));
+        // No result token: the text is kept as read.
+        assert_eq!(export("[Event \"x\"]\n\n1.e4 e5"), None);
+        assert_eq!(export("[Event \"x\"]\n\n1.e4 {c} 1-0"), None);
     }
 
     #[test]

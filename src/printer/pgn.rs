@@ -60,7 +60,7 @@ thread_local! {
 }
 
 /// Maximum line length of written movetext (PGN export format says 80).
-const LINE: usize = 79;
+use crate::import::plain::LINE;
 
 /// Writes one game: its tag pairs as in the source, a blank line, the
 /// movetext with the annotations inserted, and a blank line.
@@ -393,6 +393,13 @@ pub(crate) fn write_match(
     }
     removed.sort_unstable();
     removed.dedup();
+    if entry.flags & game_flags::EXPORT_TEXT != 0
+        && removed.is_empty()
+        && tags.is_empty()
+        && write_export(out, text, &inserts)
+    {
+        return Ok(());
+    }
     let mut notes = Notes {
         inserts: &inserts,
         san_index: None,
@@ -416,6 +423,150 @@ pub(crate) fn write_match(
         rewrite(out, game_number, text, &notes, false)?;
     }
     Ok(())
+}
+
+/// Appends game `text`, stored in export form
+/// ([`game_flags::EXPORT_TEXT`]: what this writer writes for it without
+/// notes), with `inserts` (sorted by position, as [`match_inserts`] gives
+/// them): the text copied where there is none; else each position's
+/// texts as one comment after its move (and a black move's number after
+/// it), found by a walk over the text's tokens up to the last note, the
+/// rest copied, and the movetext wrapped again ([`plain::wrap`]). The
+/// bytes are those of the token-by-token writer. `false`, with nothing
+/// appended, where that writer would not split a comment into words
+/// separated by single spaces (a note with a control character or two
+/// spaces in a row), or where the text is not in export form.
+fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool {
+    use crate::import::plain;
+    if inserts.is_empty() {
+        out.extend_from_slice(text);
+        return true;
+    }
+    // The movetext: after the tag lines and a blank line (the first in
+    // the text: a tag line is never empty), before the closing blank line.
+    static BLANK_LINE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n\n"));
+    let ms = if text.first() == Some(&b'\n') {
+        0
+    } else {
+        match BLANK_LINE.find(text) {
+            Some(k) => k + 1,
+            None => return false,
+        }
+    };
+    if !text.ends_with(b"\n\n") || text.len() < ms + 3 {
+        return false;
+    }
+    let moves = &text[ms + 1..text.len() - 2];
+    let base = out.len();
+    // The text of the comment last built (address, length) and where the
+    // comment (`{...}`) is in `out`: the match string alone, at most
+    // positions, is built and checked once per game, then copied.
+    let mut built: Option<(*const u8, usize)> = None;
+    let mut comment = 0..0;
+    out.reserve(text.len() + inserts.len() * 24);
+    out.extend_from_slice(&text[..=ms]);
+    let start = out.len();
+    // Where the walk is: `i` the start of the next token, `copied` the
+    // bytes of `moves` copied, `played` the moves passed, `number` the
+    // digits of the last move number passed.
+    let (mut i, mut copied, mut played) = (0usize, 0usize, 0u32);
+    let mut number: &[u8] = b"";
+    let mut k = 0;
+    while k < inserts.len() {
+        let at = inserts[k].0;
+        while played < at {
+            let Some(&c) = moves.get(i) else {
+                out.truncate(base);
+                return false;
+            };
+            let len = match moves.get(i..i + 8) {
+                Some(w) => {
+                    let word = u64::from_le_bytes(w.try_into().unwrap_or([b'!'; 8]));
+                    plain::first_space(word)
+                }
+                None => 8,
+            };
+            let len = if len == 8 {
+                moves[i..].iter().take_while(|&&b| b > b' ').count()
+            } else {
+                len
+            };
+            if moves[i + len - 1] == b'.' {
+                number = &moves[i..i + len];
+            } else if c.is_ascii_digit() || c == b'*' {
+                // A result: the game has fewer moves than the note's
+                // position.
+                out.truncate(base);
+                return false;
+            } else {
+                played += 1;
+            }
+            i += len + 1;
+        }
+        // After the move (its separator not yet copied).
+        let end = if at == 0 { 0 } else { i - 1 };
+        push_prefix(out, &moves[copied..], end - copied);
+        copied = end;
+        let first = k;
+        while inserts.get(k).is_some_and(|&(p, _)| p == at) {
+            k += 1;
+        }
+        let texts = &inserts[first..k];
+        let key = match texts {
+            [(_, t)] => Some((t.as_ptr(), t.len())),
+            _ => None,
+        };
+        if at > 0 {
+            out.push(b' ');
+        }
+        if key.is_some() && key == built {
+            out.extend_from_within(comment.clone());
+        } else {
+            let from = out.len();
+            out.push(b'{');
+            for (j, &(_, t)) in texts.iter().enumerate() {
+                if j > 0 {
+                    out.push(b' ');
+                }
+                out.extend(t.bytes().map(|b| if b == b'}' { b')' } else { b }));
+            }
+            out.push(b'}');
+            let made = &out[from..];
+            if made.iter().any(|&b| b < b' ') || made.windows(2).any(|w| w == b"  ") {
+                out.truncate(base);
+                return false;
+            }
+            built = key;
+            comment = from..out.len();
+        }
+        if at == 0 {
+            // The first token follows (the copies from here on start at a
+            // separator).
+            out.push(b' ');
+        } else if moves
+            .get(i)
+            .is_some_and(|&c| !c.is_ascii_digit() && c != b'*')
+        {
+            // A black move after the note takes its number (`N.` passed
+            // before white's move: `N...`).
+            out.push(b' ');
+            let digits = number
+                .iter()
+                .position(|&b| b == b'.')
+                .unwrap_or(number.len());
+            push_prefix(out, number, digits);
+            out.extend_from_slice(b"...");
+        }
+    }
+    out.extend_from_slice(&moves[copied..]);
+    // Every byte stored (a select, not a conditional store: vectorized).
+    for b in &mut out[start..] {
+        *b = if *b == b'\n' { b' ' } else { *b };
+    }
+    plain::wrap(&mut out[start..]);
+    out.extend_from_slice(b"\n\n");
+    true
 }
 
 /// The texts written into game `m`, by position (ascending), each at most
@@ -1272,10 +1423,72 @@ pub(crate) fn compare_paths(
             show(&lexer)
         ));
     }
+    if let Some(export) = plain_moves.and_then(|_| crate::import::plain::export_form(text)) {
+        check_export(text, &export, moves, &notes, &lexer)?;
+    }
     Ok(Paths::Both {
         lexer: show(&lexer),
         reader: show(&reader),
     })
+}
+
+/// [`compare_paths`]' check of the export form `export` of plain `text`
+/// (`moves` moves, written `lexer` by the lexer with `notes`): it is what
+/// the lexer writes without notes, and [`write_export`] writes `notes`
+/// into it as the lexer does, unless they remove comments or set tags
+/// (the export path's callers send those the other way). `write_export`
+/// may decline only a note past the last move, with a control character
+/// or with two spaces in a row.
+#[cfg(any(test, feature = "fuzzing"))]
+fn check_export(
+    text: &[u8],
+    export: &[u8],
+    moves: u32,
+    notes: &Notes<'_>,
+    lexer: &[u8],
+) -> Result<(), String> {
+    let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let bare = Notes {
+        inserts: &[],
+        san_index: None,
+        removed: &[],
+        tags: &[],
+    };
+    let mut quiet = Vec::new();
+    let mut writer = PgnRewriter {
+        notes: &bare,
+        quotes: false,
+        out: &mut quiet,
+        san: Vec::new(),
+    };
+    super::lexer::rewrite_plain(&mut writer, text);
+    if quiet != export {
+        return Err(format!(
+            "export form and lexer differ on {}:\n{}\n{}",
+            show(text),
+            show(export),
+            show(&quiet)
+        ));
+    }
+    if !notes.removed.is_empty() || !notes.tags.is_empty() {
+        return Ok(());
+    }
+    let mut out = b"before".to_vec();
+    let written = write_export(&mut out, export, notes.inserts);
+    let declined = notes.inserts.iter().any(|&(p, t)| {
+        p > moves || t.bytes().any(|b| b < b' ') || t.contains("  ") || t.is_empty()
+    }) || notes.inserts.windows(2).any(|w| w[0].0 == w[1].0);
+    match (written, &out[6..]) {
+        (true, got) if got != lexer => Err(format!(
+            "export path and lexer differ on {}:\n{}\n{}",
+            show(text),
+            show(got),
+            show(lexer)
+        )),
+        (false, got) if !got.is_empty() => Err("the export path declined after writing".into()),
+        (false, _) if !declined => Err(format!("the export path declined {}", show(text))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -1312,6 +1525,13 @@ pub(super) mod tests {
         let plain = compare_paths(text, &[], &[], &[]).unwrap_or_else(|e| panic!("{e}"));
         if let Paths::Both { .. } = plain {
             compare_paths(text, &inserts, &[0, 2], &tags).unwrap_or_else(|e| panic!("{e}"));
+            compare_paths(text, &inserts, &[], &[]).unwrap_or_else(|e| panic!("{e}"));
+            // Notes at every position, the first with spaces (as CQL
+            // 6.2's header comment), so that lines break inside them.
+            let every: Vec<(u32, &str)> = (0..200)
+                .map(|p| (p, if p == 0 { "Game number 12 CQL" } else { "CQL" }))
+                .collect();
+            compare_paths(text, &every, &[], &[]).unwrap_or_else(|e| panic!("{e}"));
         }
         plain
     }

@@ -70,6 +70,14 @@ pub mod game_flags {
     /// the moves without checking their form. A store without the flag is
     /// read alike, only slower to write.
     pub const PLAIN_TEXT: u8 = 1 << 2;
+    /// The game's text is plain and stored in *export form* (set by
+    /// cqlj's importer with [`PLAIN_TEXT`]): not the bytes it read but
+    /// the bytes cqlj's PGN writer writes for the game without notes (the
+    /// tag lines as read, the moves numbered and wrapped at 79 columns,
+    /// the result, blank lines). The writer copies such a text, or puts
+    /// notes into it without reading its moves. A text without the flag
+    /// is written alike, only slower.
+    pub const EXPORT_TEXT: u8 = 1 << 3;
 }
 
 /// A fast 64-bit checksum (four independent multiply-rotate lanes over
