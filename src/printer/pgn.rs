@@ -425,6 +425,15 @@ pub(crate) fn write_match(
     Ok(())
 }
 
+/// Appends the first `len` bytes of `bytes` (at most 16): one 16-byte
+/// copy, then cut.
+#[inline]
+fn push16(out: &mut Vec<u8>, bytes: &[u8; 16], len: usize) {
+    let end = out.len() + len;
+    out.extend_from_slice(bytes);
+    out.truncate(end);
+}
+
 /// Appends game `text`, stored in export form
 /// ([`game_flags::EXPORT_TEXT`]: what this writer writes for it without
 /// notes), with `inserts` (sorted by position, as [`match_inserts`] gives
@@ -464,6 +473,8 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
     // positions, is built and checked once per game, then copied.
     let mut built: Option<(*const u8, usize)> = None;
     let mut comment = 0..0;
+    // That comment with its leading space, when it fits in 16 bytes.
+    let mut short: Option<([u8; 16], usize)> = None;
     out.reserve(text.len() + inserts.len() * 24);
     out.extend_from_slice(&text[..=ms]);
     let start = out.len();
@@ -517,12 +528,18 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             [(_, t)] => Some((t.as_ptr(), t.len())),
             _ => None,
         };
-        if at > 0 {
-            out.push(b' ');
-        }
-        if key.is_some() && key == built {
-            out.extend_from_within(comment.clone());
+        if at > 0 && key.is_some() && key == built {
+            match &short {
+                Some((bytes, len)) => push16(out, bytes, *len),
+                None => {
+                    out.push(b' ');
+                    out.extend_from_within(comment.clone());
+                }
+            }
         } else {
+            if at > 0 {
+                out.push(b' ');
+            }
             let from = out.len();
             out.push(b'{');
             for (j, &(_, t)) in texts.iter().enumerate() {
@@ -539,6 +556,12 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             }
             built = key;
             comment = from..out.len();
+            short = (made.len() < 16).then(|| {
+                let mut bytes = [0u8; 16];
+                bytes[0] = b' ';
+                bytes[1..=made.len()].copy_from_slice(made);
+                (bytes, made.len() + 1)
+            });
         }
         if at == 0 {
             // The first token follows (the copies from here on start at a
@@ -549,14 +572,24 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             .is_some_and(|&c| !c.is_ascii_digit() && c != b'*')
         {
             // A black move after the note takes its number (`N.` passed
-            // before white's move: `N...`).
-            out.push(b' ');
+            // before white's move: ` N...`, one short token).
             let digits = number
                 .iter()
                 .position(|&b| b == b'.')
                 .unwrap_or(number.len());
-            push_prefix(out, number, digits);
-            out.extend_from_slice(b"...");
+            let mut token = [b'.'; 16];
+            token[0] = b' ';
+            match token.get_mut(1..=digits).filter(|_| digits <= 12) {
+                Some(d) => {
+                    d.copy_from_slice(&number[..digits]);
+                    push16(out, &token, digits + 4);
+                }
+                None => {
+                    out.push(b' ');
+                    out.extend_from_slice(&number[..digits]);
+                    out.extend_from_slice(b"...");
+                }
+            }
         }
     }
     out.extend_from_slice(&moves[copied..]);
