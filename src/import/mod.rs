@@ -35,6 +35,7 @@ use std::rc::Rc;
 use cqlj_runtime::store::{StoreError, StoreWriter};
 use game::GameVisitor;
 pub use game::{MAX_GAME_POSITIONS, MAX_TAG_BYTES, ParsedGame};
+pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// The text the importer stores for a game whose source text is plain
 /// and ends with a result (the game then has
@@ -44,7 +45,6 @@ pub fn export_form(text: &[u8]) -> Option<Vec<u8>> {
     plain::plain_moves(text)?;
     plain::export_form(text)
 }
-pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 
 /// What stops an import (as opposed to a skipped game).
 #[derive(Debug, thiserror::Error)]
@@ -774,6 +774,21 @@ pub fn import_files(
     import_files_with(inputs, output, &ImportOptions::default(), observer)
 }
 
+/// Marks game `g` plain (`game_flags::PLAIN_TEXT`) when its text is plain
+/// and all its moves are stored, and then puts its text in export form
+/// (`game_flags::EXPORT_TEXT`) when it has one ([`export_form`]). Done by
+/// the parallel import's workers, else as each game is added.
+fn mark_plain(g: &mut ParsedGame) {
+    use cqlj_runtime::store::game_flags::{EXPORT_TEXT, PLAIN_TEXT};
+    if plain::plain_moves(&g.meta.text).is_some_and(|m| m as usize + 1 == g.positions.len()) {
+        g.meta.flags |= PLAIN_TEXT;
+        if let Some(text) = plain::export_form(&g.meta.text) {
+            g.meta.text = text;
+            g.meta.flags |= EXPORT_TEXT;
+        }
+    }
+}
+
 /// Adds each game read to the store, in input order, and reports.
 struct Accept<'a> {
     writer: StoreWriter,
@@ -786,15 +801,8 @@ impl Accept<'_> {
         match item.game {
             Ok(mut g) => {
                 g.meta.source_file = source;
-                if plain::plain_moves(&g.meta.text)
-                    .is_some_and(|m| m as usize + 1 == g.positions.len())
-                {
-                    use cqlj_runtime::store::game_flags::{EXPORT_TEXT, PLAIN_TEXT};
-                    g.meta.flags |= PLAIN_TEXT;
-                    if let Some(text) = plain::export_form(&g.meta.text) {
-                        g.meta.text = text;
-                        g.meta.flags |= EXPORT_TEXT;
-                    }
+                if g.meta.flags & cqlj_runtime::store::game_flags::PLAIN_TEXT == 0 {
+                    mark_plain(&mut g);
                 }
                 self.writer.add_game(&g.meta, &g.positions)?;
                 self.summary.games += 1;
@@ -1118,7 +1126,18 @@ fn parallel_file(
         let parsed: Vec<Result<Vec<GameItem>, io::Error>> = pool.install(|| {
             blocks
                 .par_iter()
-                .map(|(b, _, _)| PgnGames::new(&b[..]).collect::<io::Result<Vec<GameItem>>>())
+                .map(|(b, _, _)| {
+                    PgnGames::new(&b[..])
+                        .map(|item| {
+                            item.map(|mut item| {
+                                if let Ok(g) = &mut item.game {
+                                    mark_plain(g);
+                                }
+                                item
+                            })
+                        })
+                        .collect::<io::Result<Vec<GameItem>>>()
+                })
                 .collect()
         });
         for ((b, skipped_bytes, skipped_lines), items) in blocks.iter().zip(parsed) {
