@@ -410,8 +410,8 @@ pub(crate) fn wrap(line: &mut [u8]) {
     }
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
+/// Appends `n` in decimal (also the PGN writer's, for NAGs).
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
     let mut digits = [0u8; 10];
     let mut k = digits.len();
     loop {

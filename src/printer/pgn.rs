@@ -15,6 +15,9 @@ use pgn_reader::{Nag, Outcome, RawComment, RawTag, Reader, SanPlus, Skip, Visito
 use shakmaty::Color;
 use shakmaty::fen::Fen;
 
+// `LINE`: the longest line of written movetext (PGN export format says
+// 80), shared with the importer's export form.
+use crate::import::plain::{LINE, push_decimal};
 use crate::runtime::store::{Store, StoreError, TextReader, game_flags};
 use crate::scan::{GameEdit, GameMatch, SortKey, SortValue};
 
@@ -58,9 +61,6 @@ thread_local! {
     /// rendering thread.
     static PLAIN_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Maximum line length of written movetext (PGN export format says 80).
-use crate::import::plain::LINE;
 
 /// Writes one game: its tag pairs as in the source, a blank line, the
 /// movetext with the annotations inserted, and a blank line.
@@ -155,22 +155,6 @@ fn short_comment(text: &str) -> Option<[u8; 16]> {
     token[1..=t.len()].copy_from_slice(t);
     token[t.len() + 1] = b'}';
     Some(token)
-}
-
-/// Appends the decimal digits of `n`.
-fn push_decimal(buf: &mut Vec<u8>, n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&digits[i..]);
 }
 
 /// Appends `text` to `out` as written (tags, movetext with `notes`
@@ -1417,17 +1401,7 @@ pub(crate) fn compare_paths(
     let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let plain_moves = crate::import::plain::plain_moves(text);
     // One of the lexer's entry points: its output and move count.
-    let lex = |f: fn(&mut PgnRewriter<'_, '_>, &[u8]) -> Option<u32>| {
-        let mut out = Vec::new();
-        let mut writer = PgnRewriter {
-            notes: &notes,
-            quotes: false,
-            out: &mut out,
-            san: Vec::new(),
-        };
-        let moves = f(&mut writer, text);
-        (out, moves)
-    };
+    let lex = |f: LexerEntry| lex_with(f, &notes, text);
     let (flagged, flagged_moves) = lex(super::lexer::rewrite_plain_flagged);
     let mut reader = Vec::new();
     let read = rewrite_read(&mut reader, 1, text, &notes);
@@ -1465,6 +1439,25 @@ pub(crate) fn compare_paths(
     })
 }
 
+/// One of the lexer's entry points ([`compare_paths`]).
+#[cfg(any(test, feature = "fuzzing"))]
+type LexerEntry = fn(&mut PgnRewriter<'_, '_>, &[u8]) -> Option<u32>;
+
+/// `text` written by lexer entry `f` with `notes`: the output and the
+/// move count.
+#[cfg(any(test, feature = "fuzzing"))]
+fn lex_with(f: LexerEntry, notes: &Notes<'_>, text: &[u8]) -> (Vec<u8>, Option<u32>) {
+    let mut out = Vec::new();
+    let mut writer = PgnRewriter {
+        notes,
+        quotes: false,
+        out: &mut out,
+        san: Vec::new(),
+    };
+    let moves = f(&mut writer, text);
+    (out, moves)
+}
+
 /// [`compare_paths`]' check of the export form `export` of plain `text`
 /// (`moves` moves, written `lexer` by the lexer with `notes`): it is what
 /// the lexer writes without notes, and [`write_export`] writes `notes`
@@ -1487,14 +1480,7 @@ fn check_export(
         removed: &[],
         tags: &[],
     };
-    let mut quiet = Vec::new();
-    let mut writer = PgnRewriter {
-        notes: &bare,
-        quotes: false,
-        out: &mut quiet,
-        san: Vec::new(),
-    };
-    super::lexer::rewrite_plain(&mut writer, text);
+    let (quiet, _) = lex_with(super::lexer::rewrite_plain, &bare, text);
     if quiet != export {
         return Err(format!(
             "export form and lexer differ on {}:\n{}\n{}",
