@@ -487,6 +487,12 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             } else {
                 len
             };
+            if len == 0 {
+                // White space where a token starts: not the export form
+                // (a wrong flag on a damaged store).
+                out.truncate(base);
+                return false;
+            }
             if moves[i + len - 1] == b'.' {
                 number = &moves[i..i + len];
             } else if c.is_ascii_digit() || c == b'*' {
@@ -1402,6 +1408,9 @@ pub(crate) fn compare_paths(
     let plain_moves = crate::import::plain::plain_moves(text);
     // One of the lexer's entry points: its output and move count.
     let lex = |f: LexerEntry| lex_with(f, &notes, text);
+    // A wrong export flag (a damaged store) costs output, never a panic:
+    // the export path runs on every text.
+    let _ = write_export(&mut Vec::new(), text, inserts);
     let (flagged, flagged_moves) = lex(super::lexer::rewrite_plain_flagged);
     let mut reader = Vec::new();
     let read = rewrite_read(&mut reader, 1, text, &notes);
@@ -1573,6 +1582,16 @@ pub(super) mod tests {
             // Runs the flagged path on the text whatever it holds (what it
             // writes is compared only for plain texts).
             let _ = compare_paths(&text, &[(0, "start"), (3, "CQL")], &[], &[]);
+            // And the export path on it as a movetext after a blank line
+            // (a wrong export flag): any output, no panic.
+            let mut framed = b"\n".to_vec();
+            framed.extend_from_slice(&text);
+            framed.extend_from_slice(b"\n\n");
+            let mut out = Vec::new();
+            let notes = [(0, "a b"), (1, "CQL"), (2, "CQL"), (5, "CQL")];
+            if !write_export(&mut out, &framed, &notes) {
+                assert!(out.is_empty());
+            }
         }
     }
 
