@@ -467,6 +467,10 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
     // digits of the last move number passed.
     let (mut i, mut copied, mut played) = (0usize, 0usize, 0u32);
     let mut number: &[u8] = b"";
+    // ` N...` for that number as one word (low byte first) and its length,
+    // when its digits are in the eight bytes read at it (most numbers):
+    // built with shifts, not a copy into a buffer read back at once.
+    let mut number_token: Option<(u128, usize)> = None;
     let mut k = 0;
     while k < inserts.len() {
         let at = inserts[k].0;
@@ -475,9 +479,10 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
                 out.truncate(base);
                 return false;
             };
+            let mut word = 0u64;
             let len = match moves.get(i..i + 8) {
                 Some(w) => {
-                    let word = u64::from_le_bytes(w.try_into().unwrap_or([b'!'; 8]));
+                    word = u64::from_le_bytes(w.try_into().unwrap_or([b'!'; 8]));
                     plain::first_space(word)
                 }
                 None => 8,
@@ -495,6 +500,16 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             }
             if moves[i + len - 1] == b'.' {
                 number = &moves[i..i + len];
+                // `N.`: its digits are all but the last byte.
+                number_token =
+                    (len < 8 && number[..len - 1].iter().all(u8::is_ascii_digit)).then(|| {
+                        let digits = len - 1;
+                        let mask = (1u64 << (8 * digits)) - 1;
+                        let token = u128::from(b' ')
+                            | u128::from(word & mask) << 8
+                            | 0x2e_2e2e_u128 << (8 * (digits + 1));
+                        (token, digits + 4)
+                    });
             } else if c.is_ascii_digit() || c == b'*' {
                 // A result: the game has fewer moves than the note's
                 // position.
@@ -563,18 +578,13 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
         {
             // A black move after the note takes its number (`N.` passed
             // before white's move: ` N...`, one short token).
-            let digits = number
-                .iter()
-                .position(|&b| b == b'.')
-                .unwrap_or(number.len());
-            let mut token = [b'.'; 16];
-            token[0] = b' ';
-            match token.get_mut(1..=digits).filter(|_| digits <= 12) {
-                Some(d) => {
-                    d.copy_from_slice(&number[..digits]);
-                    push16(out, &token, digits + 4);
-                }
+            match number_token {
+                Some((token, len)) => push16(out, &token.to_le_bytes(), len),
                 None => {
+                    let digits = number
+                        .iter()
+                        .position(|&b| b == b'.')
+                        .unwrap_or(number.len());
                     out.push(b' ');
                     out.extend_from_slice(&number[..digits]);
                     out.extend_from_slice(b"...");
