@@ -578,9 +578,9 @@ impl Lower<'_, '_> {
     pub(super) fn pawn_structure(&mut self, which: PawnSet) -> Value {
         let pawns = self.bb(BitboardIndex::Pawn);
         let w = self.bb(BitboardIndex::White);
-        // The pawns not white are black (the black column is not read).
+        let bl = self.bb(BitboardIndex::Black);
         let wp = self.b.ins().band(pawns, w);
-        let bp = self.b.ins().band_not(pawns, w);
+        let bp = self.b.ins().band(pawns, bl);
         let mut out = self.u64c(0);
         for (own, enemy, white) in [(wp, bp, true), (bp, wp, false)] {
             let set = match which {

@@ -409,8 +409,7 @@ impl<'a, 'f> Lower<'a, 'f> {
                     continue;
                 }
                 // The king of a colour is its square alone (no colour
-                // column needed); the other roles are masked by the white
-                // column (black: its complement).
+                // column needed); the other roles are masked by colour.
                 let king = BitboardIndex::King.index();
                 let mut roles: Option<Value> = None;
                 for (r, role) in BitboardIndex::ROLES.into_iter().enumerate() {
@@ -423,15 +422,8 @@ impl<'a, 'f> Lower<'a, 'f> {
                     }
                 }
                 if let Some(roles) = roles {
-                    // Black's pieces of these roles are the ones not white
-                    // (a square of a role holds a piece of one colour): the
-                    // black column is not read for them.
-                    let w = self.bb(BitboardIndex::White);
-                    let v = if col == BitboardIndex::White {
-                        self.b.ins().band(roles, w)
-                    } else {
-                        self.b.ins().band_not(roles, w)
-                    };
+                    let c = self.bb(col);
+                    let v = self.b.ins().band(roles, c);
                     or(self, v);
                 }
                 if mask >> king & 1 == 1 {
