@@ -1607,7 +1607,8 @@ pub(super) mod tests {
 
     /// Times the writer over every game of the store at
     /// `$CQLJ_BENCH_STORE` (texts decompressed first), with the header
-    /// comment as `-quiet` writes it: `cargo test --release --lib
+    /// comment as `-quiet` writes it, by the token loop without and with
+    /// the plain flag and by the export path: `cargo test --release --lib
     /// bench_writer -- --ignored --nocapture`.
     #[test]
     #[ignore = "a benchmark: needs $CQLJ_BENCH_STORE"]
@@ -1641,12 +1642,21 @@ pub(super) mod tests {
             plain.iter().filter(|p| **p).count(),
             texts.len()
         );
-        for round in 0..6 {
+        // Texts in export form take the export path in the third mode.
+        let export: Vec<bool> = (0..store.n_games())
+            .map(|g| store.game(g).unwrap().flags & game_flags::EXPORT_TEXT != 0)
+            .collect();
+        eprintln!("{} in export form", export.iter().filter(|e| **e).count());
+        for round in 0..9 {
+            let mode = ["unflagged", "flagged", "export"][round % 3];
             out.clear();
             let t = cpu();
             for (g, text) in texts.iter().enumerate() {
                 let header = format!("Game number {}", g + 1);
                 let inserts = [(0, header.as_str())];
+                if round % 3 == 2 && export[g] && write_export(&mut out, text, &inserts) {
+                    continue;
+                }
                 let notes = Notes {
                     inserts: &inserts,
                     san_index: None,
@@ -1658,14 +1668,13 @@ pub(super) mod tests {
                     g as u64 + 1,
                     text,
                     &notes,
-                    round % 2 == 1 && plain[g],
+                    round % 3 != 0 && plain[g],
                 )
                 .unwrap();
             }
             let e = cpu() - t;
             eprintln!(
-                "round {round} (flags {}): {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
-                round % 2 == 1,
+                "round {round} ({mode}): {} games, {} MB in, {} MB out: {:.3} s, {:.2} ns/byte",
                 texts.len(),
                 bytes >> 20,
                 out.len() >> 20,
