@@ -42,8 +42,7 @@ pub use report::{BadMove, GameWarning, Line, Place, Report, SkipReason};
 /// `game_flags::EXPORT_TEXT`): the bytes cqlj's PGN writer writes for it
 /// without notes. `None` where the source text is stored as read.
 pub fn export_form(text: &[u8]) -> Option<Vec<u8>> {
-    plain::plain_moves(text)?;
-    plain::export_form(text)
+    plain::plain_form(text).and_then(|(_, export)| export)
 }
 
 /// What stops an import (as opposed to a skipped game).
@@ -780,9 +779,11 @@ pub fn import_files(
 /// the parallel import's workers, else as each game is added.
 fn mark_plain(g: &mut ParsedGame) {
     use cqlj_runtime::store::game_flags::{EXPORT_TEXT, PLAIN_TEXT};
-    if plain::plain_moves(&g.meta.text).is_some_and(|m| m as usize + 1 == g.positions.len()) {
+    if let Some((moves, export)) = plain::plain_form(&g.meta.text)
+        && moves as usize + 1 == g.positions.len()
+    {
         g.meta.flags |= PLAIN_TEXT;
-        if let Some(text) = plain::export_form(&g.meta.text) {
+        if let Some(text) = export {
             g.meta.text = text;
             g.meta.flags |= EXPORT_TEXT;
         }

@@ -326,7 +326,36 @@ pub(crate) fn result_at(text: &[u8], i: usize) -> Option<&'static [u8]> {
 
 /// The number of moves of `text` if it is plain (see the module docs),
 /// else `None`.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
+    walk_plain(text, false).map(|(moves, _)| moves)
+}
+
+/// The *export form* of a plain text that ends with a result token: the
+/// bytes the PGN writer writes for the game without notes (its tag lines,
+/// a blank line, the moves numbered from the `FEN` tag's move number and
+/// side, wrapped at [`LINE`], the result, a blank line). The importer
+/// stores this form instead of the text it read
+/// ([`game_flags::EXPORT_TEXT`]), so that a game written without notes is
+/// one copy, and with notes a walk over tokens already in place. `None`
+/// for a text that is not plain, has no result token or numbers a move
+/// past `u32`: such a text is stored as read.
+///
+/// [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
+#[cfg(test)]
+pub(crate) fn export_form(text: &[u8]) -> Option<Vec<u8>> {
+    plain_form(text).and_then(|(_, export)| export)
+}
+
+/// [`plain_moves`] and [`export_form`] in one walk over `text`.
+pub(crate) fn plain_form(text: &[u8]) -> Option<(u32, Option<Vec<u8>>)> {
+    walk_plain(text, true)
+}
+
+/// The one reading of the plain form: the number of moves of `text` if it
+/// is plain and, with `export`, its export form (`None` without a result
+/// token or for a move number past `u32`).
+fn walk_plain(text: &[u8], export: bool) -> Option<(u32, Option<Vec<u8>>)> {
     let n = text.len();
     if n > MAX_PLAIN_TEXT {
         return None;
@@ -335,10 +364,48 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
     if i == n {
         return None;
     }
+    let mut out = export.then(|| Vec::with_capacity(n + n / 8 + 16));
+    let mut fen = None;
     while text.get(i) == Some(&b'[') {
-        let (_, _, next) = tag_line(text, i)?;
+        let (name, value, next) = tag_line(text, i)?;
+        if let Some(out) = &mut out {
+            // The line as the writer copies it, without a `\r` before its
+            // end.
+            let line = &text[i..next - 1];
+            out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            out.push(b'\n');
+        }
+        if name == b"FEN" && fen.is_none() {
+            fen = Some(value);
+        }
         i = skip_space(text, next);
     }
+    // The writer's numbering: from the first `FEN` tag's side and move
+    // number, else white's first move.
+    let (white_first, first) = match fen
+        .filter(|_| export)
+        .and_then(|f| shakmaty::fen::Fen::from_ascii(f).ok())
+    {
+        Some(f) => {
+            let setup = f.as_setup();
+            (setup.turn == shakmaty::Color::White, setup.fullmoves.get())
+        }
+        None => (true, 1),
+    };
+    let offset = u32::from(!white_first);
+    if let Some(out) = &mut out {
+        out.push(b'\n');
+    }
+    let movetext = out.as_ref().map_or(0, Vec::len);
+    // Appends a token after a space (none before the first).
+    let put = |out: &mut Option<Vec<u8>>, token: &[u8]| {
+        if let Some(out) = out {
+            if out.len() > movetext {
+                out.push(b' ');
+            }
+            out.extend_from_slice(token);
+        }
+    };
     let mut moves = 0u32;
     while i < n {
         let c = text[i];
@@ -352,11 +419,19 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
                     return None;
                 }
             }
-            b'0'..=b'9' if matches!(text.get(i + 1), Some(b'-' | b'/')) => {
+            b'0'..=b'9' | b'*' if c == b'*' || matches!(text.get(i + 1), Some(b'-' | b'/')) => {
                 let r = result_at(text, i)?;
-                return (skip_space(text, i + r.len()) == n).then_some(moves);
+                if skip_space(text, i + r.len()) != n {
+                    return None;
+                }
+                put(&mut out, r);
+                let export = out.map(|mut out| {
+                    wrap(&mut out[movetext..]);
+                    out.extend_from_slice(b"\n\n");
+                    out
+                });
+                return Some((moves, export));
             }
-            b'*' => return (skip_space(text, i + 1) == n).then_some(moves),
             // A move number: digits, then dots; a move may follow at once
             // (not a dash or slash right after the digits: `00--` is read
             // otherwise).
@@ -368,13 +443,32 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
                 if text.get(i + len).is_some_and(|&b| !is_space(b)) {
                     return None;
                 }
+                if let Some(o) = &mut out {
+                    // A number before white's moves and before the first
+                    // (a number past `u32`: no export form).
+                    let half = moves + offset;
+                    if half % 2 == 0 || moves == 0 {
+                        match first.checked_add(half / 2) {
+                            Some(number) => {
+                                if o.len() > movetext {
+                                    o.push(b' ');
+                                }
+                                push_decimal(o, number);
+                                o.extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
+                            }
+                            None => out = None,
+                        }
+                    }
+                }
+                put(&mut out, &text[i..i + len]);
                 moves += 1;
                 i += len;
             }
             _ => return None,
         }
     }
-    Some(moves)
+    // Plain, but without a result token: kept as read.
+    Some((moves, None))
 }
 
 /// The columns of a movetext line the PGN writer fills: tokens go on a
@@ -423,88 +517,6 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u32) {
         }
     }
     out.extend_from_slice(&digits[k..]);
-}
-
-/// The *export form* of a plain text (see the module docs) that ends with
-/// a result token: the bytes the PGN writer writes for the game without a
-/// note (its tag lines, a blank line, the moves numbered from the `FEN`
-/// tag's move number and side, wrapped at [`LINE`], the result, a blank
-/// line). The importer stores this form instead of the text it read
-/// ([`game_flags::EXPORT_TEXT`]), so that a game written without notes is
-/// one copy, and with notes a walk over tokens already in place. `None`
-/// for anything else (the text is then stored as read): no result token,
-/// a move number past `u32`, a token no plain text holds.
-///
-/// [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
-pub(crate) fn export_form(text: &[u8]) -> Option<Vec<u8>> {
-    let n = text.len();
-    if n > MAX_PLAIN_TEXT {
-        return None;
-    }
-    let mut out = Vec::with_capacity(n + n / 8 + 16);
-    let mut i = skip_space(text, 0);
-    let mut fen = None;
-    while text.get(i) == Some(&b'[') {
-        let (name, value, next) = tag_line(text, i)?;
-        // The line as the writer copies it, without a `\r` before its end.
-        let line = &text[i..next - 1];
-        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-        out.push(b'\n');
-        if name == b"FEN" && fen.is_none() {
-            fen = Some(value);
-        }
-        i = skip_space(text, next);
-    }
-    out.push(b'\n');
-    let (white_first, first) = match fen.and_then(|f| shakmaty::fen::Fen::from_ascii(f).ok()) {
-        Some(f) => {
-            let setup = f.as_setup();
-            (setup.turn == shakmaty::Color::White, setup.fullmoves.get())
-        }
-        None => (true, 1),
-    };
-    let movetext = out.len();
-    let offset = u32::from(!white_first);
-    let mut ply = 0u32;
-    let sep = |out: &mut Vec<u8>| {
-        if out.len() > movetext {
-            out.push(b' ');
-        }
-    };
-    loop {
-        let c = *text.get(i)?;
-        match c {
-            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
-            b'0'..=b'9' | b'*' if c == b'*' || matches!(text.get(i + 1), Some(b'-' | b'/')) => {
-                let r = result_at(text, i)?;
-                if skip_space(text, i + r.len()) != n {
-                    return None;
-                }
-                sep(&mut out);
-                out.extend_from_slice(r);
-                break;
-            }
-            b'0'..=b'9' => i += move_number_len(text, i)?,
-            _ if CLASS[usize::from(c)] != 0 => {
-                let len = move_len(text, i)?;
-                let half = ply.checked_add(offset)?;
-                if half % 2 == 0 || ply == 0 {
-                    let number = first.checked_add(half / 2)?;
-                    sep(&mut out);
-                    push_decimal(&mut out, number);
-                    out.extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
-                }
-                sep(&mut out);
-                out.extend_from_slice(&text[i..i + len]);
-                ply += 1;
-                i += len;
-            }
-            _ => return None,
-        }
-    }
-    wrap(&mut out[movetext..]);
-    out.extend_from_slice(b"\n\n");
-    Some(out)
 }
 
 #[cfg(test)]

@@ -1449,7 +1449,7 @@ pub(crate) fn compare_paths(
             show(&lexer)
         ));
     }
-    if let Some(export) = plain_moves.and_then(|_| crate::import::plain::export_form(text)) {
+    if let Some(export) = crate::import::plain::plain_form(text).and_then(|(_, e)| e) {
         check_export(text, &export, moves, &notes, &lexer)?;
     }
     Ok(Paths::Both {
