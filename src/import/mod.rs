@@ -773,13 +773,15 @@ pub fn import_files(
     import_files_with(inputs, output, &ImportOptions::default(), observer)
 }
 
-/// Marks game `g` plain (`game_flags::PLAIN_TEXT`) when its text is plain
-/// and all its moves are stored, and then puts its text in export form
-/// (`game_flags::EXPORT_TEXT`) when it has one ([`export_form`]). Done by
-/// the parallel import's workers, else as each game is added.
-fn mark_plain(g: &mut ParsedGame) {
+/// `item` with its game marked plain (`game_flags::PLAIN_TEXT`) when its
+/// text is plain and all its moves are stored, and then its text in
+/// export form (`game_flags::EXPORT_TEXT`) when it has one
+/// ([`export_form`]). Each game read for the store passes here once: in
+/// the parallel import's workers, else as it is read.
+fn marked(mut item: GameItem) -> GameItem {
     use cqlj_runtime::store::game_flags::{EXPORT_TEXT, PLAIN_TEXT};
-    if let Some((moves, export)) = plain::plain_form(&g.meta.text)
+    if let Ok(g) = &mut item.game
+        && let Some((moves, export)) = plain::plain_form(&g.meta.text)
         && moves as usize + 1 == g.positions.len()
     {
         g.meta.flags |= PLAIN_TEXT;
@@ -788,6 +790,7 @@ fn mark_plain(g: &mut ParsedGame) {
             g.meta.flags |= EXPORT_TEXT;
         }
     }
+    item
 }
 
 /// Adds each game read to the store, in input order, and reports.
@@ -802,9 +805,6 @@ impl Accept<'_> {
         match item.game {
             Ok(mut g) => {
                 g.meta.source_file = source;
-                if g.meta.flags & cqlj_runtime::store::game_flags::PLAIN_TEXT == 0 {
-                    mark_plain(&mut g);
-                }
                 self.writer.add_game(&g.meta, &g.positions)?;
                 self.summary.games += 1;
                 self.summary.positions += g.positions.len() as u64;
@@ -938,7 +938,7 @@ fn import_into(
             let mut games = PgnGames::new(reader);
             while let Some(item) = games.next_item().map_err(io_err)? {
                 let number = item.number;
-                acc.game(item, &name, source)?;
+                acc.game(marked(item), &name, source)?;
                 if number % 512 == 0 {
                     report_progress(&mut acc);
                 }
@@ -1129,14 +1129,7 @@ fn parallel_file(
                 .par_iter()
                 .map(|(b, _, _)| {
                     PgnGames::new(&b[..])
-                        .map(|item| {
-                            item.map(|mut item| {
-                                if let Ok(g) = &mut item.game {
-                                    mark_plain(g);
-                                }
-                                item
-                            })
-                        })
+                        .map(|item| item.map(marked))
                         .collect::<io::Result<Vec<GameItem>>>()
                 })
                 .collect()
@@ -1155,7 +1148,7 @@ fn parallel_file(
     if let Some(rest) = serial_rest {
         let mut games = PgnGames::new(io::Cursor::new(rest).chain(reader));
         while let Some(item) = games.next_item().map_err(Failure::Io)? {
-            let mut items = vec![item];
+            let mut items = vec![marked(item)];
             shift_items(&mut items, number, lines, offset);
             consume(items)?;
         }
