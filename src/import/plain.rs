@@ -13,7 +13,7 @@
 //! every plain text, and writes it the same whether or not it knows it is
 //! plain.
 //!
-//! The *export form* of a plain text ([`export_form`]) is the text as the
+//! The *export form* of a plain text ([`plain_form`]) is the text as the
 //! writer writes it without notes; the importer stores it in place of the
 //! text it read ([`game_flags::EXPORT_TEXT`]), and the writer then copies
 //! it, or puts notes into it by a walk over its tokens and one [`wrap`].
@@ -331,23 +331,24 @@ pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
     walk_plain(text, false).map(|(moves, _)| moves)
 }
 
-/// The *export form* of a plain text that ends with a result token: the
-/// bytes the PGN writer writes for the game without notes (its tag lines,
-/// a blank line, the moves numbered from the `FEN` tag's move number and
-/// side, wrapped at [`LINE`], the result, a blank line). The importer
-/// stores this form instead of the text it read
-/// ([`game_flags::EXPORT_TEXT`]), so that a game written without notes is
-/// one copy, and with notes a walk over tokens already in place. `None`
-/// for a text that is not plain, has no result token or numbers a move
-/// past `u32`: such a text is stored as read.
-///
-/// [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
+/// [`plain_form`]'s export form alone.
 #[cfg(test)]
 pub(crate) fn export_form(text: &[u8]) -> Option<Vec<u8>> {
     plain_form(text).and_then(|(_, export)| export)
 }
 
-/// [`plain_moves`] and [`export_form`] in one walk over `text`.
+/// Whether `text` is plain and its moves, and its *export form* when it
+/// ends with a result token: the bytes the PGN writer writes for the
+/// game without notes (its tag lines,
+/// a blank line, the moves numbered from the `FEN` tag's move number and
+/// side, wrapped at [`LINE`], the result, a blank line). The importer
+/// stores this form instead of the text it read
+/// ([`game_flags::EXPORT_TEXT`]), so that a game written without notes is
+/// one copy, and with notes a walk over tokens already in place. `None`
+/// for a text that is not plain; no export form for one without a result
+/// token or numbering a move past `u32` (such a text is stored as read).
+///
+/// [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
 pub(crate) fn plain_form(text: &[u8]) -> Option<(u32, Option<Vec<u8>>)> {
     walk_plain(text, true)
 }
@@ -447,14 +448,15 @@ fn walk_plain(text: &[u8], export: bool) -> Option<(u32, Option<Vec<u8>>)> {
                     // A number before white's moves and before the first
                     // (a number past `u32`: no export form).
                     let half = moves + offset;
-                    if half % 2 == 0 || moves == 0 {
+                    let white = half.is_multiple_of(2);
+                    if white || moves == 0 {
                         match first.checked_add(half / 2) {
                             Some(number) => {
                                 if o.len() > movetext {
                                     o.push(b' ');
                                 }
                                 push_decimal(o, number);
-                                o.extend_from_slice(if half % 2 == 0 { b"." } else { b"..." });
+                                o.extend_from_slice(if white { b"." } else { b"..." });
                             }
                             None => out = None,
                         }

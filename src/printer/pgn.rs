@@ -422,7 +422,7 @@ pub(crate) fn write_match(
 /// them): the text copied where there is none; else each position's
 /// texts as one comment after its move (and a black move's number after
 /// it), found by a walk over the text's tokens up to the last note, the
-/// rest copied, and the movetext wrapped again ([`plain::wrap`]). The
+/// rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
 /// bytes are those of the token-by-token writer. `false`, with nothing
 /// appended, where that writer would not split a comment into words
 /// separated by single spaces (a note with a control character or two

@@ -109,7 +109,7 @@ impl Lower<'_, '_> {
 
     /// Two-lane mode: for two consecutive positions (the lanes of an
     /// `i64x2`), a value whose bit `sq` is bit `sq` of the set `e` (for
-    /// which [`lanes_ok`] holds). Set operations act bitwise, so a square
+    /// which [`lanes_ok`](super::kernel::lanes_ok) holds). Set operations act bitwise, so a square
     /// mask holding `sq` is dropped and one without it is empty; the other
     /// bits are left unspecified.
     pub(super) fn lane_bit(&mut self, e: &Expr, sq: u32) -> Value {

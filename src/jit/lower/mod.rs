@@ -218,7 +218,7 @@ impl<'a, 'f> Lower<'a, 'f> {
     }
 
     /// One field of a packed move (`Column::Move`), by its
-    /// [`move_bits`] shift and mask.
+    /// [`move_bits`](crate::runtime::layout::move_bits) shift and mask.
     pub(super) fn move_field(&mut self, mv: Value, shift: u32, mask: u32) -> Value {
         let v = self.b.ins().ushr_imm_u(mv, i64::from(shift));
         self.b.ins().band_imm_s(v, i64::from(mask))
