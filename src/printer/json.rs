@@ -38,12 +38,15 @@ pub(crate) fn match_json(
     let mut cursor = store.position_cursor();
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
-    let fen = store.game_tag(m.game, "FEN")?;
+    let tags = store.game_tags_raw(m.game)?;
+    let fen = tags.iter().find(|(n, _)| *n == b"FEN").map(|(_, v)| *v);
     // Every position of a game from the standard start without null moves
     // was reached by legal moves: shakmaty takes each as it stands (what
-    // `push_plain_san` relies on).
+    // `push_plain_san` relies on). A match's moves come before it (store
+    // order), so the moves up to the last match are looked at.
     let mut legal_play = fen.is_none();
-    for k in 1..n {
+    let last = m.positions.last().map_or(0, |l| l.min(n.saturating_sub(1)));
+    for k in 1..=last {
         if !legal_play {
             break;
         }
@@ -51,7 +54,7 @@ pub(crate) fn match_json(
         legal_play = !(mv.is_null() || mv.is_none());
     }
     let start_half = fen
-        .and_then(|f| Fen::from_ascii(f.as_bytes()).ok())
+        .and_then(|f| Fen::from_ascii(f).ok())
         .map_or(0, |f| {
             let s = f.as_setup();
             (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
@@ -143,7 +146,6 @@ pub(crate) fn match_json(
         out.push(b'}');
     }
     out.extend_from_slice(b"],\"tags\":{");
-    let tags = store.game_tags_raw(m.game)?;
     let mut first = true;
     for name in JSON_TAGS {
         if let Some((_, value)) = tags.iter().find(|(n, _)| *n == name.as_bytes()) {
@@ -980,7 +982,10 @@ mod tests {
                 } else {
                     let m = GameMatch {
                         game: g,
-                        positions: crate::scan::Positions::from((0..n).collect::<Vec<u32>>()),
+                        // The last round: the game's part alone.
+                        positions: crate::scan::Positions::from(
+                            (0..if round == 8 { 0 } else { n }).collect::<Vec<u32>>(),
+                        ),
                         comments: Vec::new(),
                         comment_marks: Vec::new(),
                         messages: Vec::new(),

@@ -150,6 +150,33 @@ impl Positions {
         }
     }
 
+    /// The greatest index, if any (a backward look at the bitmap's words,
+    /// not a walk over the indices).
+    pub fn last(&self) -> Option<u32> {
+        match &self.0 {
+            PositionsRepr::Owned(v) => v.last().copied(),
+            PositionsRepr::Bits { words, lo, hi, .. } => {
+                let (lo, hi) = (*lo, *hi);
+                if lo >= hi {
+                    return None;
+                }
+                let mut w = (hi - 1) / 64;
+                loop {
+                    let word = masked_word(words, w, lo, hi);
+                    if word != 0 {
+                        let i = w * 64 + 63 - word.leading_zeros() as usize;
+                        // As in `PositionsIter::next`: offsets fit in u32.
+                        return Some((i - lo) as u32);
+                    }
+                    if w == lo / 64 {
+                        return None;
+                    }
+                    w -= 1;
+                }
+            }
+        }
+    }
+
     /// The indices as a Vec.
     pub fn to_vec(&self) -> Vec<u32> {
         let mut v = Vec::with_capacity(self.len());
@@ -679,6 +706,7 @@ mod tests {
                 assert_eq!(p, want.clone());
                 assert_eq!(p, Positions::from(want.clone()));
                 assert_eq!(Positions::bits(&bits, lo..hi, Some(want.len())), p);
+                assert_eq!(p.last(), want.last().copied());
                 assert_eq!(p.clone().into_vec(), want);
             }
         }
