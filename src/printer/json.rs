@@ -53,12 +53,10 @@ pub(crate) fn match_json(
         let mv = cursor.position_move(first + u64::from(k))?;
         legal_play = !(mv.is_null() || mv.is_none());
     }
-    let start_half = fen
-        .and_then(|f| Fen::from_ascii(f).ok())
-        .map_or(0, |f| {
-            let s = f.as_setup();
-            (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
-        });
+    let start_half = fen.and_then(|f| Fen::from_ascii(f).ok()).map_or(0, |f| {
+        let s = f.as_setup();
+        (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
+    });
     out.extend_from_slice(b"{\"comments\":[");
     for (k, (i, t)) in m.comments.iter().enumerate() {
         if k > 0 {

@@ -416,13 +416,17 @@ pub(crate) fn write_match(
     Ok(())
 }
 
+/// The fewest moves between notes that [`write_export`] passes by
+/// counting separators rather than token by token.
+const SKIP_MOVES: u32 = 6;
+
 /// Appends game `text`, stored in export form
 /// ([`game_flags::EXPORT_TEXT`]: what this writer writes for it without
 /// notes), with `inserts` (sorted by position, as [`match_inserts`] gives
 /// them): the text copied where there is none; else each position's
 /// texts as one comment after its move (and a black move's number after
-/// it), found by a walk over the text's tokens up to the last note, the
-/// rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
+/// it), found by a walk over the text's tokens up to the last note (whole
+/// moves far from a note passed by counting separators), the rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
 /// bytes are those of the token-by-token writer. `false`, with nothing
 /// appended, where that writer would not split a comment into words
 /// separated by single spaces (a note with a control character or two
@@ -473,6 +477,21 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
     while k < inserts.len() {
         let at = inserts[k].0;
         while played < at {
+            // Far from the note, at a white move's number: whole moves
+            // (three tokens each: number, white, black) passed by counting
+            // separators, the last two moves left to the token walk.
+            if at - played >= SKIP_MOVES && plain::white_number_at(moves, i) {
+                let pairs = (at - played - 2) / 2;
+                match plain::skip_separators(moves, i, 3 * pairs as usize) {
+                    Some(j) if plain::white_number_at(moves, j) => {
+                        i = j;
+                        played += 2 * pairs;
+                    }
+                    // The moves end first, or the text is not in export
+                    // form: the token walk below finds which.
+                    _ => {}
+                }
+            }
             let Some(&c) = moves.get(i) else {
                 out.truncate(base);
                 return false;
@@ -1568,6 +1587,18 @@ pub(super) mod tests {
                 .map(|p| (p, if p == 0 { "Game number 12 CQL" } else { "CQL" }))
                 .collect();
             compare_paths(text, &every, &[], &[]).unwrap_or_else(|e| panic!("{e}"));
+            // Notes far apart (whole moves passed by counting separators),
+            // from white's and black's moves, odd and even gaps, and one
+            // past most games' end.
+            for sparse in [
+                &[(0, "CQL"), (9, "CQL"), (10, "CQL"), (25, "CQL"), (40, "a b")][..],
+                &[(7, "CQL"), (14, "CQL"), (31, "CQL"), (58, "CQL"), (77, "CQL")],
+                &[(6, "CQL"), (13, "x"), (120, "CQL")],
+                &[(61, "CQL")],
+                &[(151, "CQL")],
+            ] {
+                compare_paths(text, sparse, &[], &[]).unwrap_or_else(|e| panic!("{e}"));
+            }
         }
         plain
     }
