@@ -937,10 +937,11 @@ mod tests {
         }
     }
 
-    /// Times the JSON writer over a store (`CQLJ_BENCH_STORE`): FENs alone
-    /// and whole lines, every position of every game a match, as `Ra1`
-    /// on the book. Prints CPU seconds; asserts the FEN pass wrote what
-    /// the line pass holds.
+    /// Times the JSON writer over a store (`CQLJ_BENCH_STORE`): records
+    /// decoded alone, FENs alone and whole lines, every position of every
+    /// game a match (as `Ra1` on the book), then the lines without
+    /// positions. Prints the CPU seconds of each round; checks that each
+    /// wrote a line per position or per game.
     #[test]
     #[ignore = "a benchmark: needs CQLJ_BENCH_STORE"]
     fn bench_json() {
@@ -994,6 +995,13 @@ mod tests {
                 }
             }
             let e = cpu() - t;
+            let lines = out.iter().filter(|&&b| b == b'\n').count();
+            let positions = store.n_positions() as usize;
+            match round % 3 {
+                0 => assert_eq!(out.len(), positions),
+                1 => assert_eq!(lines, positions),
+                _ => assert_eq!(lines, games as usize),
+            }
             eprintln!(
                 "{}: {:.3} s, {} bytes",
                 ["decode", "fens", "lines"][round % 3],

@@ -426,7 +426,8 @@ const SKIP_MOVES: u32 = 6;
 /// them): the text copied where there is none; else each position's
 /// texts as one comment after its move (and a black move's number after
 /// it), found by a walk over the text's tokens up to the last note (whole
-/// moves far from a note passed by counting separators), the rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
+/// moves far from a note passed by counting separators), the rest copied,
+/// and the movetext wrapped again ([`crate::import::plain::wrap`]). The
 /// bytes are those of the token-by-token writer. `false`, with nothing
 /// appended, where that writer would not split a comment into words
 /// separated by single spaces (a note with a control character or two
@@ -1591,8 +1592,20 @@ pub(super) mod tests {
             // from white's and black's moves, odd and even gaps, and one
             // past most games' end.
             for sparse in [
-                &[(0, "CQL"), (9, "CQL"), (10, "CQL"), (25, "CQL"), (40, "a b")][..],
-                &[(7, "CQL"), (14, "CQL"), (31, "CQL"), (58, "CQL"), (77, "CQL")],
+                &[
+                    (0, "CQL"),
+                    (9, "CQL"),
+                    (10, "CQL"),
+                    (25, "CQL"),
+                    (40, "a b"),
+                ][..],
+                &[
+                    (7, "CQL"),
+                    (14, "CQL"),
+                    (31, "CQL"),
+                    (58, "CQL"),
+                    (77, "CQL"),
+                ],
                 &[(6, "CQL"), (13, "x"), (120, "CQL")],
                 &[(61, "CQL")],
                 &[(151, "CQL")],
