@@ -78,10 +78,6 @@ pub(crate) fn match_json(
     let mut board = BoardText::new();
     for i in m.positions.iter().filter(|&i| i < n) {
         let p = cursor.position(first + u64::from(i))?;
-        if !first_match {
-            out.push(b',');
-        }
-        first_match = false;
         // The record is the position as imported: its en-passant square
         // is set only where a capture is legal and its castling rights are
         // shakmaty's, so its FEN is the position's (`EnPassantMode::Legal`)
@@ -89,19 +85,30 @@ pub(crate) fn match_json(
         // CQL 6.2 reads with the side not to move in check) is written as
         // it stands too. A FEN holds no character JSON escapes.
         let half = start_half + u32::from(p.ply);
-        out.extend_from_slice(b"{\"fen\":\"");
+        out.extend_from_slice(if first_match {
+            b"{\"fen\":\""
+        } else {
+            b",{\"fen\":\""
+        });
+        first_match = false;
         push_fen(out, &mut board, &p, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
+        let index_at = out.len();
         push_integer(out, i64::from(i));
+        let index_end = out.len();
         out.extend_from_slice(b",\"move\":");
+        let fetched;
         let parent = match i.checked_sub(u32::from(p.parent_delta)) {
-            Some(j) if p.parent_delta != 0 => match last {
-                Some((k, r)) if k == j => Some(r),
-                _ => Some(cursor.position(first + u64::from(j))?),
+            Some(j) if p.parent_delta != 0 => match &last {
+                Some((k, r)) if *k == j => Some(r),
+                _ => {
+                    fetched = cursor.position(first + u64::from(j))?;
+                    Some(&fetched)
+                }
             },
             _ => None,
         };
-        match &parent {
+        match parent {
             Some(parent) if legal_play && push_plain_san(out, parent, &p) => {}
             Some(parent) => match san_of(parent, &p) {
                 Some(san) => push_string(out, &san),
@@ -110,7 +117,12 @@ pub(crate) fn match_json(
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"ply\":");
-        push_integer(out, i64::from(p.ply));
+        if u32::from(p.ply) == i {
+            // Most often (a game without variations): the index's digits.
+            out.extend_from_within(index_at..index_end);
+        } else {
+            push_integer(out, i64::from(p.ply));
+        }
         out.push(b'}');
         last = Some((i, p));
     }
