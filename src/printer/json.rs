@@ -961,15 +961,7 @@ mod tests {
             return;
         };
         let store = Store::open(path).unwrap();
-        let cpu = || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: `ts` is a valid timespec the call writes.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-        };
+        let cpu = super::super::thread_cpu_time;
         let games = store.n_games();
         let mut out = Vec::with_capacity(1 << 30);
         for round in 0..9 {

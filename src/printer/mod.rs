@@ -487,6 +487,19 @@ fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
     b.len().cmp(&a.len())
 }
 
+/// This thread's CPU time, for the writers' benchmarks (ignored tests):
+/// the machine may be shared.
+#[cfg(test)]
+fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

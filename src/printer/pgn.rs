@@ -1665,16 +1665,7 @@ pub(super) mod tests {
             .collect();
         let bytes: usize = texts.iter().map(Vec::len).sum();
         let mut out = Vec::with_capacity(bytes * 2);
-        // This thread's CPU time (the machine may be shared).
-        let cpu = || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: `ts` is a valid timespec the call writes.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-        };
+        let cpu = super::super::thread_cpu_time;
         let plain: Vec<bool> = texts
             .iter()
             .map(|t| crate::import::plain::plain_moves(t).is_some())
