@@ -493,34 +493,37 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
                     _ => {}
                 }
             }
-            let Some(&c) = moves.get(i) else {
-                out.truncate(base);
-                return false;
-            };
-            let mut word = 0u64;
-            let len = match moves.get(i..i + 8) {
-                Some(w) => {
-                    word = u64::from_le_bytes(w.try_into().unwrap_or([b'!'; 8]));
-                    plain::first_space(word)
-                }
-                None => 8,
-            };
-            let len = if len == 8 {
-                moves[i..].iter().take_while(|&&b| b > b' ').count()
+            // The token's length, first and last bytes from the eight
+            // bytes read at it (no second load in the chain from one
+            // token to the next); byte by byte for a token of eight bytes
+            // or more, or near the text's end.
+            let word = moves
+                .get(i..i + 8)
+                .and_then(|w| w.first_chunk::<8>())
+                .map_or(0, |w| u64::from_le_bytes(*w));
+            let len = plain::first_space(word);
+            // Whether the token is all in `word`.
+            let in_word = (1..8).contains(&len);
+            let (len, c, last) = if in_word {
+                (len, word as u8, (word >> (8 * (len - 1))) as u8)
             } else {
-                len
+                let len = moves
+                    .get(i..)
+                    .map_or(0, |m| m.iter().take_while(|&&b| b > b' ').count());
+                if len == 0 {
+                    // The text's end, or white space where a token
+                    // starts: not the export form (a wrong flag on a
+                    // damaged store).
+                    out.truncate(base);
+                    return false;
+                }
+                (len, moves[i], moves[i + len - 1])
             };
-            if len == 0 {
-                // White space where a token starts: not the export form
-                // (a wrong flag on a damaged store).
-                out.truncate(base);
-                return false;
-            }
-            if moves[i + len - 1] == b'.' {
+            if last == b'.' {
                 number = &moves[i..i + len];
                 // `N.`: its digits are all but the last byte.
                 number_token =
-                    (len < 8 && number[..len - 1].iter().all(u8::is_ascii_digit)).then(|| {
+                    (in_word && number[..len - 1].iter().all(u8::is_ascii_digit)).then(|| {
                         let digits = len - 1;
                         let mask = (1u64 << (8 * digits)) - 1;
                         let token = u128::from(b' ')
