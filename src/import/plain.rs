@@ -734,7 +734,7 @@ mod tests {
                 }
                 let r = next();
                 let len = if r % 50 == 0 { 70 + r % 30 } else { 1 + r % 12 };
-                line.extend((0..len).map(|i| b'a' + ((r >> i) % 26) as u8));
+                line.extend((0..len).map(|i| b'a' + (r.rotate_right(i as u32) % 26) as u8));
             }
             let want = naive(&line);
             wrap(&mut line);
