@@ -314,20 +314,25 @@ pub(crate) fn first_space(word: u64) -> usize {
     (low.trailing_zeros() / 8) as usize
 }
 
+/// The top bit of each byte of `word` below `!` (white space), the other
+/// bits clear: exact for every byte (`(b & 0x7f) + 0x5f` carries into the
+/// top bit exactly when it is `!` or above, with no carry between bytes).
+#[inline]
+fn spaces_of(word: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    !(((word & LOW7) + 0x5f5f_5f5f_5f5f_5f5f) | word) & HIGH
+}
+
 /// The index just past the `n`-th separator (byte below `!`) of `text`
 /// from `i` on (`i` itself when `n` is 0), if there are `n`: eight bytes
 /// at a time, the separators of a word counted together.
 pub(crate) fn skip_separators(text: &[u8], mut i: usize, mut n: usize) -> Option<usize> {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     if n == 0 {
         return Some(i);
     }
     while let Some(w) = text.get(i..i + 8).and_then(|w| w.first_chunk::<8>()) {
-        let w = u64::from_le_bytes(*w);
-        // The top bit of each byte below `!`: no carry between bytes (at
-        // most 0x7f + 0x5f), exact for every byte.
-        let mut seps = !(((w & LOW7) + 0x5f5f_5f5f_5f5f_5f5f) | w) & HIGH;
+        let mut seps = spaces_of(u64::from_le_bytes(*w));
         let count = seps.count_ones() as usize;
         if count >= n {
             for _ in 1..n {
@@ -375,12 +380,6 @@ pub(crate) fn result_at(text: &[u8], i: usize) -> Option<&'static [u8]> {
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn plain_moves(text: &[u8]) -> Option<u32> {
     walk_plain(text, false).map(|(moves, _)| moves)
-}
-
-/// [`plain_form`]'s export form alone.
-#[cfg(test)]
-pub(crate) fn export_form(text: &[u8]) -> Option<Vec<u8>> {
-    plain_form(text).and_then(|(_, export)| export)
 }
 
 /// Whether `text` is plain and its moves, and its *export form* when it
@@ -530,8 +529,6 @@ pub(crate) const LINE: usize = 79;
 /// One look at the column past the line's end per line, not a walk over
 /// its tokens.
 pub(crate) fn wrap(line: &mut [u8]) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut start = 0;
     while line.len() - start > LINE {
         let end = start + LINE;
@@ -542,10 +539,8 @@ pub(crate) fn wrap(line: &mut [u8]) {
             .get(end - 7..=end)
             .and_then(|w| w.first_chunk::<8>())
             .map_or(0, |w| u64::from_le_bytes(*w));
-        let x = word ^ (u64::from(b' ') * ONES);
-        // The top bit of each zero byte of `x` (a space of `word`): exact
-        // for every byte (no borrow between bytes).
-        let spaces = !(((x & !HIGH) + !HIGH) | x) & HIGH;
+        // (The line's only bytes below `!` are its spaces.)
+        let spaces = spaces_of(word);
         let at = if spaces != 0 {
             Some(end - 7 + (63 - spaces.leading_zeros() as usize) / 8)
         } else {
@@ -747,8 +742,10 @@ mod tests {
 
     #[test]
     fn export_form_numbers_wraps_and_ends_the_game() {
-        let export =
-            |t: &str| export_form(t.as_bytes()).map(|b| String::from_utf8(b).unwrap_or_default());
+        let export = |t: &str| {
+            super::super::export_form(t.as_bytes())
+                .map(|b| String::from_utf8(b).unwrap_or_default())
+        };
         assert_eq!(
             export("[Event \"x\"]\r\n[Result \"1-0\"]\n\n1.e4 e5 2. Nf3\nNc6 3.Bb5 1-0\n")
                 .as_deref(),
