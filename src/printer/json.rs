@@ -957,10 +957,9 @@ mod tests {
     #[test]
     #[ignore = "a benchmark: needs CQLJ_BENCH_STORE"]
     fn bench_json() {
-        let Ok(path) = std::env::var("CQLJ_BENCH_STORE") else {
+        let Some(store) = super::super::bench_store() else {
             return;
         };
-        let store = Store::open(path).unwrap();
         let cpu = super::super::thread_cpu_time;
         let games = store.n_games();
         let mut out = Vec::with_capacity(1 << 30);

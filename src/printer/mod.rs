@@ -487,6 +487,14 @@ fn compare_keys(a: &[SortKey], b: &[SortKey]) -> std::cmp::Ordering {
     b.len().cmp(&a.len())
 }
 
+/// The store the writers' benchmarks (ignored tests) run over:
+/// `$CQLJ_BENCH_STORE`, or `None` when it is not set.
+#[cfg(test)]
+fn bench_store() -> Option<crate::runtime::store::Store> {
+    let path = std::env::var_os("CQLJ_BENCH_STORE")?;
+    Some(crate::runtime::store::Store::open(path).expect("CQLJ_BENCH_STORE: a store"))
+}
+
 /// This thread's CPU time, for the writers' benchmarks (ignored tests):
 /// the machine may be shared.
 #[cfg(test)]

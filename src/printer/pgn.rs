@@ -1658,10 +1658,9 @@ pub(super) mod tests {
     #[test]
     #[ignore = "a benchmark: needs $CQLJ_BENCH_STORE"]
     fn bench_writer() {
-        let Ok(path) = std::env::var("CQLJ_BENCH_STORE") else {
+        let Some(store) = super::super::bench_store() else {
             return;
         };
-        let store = Store::open(path).unwrap();
         let mut reader = store.text_reader();
         let texts: Vec<Vec<u8>> = (0..store.n_games())
             .map(|g| reader.game_text(g).unwrap().to_vec())
