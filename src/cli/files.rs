@@ -290,9 +290,9 @@ impl Output {
     }
 
     /// Opens the output `path` (`-` is standard output) for writing.
-    pub fn open(path: &Path) -> anyhow::Result<(Output, Box<dyn io::Write>)> {
+    pub fn open(path: &Path) -> anyhow::Result<(Output, Box<dyn io::Write + Send>)> {
         if path.as_os_str() == "-" {
-            return Ok((Output::Stdout, Box::new(io::stdout().lock())));
+            return Ok((Output::Stdout, Box::new(io::stdout())));
         }
         let cannot = |e: io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
         let target = resolve_symlinks(path).map_err(cannot)?;

@@ -141,7 +141,7 @@ pub fn main(raw: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let (target, file) = if args.count {
         (
             files::Output::Stdout,
-            Box::new(io::sink()) as Box<dyn Write>,
+            Box::new(io::sink()) as Box<dyn Write + Send>,
         )
     } else {
         files::Output::open(&settings.output)?

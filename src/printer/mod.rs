@@ -9,11 +9,12 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod behind;
 mod json;
 mod lexer;
 mod pgn;
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -23,6 +24,7 @@ use rayon::prelude::*;
 use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
 
+use behind::WriteBehind;
 use json::match_json;
 use pgn::write_match;
 pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
@@ -32,13 +34,6 @@ pub(crate) use pgn::{Paths, compare_paths};
 /// Matching games rendered together (in parallel on the printer's pool);
 /// output order is game order.
 const RENDER_BATCH: usize = 512;
-
-/// Bytes written to the output at once: rendered tasks (about 40 KB each)
-/// are gathered into writes of about 1 MiB, which the page cache takes
-/// faster than one write per task (all book games as PGN: 274 to 260 ms);
-/// a batch of at least a quarter of it goes out in vectored writes of its
-/// own ([`write_gathered`]).
-const OUT_BUFFER: usize = 1 << 20;
 
 /// Games per rendering task (one text reader each, so a text block is
 /// decompressed about once per task).
@@ -116,7 +111,7 @@ pub struct Printed {
 }
 
 /// The sink writing (or counting) matching games.
-pub struct Printer<'s, W: Write> {
+pub struct Printer<'s, W: Write + Send + 'static> {
     store: &'s Store,
     options: PrinterOptions,
     /// Game texts for rendering on this thread, the last decompressed text
@@ -131,9 +126,11 @@ pub struct Printer<'s, W: Write> {
     /// Matching games not yet rendered (at most [`RENDER_BATCH`]).
     pending: Vec<GameMatch>,
     /// One output buffer per rendering task of a batch, kept from batch to
-    /// batch (no allocation, no fresh pages per batch).
+    /// batch (no allocation, no fresh pages per batch): a batch's buffers
+    /// go to `out`'s thread, and come back when written.
     buffers: Vec<Vec<u8>>,
-    out: BufWriter<W>,
+    /// The output, written on a thread of its own.
+    out: WriteBehind<W>,
     /// Receives `match: game N` for each game written (`-showmatches`).
     show_matches: Option<Box<dyn Write + 's>>,
     /// Told the number of games searched so far.
@@ -156,7 +153,7 @@ struct HeldGame {
     sort_keys: Vec<SortKey>,
 }
 
-impl<'s, W: Write> Printer<'s, W> {
+impl<'s, W: Write + Send + 'static> Printer<'s, W> {
     /// A printer of `store`'s matching games to `out`. `rematch` matches a
     /// game again for a sorted run; `stop` ends a sorted run's writing.
     pub fn new(
@@ -189,7 +186,7 @@ impl<'s, W: Write> Printer<'s, W> {
             readers,
             pending: Vec::with_capacity(RENDER_BATCH),
             buffers: Vec::new(),
-            out: BufWriter::with_capacity(OUT_BUFFER, out),
+            out: WriteBehind::new(out),
             show_matches: None,
             progress: None,
             error: None,
@@ -267,9 +264,8 @@ impl<'s, W: Write> Printer<'s, W> {
             name: name.clone(),
             source,
         };
-        let mut out = self.out.into_inner().map_err(|e| cannot(e.into_error()))?;
-        out.flush().map_err(cannot)?;
-        Ok(out)
+        let Printer { out, .. } = self;
+        out.finish().map_err(cannot)
     }
 
     /// Queues `m` for output; renders and writes the queue when full.
@@ -297,12 +293,8 @@ impl<'s, W: Write> Printer<'s, W> {
         );
         // The buffers up to the first failing task, written in one go.
         let mut failed = None;
-        let mut ready = Vec::with_capacity(parts.len());
-        for ((part, buf), chunk) in parts
-            .into_iter()
-            .zip(&self.buffers)
-            .zip(games.chunks(RENDER_TASK))
-        {
+        let mut ready = parts.len();
+        for (k, (part, chunk)) in parts.into_iter().zip(games.chunks(RENDER_TASK)).enumerate() {
             if let Some(to) = &mut self.show_matches {
                 for m in chunk {
                     // Best effort, as a diagnostic line.
@@ -311,16 +303,18 @@ impl<'s, W: Write> Printer<'s, W> {
             }
             if let Err(e) = part {
                 failed = Some(e);
+                ready = k;
                 break;
             }
-            if !buf.is_empty() {
-                ready.push(io::IoSlice::new(buf));
-            }
         }
-        write_gathered(&mut self.out, &mut ready).map_err(|source| PrintError::Write {
-            name: self.options.out_name.clone(),
-            source,
-        })?;
+        let buffers = std::mem::take(&mut self.buffers);
+        self.buffers = self
+            .out
+            .write(buffers, ready)
+            .map_err(|source| PrintError::Write {
+                name: self.options.out_name.clone(),
+                source,
+            })?;
         if let Some(e) = failed {
             return Err(e);
         }
@@ -331,7 +325,7 @@ impl<'s, W: Write> Printer<'s, W> {
     }
 }
 
-impl<W: Write> Sink for Printer<'_, W> {
+impl<W: Write + Send + 'static> Sink for Printer<'_, W> {
     fn game(&mut self, m: GameMatch) -> ControlFlow<()> {
         let limit = self.options.limit;
         if matches!(self.options.form, Form::Count) {
@@ -365,34 +359,6 @@ impl<W: Write> Sink for Printer<'_, W> {
             f(games_done);
         }
     }
-}
-
-/// Writes `slices` in order: through `out`'s buffer when together they are
-/// small, else, after the buffer, straight to the output in as few
-/// vectored writes as it takes (no copy of a batch into the buffer).
-fn write_gathered<W: Write>(
-    out: &mut BufWriter<W>,
-    slices: &mut [io::IoSlice<'_>],
-) -> io::Result<()> {
-    let total: usize = slices.iter().map(|s| s.len()).sum();
-    if total < OUT_BUFFER / 4 {
-        for s in slices.iter() {
-            out.write_all(s)?;
-        }
-        return Ok(());
-    }
-    out.flush()?;
-    let inner = out.get_mut();
-    let mut slices = slices;
-    while !slices.is_empty() {
-        match inner.write_vectored(slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => io::IoSlice::advance_slices(&mut slices, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// How a matching game is turned into output bytes: shared read-only by

@@ -1682,14 +1682,22 @@ pub(super) mod tests {
             .map(|g| store.game(g).unwrap().flags & game_flags::EXPORT_TEXT != 0)
             .collect();
         eprintln!("{} in export form", export.iter().filter(|e| **e).count());
-        for round in 0..9 {
-            let mode = ["unflagged", "flagged", "export"][round % 3];
+        // The notes of `Ra1` on the book, roughly: the match string at each
+        // position of a game's first half (44% of its positions).
+        let halves: Vec<u32> = (0..store.n_games())
+            .map(|g| store.game(g).unwrap().n_positions.saturating_sub(1) / 2)
+            .collect();
+        for round in 0..12 {
+            let mode = ["unflagged", "flagged", "export", "export notes"][round % 4];
             out.clear();
             let t = cpu();
             for (g, text) in texts.iter().enumerate() {
                 let header = format!("Game number {}", g + 1);
-                let inserts = [(0, header.as_str())];
-                if round % 3 == 2 && export[g] && write_export(&mut out, text, &inserts) {
+                let mut inserts = vec![(0, header.as_str())];
+                if round % 4 == 3 {
+                    inserts.extend((1..=halves[g]).map(|p| (p, "CQL")));
+                }
+                if round % 4 >= 2 && export[g] && write_export(&mut out, text, &inserts) {
                     continue;
                 }
                 let notes = Notes {
@@ -1703,7 +1711,7 @@ pub(super) mod tests {
                     g as u64 + 1,
                     text,
                     &notes,
-                    round % 3 != 0 && plain[g],
+                    round % 4 != 0 && plain[g],
                 )
                 .unwrap();
             }
