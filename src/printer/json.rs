@@ -367,6 +367,11 @@ fn select_letters(letters: u64, files: u64, digits: u64) -> u64 {
         // requirement of `shuffle_ssse3`.
         return unsafe { shuffle_ssse3(letters, files) } | digits;
     }
+    select_bytewise(letters, files, digits)
+}
+
+/// [`select_letters`] a byte at a time.
+fn select_bytewise(letters: u64, files: u64, digits: u64) -> u64 {
     let mut word = digits;
     for j in 0..8 {
         let file = (files >> (8 * j)) as u8;
@@ -1006,6 +1011,37 @@ mod tests {
                 seen[k].1.mv = if wrong.is_none() { seen[k].1.mv } else { wrong };
                 check_fens_in_order(&seen, &all);
             }
+        }
+    }
+
+    /// Both ways of `select_letters` agree, on every occupancy; each
+    /// rank text is the items of its occupancy.
+    #[test]
+    fn rank_texts_are_the_same_both_ways() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for occupied in 0..256 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Letters where occupied, as `rank_letters` gives them.
+            let letters = (0..8).fold(0u64, |w, f| {
+                let letter = b"PNBRQKpnbrqk"[(x >> (4 * f)) as usize % 12];
+                w | u64::from(letter) * u64::from(occupied >> f & 1 == 1) << (8 * f)
+            });
+            let RankItems {
+                files,
+                digits,
+                count,
+            } = RANK_ITEMS[occupied];
+            let (text, n) = rank_text(letters, occupied);
+            assert_eq!(select_bytewise(letters, files, digits).to_le_bytes(), text);
+            assert_eq!((n, occupied_files(letters)), (count, occupied));
+            let text = std::str::from_utf8(&text[..usize::from(n)]).unwrap();
+            let squares: usize = text
+                .bytes()
+                .map(|b| if b.is_ascii_digit() { usize::from(b - b'0') } else { 1 })
+                .sum();
+            assert_eq!(squares, 8, "{text}");
         }
     }
 
