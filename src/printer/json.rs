@@ -123,8 +123,17 @@ pub(crate) fn match_json(
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"ply\":");
-        if u32::from(p.ply) == i {
-            // Most often (a game without variations): the index's digits.
+        let digits = index_end - index_at;
+        if u32::from(p.ply) == i && digits <= 4 {
+            // Most often (a game without variations): the index's digits,
+            // as four bytes (`,"move":` follows them) copied and cut, not
+            // a call to `memmove`.
+            let mut copy = [0u8; 4];
+            copy.copy_from_slice(&out[index_at..index_at + 4]);
+            let end = out.len() + digits;
+            out.extend_from_slice(&copy);
+            out.truncate(end);
+        } else if u32::from(p.ply) == i {
             out.extend_from_within(index_at..index_end);
         } else {
             push_integer(out, i64::from(p.ply));
@@ -169,9 +178,10 @@ pub(crate) fn match_json(
                 out.push(b',');
             }
             first = false;
-            push_string(out, name);
-            out.push(b':');
-            push_string(out, &String::from_utf8_lossy(value));
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            push_bytes(out, value);
         }
     }
     out.extend_from_slice(b"}}\n");
@@ -818,6 +828,23 @@ fn push_string(out: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
+/// Appends `bytes` (a tag's value: most often printable ASCII) as a JSON
+/// string: quoted as they are where no byte needs escaping or is not
+/// ASCII, else as [`push_string`] writes them read as UTF-8 (each
+/// invalid sequence U+FFFD).
+fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes
+        .iter()
+        .all(|&b| (b' '..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+    } else {
+        push_string(out, &String::from_utf8_lossy(bytes));
+    }
+}
+
 /// Appends the decimal form of `n`.
 #[inline]
 fn push_integer(out: &mut Vec<u8>, n: i64) {
@@ -1042,6 +1069,28 @@ mod tests {
                 .map(|b| if b.is_ascii_digit() { usize::from(b - b'0') } else { 1 })
                 .sum();
             assert_eq!(squares, 8, "{text}");
+        }
+    }
+
+    /// Tag values are written as `serde_json` writes them read as UTF-8,
+    /// plain ASCII quoted as it is.
+    #[test]
+    fn tag_bytes_are_written_as_serde_json_writes_them() {
+        for value in [
+            &b"Carlsen, Magnus"[..],
+            b"",
+            b"say \"hi\"",
+            b"back\\slash",
+            b"tab\there",
+            b"\x7f",
+            b"Ni\xc3\xb1o",
+            b"bad \xff byte",
+            b"~ }{ ",
+        ] {
+            let mut out = Vec::new();
+            push_bytes(&mut out, value);
+            let want = json!(String::from_utf8_lossy(value)).to_string();
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{value:?}");
         }
     }
 
