@@ -1046,27 +1046,33 @@ mod tests {
     #[test]
     fn rank_texts_are_the_same_both_ways() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for occupied in 0..256 {
+        for (occupied, items) in RANK_ITEMS.iter().enumerate() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             // Letters where occupied, as `rank_letters` gives them.
             let letters = (0..8).fold(0u64, |w, f| {
                 let letter = b"PNBRQKpnbrqk"[(x >> (4 * f)) as usize % 12];
-                w | u64::from(letter) * u64::from(occupied >> f & 1 == 1) << (8 * f)
+                w | (u64::from(letter) * u64::from(occupied >> f & 1 == 1)) << (8 * f)
             });
             let RankItems {
                 files,
                 digits,
                 count,
-            } = RANK_ITEMS[occupied];
+            } = *items;
             let (text, n) = rank_text(letters, occupied);
             assert_eq!(select_bytewise(letters, files, digits).to_le_bytes(), text);
             assert_eq!((n, occupied_files(letters)), (count, occupied));
             let text = std::str::from_utf8(&text[..usize::from(n)]).unwrap();
             let squares: usize = text
                 .bytes()
-                .map(|b| if b.is_ascii_digit() { usize::from(b - b'0') } else { 1 })
+                .map(|b| {
+                    if b.is_ascii_digit() {
+                        usize::from(b - b'0')
+                    } else {
+                        1
+                    }
+                })
                 .sum();
             assert_eq!(squares, 8, "{text}");
         }
