@@ -941,7 +941,34 @@ mod tests {
         }
     }
 
-    /// The records of the positions after `moves` (SAN) from the start,
+    /// A generator of numbers below `n` (xorshift from `seed`).
+    fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        }
+    }
+
+    /// A game of at most `plies` moves from the start, each picked by
+    /// `next` among the legal ones.
+    fn random_game(next: &mut impl FnMut(usize) -> usize, plies: usize) -> Vec<Move> {
+        let mut pos = shakmaty::Chess::default();
+        let mut picks = Vec::new();
+        for _ in 0..plies {
+            let legal = pos.legal_moves();
+            if legal.is_empty() {
+                break;
+            }
+            let m = legal[next(legal.len())];
+            picks.push(m);
+            pos.play_unchecked(m);
+        }
+        picks
+    }
+
+    /// The records of the positions after `moves` from the start,
     /// each with the move that led to it, and the positions.
     fn played(moves: &[Move]) -> Vec<(shakmaty::Chess, PositionRecord)> {
         use crate::runtime::layout::chess::{pack_move, record_of};
@@ -1007,25 +1034,9 @@ mod tests {
     /// (as a damaged store might hold) still gives its bitboards' FEN.
     #[test]
     fn fens_of_random_games_follow_the_moves() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for game in 0..80 {
-            let mut pos = shakmaty::Chess::default();
-            let mut picks = Vec::new();
-            for _ in 0..250 {
-                let legal = pos.legal_moves();
-                if legal.is_empty() {
-                    break;
-                }
-                let m = legal[next(legal.len())];
-                picks.push(m);
-                pos.play_unchecked(m);
-            }
+            let picks = random_game(&mut next, 250);
             let mut seen = played(&picks);
             let all: Vec<usize> = (0..seen.len()).collect();
             check_fens_in_order(&seen, &all);
@@ -1162,27 +1173,11 @@ mod tests {
     /// `san_of`'s, promotions making many rivals.
     #[test]
     fn random_games_are_written_as_san_of_writes_them() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut disambiguated = 0;
         for _ in 0..60 {
-            let mut pos = shakmaty::Chess::default();
-            let mut picks = Vec::new();
-            for _ in 0..300 {
-                let legal = pos.legal_moves();
-                if legal.is_empty() {
-                    break;
-                }
-                // Promotions to knights, bishops, rooks and queens alike.
-                let m = legal[next(legal.len())];
-                picks.push(m);
-                pos.play_unchecked(m);
-            }
+            // Promotions to knights, bishops, rooks and queens alike.
+            let picks = random_game(&mut next, 300);
             let written = san_walk(
                 shakmaty::Chess::default(),
                 picks.into_iter().map(|m| move |_: &shakmaty::Chess| m),
