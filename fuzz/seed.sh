@@ -11,7 +11,7 @@ data="${CQLJ_SHARED_DATA:-}"
 [ -n "$data" ] || data=/work/shared/data
 seeds_doc="$(dirname "$data")/seeds"
 corpus="$here/corpus"
-mkdir -p "$corpus"/{parse,roundtrip,pgn_import,store_open,pgn_write,jit_vs_interp}
+mkdir -p "$corpus"/{parse,roundtrip,pgn_import,store_open,pgn_write,jit_vs_interp,json_fen}
 
 n=0
 put() { # target, name; content on stdin

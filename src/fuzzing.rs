@@ -22,6 +22,10 @@
 //! - [`check_pgn_write`]: a game text (mostly generated PGN movetext,
 //!   plain or not) with comments to insert, written by the PGN writer's
 //!   paths, which must agree;
+//! - [`check_json_fen`]: a line of legal play from one of a few starts
+//!   (Chess960 castling, en passant, promotions near), its FENs written
+//!   by the JSON writer in an order with jumps, some records' moves
+//!   swapped for others', must be shakmaty's;
 //! - [`check_jit_vs_interp`]: a generated query, expanded into orbits, on one
 //!   of [`POSITIONS`] or at every position of one of [`GAMES`], by the JIT
 //!   kernel and by the interpreter.
@@ -443,6 +447,83 @@ pub fn check_pgn_import(data: &[u8]) {
 /// followed by more tags, the sentinel's, are one game's tags in PGN).
 fn swallows_following(data: &[u8]) -> bool {
     data.iter().any(|&b| matches!(b, b'{' | b';' | b'%' | b'['))
+}
+
+/// The starts [`check_json_fen`] plays from, and whether each is Chess960.
+const FEN_STARTS: [(&str, bool); 4] = [
+    (
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        false,
+    ),
+    (
+        "r3k2r/ppp1qppp/2n1b3/3pP3/8/2N5/PPP2PPP/R3K2R w KQkq d6 0 10",
+        false,
+    ),
+    (
+        "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9",
+        true,
+    ),
+    ("8/1P4k1/8/3p4/4P3/8/6p1/4K3 w - - 0 60", false),
+];
+
+/// A line of legal play from one of [`FEN_STARTS`] (each move picked by a
+/// byte), its FENs written by the JSON writer in an order the bytes give
+/// (most often the next position, now and then a jump), with some
+/// records' moves swapped for other records' (a move that does not fit
+/// the board, as in a damaged store): each FEN must be shakmaty's for the
+/// position (`EnPassantMode::Legal`), which the record's bitboards hold.
+pub fn check_json_fen(data: &[u8]) {
+    use crate::runtime::layout::chess::{pack_move, record_of};
+    use shakmaty::{EnPassantMode, Position};
+    let mut src = ByteSource::new(data);
+    let (start, chess960) = FEN_STARTS[usize::from(src.byte()) % FEN_STARTS.len()];
+    let mode = if chess960 {
+        CastlingMode::Chess960
+    } else {
+        CastlingMode::Standard
+    };
+    let Some(mut pos) = Fen::from_ascii(start.as_bytes())
+        .ok()
+        .and_then(|f| f.into_setup().position::<Chess>(mode).ok())
+    else {
+        panic!("a start of FEN_STARTS does not set up: {start}");
+    };
+    let mut seen = vec![(pos.clone(), record_of(&pos, chess960))];
+    for _ in 0..src.byte() {
+        let legal = pos.legal_moves();
+        if legal.is_empty() {
+            break;
+        }
+        let m = legal[usize::from(src.byte()) % legal.len()];
+        let turn = pos.turn();
+        pos.play_unchecked(m);
+        let mut rec = record_of(&pos, chess960);
+        rec.mv = pack_move(m, turn);
+        seen.push((pos.clone(), rec));
+    }
+    let n = seen.len();
+    let mut records: Vec<_> = seen.iter().map(|(_, r)| *r).collect();
+    for _ in 0..src.byte() % 4 {
+        let (a, b) = (usize::from(src.byte()) % n, usize::from(src.byte()) % n);
+        records[a].mv = seen[b].1.mv;
+    }
+    let fullmoves: Vec<u32> = seen.iter().map(|(p, _)| p.fullmoves().get()).collect();
+    let mut order = Vec::new();
+    let mut i = 0;
+    while order.len() < 2 * n && !src.exhausted() {
+        order.push(i);
+        let b = src.byte();
+        i = if b < 224 {
+            (i + 1) % n
+        } else {
+            usize::from(b) % n
+        };
+    }
+    let fens = crate::printer::fens_in_order(&records, &fullmoves, &order);
+    for (&i, fen) in order.iter().zip(fens) {
+        let want = Fen::from_position(&seen[i].0, EnPassantMode::Legal).to_string();
+        assert_eq!(fen, want, "position {i} of a line from {start}");
+    }
 }
 
 /// The comment texts [`check_pgn_write`] inserts: short ones (one token,

@@ -16,6 +16,7 @@ const TARGETS: &[(&str, Check)] = &[
     ("store_open", fuzzing::check_store_open),
     ("pgn_write", fuzzing::check_pgn_write),
     ("jit_vs_interp", fuzzing::check_jit_vs_interp),
+    ("json_fen", fuzzing::check_json_fen),
 ];
 
 fn inputs(target: &str) -> Vec<PathBuf> {
@@ -313,4 +314,10 @@ fn fuzz_sequences_on_studies_agree_between_engines() {
         compared > 100 * factor && matched > 10,
         "{compared} queries compared, {matched} matching"
     );
+}
+
+#[test]
+fn fuzz_regressions_json_fen() {
+    replay("json_fen");
+    sweep(fuzzing::check_json_fen, 13, 400, 300);
 }

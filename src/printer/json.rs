@@ -226,9 +226,11 @@ impl BoardText {
     }
 
     /// Brings the ranks up to `rec`'s board. `after` says that the board
-    /// held is that of `rec`'s parent: then a plain move (not castling,
-    /// not en passant) changes the letters of its two squares alone, and
-    /// the ranks' letters are not read from the bitboards again.
+    /// held is most likely that of `rec`'s parent: then, for a plain move
+    /// (not castling, not en passant), only its two squares' letters are
+    /// made ([`BoardText::play`], which checks that they are the only
+    /// squares that changed), not the changed ranks' letters from the
+    /// bitboards.
     fn update(&mut self, rec: &PositionRecord, after: bool) {
         // Word by word: the record was just stored a word at a time, and
         // a wider load of two of its words would wait for both stores
@@ -242,7 +244,7 @@ impl BoardText {
         // One bit per changed rank, visited in a loop of as many steps
         // (most often two): no branch per rank to mispredict.
         let mut ranks = changed_ranks(changed);
-        if after && self.built && self.play(rec, ranks) {
+        if after && self.built && self.play(rec, changed) {
             return;
         }
         while ranks != 0 {
@@ -255,55 +257,47 @@ impl BoardText {
         self.built = true;
     }
 
-    /// The letters and texts of the ranks `ranks` (those that changed)
-    /// brought from `rec`'s parent to `rec` by its move: the moving piece
-    /// (or its promotion) put on the move's target, its origin emptied.
-    /// `false`, with nothing changed, where the move is not a plain one,
-    /// or where the bitboards do not show that change: other ranks
-    /// changed, the piece is not on its target, or some square of the two
-    /// ranks is empty in one and occupied in the other.
-    fn play(&mut self, rec: &PositionRecord, ranks: u32) -> bool {
-        const NO_ROLE: u8 = crate::runtime::layout::PackedMove::NO_ROLE;
+    /// The letters and texts of the ranks of `rec`'s move, brought from
+    /// the board held to `rec`'s where the two differ on the move's two
+    /// squares alone (`changed`: the squares where some bitboard
+    /// changed) and the origin is empty in every bitboard: the origin's
+    /// letter cleared, the target's read from the bitboards. The letters
+    /// are then [`rank_letters`]'s for `rec`, whatever its move says.
+    /// `false`, with nothing changed, otherwise (castling, en passant,
+    /// a null move, a board not one move from the one held).
+    fn play(&mut self, rec: &PositionRecord, changed: u64) -> bool {
         let mv = rec.mv;
         let (from, to) = (usize::from(mv.from()), usize::from(mv.to()));
-        let role = match mv.promotion() {
-            NO_ROLE => mv.role(),
-            promoted => promoted,
-        };
-        if mv.kind() != MoveKind::Normal || from == to || from >= 64 || to >= 64 || role >= 6 {
+        if mv.kind() != MoveKind::Normal || from == to || from >= 64 || to >= 64 {
+            return false;
+        }
+        let (origin, target) = (1u64 << from, 1u64 << to);
+        let bb = &rec.bb;
+        if changed != origin | target || bb.iter().fold(0, |acc, b| acc | b) & origin != 0 {
             return false;
         }
         let (fr, tr) = (from / 8, to / 8);
-        let white = mv.white();
-        if ranks != (1 << fr | 1 << tr)
-            || rec.bb[usize::from(role)] >> to & 1 == 0
-            || (rec.bb[BB_WHITE] >> to & 1 == 1) != white
-        {
-            return false;
-        }
-        let letter = u64::from(LETTERS[usize::from(role)] | if white { 0 } else { 0x20 });
-        let mut from_letters = self.letters[fr] & !(0xff << (8 * (from % 8)));
-        let mut to_letters = if fr == tr {
-            from_letters
-        } else {
-            self.letters[tr]
-        };
-        to_letters = to_letters & !(0xff << (8 * (to % 8))) | letter << (8 * (to % 8));
-        if fr == tr {
-            from_letters = to_letters;
-        }
-        let (from_occupied, to_occupied) = (occupancy(&rec.bb, fr), occupancy(&rec.bb, tr));
-        if occupied_files(from_letters) != from_occupied
-            || occupied_files(to_letters) != to_occupied
-        {
-            return false;
-        }
-        self.letters[fr] = from_letters;
-        self.ranks[fr] = rank_text(from_letters, from_occupied);
+        self.letters[fr] &= !(0xff << (8 * (from % 8)));
+        let to_letters =
+            self.letters[tr] & !(0xff << (8 * (to % 8))) | square_letter(bb, to) << (8 * (to % 8));
         self.letters[tr] = to_letters;
-        self.ranks[tr] = rank_text(to_letters, to_occupied);
+        self.ranks[fr] = rank_text(self.letters[fr], occupancy(bb, fr));
+        self.ranks[tr] = rank_text(to_letters, occupancy(bb, tr));
         true
     }
+}
+
+/// The letter [`rank_letters`] gives square `sq` of `bb`: each role's
+/// letter there or-ed, lower case where black.
+#[inline]
+fn square_letter(bb: &[u64; BB_COUNT], sq: usize) -> u64 {
+    let bit = |b: u64| (b >> sq) & 1;
+    LETTERS
+        .iter()
+        .enumerate()
+        .fold(bit(bb[BB_BLACK]) * 0x20, |acc, (role, &letter)| {
+            acc | bit(bb[role]) * u64::from(letter)
+        })
 }
 
 /// The letters of the roles, by role (pawn first), upper case.
@@ -313,17 +307,6 @@ const LETTERS: [u8; 6] = *b"PNBRQK";
 #[inline]
 fn occupancy(bb: &[u64; BB_COUNT], rank: usize) -> usize {
     ((bb[BB_WHITE] | bb[BB_BLACK]) >> (8 * rank) & 0xff) as usize
-}
-
-/// Bit `f` set where byte `f` of `letters` is not zero.
-#[inline]
-fn occupied_files(letters: u64) -> usize {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    // A byte's top bit, set where the byte is not zero (its low seven
-    // bits carry into it, or it is set), then gathered as in
-    // `changed_ranks`.
-    let high = (((letters & LOW7) + LOW7) | letters) & !LOW7;
-    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as usize
 }
 
 /// Bit `r` set where byte `r` of `x` (rank `r + 1` of a bitboard) is not
@@ -492,6 +475,30 @@ fn push_fen(
     fen.decimal(fullmoves.max(1));
     let len = fen.len;
     out.truncate(start + len);
+}
+
+/// The FENs [`push_fen`] writes for the positions of a line of play
+/// (`records[i]`'s parent is `records[i - 1]`, its move number
+/// `fullmoves[i]`) visited in `order`, with one board text told, at each
+/// step, whether the position written before was the parent.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn fens_in_order(
+    records: &[PositionRecord],
+    fullmoves: &[u32],
+    order: &[usize],
+) -> Vec<String> {
+    let mut board = BoardText::new();
+    let mut last: Option<usize> = None;
+    order
+        .iter()
+        .map(|&i| {
+            let mut out = Vec::new();
+            let after = i > 0 && last == Some(i - 1);
+            push_fen(&mut out, &mut board, &records[i], fullmoves[i], after);
+            last = Some(i);
+            String::from_utf8_lossy(&out).into_owned()
+        })
+        .collect()
 }
 
 /// The castling field of `rec`'s FEN (see [`push_fen`]): `-` without
@@ -989,16 +996,11 @@ mod tests {
     /// shakmaty's.
     fn check_fens_in_order(seen: &[(shakmaty::Chess, PositionRecord)], order: &[usize]) {
         use shakmaty::EnPassantMode;
-        let mut board = BoardText::new();
-        let mut last = None;
-        for &i in order {
-            let (p, rec) = &seen[i];
-            let mut out = Vec::new();
-            let after = i > 0 && last == Some(i - 1);
-            push_fen(&mut out, &mut board, rec, p.fullmoves().get(), after);
-            let want = Fen::from_position(p, EnPassantMode::Legal).to_string();
-            assert_eq!(String::from_utf8(out).unwrap(), want, "position {i}");
-            last = Some(i);
+        let records: Vec<PositionRecord> = seen.iter().map(|(_, r)| *r).collect();
+        let fullmoves: Vec<u32> = seen.iter().map(|(p, _)| p.fullmoves().get()).collect();
+        for (&i, fen) in order.iter().zip(fens_in_order(&records, &fullmoves, order)) {
+            let want = Fen::from_position(&seen[i].0, EnPassantMode::Legal).to_string();
+            assert_eq!(fen, want, "position {i}");
         }
     }
 
@@ -1073,7 +1075,7 @@ mod tests {
             } = *items;
             let (text, n) = rank_text(letters, occupied);
             assert_eq!(select_bytewise(letters, files, digits).to_le_bytes(), text);
-            assert_eq!((n, occupied_files(letters)), (count, occupied));
+            assert_eq!(n, count);
             let text = std::str::from_utf8(&text[..usize::from(n)]).unwrap();
             let squares: usize = text
                 .bytes()

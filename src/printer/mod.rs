@@ -25,6 +25,8 @@ use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, ScanError, Sink, SortKey, SortValue};
 
 use behind::WriteBehind;
+#[cfg(feature = "fuzzing")]
+pub(crate) use json::fens_in_order;
 use json::match_json;
 use pgn::write_match;
 pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
