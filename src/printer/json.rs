@@ -296,7 +296,7 @@ fn square_letter(bb: &[u64; BB_COUNT], sq: usize) -> u64 {
         .iter()
         .enumerate()
         .fold(bit(bb[BB_BLACK]) * 0x20, |acc, (role, &letter)| {
-            acc | bit(bb[role]) * u64::from(letter)
+            acc | (bit(bb[role]) * u64::from(letter))
         })
 }
 
