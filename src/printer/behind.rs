@@ -103,17 +103,13 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
         };
         let (batches, queue) = mpsc::sync_channel::<Batch>(QUEUED);
         let (give_back, recycled) = mpsc::channel();
-        // The output moves to the thread, and back if the spawn fails.
-        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(out)));
-        let theirs = std::sync::Arc::clone(&slot);
+        // The output is handed over once the thread runs: a spawn that
+        // fails leaves it here.
+        let (hand_over, output) = mpsc::sync_channel::<W>(1);
         let spawned = std::thread::Builder::new()
             .name("cqlj-writer".into())
             .spawn(move || {
-                let mut out = theirs
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take()
-                    .ok_or_else(gone)?;
+                let mut out = output.recv().map_err(|_| gone())?;
                 for batch in queue {
                     write_batch(
                         &mut out,
@@ -126,21 +122,16 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
                 Ok(out)
             });
         self.state = match spawned {
-            Ok(thread) => State::Behind {
-                batches,
-                recycled,
-                thread,
+            Ok(thread) => match hand_over.send(out) {
+                Ok(()) => State::Behind {
+                    batches,
+                    recycled,
+                    thread,
+                },
+                // Not reached: the thread waits for the output.
+                Err(mpsc::SendError(out)) => State::Here(out),
             },
-            Err(_) => {
-                let out = slot
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take();
-                match out {
-                    Some(out) => State::Here(out),
-                    None => State::Done,
-                }
-            }
+            Err(_) => State::Here(out),
         };
     }
 

@@ -91,17 +91,9 @@ pub(crate) fn match_json(
             b",{\"fen\":\""
         });
         first_match = false;
-        // The board text holds the last match's board: the parent's,
-        // most often.
-        let after = p.parent_delta != 0
-            && last
-                .as_ref()
-                .is_some_and(|(k, _)| i.checked_sub(u32::from(p.parent_delta)) == Some(*k));
-        push_fen(out, &mut board, &p, half / 2 + 1, after);
+        push_fen(out, &mut board, &p, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
-        let index_at = out.len();
         push_integer(out, i64::from(i));
-        let index_end = out.len();
         out.extend_from_slice(b",\"move\":");
         let fetched;
         let parent = match i.checked_sub(u32::from(p.parent_delta)) {
@@ -123,21 +115,7 @@ pub(crate) fn match_json(
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"ply\":");
-        let digits = index_end - index_at;
-        if u32::from(p.ply) == i && digits <= 4 {
-            // Most often (a game without variations): the index's digits,
-            // as four bytes (`,"move":` follows them) copied and cut, not
-            // a call to `memmove`.
-            let mut copy = [0u8; 4];
-            copy.copy_from_slice(&out[index_at..index_at + 4]);
-            let end = out.len() + digits;
-            out.extend_from_slice(&copy);
-            out.truncate(end);
-        } else if u32::from(p.ply) == i {
-            out.extend_from_within(index_at..index_end);
-        } else {
-            push_integer(out, i64::from(p.ply));
-        }
+        push_integer(out, i64::from(p.ply));
         out.push(b'}');
         last = Some((i, p));
     }
@@ -225,13 +203,12 @@ impl BoardText {
         }
     }
 
-    /// Brings the ranks up to `rec`'s board. `after` says that the board
-    /// held is most likely that of `rec`'s parent: then, for a plain move
-    /// (not castling, not en passant), only its two squares' letters are
-    /// made ([`BoardText::play`], which checks that they are the only
-    /// squares that changed), not the changed ranks' letters from the
-    /// bitboards.
-    fn update(&mut self, rec: &PositionRecord, after: bool) {
+    /// Brings the ranks up to `rec`'s board: for a plain move from the
+    /// board held (most often the parent's), only its two squares'
+    /// letters are made ([`BoardText::play`], which checks that they are
+    /// the only squares that changed), else the changed ranks' letters
+    /// from the bitboards.
+    fn update(&mut self, rec: &PositionRecord) {
         // Word by word: the record was just stored a word at a time, and
         // a wider load of two of its words would wait for both stores
         // (no store-to-load forwarding across them).
@@ -244,7 +221,7 @@ impl BoardText {
         // One bit per changed rank, visited in a loop of as many steps
         // (most often two): no branch per rank to mispredict.
         let mut ranks = changed_ranks(changed);
-        if after && self.built && self.play(rec, changed) {
+        if self.built && self.play(rec, changed) {
             return;
         }
         while ranks != 0 {
@@ -410,16 +387,9 @@ static SPREAD: [u64; 256] = {
 /// writes for its setup (`chess::setup_of`; X-FEN castling: `K`/`Q` for the
 /// outermost rook on the king's side of the back rank, else the rook's
 /// file), built from the bitboards directly; `board` holds the ranks of
-/// the FEN written before (any position's), brought up to `rec`'s;
-/// `after`: that position is `rec`'s parent ([`BoardText::update`]).
-fn push_fen(
-    out: &mut Vec<u8>,
-    board: &mut BoardText,
-    rec: &PositionRecord,
-    fullmoves: u32,
-    after: bool,
-) {
-    board.update(rec, after);
+/// the FEN written before (any position's), brought up to `rec`'s.
+fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, fullmoves: u32) {
+    board.update(rec);
     // Built in place at the end of `out` (128 bytes made room for, then
     // cut to the FEN): no copy from a buffer of its own.
     let start = out.len();
@@ -477,10 +447,8 @@ fn push_fen(
     out.truncate(start + len);
 }
 
-/// The FENs [`push_fen`] writes for the positions of a line of play
-/// (`records[i]`'s parent is `records[i - 1]`, its move number
-/// `fullmoves[i]`) visited in `order`, with one board text told, at each
-/// step, whether the position written before was the parent.
+/// The FENs [`push_fen`] writes for `records` (move numbers
+/// `fullmoves`) visited in `order`, with one board text.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn fens_in_order(
     records: &[PositionRecord],
@@ -488,14 +456,11 @@ pub(crate) fn fens_in_order(
     order: &[usize],
 ) -> Vec<String> {
     let mut board = BoardText::new();
-    let mut last: Option<usize> = None;
     order
         .iter()
         .map(|&i| {
             let mut out = Vec::new();
-            let after = i > 0 && last == Some(i - 1);
-            push_fen(&mut out, &mut board, &records[i], fullmoves[i], after);
-            last = Some(i);
+            push_fen(&mut out, &mut board, &records[i], fullmoves[i]);
             String::from_utf8_lossy(&out).into_owned()
         })
         .collect()
@@ -936,13 +901,7 @@ mod tests {
             let pos: shakmaty::Chess = setup.position(mode).unwrap();
             let rec = record_of(&pos, mode == CastlingMode::Chess960);
             let mut out = Vec::new();
-            push_fen(
-                &mut out,
-                &mut BoardText::new(),
-                &rec,
-                pos.fullmoves().get(),
-                false,
-            );
+            push_fen(&mut out, &mut BoardText::new(), &rec, pos.fullmoves().get());
             let want = Fen::from_position(&pos, EnPassantMode::Legal).to_string();
             assert_eq!(String::from_utf8(out).unwrap(), want, "{fen}");
         }
@@ -991,8 +950,8 @@ mod tests {
         seen
     }
 
-    /// Writes the FENs of `seen` in `order` with one `BoardText` (told
-    /// when the position before is the parent) and checks them against
+    /// Writes the FENs of `seen` in `order` with one `BoardText` and
+    /// checks them against
     /// shakmaty's.
     fn check_fens_in_order(seen: &[(shakmaty::Chess, PositionRecord)], order: &[usize]) {
         use shakmaty::EnPassantMode;
@@ -1298,13 +1257,7 @@ mod tests {
                     let mut board = BoardText::new();
                     for i in 0..n {
                         let p = cursor.position(first + u64::from(i)).unwrap();
-                        push_fen(
-                            &mut out,
-                            &mut board,
-                            &p,
-                            u32::from(p.ply) / 2 + 1,
-                            p.parent_delta == 1,
-                        );
+                        push_fen(&mut out, &mut board, &p, u32::from(p.ply) / 2 + 1);
                         out.push(b'\n');
                     }
                 } else {
