@@ -318,51 +318,10 @@ pub(crate) fn first_space(word: u64) -> usize {
 /// bits clear: exact for every byte (`(b & 0x7f) + 0x5f` carries into the
 /// top bit exactly when it is `!` or above, with no carry between bytes).
 #[inline]
-fn spaces_of(word: u64) -> u64 {
+pub(crate) fn spaces_of(word: u64) -> u64 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     !(((word & LOW7) + 0x5f5f_5f5f_5f5f_5f5f) | word) & HIGH
-}
-
-/// The index just past the `n`-th separator (byte below `!`) of `text`
-/// from `i` on (`i` itself when `n` is 0), if there are `n`: eight bytes
-/// at a time, the separators of a word counted together.
-pub(crate) fn skip_separators(text: &[u8], mut i: usize, mut n: usize) -> Option<usize> {
-    if n == 0 {
-        return Some(i);
-    }
-    while let Some(w) = text.get(i..i + 8).and_then(|w| w.first_chunk::<8>()) {
-        let mut seps = spaces_of(u64::from_le_bytes(*w));
-        let count = seps.count_ones() as usize;
-        if count >= n {
-            for _ in 1..n {
-                seps &= seps - 1;
-            }
-            return Some(i + (seps.trailing_zeros() / 8) as usize + 1);
-        }
-        n -= count;
-        i += 8;
-    }
-    for (k, &b) in text.get(i..)?.iter().enumerate() {
-        if b < b'!' {
-            n -= 1;
-            if n == 0 {
-                return Some(i + k + 1);
-            }
-        }
-    }
-    None
-}
-
-/// Whether a white move's number (`N.`, digits and one dot, then white
-/// space or the end) is at `text[i..]` (`i` a token's start: the bytes
-/// before are not looked at).
-pub(crate) fn white_number_at(text: &[u8], i: usize) -> bool {
-    let Some(rest) = text.get(i..) else {
-        return false;
-    };
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    digits > 0 && rest.get(digits) == Some(&b'.') && rest.get(digits + 1).is_none_or(|&b| b < b'!')
 }
 
 /// The results a plain text may end with.
@@ -613,50 +572,6 @@ mod tests {
         ] {
             assert_eq!(first_space(u64::from_le_bytes(bytes)), at, "{bytes:?}");
         }
-    }
-
-    #[test]
-    fn skip_separators_lands_past_the_nth() {
-        let text = b"1. e4 e5 2. Nf3\nNc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 1-0";
-        let naive = |i: usize, n: usize| -> Option<usize> {
-            if n == 0 {
-                return Some(i);
-            }
-            let mut left = n;
-            for (k, &b) in text.iter().enumerate().skip(i) {
-                if b < b'!' {
-                    left -= 1;
-                    if left == 0 {
-                        return Some(k + 1);
-                    }
-                }
-            }
-            None
-        };
-        for i in 0..=text.len() {
-            for n in 0..25 {
-                assert_eq!(skip_separators(text, i, n), naive(i, n), "{i} {n}");
-            }
-        }
-        assert_eq!(skip_separators(text, text.len() + 3, 1), None);
-        // Bytes of 0x80 and above are not separators.
-        assert_eq!(
-            skip_separators(b"\xa0\xa1\x80\xff\xe0\x8a\x89\xa0 x", 0, 1),
-            Some(9)
-        );
-    }
-
-    #[test]
-    fn white_number_at_takes_digits_a_dot_and_a_space() {
-        let text = b"12. e4 12... e5 7.\nNf3 8.";
-        assert!(white_number_at(text, 0));
-        assert!(!white_number_at(text, 4));
-        assert!(!white_number_at(text, 7));
-        assert!(white_number_at(text, 16));
-        assert!(white_number_at(text, 23));
-        assert!(!white_number_at(text, 24));
-        assert!(!white_number_at(text, 99));
-        assert!(!white_number_at(b".", 0));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod behind;
+mod ends;
 mod json;
 mod lexer;
 mod pgn;
@@ -28,8 +29,8 @@ use behind::WriteBehind;
 #[cfg(feature = "fuzzing")]
 pub(crate) use json::fens_in_order;
 use json::match_json;
-use pgn::write_match;
 pub use pgn::{Annotations, OutputError, PgnOptions, write_pgn_game};
+use pgn::{MatchNote, write_match};
 #[cfg(feature = "fuzzing")]
 pub(crate) use pgn::{Paths, compare_paths};
 
@@ -282,10 +283,7 @@ impl<'s, W: Write + Send + 'static> Printer<'s, W> {
     /// Renders the queued games and writes them in order.
     fn flush_pending(&mut self) -> Result<(), PrintError> {
         let games = std::mem::take(&mut self.pending);
-        let renderer = Renderer {
-            store: self.store,
-            form: &self.options.form,
-        };
+        let renderer = Renderer::new(self.store, &self.options.form);
         let parts = renderer.render_all(
             self.pool.as_ref(),
             &mut self.texts,
@@ -368,9 +366,19 @@ impl<W: Write + Send + 'static> Sink for Printer<'_, W> {
 struct Renderer<'a> {
     store: &'a Store,
     form: &'a Form,
+    /// The match string as written after a move (PGN), made once.
+    note: Option<MatchNote>,
 }
 
-impl Renderer<'_> {
+impl<'a> Renderer<'a> {
+    fn new(store: &'a Store, form: &'a Form) -> Self {
+        let note = match form {
+            Form::Pgn(options) => MatchNote::new(options),
+            _ => None,
+        };
+        Renderer { store, form, note }
+    }
+
     /// Appends game `m` in the output form to `buf`.
     fn render(
         &self,
@@ -379,7 +387,9 @@ impl Renderer<'_> {
         buf: &mut Vec<u8>,
     ) -> Result<(), PrintError> {
         match self.form {
-            Form::Pgn(options) => write_match(buf, self.store, texts, m, options)?,
+            Form::Pgn(options) => {
+                write_match(buf, self.store, texts, m, options, self.note.as_ref())?;
+            }
             Form::Jsonl => match_json(buf, self.store, m)?,
             Form::Count => {}
         }

@@ -19,7 +19,7 @@ use shakmaty::fen::Fen;
 // 80), shared with the importer's export form.
 use crate::import::plain::{LINE, push_decimal};
 use crate::runtime::store::{Store, StoreError, TextReader, game_flags};
-use crate::scan::{GameEdit, GameMatch, SortKey, SortValue};
+use crate::scan::{GameEdit, GameMatch, Positions, SortKey, SortValue};
 
 /// What to add to one game when it is written.
 #[derive(Clone, Debug, Default)]
@@ -342,10 +342,36 @@ pub(crate) fn write_match(
     texts: &mut TextReader<'_>,
     m: &GameMatch,
     options: &PgnOptions,
+    note: Option<&MatchNote>,
 ) -> Result<(), OutputError> {
     let matchstring = options.matchstring.as_deref().filter(|_| !options.quiet);
-    let mut inserts = match_inserts(m, matchstring);
     let game_number = u64::from(m.game) + 1;
+    // The match string alone at each matching position, into a text in
+    // export form: no list of notes made.
+    if let Some(note) = note
+        && m.comments.is_empty()
+        && m.comment_marks.is_empty()
+        && m.edits.is_empty()
+    {
+        let entry = store.game(m.game)?;
+        if entry.flags & game_flags::EXPORT_TEXT != 0 {
+            let at_start = m.positions.iter().next() == Some(0);
+            let game_number = options.game_number.then_some(game_number);
+            let text = texts.game_text(m.game)?;
+            if write_export_marked(
+                out,
+                text,
+                note,
+                game_number,
+                at_start,
+                &m.sort_keys,
+                &m.positions,
+            ) {
+                return Ok(());
+            }
+        }
+    }
+    let mut inserts = match_inserts(m, matchstring);
     // CQL 6.2's header comment: the game number, then the initial
     // position's texts (its comments and match string, in the order they
     // were made), then the sort values (not with `-silent`).
@@ -416,43 +442,26 @@ pub(crate) fn write_match(
     Ok(())
 }
 
-/// The fewest moves between notes that [`write_export`] passes by
-/// counting separators rather than token by token.
-const SKIP_MOVES: u32 = 6;
-
 /// Appends game `text`, stored in export form
 /// ([`game_flags::EXPORT_TEXT`]: what this writer writes for it without
 /// notes), with `inserts` (sorted by position, as [`match_inserts`] gives
 /// them): the text copied where there is none; else each position's
 /// texts as one comment after its move (and a black move's number after
-/// it), found by a walk over the text's tokens up to the last note (whole
-/// moves far from a note passed by counting separators), the rest copied,
-/// and the movetext wrapped again ([`crate::import::plain::wrap`]). The
+/// it), found by the moves' ends up to the last note
+/// ([`super::ends::MoveEnds`]: 64 bytes at a time, no walk over tokens),
+/// the rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
 /// bytes are those of the token-by-token writer. `false`, with nothing
 /// appended, where that writer would not split a comment into words
 /// separated by single spaces (a note with a control character or two
 /// spaces in a row), or where the text is not in export form.
 fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool {
-    use crate::import::plain;
     if inserts.is_empty() {
         out.extend_from_slice(text);
         return true;
     }
-    // The movetext: after the tag lines and a blank line (the first in
-    // the text: a tag line is never empty), before the closing blank line.
-    static BLANK_LINE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n\n"));
-    let ms = if text.first() == Some(&b'\n') {
-        0
-    } else {
-        match BLANK_LINE.find(text) {
-            Some(k) => k + 1,
-            None => return false,
-        }
-    };
-    if !text.ends_with(b"\n\n") || text.len() < ms + 3 {
+    let Some(ms) = movetext_start(text) else {
         return false;
-    }
+    };
     let moves = &text[ms + 1..text.len() - 2];
     let base = out.len();
     // The text of the comment last built (address, length) and where the
@@ -465,84 +474,29 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
     out.reserve(text.len() + inserts.len() * 24);
     out.extend_from_slice(&text[..=ms]);
     let start = out.len();
-    // Where the walk is: `i` the start of the next token, `copied` the
-    // bytes of `moves` copied, `played` the moves passed, `number` the
-    // digits of the last move number passed.
-    let (mut i, mut copied, mut played) = (0usize, 0usize, 0u32);
-    let mut number: &[u8] = b"";
-    // ` N...` for that number as one word (low byte first) and its length,
-    // when its digits are in the eight bytes read at it (most numbers):
-    // built with shifts, not a copy into a buffer read back at once.
-    let mut number_token: Option<(u128, usize)> = None;
+    // The first move's number and side: export form numbers the moves on
+    // from them, so a black move's number after a note is computed, not
+    // read back.
+    let numbering = first_number(moves);
+    let mut ends = super::ends::MoveEnds::new(moves);
+    // Where the walk is: `end` the end of move `played` (0 before the
+    // first), `copied` the bytes of `moves` copied.
+    let (mut end, mut copied, mut played) = (0usize, 0usize, 0u32);
     let mut k = 0;
     while k < inserts.len() {
         let at = inserts[k].0;
-        while played < at {
-            // Far from the note, at a white move's number: whole moves
-            // (three tokens each: number, white, black) passed by counting
-            // separators, the last two moves left to the token walk.
-            if at - played >= SKIP_MOVES && plain::white_number_at(moves, i) {
-                let pairs = (at - played - 2) / 2;
-                match plain::skip_separators(moves, i, 3 * pairs as usize) {
-                    Some(j) if plain::white_number_at(moves, j) => {
-                        i = j;
-                        played += 2 * pairs;
-                    }
-                    // The moves end first, or the text is not in export
-                    // form: the token walk below finds which.
-                    _ => {}
-                }
-            }
-            // The token's length, first and last bytes from the eight
-            // bytes read at it (no second load in the chain from one
-            // token to the next); byte by byte for a token of eight bytes
-            // or more, or near the text's end.
-            let word = moves
-                .get(i..i + 8)
-                .and_then(|w| w.first_chunk::<8>())
-                .map_or(0, |w| u64::from_le_bytes(*w));
-            let len = plain::first_space(word);
-            // Whether the token is all in `word`.
-            let in_word = (1..8).contains(&len);
-            let (len, c, last) = if in_word {
-                (len, word as u8, (word >> (8 * (len - 1))) as u8)
-            } else {
-                let len = moves
-                    .get(i..)
-                    .map_or(0, |m| m.iter().take_while(|&&b| b > b' ').count());
-                if len == 0 {
-                    // The text's end, or white space where a token
-                    // starts: not the export form (a wrong flag on a
-                    // damaged store).
+        if at > played {
+            match ends.advance(at - played) {
+                Some(e) => end = e,
+                // The game has fewer moves than the note's position.
+                None => {
                     out.truncate(base);
                     return false;
                 }
-                (len, moves[i], moves[i + len - 1])
-            };
-            if last == b'.' {
-                number = &moves[i..i + len];
-                // `N.`: its digits are all but the last byte.
-                number_token =
-                    (in_word && number[..len - 1].iter().all(u8::is_ascii_digit)).then(|| {
-                        let digits = len - 1;
-                        let mask = (1u64 << (8 * digits)) - 1;
-                        let token = u128::from(b' ')
-                            | u128::from(word & mask) << 8
-                            | 0x2e_2e2e_u128 << (8 * (digits + 1));
-                        (token, digits + 4)
-                    });
-            } else if c.is_ascii_digit() || c == b'*' {
-                // A result: the game has fewer moves than the note's
-                // position.
-                out.truncate(base);
-                return false;
-            } else {
-                played += 1;
             }
-            i += len + 1;
+            played = at;
         }
         // After the move (its separator not yet copied).
-        let end = if at == 0 { 0 } else { i - 1 };
         push_prefix(out, &moves[copied..], end - copied);
         copied = end;
         let first = k;
@@ -563,29 +517,21 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
                 }
             }
         } else {
+            let Some(made) = comment_bytes(texts.iter().map(|&(_, t)| t)) else {
+                out.truncate(base);
+                return false;
+            };
             if at > 0 {
                 out.push(b' ');
             }
             let from = out.len();
-            out.push(b'{');
-            for (j, &(_, t)) in texts.iter().enumerate() {
-                if j > 0 {
-                    out.push(b' ');
-                }
-                out.extend(t.bytes().map(|b| if b == b'}' { b')' } else { b }));
-            }
-            out.push(b'}');
-            let made = &out[from..];
-            if made.iter().any(|&b| b < b' ') || made.windows(2).any(|w| w == b"  ") {
-                out.truncate(base);
-                return false;
-            }
+            out.extend_from_slice(&made);
             built = key;
             comment = from..out.len();
             short = (made.len() < 16).then(|| {
                 let mut bytes = [0u8; 16];
                 bytes[0] = b' ';
-                bytes[1..=made.len()].copy_from_slice(made);
+                bytes[1..=made.len()].copy_from_slice(&made);
                 (bytes, made.len() + 1)
             });
         }
@@ -593,34 +539,267 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             // The first token follows (the copies from here on start at a
             // separator).
             out.push(b' ');
-        } else if moves
-            .get(i)
-            .is_some_and(|&c| !c.is_ascii_digit() && c != b'*')
-        {
-            // A black move after the note takes its number (`N.` passed
-            // before white's move: ` N...`, one short token).
-            match number_token {
-                Some((token, len)) => push16(out, &token.to_le_bytes(), len),
-                None => {
-                    let digits = number
-                        .iter()
-                        .position(|&b| b == b'.')
-                        .unwrap_or(number.len());
-                    out.push(b' ');
-                    out.extend_from_slice(&number[..digits]);
-                    out.extend_from_slice(b"...");
-                }
-            }
+        } else if !push_black_number(out, moves, end, numbering, at) {
+            out.truncate(base);
+            return false;
         }
     }
-    out.extend_from_slice(&moves[copied..]);
+    finish_movetext(out, &moves[copied..], start);
+    true
+}
+
+/// The index of the line break that ends the tag lines of `text` (a game
+/// in export form: tag lines, a blank line, the movetext, a blank line;
+/// the movetext starts after it), if `text` has that form.
+fn movetext_start(text: &[u8]) -> Option<usize> {
+    // After the tag lines and a blank line (the first in the text: a tag
+    // line is never empty), before the closing blank line.
+    static BLANK_LINE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\n\n"));
+    let ms = if text.first() == Some(&b'\n') {
+        0
+    } else {
+        BLANK_LINE.find(text)? + 1
+    };
+    (text.ends_with(b"\n\n") && text.len() >= ms + 3).then_some(ms)
+}
+
+/// After a note at move `at` of `moves` (in export form) that ends at
+/// `end`: where a black move follows, appends its number (that of the
+/// white move `at`, ` N...`, from the first move's `numbering`). `false`
+/// where the number cannot be made (not export form).
+#[inline(always)]
+fn push_black_number(
+    out: &mut Vec<u8>,
+    moves: &[u8],
+    end: usize,
+    numbering: Option<(u32, u32)>,
+    at: u32,
+) -> bool {
+    // A black move's first byte is neither a digit (a number, a result)
+    // nor `*`.
+    if !moves
+        .get(end + 1)
+        .is_some_and(|&c| !c.is_ascii_digit() && c != b'*')
+    {
+        return true;
+    }
+    let number = numbering.and_then(|(first, offset)| first.checked_add((at - 1 + offset) / 2));
+    match number {
+        Some(n) if (n as usize) < NUMBER_TOKENS.len() => {
+            push16(out, &NUMBER_TOKENS[n as usize], number_token_len(n));
+        }
+        Some(n) => {
+            out.push(b' ');
+            crate::import::plain::push_decimal(out, n);
+            out.extend_from_slice(b"...");
+        }
+        None => return false,
+    }
+    true
+}
+
+/// Appends `rest`, the movetext's bytes after the last note, then breaks
+/// the movetext (from `start` in `out`) into lines again and ends the
+/// game with a blank line.
+fn finish_movetext(out: &mut Vec<u8>, rest: &[u8], start: usize) {
+    out.extend_from_slice(rest);
     // Every byte stored (a select, not a conditional store: vectorized).
     for b in &mut out[start..] {
         *b = if *b == b'\n' { b' ' } else { *b };
     }
-    plain::wrap(&mut out[start..]);
+    crate::import::plain::wrap(&mut out[start..]);
     out.extend_from_slice(b"\n\n");
+}
+
+/// `{text}` as the token-by-token writer writes a comment: a `}` in it
+/// as `)`; `None` where that writer would not keep it as one run of words
+/// separated by single spaces (a control character, two spaces in a row).
+fn comment_bytes<'t>(texts: impl IntoIterator<Item = &'t str>) -> Option<Vec<u8>> {
+    let mut made = Vec::with_capacity(32);
+    made.push(b'{');
+    for (j, t) in texts.into_iter().enumerate() {
+        if j > 0 {
+            made.push(b' ');
+        }
+        made.extend(t.bytes().map(|b| if b == b'}' { b')' } else { b }));
+    }
+    made.push(b'}');
+    let kept = !made.iter().any(|&b| b < b' ') && !made.windows(2).any(|w| w == b"  ");
+    kept.then_some(made)
+}
+
+/// The match string as the export path writes it after a move, made once
+/// per batch of games: ` {s}` (a `}` in `s` as `)`), in one 16-byte copy
+/// where it fits.
+pub(super) struct MatchNote {
+    /// The match string.
+    text: String,
+    /// ` {s}`, zero bytes after it when it is shorter than 16 bytes.
+    bytes: Vec<u8>,
+    /// The first 16 bytes of `bytes`.
+    short: [u8; 16],
+}
+
+impl MatchNote {
+    /// The match string of `options` (none with `-quiet` or `-silent`), if
+    /// the token-by-token writer keeps it as one comment of words
+    /// separated by single spaces: the other strings take the general
+    /// way.
+    pub(super) fn new(options: &PgnOptions) -> Option<MatchNote> {
+        let text = options.matchstring.as_deref().filter(|_| !options.quiet)?;
+        let made = comment_bytes([text])?;
+        let mut bytes = Vec::with_capacity(made.len() + 16);
+        bytes.push(b' ');
+        bytes.extend_from_slice(&made);
+        let mut short = [0u8; 16];
+        let n = bytes.len().min(16);
+        short[..n].copy_from_slice(&bytes[..n]);
+        Some(MatchNote {
+            text: text.to_owned(),
+            bytes,
+            short,
+        })
+    }
+
+    /// Appends ` {s}`.
+    #[inline]
+    fn push(&self, out: &mut Vec<u8>) {
+        if self.bytes.len() <= 16 {
+            push16(out, &self.short, self.bytes.len());
+        } else {
+            out.extend_from_slice(&self.bytes);
+        }
+    }
+}
+
+/// [`write_export`] for the commonest notes, without a list of them: the
+/// header comment ([`header_comment`] of `game_number`, `note` if
+/// `at_start`, and `keys`) at the start, and `note` after each move that
+/// leads to one of `positions` (but the initial position, whose note is in
+/// the header). The same bytes as `write_export` with those notes; `false`,
+/// with nothing appended, where it would decline.
+fn write_export_marked(
+    out: &mut Vec<u8>,
+    text: &[u8],
+    note: &MatchNote,
+    game_number: Option<u64>,
+    at_start: bool,
+    keys: &[SortKey],
+    positions: &Positions,
+) -> bool {
+    let Some(ms) = movetext_start(text) else {
+        return false;
+    };
+    let moves = &text[ms + 1..text.len() - 2];
+    let base = out.len();
+    out.reserve(text.len() + 32 + positions.len() * (note.bytes.len() + 16));
+    out.extend_from_slice(&text[..=ms]);
+    let start = out.len();
+    // The header: `{Game number N s}` written at once in the commonest
+    // case, else as the general way makes it.
+    match game_number {
+        Some(n) if keys.is_empty() && !note.text.starts_with(' ') => {
+            out.extend_from_slice(b"{Game number ");
+            match u32::try_from(n) {
+                Ok(n) => crate::import::plain::push_decimal(out, n),
+                Err(_) => out.extend_from_slice(n.to_string().as_bytes()),
+            }
+            if at_start {
+                // ` s` of ` {s}`.
+                out.push(b' ');
+                out.extend_from_slice(&note.bytes[2..note.bytes.len() - 1]);
+            }
+            out.extend_from_slice(b"} ");
+        }
+        _ => {
+            let texts = [note.text.as_str()];
+            let texts = if at_start { &texts[..] } else { &texts[..0] };
+            let header = header_comment(game_number, texts, keys);
+            if !header.is_empty() {
+                let Some(made) = comment_bytes([header.as_str()]) else {
+                    out.truncate(base);
+                    return false;
+                };
+                out.extend_from_slice(&made);
+                out.push(b' ');
+            }
+        }
+    }
+    let numbering = first_number(moves);
+    let mut ends = super::ends::MoveEnds::new(moves);
+    let (mut copied, mut played) = (0usize, 0u32);
+    for at in positions {
+        if at == 0 {
+            continue;
+        }
+        let Some(end) = ends.advance(at - played) else {
+            // The game has fewer moves than the position.
+            out.truncate(base);
+            return false;
+        };
+        played = at;
+        push_prefix(out, &moves[copied..], end - copied);
+        copied = end;
+        note.push(out);
+        if !push_black_number(out, moves, end, numbering, at) {
+            out.truncate(base);
+            return false;
+        }
+    }
+    finish_movetext(out, &moves[copied..], start);
     true
+}
+
+/// The first move's number and whether black makes it (1) or white (0),
+/// from the first token of `moves` (`N.` or `N...`), if it is one.
+fn first_number(moves: &[u8]) -> Option<(u32, u32)> {
+    let digits = moves.iter().take_while(|b| b.is_ascii_digit()).count();
+    let number = std::str::from_utf8(&moves[..digits]).ok()?.parse().ok()?;
+    let rest = &moves[digits..];
+    let after = |dots: usize| rest.get(dots).is_none_or(|&b| b < b'!');
+    if rest.starts_with(b"...") && after(3) {
+        Some((number, 1))
+    } else if rest.starts_with(b".") && after(1) {
+        Some((number, 0))
+    } else {
+        None
+    }
+}
+
+/// ` N...` for each `N` below 1000, zero bytes after: a black move's
+/// number after a note, one 16-byte copy ([`push16`]).
+static NUMBER_TOKENS: [[u8; 16]; 1000] = {
+    let mut t = [[0u8; 16]; 1000];
+    let mut n = 0;
+    while n < 1000 {
+        let len = number_token_len(n as u32);
+        t[n][0] = b' ';
+        let mut v = n;
+        let mut k = len - 4;
+        loop {
+            t[n][k] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+            k -= 1;
+        }
+        t[n][len - 3] = b'.';
+        t[n][len - 2] = b'.';
+        t[n][len - 1] = b'.';
+        n += 1;
+    }
+    t
+};
+
+/// The length of ` N...`: a space, the digits, three dots.
+const fn number_token_len(n: u32) -> usize {
+    let digits = match n.checked_ilog10() {
+        Some(l) => l as usize + 1,
+        None => 1,
+    };
+    digits + 4
 }
 
 /// The texts written into game `m`, by position (ascending), each at most
@@ -1532,6 +1711,7 @@ fn check_export(
     if !notes.removed.is_empty() || !notes.tags.is_empty() {
         return Ok(());
     }
+    check_marked(export, notes.inserts)?;
     let mut out = b"before".to_vec();
     let written = write_export(&mut out, export, notes.inserts);
     let declined = notes.inserts.iter().any(|&(p, t)| {
@@ -1548,6 +1728,68 @@ fn check_export(
         (false, _) if !declined => Err(format!("the export path declined {}", show(text))),
         _ => Ok(()),
     }
+}
+
+/// [`check_export`]'s check of [`write_export_marked`] on `export` (a
+/// text in export form): at the positions of `inserts`, with a few match
+/// strings, with and without a game number, it writes what
+/// [`write_export`] writes with the same notes as a list, or declines
+/// where that declines.
+#[cfg(any(test, feature = "fuzzing"))]
+fn check_marked(export: &[u8], inserts: &[(u32, &str)]) -> Result<(), String> {
+    let show = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut positions: Vec<u32> = inserts.iter().map(|&(p, _)| p).collect();
+    positions.sort_unstable();
+    positions.dedup();
+    let at_start = positions.first() == Some(&0);
+    let marked = Positions::from(positions.clone());
+    for text in [
+        "CQL",
+        "x}y",
+        "a b",
+        " lead",
+        "a  b",
+        "",
+        "a match string past 16 bytes",
+    ] {
+        for game_number in [Some(7), None] {
+            let options = PgnOptions {
+                matchstring: Some(text.to_owned()),
+                quiet: false,
+                game_number: game_number.is_some(),
+            };
+            let Some(note) = MatchNote::new(&options) else {
+                continue;
+            };
+            let texts = [text];
+            let header = header_comment(game_number, if at_start { &texts } else { &[] }, &[]);
+            let mut list: Vec<(u32, &str)> = Vec::new();
+            if !header.is_empty() {
+                list.push((0, &header));
+            }
+            list.extend(positions.iter().filter(|&&p| p > 0).map(|&p| (p, text)));
+            let (mut by_list, mut by_marks) = (b"x".to_vec(), b"x".to_vec());
+            let listed = write_export(&mut by_list, export, &list);
+            let marks = write_export_marked(
+                &mut by_marks,
+                export,
+                &note,
+                game_number,
+                at_start,
+                &[],
+                &marked,
+            );
+            if (listed, &by_list) != (marks, &by_marks) {
+                return Err(format!(
+                    "marked ({marks}) and listed ({listed}) notes {text:?} at {positions:?} differ on {}:\n{}\n{}",
+                    show(export),
+                    show(&by_marks),
+                    show(&by_list)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1813,6 +2055,63 @@ pub(super) mod tests {
         // Out of order still finds the texts.
         assert_eq!(texts(2, &mut cursor), ["b", "c"]);
         assert_eq!(texts(0, &mut cursor), ["a"]);
+    }
+
+    #[test]
+    fn marked_notes_are_written_as_listed_notes() {
+        let text = b"[Event \"x\"]\n\n1. e4 e5 2. Nf3 Nc6 1-0\n\n";
+        let options = PgnOptions {
+            matchstring: Some("CQL".into()),
+            quiet: false,
+            game_number: true,
+        };
+        let note = MatchNote::new(&options).unwrap();
+        let mut out = Vec::new();
+        let positions = Positions::from(vec![0, 1, 2, 3]);
+        assert!(write_export_marked(
+            &mut out,
+            text,
+            &note,
+            Some(7),
+            true,
+            &[],
+            &positions
+        ));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "[Event \"x\"]\n\n{Game number 7 CQL} 1. e4 {CQL} 1... e5 {CQL} 2. Nf3 {CQL} 2... Nc6 1-0\n\n"
+        );
+        // Past the last move: declined, nothing written.
+        let mut out = Vec::new();
+        let far = Positions::from(vec![2, 5]);
+        assert!(!write_export_marked(
+            &mut out,
+            text,
+            &note,
+            None,
+            false,
+            &[],
+            &far
+        ));
+        assert!(out.is_empty());
+        // A black first move, a number past the table, the list's bytes.
+        let setup = b"[FEN \"8/8/8/8/8/8/8/K1k5 b - - 0 1234\"]\n\n1234... Kd2 1235. Kb2 Kd3 *\n\n";
+        for positions in [vec![1, 2], vec![2], vec![0, 3]] {
+            let listed: Vec<(u32, &str)> = positions.iter().map(|&p| (p, "CQL")).collect();
+            check_marked(setup, &listed).unwrap();
+            check_marked(text, &listed).unwrap();
+        }
+        let mut out = Vec::new();
+        assert!(write_export_marked(
+            &mut out,
+            setup,
+            &note,
+            None,
+            false,
+            &[],
+            &Positions::from(vec![2])
+        ));
+        assert!(out.ends_with(b"1234... Kd2 1235. Kb2 {CQL} 1235... Kd3 *\n\n"));
     }
 
     #[test]
