@@ -7,8 +7,8 @@
 //! separator follows and whose last byte is not a dot; the result has no
 //! separator after it (it ends the movetext). So the ends of the moves
 //! are the separators whose previous byte is not a dot, and a block's
-//! ends are one bit mask: two compares and a subtraction per 16 bytes, not
-//! a decision per token.
+//! ends are one bit mask: a few vector operations per 16 bytes, not a
+//! decision per token.
 //!
 //! [`game_flags::EXPORT_TEXT`]: cqlj_runtime::store::game_flags::EXPORT_TEXT
 
