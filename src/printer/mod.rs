@@ -9,6 +9,7 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
+mod append;
 mod behind;
 mod ends;
 mod json;

@@ -21,6 +21,8 @@ use crate::import::plain::{LINE, push_decimal};
 use crate::runtime::store::{Store, StoreError, TextReader, game_flags};
 use crate::scan::{GameEdit, GameMatch, Positions, SortKey, SortValue};
 
+use super::append::Appender;
+
 /// What to add to one game when it is written.
 #[derive(Clone, Debug, Default)]
 pub struct Annotations {
@@ -539,9 +541,15 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             // The first token follows (the copies from here on start at a
             // separator).
             out.push(b' ');
-        } else if !push_black_number(out, moves, end, numbering, at) {
-            out.truncate(base);
-            return false;
+        } else {
+            match black_number(moves, end, numbering, at) {
+                Ok(Some((token, len))) => push16(out, &token, len),
+                Ok(None) => {}
+                Err(()) => {
+                    out.truncate(base);
+                    return false;
+                }
+            }
         }
     }
     finish_movetext(out, &moves[copied..], start);
@@ -565,38 +573,43 @@ fn movetext_start(text: &[u8]) -> Option<usize> {
 }
 
 /// After a note at move `at` of `moves` (in export form) that ends at
-/// `end`: where a black move follows, appends its number (that of the
-/// white move `at`, ` N...`, from the first move's `numbering`). `false`
-/// where the number cannot be made (not export form).
+/// `end`: where a black move follows, its number (that of the white move
+/// `at`, ` N...`, from the first move's `numbering`) as [`number_token`]
+/// gives it; `Err` where the number cannot be made (not export form).
 #[inline(always)]
-fn push_black_number(
-    out: &mut Vec<u8>,
+fn black_number(
     moves: &[u8],
     end: usize,
     numbering: Option<(u32, u32)>,
     at: u32,
-) -> bool {
+) -> Result<Option<([u8; 16], usize)>, ()> {
     // A black move's first byte is neither a digit (a number, a result)
     // nor `*`.
     if !moves
         .get(end + 1)
         .is_some_and(|&c| !c.is_ascii_digit() && c != b'*')
     {
-        return true;
+        return Ok(None);
     }
     let number = numbering.and_then(|(first, offset)| first.checked_add((at - 1 + offset) / 2));
-    match number {
-        Some(n) if (n as usize) < NUMBER_TOKENS.len() => {
-            push16(out, &NUMBER_TOKENS[n as usize], number_token_len(n));
+    number.map(|n| Some(number_token(n))).ok_or(())
+}
+
+/// ` N...` and its length (at most 14), zero bytes after it.
+#[inline(always)]
+fn number_token(n: u32) -> ([u8; 16], usize) {
+    match NUMBER_TOKENS.get(n as usize) {
+        Some(token) => (*token, number_token_len(n)),
+        None => {
+            let mut token = [0u8; 16];
+            let mut digits = Vec::with_capacity(10);
+            crate::import::plain::push_decimal(&mut digits, n);
+            token[0] = b' ';
+            token[1..=digits.len()].copy_from_slice(&digits);
+            token[digits.len() + 1..digits.len() + 4].copy_from_slice(b"...");
+            (token, digits.len() + 4)
         }
-        Some(n) => {
-            out.push(b' ');
-            crate::import::plain::push_decimal(out, n);
-            out.extend_from_slice(b"...");
-        }
-        None => return false,
     }
-    true
 }
 
 /// Appends `rest`, the movetext's bytes after the last note, then breaks
@@ -661,16 +674,6 @@ impl MatchNote {
             short,
         })
     }
-
-    /// Appends ` {s}`.
-    #[inline]
-    fn push(&self, out: &mut Vec<u8>) {
-        if self.bytes.len() <= 16 {
-            push16(out, &self.short, self.bytes.len());
-        } else {
-            out.extend_from_slice(&self.bytes);
-        }
-    }
 }
 
 /// [`write_export`] for the commonest notes, without a list of them: the
@@ -729,25 +732,44 @@ fn write_export_marked(
     let numbering = first_number(moves);
     let mut ends = super::ends::MoveEnds::new(moves);
     let (mut copied, mut played) = (0usize, 0u32);
+    // The copies from the text with their line breaks as spaces (the
+    // movetext is wrapped again below; notes and numbers have none).
+    let mut app = Appender::new(
+        out,
+        text.len() - ms + positions.len() * (note.bytes.len() + 16),
+    );
     for at in positions {
         if at == 0 {
             continue;
         }
         let Some(end) = ends.advance(at - played) else {
             // The game has fewer moves than the position.
+            drop(app);
             out.truncate(base);
             return false;
         };
         played = at;
-        push_prefix(out, &moves[copied..], end - copied);
+        app.push_spaced(&moves[copied..], end - copied);
         copied = end;
-        note.push(out);
-        if !push_black_number(out, moves, end, numbering, at) {
-            out.truncate(base);
-            return false;
+        if note.bytes.len() <= 16 {
+            app.push16(&note.short, note.bytes.len());
+        } else {
+            app.extend(&note.bytes);
+        }
+        match black_number(moves, end, numbering, at) {
+            Ok(Some((token, len))) => app.push16(&token, len),
+            Ok(None) => {}
+            Err(()) => {
+                drop(app);
+                out.truncate(base);
+                return false;
+            }
         }
     }
-    finish_movetext(out, &moves[copied..], start);
+    app.extend_spaced(&moves[copied..]);
+    drop(app);
+    crate::import::plain::wrap(&mut out[start..]);
+    out.extend_from_slice(b"\n\n");
     true
 }
 
