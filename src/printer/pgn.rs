@@ -543,7 +543,10 @@ fn write_export(out: &mut Vec<u8>, text: &[u8], inserts: &[(u32, &str)]) -> bool
             out.push(b' ');
         } else {
             match black_number(moves, end, numbering, at) {
-                Ok(Some((token, len))) => push16(out, &token, len),
+                Ok(Some(n)) => {
+                    let (token, len) = number_token(n);
+                    push16(out, &token, len);
+                }
                 Ok(None) => {}
                 Err(()) => {
                     out.truncate(base);
@@ -574,15 +577,15 @@ fn movetext_start(text: &[u8]) -> Option<usize> {
 
 /// After a note at move `at` of `moves` (in export form) that ends at
 /// `end`: where a black move follows, its number (that of the white move
-/// `at`, ` N...`, from the first move's `numbering`) as [`number_token`]
-/// gives it; `Err` where the number cannot be made (not export form).
+/// `at`, from the first move's `numbering`); `Err` where the number cannot
+/// be made (not export form).
 #[inline(always)]
 fn black_number(
     moves: &[u8],
     end: usize,
     numbering: Option<(u32, u32)>,
     at: u32,
-) -> Result<Option<([u8; 16], usize)>, ()> {
+) -> Result<Option<u32>, ()> {
     // A black move's first byte is neither a digit (a number, a result)
     // nor `*`.
     if !moves
@@ -592,14 +595,15 @@ fn black_number(
         return Ok(None);
     }
     let number = numbering.and_then(|(first, offset)| first.checked_add((at - 1 + offset) / 2));
-    number.map(|n| Some(number_token(n))).ok_or(())
+    number.map(Some).ok_or(())
 }
 
-/// ` N...` and its length (at most 14), zero bytes after it.
+/// ` N...` and its length (at most 14), zero bytes after it: from
+/// [`NUMBER_TOKENS`] for most numbers.
 #[inline(always)]
-fn number_token(n: u32) -> ([u8; 16], usize) {
+fn number_token(n: u32) -> (std::borrow::Cow<'static, [u8; 16]>, usize) {
     match NUMBER_TOKENS.get(n as usize) {
-        Some(token) => (*token, number_token_len(n)),
+        Some(token) => (std::borrow::Cow::Borrowed(token), number_token_len(n)),
         None => {
             let mut token = [0u8; 16];
             let mut digits = Vec::with_capacity(10);
@@ -607,7 +611,7 @@ fn number_token(n: u32) -> ([u8; 16], usize) {
             token[0] = b' ';
             token[1..=digits.len()].copy_from_slice(&digits);
             token[digits.len() + 1..digits.len() + 4].copy_from_slice(b"...");
-            (token, digits.len() + 4)
+            (std::borrow::Cow::Owned(token), digits.len() + 4)
         }
     }
 }
@@ -757,7 +761,10 @@ fn write_export_marked(
             app.extend(&note.bytes);
         }
         match black_number(moves, end, numbering, at) {
-            Ok(Some((token, len))) => app.push16(&token, len),
+            Ok(Some(n)) => {
+                let (token, len) = number_token(n);
+                app.push16(&token, len);
+            }
             Ok(None) => {}
             Err(()) => {
                 drop(app);
@@ -817,11 +824,12 @@ static NUMBER_TOKENS: [[u8; 16]; 1000] = {
 
 /// The length of ` N...`: a space, the digits, three dots.
 const fn number_token_len(n: u32) -> usize {
-    let digits = match n.checked_ilog10() {
-        Some(l) => l as usize + 1,
-        None => 1,
-    };
-    digits + 4
+    // Compares, not a logarithm: most numbers are below 1000.
+    if n < 1000 {
+        5 + (n >= 10) as usize + (n >= 100) as usize
+    } else {
+        4 + n.ilog10() as usize + 1
+    }
 }
 
 /// The texts written into game `m`, by position (ascending), each at most

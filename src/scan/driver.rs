@@ -549,6 +549,11 @@ pub struct MatchCount<M> {
     pub sort: bool,
 }
 
+/// A count of matching positions no game reaches (a game has at most
+/// `MAX_GAME_POSITIONS` positions): a range of [`MatchCount`] that ends at
+/// or above it has no upper bound.
+const MAX_MATCH_COUNT: u64 = u32::MAX as u64;
+
 impl<M: GameMatcher> GameMatcher for MatchCount<M> {
     type Scratch = (M::Scratch, Vec<GameMatch>);
 
@@ -571,6 +576,24 @@ impl<M: GameMatcher> GameMatcher for MatchCount<M> {
         out: &mut Vec<GameMatch>,
     ) -> Result<(), ScanError> {
         let (inner, found) = scratch;
+        // The default (`matchcount 1 1000000` or none, no sort): the
+        // games with a matching position, as the inner matcher gives
+        // them (not moved once more).
+        if *self.range.start() == 1 && *self.range.end() >= MAX_MATCH_COUNT && !self.sort {
+            let from = out.len();
+            self.inner.match_games(games, inner, out)?;
+            if out[from..].iter().any(|m| m.positions.is_empty()) {
+                let mut k = from;
+                for i in from..out.len() {
+                    if !out[i].positions.is_empty() {
+                        out.swap(k, i);
+                        k += 1;
+                    }
+                }
+                out.truncate(k);
+            }
+            return Ok(());
+        }
         found.clear();
         self.inner.match_games(games.clone(), inner, found)?;
         let zero = self.range.contains(&0);
