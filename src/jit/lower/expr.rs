@@ -578,9 +578,8 @@ impl Lower<'_, '_> {
     pub(super) fn pawn_structure(&mut self, which: PawnSet) -> Value {
         let pawns = self.bb(BitboardIndex::Pawn);
         let w = self.bb(BitboardIndex::White);
-        let bl = self.bb(BitboardIndex::Black);
         let wp = self.b.ins().band(pawns, w);
-        let bp = self.b.ins().band(pawns, bl);
+        let bp = self.black_pawns();
         let mut out = self.u64c(0);
         for (own, enemy, white) in [(wp, bp, true), (bp, wp, false)] {
             let set = match which {

@@ -365,6 +365,15 @@ impl<'a, 'f> Lower<'a, 'f> {
         v
     }
 
+    /// The black pawns: the pawns not white (a pawn's square holds one
+    /// colour), so that a query whose only black pieces are pawns (a pawn
+    /// structure, `p`) does not read the black column.
+    pub(super) fn black_pawns(&mut self) -> Value {
+        let pawns = self.bb(BitboardIndex::Pawn);
+        let w = self.bb(BitboardIndex::White);
+        self.b.ins().band_not(pawns, w)
+    }
+
     pub(super) fn occupied(&mut self) -> Value {
         let w = self.bb(BitboardIndex::White);
         let k = self.bb(BitboardIndex::Black);
@@ -422,8 +431,14 @@ impl<'a, 'f> Lower<'a, 'f> {
                     }
                 }
                 if let Some(roles) = roles {
-                    let c = self.bb(col);
-                    let v = self.b.ins().band(roles, c);
+                    let v = if col == BitboardIndex::Black
+                        && mask == 1 << BitboardIndex::Pawn.index()
+                    {
+                        self.black_pawns()
+                    } else {
+                        let c = self.bb(col);
+                        self.b.ins().band(roles, c)
+                    };
                     or(self, v);
                 }
                 if mask >> king & 1 == 1 {
