@@ -785,13 +785,13 @@ fn check_game_texts(case: &Case, found: &BTreeMap<u32, GameMatch>) -> Result<(),
         found.get(&g).ok_or(format!("game {g} does not match"))
     };
     for (game, want) in case.comments_by_game.iter().flatten() {
-        let got = &game_of(game)?.comments;
+        let got = game_of(game)?.comments();
         if got != want {
             return Err(format!("game {game}: comments {got:?}, expected {want:?}"));
         }
     }
     for (game, want) in case.messages_by_game.iter().flatten() {
-        let got = &game_of(game)?.messages;
+        let got = game_of(game)?.messages();
         if got != want {
             return Err(format!("game {game}: messages {got:?}, expected {want:?}"));
         }

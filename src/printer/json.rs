@@ -58,7 +58,7 @@ pub(crate) fn match_json(
         (s.fullmoves.get() - 1) * 2 + u32::from(s.turn == Color::Black)
     });
     out.extend_from_slice(b"{\"comments\":[");
-    for (k, (i, t)) in m.comments.iter().enumerate() {
+    for (k, (i, t)) in m.comments().iter().enumerate() {
         if k > 0 {
             out.push(b',');
         }
@@ -120,14 +120,14 @@ pub(crate) fn match_json(
         last = Some((i, p));
     }
     out.extend_from_slice(b"],\"messages\":[");
-    for (k, t) in m.messages.iter().enumerate() {
+    for (k, t) in m.messages().iter().enumerate() {
         if k > 0 {
             out.push(b',');
         }
         push_string(out, t);
     }
     out.extend_from_slice(b"],\"sort\":[");
-    for (k, key) in m.sort_keys.iter().enumerate() {
+    for (k, key) in m.sort_keys().iter().enumerate() {
         if k > 0 {
             out.push(b',');
         }
@@ -1267,11 +1267,7 @@ mod tests {
                         positions: crate::scan::Positions::from(
                             (0..if round == 8 { 0 } else { n }).collect::<Vec<u32>>(),
                         ),
-                        comments: Vec::new(),
-                        comment_marks: Vec::new(),
-                        messages: Vec::new(),
-                        sort_keys: Vec::new(),
-                        edits: Vec::new(),
+                        recorded: None,
                     };
                     match_json(&mut out, &store, &m).unwrap();
                 }

@@ -340,7 +340,7 @@ impl<W: Write + Send + 'static> Sink for Printer<'_, W> {
         if self.options.sorted {
             self.held.push(HeldGame {
                 game: m.game,
-                sort_keys: m.sort_keys,
+                sort_keys: m.recorded.map(|r| r.sort_keys).unwrap_or_default(),
             });
             return ControlFlow::Continue(());
         }
@@ -490,6 +490,7 @@ fn thread_cpu_time() -> std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scan::{Positions, Recorded};
     use std::cmp::Ordering;
 
     fn key(min: bool, value: Option<SortValue>) -> SortKey {
@@ -618,11 +619,14 @@ mod tests {
             let options = sorted_pgn_options();
             let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
             for game in 0..4 {
-                let m = GameMatch {
+                let m = GameMatch::new(
                     game,
-                    sort_keys: vec![key(false, Some(SortValue::Number(i64::from(game))))],
-                    ..GameMatch::default()
-                };
+                    Positions::default(),
+                    Recorded {
+                        sort_keys: vec![key(false, Some(SortValue::Number(i64::from(game))))],
+                        ..Recorded::default()
+                    },
+                );
                 assert!(printer.game(m).is_continue());
             }
             let printed = printer.finish().unwrap();
@@ -681,11 +685,14 @@ mod tests {
             let options = sorted_pgn_options();
             let mut printer = Printer::new(&store, options, Vec::new(), &rematch, &stop);
             for game in 0..4 {
-                let m = GameMatch {
+                let m = GameMatch::new(
                     game,
-                    sort_keys: vec![key(true, Some(SortValue::Number(i64::from(game))))],
-                    ..GameMatch::default()
-                };
+                    Positions::default(),
+                    Recorded {
+                        sort_keys: vec![key(true, Some(SortValue::Number(i64::from(game))))],
+                        ..Recorded::default()
+                    },
+                );
                 assert!(printer.game(m).is_continue());
             }
             let result = printer.finish();

@@ -351,9 +351,9 @@ pub(crate) fn write_match(
     // The match string alone at each matching position, into a text in
     // export form: no list of notes made.
     if let Some(note) = note
-        && m.comments.is_empty()
-        && m.comment_marks.is_empty()
-        && m.edits.is_empty()
+        && m.comments().is_empty()
+        && m.comment_marks().is_empty()
+        && m.edits().is_empty()
     {
         let entry = store.game(m.game)?;
         if entry.flags & game_flags::EXPORT_TEXT != 0 {
@@ -366,7 +366,7 @@ pub(crate) fn write_match(
                 note,
                 game_number,
                 at_start,
-                &m.sort_keys,
+                m.sort_keys(),
                 &m.positions,
             ) {
                 return Ok(());
@@ -384,7 +384,7 @@ pub(crate) fn write_match(
         header = header_comment(
             options.game_number.then_some(game_number),
             &texts,
-            &m.sort_keys,
+            m.sort_keys(),
         );
         let header = [(0, header.as_str())];
         let header = if header[0].1.is_empty() {
@@ -401,7 +401,7 @@ pub(crate) fn write_match(
     let start = out.len();
     let mut removed = Vec::new();
     let mut tags: Vec<(String, String)> = Vec::new();
-    for e in &m.edits {
+    for e in m.edits() {
         match e {
             GameEdit::RemoveComment(p) => removed.push(*p),
             GameEdit::SetTag { name, value } => match tags.iter_mut().find(|(n, _)| n == name) {
@@ -839,7 +839,7 @@ const fn number_token_len(n: u32) -> usize {
 /// (its [mark](GameMatch::comment_marks)), before those later positions'
 /// evaluations make at it; without a mark, after all its comments.
 fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32, &'m str)> {
-    if m.comments.is_empty() && m.comment_marks.is_empty() {
+    if m.comments().is_empty() && m.comment_marks().is_empty() {
         // The match string alone, at each matching position: the
         // positions are increasing and each is there once, so the list
         // is sorted and has no text twice at a position.
@@ -850,9 +850,9 @@ fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32
         inserts.extend(m.positions.iter().map(|p| (p, s)));
         return inserts;
     }
-    let mut inserts: Vec<(u32, &str)> = Vec::with_capacity(m.comments.len() + 8);
-    let mut marks = m.comment_marks.iter().peekable();
-    for (i, (p, t)) in m.comments.iter().enumerate() {
+    let mut inserts: Vec<(u32, &str)> = Vec::with_capacity(m.comments().len() + 8);
+    let mut marks = m.comment_marks().iter().peekable();
+    for (i, (p, t)) in m.comments().iter().enumerate() {
         while let Some(&&(q, n)) = marks.peek()
             && n as usize <= i
         {
@@ -865,7 +865,7 @@ fn match_inserts<'m>(m: &'m GameMatch, matchstring: Option<&'m str>) -> Vec<(u32
     }
     if let Some(s) = matchstring {
         inserts.extend(marks.map(|&(q, _)| (q, s)));
-        if m.comment_marks.is_empty() {
+        if m.comment_marks().is_empty() {
             inserts.extend(m.positions.iter().map(|p| (p, s)));
         }
     }

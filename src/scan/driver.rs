@@ -330,12 +330,67 @@ fn count_bits_portable(bits: &[u64], lo: usize, hi: usize) -> usize {
 pub use crate::interp::GameEdit;
 
 /// One matching game and what the query recorded for it.
+///
+/// Matches are moved one by one from the matcher to the printer, so what
+/// most queries do not record is boxed: a match is 56 bytes, not 168.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GameMatch {
     /// 0-based game index in the store (CQL's game number is `game + 1`).
     pub game: u32,
     /// Indices (store order within the game) of the matching positions.
     pub positions: Positions,
+    /// What the query recorded besides the positions; `None` when nothing
+    /// (never a box of empty lists when made by [`GameMatch::new`]).
+    pub recorded: Option<Box<Recorded>>,
+}
+
+impl GameMatch {
+    /// Game `game` with matching `positions` and `recorded` (boxed only if
+    /// it holds something).
+    pub fn new(game: u32, positions: Positions, recorded: Recorded) -> GameMatch {
+        GameMatch {
+            game,
+            positions,
+            recorded: (!recorded.is_empty()).then(|| Box::new(recorded)),
+        }
+    }
+
+    /// `comment` texts by position index, in the order they were made.
+    pub fn comments(&self) -> &[(u32, String)] {
+        self.recorded.as_ref().map_or(&[], |r| &r.comments)
+    }
+
+    /// Where each matching position's match string goes among the
+    /// comments ([`Recorded::comment_marks`]).
+    pub fn comment_marks(&self) -> &[(u32, u32)] {
+        self.recorded.as_ref().map_or(&[], |r| &r.comment_marks)
+    }
+
+    /// `message` texts, in evaluation order.
+    pub fn messages(&self) -> &[String] {
+        self.recorded.as_ref().map_or(&[], |r| &r.messages)
+    }
+
+    /// Sort keys ([`Recorded::sort_keys`]).
+    pub fn sort_keys(&self) -> &[SortKey] {
+        self.recorded.as_ref().map_or(&[], |r| &r.sort_keys)
+    }
+
+    /// Changes to the game as it is written (`removecomment`, `settag`).
+    pub fn edits(&self) -> &[GameEdit] {
+        self.recorded.as_ref().map_or(&[], |r| &r.edits)
+    }
+
+    /// What is recorded, to add to (boxed now if it was not).
+    pub fn recorded_mut(&mut self) -> &mut Recorded {
+        self.recorded.get_or_insert_with(Box::default)
+    }
+}
+
+/// What a query recorded for a matching game besides its positions
+/// ([`GameMatch::recorded`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
     /// `comment` texts by position index, in the order they were made.
     pub comments: Vec<(u32, String)>,
     /// Where each matching position's match string goes among the
@@ -351,6 +406,17 @@ pub struct GameMatch {
     pub sort_keys: Vec<SortKey>,
     /// Changes to the game as it is written (`removecomment`, `settag`).
     pub edits: Vec<GameEdit>,
+}
+
+impl Recorded {
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.comments.is_empty()
+            && self.comment_marks.is_empty()
+            && self.messages.is_empty()
+            && self.sort_keys.is_empty()
+            && self.edits.is_empty()
+    }
 }
 
 /// Errors during a scan.
@@ -610,7 +676,7 @@ impl<M: GameMatcher> GameMatcher for MatchCount<M> {
             };
             if self.sort {
                 let n = i64::try_from(m.positions.len()).unwrap_or(i64::MAX);
-                m.sort_keys.insert(
+                m.recorded_mut().sort_keys.insert(
                     0,
                     SortKey {
                         label: Some("matchcount".to_owned()),

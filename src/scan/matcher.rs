@@ -12,7 +12,7 @@ use super::driver::count_bits;
 use super::echo_pre::{self, EchoPreselect};
 use super::line_pre::LinePreselect;
 use super::path_exact::{GameTree, PathExact};
-use super::{GameMatch, GameMatcher, Positions, ScanError, SortKey, SortValue};
+use super::{GameMatch, GameMatcher, Positions, Recorded, ScanError, SortKey, SortValue};
 use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
@@ -484,15 +484,17 @@ impl<'s> StoreMatcher<'s> {
                 interp::GameEdit::SetTag { .. } => keep.settag,
                 interp::GameEdit::RemoveComment(_) => keep.removecomment,
             });
-            out.push(GameMatch {
-                game: g,
-                positions: outcome.matched.into(),
-                comments,
-                comment_marks,
-                messages: outcome.messages,
-                sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
-                edits,
-            });
+            out.push(GameMatch::new(
+                g,
+                outcome.matched.into(),
+                Recorded {
+                    comments,
+                    comment_marks,
+                    messages: outcome.messages,
+                    sort_keys: outcome.sort_keys.iter().map(convert_sort_key).collect(),
+                    edits,
+                },
+            ));
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ pub mod matcher;
 pub mod path_exact;
 
 pub use driver::{
-    Collect, GameEdit, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, ScanError,
-    ScanOptions, ScanStats, Sink, SortKey, SortValue, scan,
+    Collect, GameEdit, GameMatch, GameMatcher, MatchCount, Positions, PositionsIter, Recorded,
+    ScanError, ScanOptions, ScanStats, Sink, SortKey, SortValue, scan,
 };
 pub use matcher::{Engine, MessageSink, OutputEdits, RunPlan, StoreMatcher, read_submissions};
