@@ -1959,17 +1959,49 @@ pub(super) mod tests {
         let halves: Vec<u32> = (0..store.n_games())
             .map(|g| store.game(g).unwrap().n_positions.saturating_sub(1) / 2)
             .collect();
-        for round in 0..12 {
-            let mode = ["unflagged", "flagged", "export", "export notes"][round % 4];
+        // The same notes as positions, for the way without a list.
+        let options = PgnOptions {
+            matchstring: Some("CQL".into()),
+            quiet: false,
+            game_number: true,
+        };
+        let note = MatchNote::new(&options).unwrap();
+        let marks: Vec<Positions> = halves
+            .iter()
+            .map(|&h| Positions::from((0..=h).collect::<Vec<u32>>()))
+            .collect();
+        for round in 0..15 {
+            let mode = [
+                "unflagged",
+                "flagged",
+                "export",
+                "export notes",
+                "marked notes",
+            ][round % 5];
             out.clear();
             let t = cpu();
             for (g, text) in texts.iter().enumerate() {
+                if round % 5 == 4
+                    && export[g]
+                    && write_export_marked(
+                        &mut out,
+                        text,
+                        &note,
+                        Some(g as u64 + 1),
+                        true,
+                        &[],
+                        &marks[g],
+                    )
+                {
+                    continue;
+                }
                 let header = format!("Game number {}", g + 1);
                 let mut inserts = vec![(0, header.as_str())];
-                if round % 4 == 3 {
+                if round % 5 >= 3 {
+                    inserts.push((0, "CQL"));
                     inserts.extend((1..=halves[g]).map(|p| (p, "CQL")));
                 }
-                if round % 4 >= 2 && export[g] && write_export(&mut out, text, &inserts) {
+                if round % 5 >= 2 && export[g] && write_export(&mut out, text, &inserts) {
                     continue;
                 }
                 let notes = Notes {
@@ -1983,7 +2015,7 @@ pub(super) mod tests {
                     g as u64 + 1,
                     text,
                     &notes,
-                    round % 4 != 0 && plain[g],
+                    round % 5 != 0 && plain[g],
                 )
                 .unwrap();
             }
