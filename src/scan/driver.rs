@@ -737,6 +737,56 @@ mod tests {
         }
     }
 
+    /// Games whose index is divisible by 3 with `index % 4` positions
+    /// (some none).
+    struct Counted;
+
+    impl GameMatcher for Counted {
+        type Scratch = ();
+        fn scratch(&self) {}
+        fn match_games(
+            &self,
+            games: Range<u32>,
+            _: &mut (),
+            out: &mut Vec<GameMatch>,
+        ) -> Result<(), ScanError> {
+            for g in games.filter(|g| g % 3 == 0) {
+                out.push(GameMatch {
+                    game: g,
+                    positions: (0..g % 4).collect::<Vec<u32>>().into(),
+                    ..GameMatch::default()
+                });
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn match_count_default_keeps_the_games_with_a_position() {
+        let games = |range: std::ops::RangeInclusive<u64>| {
+            let m = MatchCount {
+                inner: Counted,
+                range,
+                sort: false,
+            };
+            let mut out = vec![GameMatch::default()];
+            m.match_games(0..100, &mut m.scratch(), &mut out).unwrap();
+            out.iter().skip(1).map(|m| m.game).collect::<Vec<u32>>()
+        };
+        // The default range (passed on as they are, the empty ones left
+        // out) and a bounded one (counted) keep the same games.
+        let want: Vec<u32> = (0..100).filter(|g| g % 3 == 0 && g % 4 > 0).collect();
+        assert_eq!(games(1..=u64::MAX), want);
+        assert_eq!(games(1..=1000), want);
+        assert_eq!(
+            games(2..=u64::MAX),
+            want.iter()
+                .copied()
+                .filter(|g| g % 4 >= 2)
+                .collect::<Vec<u32>>()
+        );
+    }
+
     fn run(threads: usize, batch: u32) -> (Vec<GameMatch>, ScanStats) {
         let mut sink = Collect::default();
         let stats = scan(
