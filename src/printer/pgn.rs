@@ -451,8 +451,9 @@ pub(crate) fn write_match(
 /// texts as one comment after its move (and a black move's number after
 /// it), found by the moves' ends up to the last note
 /// ([`super::ends::MoveEnds`]: 64 bytes at a time, no walk over tokens),
-/// the rest copied, and the movetext wrapped again ([`crate::import::plain::wrap`]). The
-/// bytes are those of the token-by-token writer. `false`, with nothing
+/// the rest copied, and the movetext wrapped again
+/// ([`crate::import::plain::wrap`]). The bytes are those of the
+/// token-by-token writer. `false`, with nothing
 /// appended, where that writer would not split a comment into words
 /// separated by single spaces (a note with a control character or two
 /// spaces in a row), or where the text is not in export form.
@@ -652,9 +653,10 @@ fn comment_bytes<'t>(texts: impl IntoIterator<Item = &'t str>) -> Option<Vec<u8>
 pub(super) struct MatchNote {
     /// The match string.
     text: String,
-    /// ` {s}`, zero bytes after it when it is shorter than 16 bytes.
+    /// ` {s}`.
     bytes: Vec<u8>,
-    /// The first 16 bytes of `bytes`.
+    /// The first 16 bytes of `bytes`, zero bytes after it when it is
+    /// shorter (one 16-byte copy writes it).
     short: [u8; 16],
 }
 
