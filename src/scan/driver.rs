@@ -709,39 +709,10 @@ impl Sink for Collect {
 mod tests {
     use super::*;
 
-    /// Matches games whose index is divisible by 3, at position `index % 5`.
-    struct Thirds;
+    /// Matches each game its function gives positions for (in order).
+    struct ByGame(fn(u32) -> Option<Vec<u32>>);
 
-    impl GameMatcher for Thirds {
-        type Scratch = u64;
-        fn scratch(&self) -> u64 {
-            0
-        }
-        fn match_games(
-            &self,
-            games: Range<u32>,
-            calls: &mut u64,
-            out: &mut Vec<GameMatch>,
-        ) -> Result<(), ScanError> {
-            *calls += 1;
-            for g in games {
-                if g % 3 == 0 {
-                    out.push(GameMatch {
-                        game: g,
-                        positions: vec![g % 5].into(),
-                        ..GameMatch::default()
-                    });
-                }
-            }
-            Ok(())
-        }
-    }
-
-    /// Games whose index is divisible by 3 with `index % 4` positions
-    /// (some none).
-    struct Counted;
-
-    impl GameMatcher for Counted {
+    impl GameMatcher for ByGame {
         type Scratch = ();
         fn scratch(&self) {}
         fn match_games(
@@ -750,22 +721,31 @@ mod tests {
             _: &mut (),
             out: &mut Vec<GameMatch>,
         ) -> Result<(), ScanError> {
-            for g in games.filter(|g| g % 3 == 0) {
-                out.push(GameMatch {
-                    game: g,
-                    positions: (0..g % 4).collect::<Vec<u32>>().into(),
-                    ..GameMatch::default()
-                });
+            for g in games {
+                if let Some(positions) = (self.0)(g) {
+                    out.push(GameMatch {
+                        game: g,
+                        positions: positions.into(),
+                        ..GameMatch::default()
+                    });
+                }
             }
             Ok(())
         }
     }
 
+    /// Games whose index is divisible by 3, at position `index % 5`.
+    const THIRDS: ByGame = ByGame(|g| (g % 3 == 0).then(|| vec![g % 5]));
+
+    /// Games whose index is divisible by 3 with `index % 4` positions
+    /// (some none).
+    const COUNTED: ByGame = ByGame(|g| (g % 3 == 0).then(|| (0..g % 4).collect()));
+
     #[test]
     fn match_count_default_keeps_the_games_with_a_position() {
         let games = |range: std::ops::RangeInclusive<u64>| {
             let m = MatchCount {
-                inner: Counted,
+                inner: COUNTED,
                 range,
                 sort: false,
             };
@@ -790,7 +770,7 @@ mod tests {
     fn run(threads: usize, batch: u32) -> (Vec<GameMatch>, ScanStats) {
         let mut sink = Collect::default();
         let stats = scan(
-            &Thirds,
+            &THIRDS,
             0..1000,
             &ScanOptions {
                 threads,
@@ -866,7 +846,7 @@ mod tests {
         }
         let mut sink = FirstTwo(Vec::new());
         let stats = scan(
-            &Thirds,
+            &THIRDS,
             0..1000,
             &ScanOptions {
                 threads: 2,
@@ -958,7 +938,7 @@ mod tests {
     fn stop_flag_ends_before_any_work() {
         let mut sink = Collect::default();
         let stats = scan(
-            &Thirds,
+            &THIRDS,
             0..100,
             &ScanOptions::default(),
             &AtomicBool::new(true),
