@@ -602,19 +602,17 @@ fn black_number(
 /// ` N...` and its length (at most 14), zero bytes after it: from
 /// [`NUMBER_TOKENS`] for most numbers.
 #[inline(always)]
-fn number_token(n: u32) -> (std::borrow::Cow<'static, [u8; 16]>, usize) {
-    match NUMBER_TOKENS.get(n as usize) {
-        Some(token) => (std::borrow::Cow::Borrowed(token), number_token_len(n)),
-        None => {
-            let mut token = [0u8; 16];
-            let mut digits = Vec::with_capacity(10);
-            crate::import::plain::push_decimal(&mut digits, n);
-            token[0] = b' ';
-            token[1..=digits.len()].copy_from_slice(&digits);
-            token[digits.len() + 1..digits.len() + 4].copy_from_slice(b"...");
-            (std::borrow::Cow::Owned(token), digits.len() + 4)
-        }
+fn number_token(n: u32) -> ([u8; 16], usize) {
+    if let Some(token) = NUMBER_TOKENS.get(n as usize) {
+        return (*token, number_token_len(n));
     }
+    let mut token = [0u8; 16];
+    let mut digits = Vec::with_capacity(10);
+    crate::import::plain::push_decimal(&mut digits, n);
+    token[0] = b' ';
+    token[1..=digits.len()].copy_from_slice(&digits);
+    token[digits.len() + 1..digits.len() + 4].copy_from_slice(b"...");
+    (token, digits.len() + 4)
 }
 
 /// Appends `rest`, the movetext's bytes after the last note, then breaks
@@ -740,10 +738,8 @@ fn write_export_marked(
     let (mut copied, mut played) = (0usize, 0u32);
     // The copies from the text with their line breaks as spaces (the
     // movetext is wrapped again below; notes and numbers have none).
-    let mut app = Appender::new(
-        out,
-        text.len() - ms + positions.len() * (note.bytes.len() + 16),
-    );
+    // (Room for the movetext and its notes was reserved above.)
+    let mut app = Appender::new(out, 0);
     for at in positions {
         if at == 0 {
             continue;
