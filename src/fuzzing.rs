@@ -507,7 +507,13 @@ pub fn check_json_fen(data: &[u8]) {
         let (a, b) = (usize::from(src.byte()) % n, usize::from(src.byte()) % n);
         records[a].mv = seen[b].1.mv;
     }
-    let fullmoves: Vec<u32> = seen.iter().map(|(p, _)| p.fullmoves().get()).collect();
+    let counters: Vec<(u16, u32)> = seen
+        .iter()
+        .map(|(p, _)| {
+            let halfmoves = u16::try_from(p.halfmoves()).unwrap_or(u16::MAX);
+            (halfmoves, p.fullmoves().get())
+        })
+        .collect();
     let mut order = Vec::new();
     let mut i = 0;
     while order.len() < 2 * n && !src.exhausted() {
@@ -519,7 +525,7 @@ pub fn check_json_fen(data: &[u8]) {
             usize::from(b) % n
         };
     }
-    let fens = crate::printer::fens_in_order(&records, &fullmoves, &order);
+    let fens = crate::printer::fens_in_order(&records, &counters, &order);
     for (&i, fen) in order.iter().zip(fens) {
         let want = Fen::from_position(&seen[i].0, EnPassantMode::Legal).to_string();
         assert_eq!(fen, want, "position {i} of a line from {start}");

@@ -70,7 +70,6 @@ fn record(g: u64, initial: bool) -> PositionRecord {
         },
         parent_delta: if initial { 0 } else { 1 },
         ply: (g % 1000) as u16,
-        halfmove: (g % 100) as u16,
         castling: (g % 0xffff) as u16,
         // Shares the move's column (its top byte).
         ep: if g.is_multiple_of(5) {
@@ -101,6 +100,7 @@ fn synthetic_games() -> Vec<(GameMeta, Vec<PositionRecord>)> {
             source_file: 0,
             source_start: i as u64 * 100,
             source_len: 50 + i as u64,
+            setup_halfmoves: [0, 7, u16::MAX][i % 3],
             tags: vec![
                 (b"Event".to_vec(), format!("Game {i}").into_bytes()),
                 (b"Odd".to_vec(), vec![0xff, b'[', b']', b'"']),
@@ -149,8 +149,8 @@ fn store_round_trip() {
         assert_eq!((e.white_elo, e.black_elo), (meta.white_elo, meta.black_elo));
         assert_eq!(e.flags, meta.flags);
         assert_eq!(
-            (e.source_start, e.source_len),
-            (meta.source_start, meta.source_len)
+            (e.source_start, e.source_len, e.setup_halfmoves),
+            (meta.source_start, meta.source_len, meta.setup_halfmoves)
         );
         assert_eq!(store.game_text(i as u32).expect("text"), meta.text);
         let raw = store.game_tags_raw(i as u32).expect("tags");
@@ -269,6 +269,22 @@ fn store_rejects_empty_game() {
         w.add_game(&GameMeta::default(), &[]),
         Err(StoreError::Limit { .. })
     ));
+}
+
+#[test]
+fn store_rejects_a_game_of_4_gb_in_its_source() {
+    // The game index holds a game's source length in 4 bytes.
+    let tmp = Tmp::new("long-source");
+    let mut w = StoreWriter::create(&tmp.0).expect("create");
+    let meta = GameMeta {
+        source_len: 1 << 32,
+        ..GameMeta::default()
+    };
+    assert!(matches!(
+        w.add_game(&meta, &[record(0, true)]),
+        Err(StoreError::Limit { .. })
+    ));
+    assert_eq!(w.n_games(), 0);
 }
 
 #[test]

@@ -249,6 +249,11 @@ impl PackedMove {
             mover,
         })
     }
+    /// Whether the move resets the halfmove clock: a pawn move or a
+    /// capture (en passant included).
+    pub fn is_zeroing(self) -> bool {
+        !self.is_none() && (self.role() == 0 || self.captured() != Self::NO_ROLE)
+    }
     /// Whether this is a null move ([`PackedMove::null`]).
     pub fn is_null(self) -> bool {
         !self.is_none() && self.from() == self.to() && self.kind() == MoveKind::Normal
@@ -283,6 +288,23 @@ impl PackedMove {
     }
 }
 
+/// The halfmove clock (fifty-move rule) of a position reached by `mv`
+/// from a position whose clock is `parent`. The store does not keep the
+/// clock: it follows from the moves and the game's initial clock
+/// (`GameEntry::setup_halfmoves`), as shakmaty counts it at import: 0
+/// after a pawn move or a capture (en passant included), unchanged after
+/// a null move ([`PackedMove::is_null`]: the side to move passes), else
+/// one more (saturating at `u16::MAX`, where the importer clamped it).
+pub fn halfmove_after(parent: u16, mv: PackedMove) -> u16 {
+    if mv.is_null() {
+        parent
+    } else if mv.is_zeroing() {
+        0
+    } else {
+        parent.saturating_add(1)
+    }
+}
+
 /// One position in row form (decoded from, or about to be written to, the
 /// columns). What the interpreter evaluates on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -296,8 +318,6 @@ pub struct PositionRecord {
     pub parent_delta: u16,
     /// Ply of this position counted from the game's start (initial = 0).
     pub ply: u16,
-    /// Halfmove clock (fifty-move rule).
-    pub halfmove: u16,
     /// Castling rights as rook files: bit x = white may castle with the rook
     /// on file x of rank 1; bit 8 + x = black, rank 8.
     pub castling: u16,
@@ -396,8 +416,6 @@ pub struct ChunkColumns {
     pub parent_delta: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::ply`].
     pub ply: [u16; CHUNK_POSITIONS],
-    /// [`PositionRecord::halfmove`].
-    pub halfmove: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::castling`].
     pub castling: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::flags`].
@@ -429,8 +447,6 @@ pub enum Column {
     ParentDelta,
     /// [`ChunkColumns::ply`] (u16 per position).
     Ply,
-    /// [`ChunkColumns::halfmove`] (u16 per position).
-    Halfmove,
     /// [`ChunkColumns::castling`] (u16 per position).
     Castling,
     /// [`ChunkColumns::flags`] (u8 per position).
@@ -439,7 +455,7 @@ pub enum Column {
 
 impl Column {
     /// Every column of a chunk, in layout order.
-    pub const ALL: [Column; 14] = [
+    pub const ALL: [Column; 13] = [
         Column::Bitboard(BitboardIndex::Pawn),
         Column::Bitboard(BitboardIndex::Knight),
         Column::Bitboard(BitboardIndex::Bishop),
@@ -451,7 +467,6 @@ impl Column {
         Column::Kings,
         Column::ParentDelta,
         Column::Ply,
-        Column::Halfmove,
         Column::Castling,
         Column::Flags,
     ];
@@ -478,7 +493,6 @@ impl Column {
             Column::Move => offset_of!(ChunkColumns, mv),
             Column::ParentDelta => offset_of!(ChunkColumns, parent_delta),
             Column::Ply => offset_of!(ChunkColumns, ply),
-            Column::Halfmove => offset_of!(ChunkColumns, halfmove),
             Column::Castling => offset_of!(ChunkColumns, castling),
             Column::Flags => offset_of!(ChunkColumns, flags),
         }
@@ -490,11 +504,7 @@ impl Column {
             Column::Bitboard(BitboardIndex::King) => 2,
             Column::Bitboard(_) => 8,
             Column::Move => 4,
-            Column::Kings
-            | Column::ParentDelta
-            | Column::Ply
-            | Column::Halfmove
-            | Column::Castling => 2,
+            Column::Kings | Column::ParentDelta | Column::Ply | Column::Castling => 2,
             Column::Flags => 1,
         }
     }
@@ -569,7 +579,6 @@ impl ChunkColumns {
             mv: PackedMove(self.mv[i] & MOVE_MASK),
             parent_delta: self.parent_delta[i],
             ply: self.ply[i],
-            halfmove: self.halfmove[i],
             castling: self.castling[i],
             ep: (self.mv[i] >> EP_SHIFT) as u8,
             flags: self.flags[i],
@@ -591,7 +600,6 @@ impl ChunkColumns {
         self.mv[i] = p.mv.0 & MOVE_MASK | u32::from(p.ep) << EP_SHIFT;
         self.parent_delta[i] = p.parent_delta;
         self.ply[i] = p.ply;
-        self.halfmove[i] = p.halfmove;
         self.castling[i] = p.castling;
         self.flags[i] = p.flags;
     }
@@ -645,7 +653,7 @@ mod tests {
 
     #[test]
     fn layout_is_dense_and_aligned() {
-        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 4 + 1);
+        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 3 + 1);
         // Every field of a packed move lies below the en-passant byte.
         assert_eq!(MOVE_MASK >> move_bits::WHITE_SHIFT, 1);
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
@@ -685,7 +693,6 @@ mod tests {
             }),
             parent_delta: 1,
             ply: 1,
-            halfmove: 0,
             castling: 0x8181,
             ep: 64,
             flags: flags::MAINLINE,
@@ -852,7 +859,8 @@ pub mod chess {
     }
 
     /// The board part of a record: bitboards, side to move, castling, en
-    /// passant, halfmove clock, and the check/mate/stalemate flags. Move,
+    /// passant, and the check/mate/stalemate flags (the halfmove clock is
+    /// not stored: see [`super::halfmove_after`]). Move,
     /// parent, ply and game-structure flags are left for the caller.
     pub fn record_of(pos: &Chess, chess960: bool) -> PositionRecord {
         record_of_with(pos, chess960, !pos.legal_moves().is_empty())
@@ -894,7 +902,6 @@ pub mod chess {
             mv: PackedMove::NONE,
             parent_delta: 0,
             ply: 0,
-            halfmove: pos.halfmoves().min(u16::MAX as u32) as u16,
             castling,
             ep,
             flags,
@@ -973,7 +980,8 @@ pub mod chess {
             castling_rights: castling,
             ep_square: (rec.ep < 64).then(|| Square::new(rec.ep as u32)),
             remaining_checks: None,
-            halfmoves: rec.halfmove as u32,
+            // Not stored (see `halfmove_after`); no legal move depends on it.
+            halfmoves: 0,
             fullmoves: std::num::NonZeroU32::new(1 + rec.ply as u32 / 2)
                 .unwrap_or(std::num::NonZeroU32::MIN),
         };

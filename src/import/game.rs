@@ -124,7 +124,6 @@ fn setup_record(setup: &Setup) -> PositionRecord {
     rec.bb[cqlj_runtime::layout::BB_BLACK] = board.by_color(Color::Black).0;
     rec.mv = PackedMove::NONE;
     rec.ep = 64;
-    rec.halfmove = setup.halfmoves.min(u16::MAX as u32) as u16;
     if setup.turn == Color::White {
         rec.flags |= flags::WHITE_TO_MOVE;
     }
@@ -136,6 +135,12 @@ fn setup_record(setup: &Setup) -> PositionRecord {
         rec.flags |= flags::CHECK;
     }
     rec
+}
+
+/// `v` as a u16, `u16::MAX` if larger (the store's clamp of the
+/// halfmove clock).
+fn clamp_u16(v: u32) -> u16 {
+    u16::try_from(v).unwrap_or(u16::MAX)
 }
 
 fn parse_elo(v: &[u8]) -> u16 {
@@ -282,6 +287,7 @@ impl GameVisitor {
                     error: e.to_string(),
                 });
                 self.board_only = Some(setup_record(parsed.as_setup()));
+                self.meta.setup_halfmoves = clamp_u16(parsed.as_setup().halfmoves);
                 Ok(Chess::default())
             }
         }
@@ -397,7 +403,10 @@ impl Visitor for GameVisitor {
         // Mate / stalemate are settled when the line ends.
         let mut rec = match &self.board_only {
             Some(r) => *r,
-            None => lchess::record_of_with(&pos, self.chess960, true),
+            None => {
+                self.meta.setup_halfmoves = clamp_u16(pos.halfmoves());
+                lchess::record_of_with(&pos, self.chess960, true)
+            }
         };
         rec.flags |= flags::INITIAL | flags::MAINLINE;
         self.records.push(rec);

@@ -76,8 +76,13 @@ pub(crate) fn match_json(
     // before it).
     let mut last: Option<(u32, PositionRecord)> = None;
     let mut board = BoardText::new();
+    let setup_halfmoves = store.game(m.game)?.setup_halfmoves;
+    // The last match's halfmove clock (the clock is counted back to it).
+    let mut clock: Option<(u32, u16)> = None;
     for i in m.positions.iter().filter(|&i| i < n) {
         let p = cursor.position(first + u64::from(i))?;
+        let halfmoves = cursor.halfmove_clock(first, i, setup_halfmoves, clock)?;
+        clock = Some((i, halfmoves));
         // The record is the position as imported: its en-passant square
         // is set only where a capture is legal and its castling rights are
         // shakmaty's, so its FEN is the position's (`EnPassantMode::Legal`)
@@ -91,7 +96,7 @@ pub(crate) fn match_json(
             b",{\"fen\":\""
         });
         first_match = false;
-        push_fen(out, &mut board, &p, half / 2 + 1);
+        push_fen(out, &mut board, &p, halfmoves, half / 2 + 1);
         out.extend_from_slice(b"\",\"index\":");
         push_integer(out, i64::from(i));
         out.extend_from_slice(b",\"move\":");
@@ -383,12 +388,19 @@ static SPREAD: [u64; 256] = {
     t
 };
 
-/// Appends the FEN of `rec` with move number `fullmoves`: what shakmaty
-/// writes for its setup (`chess::setup_of`; X-FEN castling: `K`/`Q` for the
-/// outermost rook on the king's side of the back rank, else the rook's
-/// file), built from the bitboards directly; `board` holds the ranks of
-/// the FEN written before (any position's), brought up to `rec`'s.
-fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, fullmoves: u32) {
+/// Appends the FEN of `rec` with halfmove clock `halfmoves` and move
+/// number `fullmoves`: what shakmaty writes for its setup
+/// (`chess::setup_of`; X-FEN castling: `K`/`Q` for the outermost rook on
+/// the king's side of the back rank, else the rook's file), built from the
+/// bitboards directly; `board` holds the ranks of the FEN written before
+/// (any position's), brought up to `rec`'s.
+fn push_fen(
+    out: &mut Vec<u8>,
+    board: &mut BoardText,
+    rec: &PositionRecord,
+    halfmoves: u16,
+    fullmoves: u32,
+) {
     board.update(rec);
     // Built in place at the end of `out` (128 bytes made room for, then
     // cut to the FEN): no copy from a buffer of its own.
@@ -440,19 +452,19 @@ fn push_fen(out: &mut Vec<u8>, board: &mut BoardText, rec: &PositionRecord, full
         fen.push(b'-');
     }
     fen.push(b' ');
-    fen.decimal(u32::from(rec.halfmove));
+    fen.decimal(u32::from(halfmoves));
     fen.push(b' ');
     fen.decimal(fullmoves.max(1));
     let len = fen.len;
     out.truncate(start + len);
 }
 
-/// The FENs [`push_fen`] writes for `records` (move numbers
-/// `fullmoves`) visited in `order`, with one board text.
+/// The FENs [`push_fen`] writes for `records` (halfmove clocks and move
+/// numbers `counters`) visited in `order`, with one board text.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn fens_in_order(
     records: &[PositionRecord],
-    fullmoves: &[u32],
+    counters: &[(u16, u32)],
     order: &[usize],
 ) -> Vec<String> {
     let mut board = BoardText::new();
@@ -460,7 +472,8 @@ pub(crate) fn fens_in_order(
         .iter()
         .map(|&i| {
             let mut out = Vec::new();
-            push_fen(&mut out, &mut board, &records[i], fullmoves[i]);
+            let (halfmoves, fullmoves) = counters[i];
+            push_fen(&mut out, &mut board, &records[i], halfmoves, fullmoves);
             String::from_utf8_lossy(&out).into_owned()
         })
         .collect()
@@ -901,7 +914,8 @@ mod tests {
             let pos: shakmaty::Chess = setup.position(mode).unwrap();
             let rec = record_of(&pos, mode == CastlingMode::Chess960);
             let mut out = Vec::new();
-            push_fen(&mut out, &mut BoardText::new(), &rec, pos.fullmoves().get());
+            let (halfmoves, fullmoves) = counters_of(&pos);
+            push_fen(&mut out, &mut BoardText::new(), &rec, halfmoves, fullmoves);
             let want = Fen::from_position(&pos, EnPassantMode::Legal).to_string();
             assert_eq!(String::from_utf8(out).unwrap(), want, "{fen}");
         }
@@ -934,6 +948,46 @@ mod tests {
         picks
     }
 
+    /// The halfmove clock (clamped as the store clamps it) and move number
+    /// of `pos`.
+    fn counters_of(pos: &shakmaty::Chess) -> (u16, u32) {
+        let halfmoves = u16::try_from(pos.halfmoves()).unwrap_or(u16::MAX);
+        (halfmoves, pos.fullmoves().get())
+    }
+
+    /// The halfmove clock the store does not keep, counted from the moves
+    /// (`halfmove_after`), is shakmaty's in random games, and after null
+    /// moves (which leave it as it was).
+    #[test]
+    fn halfmove_clocks_follow_the_moves() {
+        use crate::runtime::layout::{PackedMove, halfmove_after};
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..60 {
+            let picks = random_game(&mut next, 300);
+            let seen = played(&picks);
+            let mut clock = 0u16;
+            for (k, (pos, rec)) in seen.iter().enumerate() {
+                if k > 0 {
+                    clock = halfmove_after(clock, rec.mv);
+                }
+                assert_eq!(clock, counters_of(pos).0, "ply {k}");
+            }
+        }
+        let mut pos = shakmaty::Chess::default();
+        for san in ["Nf3", "Nf6", "Ng1"] {
+            let m = San::from_ascii(san.as_bytes())
+                .unwrap()
+                .to_move(&pos)
+                .unwrap();
+            pos.play_unchecked(m);
+        }
+        let king = pos.board().king_of(pos.turn()).unwrap();
+        let null = PackedMove::null(king, pos.turn());
+        let after = pos.clone().swap_turn().unwrap();
+        assert_eq!(halfmove_after(3, null), 3);
+        assert_eq!(after.halfmoves(), 3);
+    }
+
     /// The records of the positions after `moves` from the start,
     /// each with the move that led to it, and the positions.
     fn played(moves: &[Move]) -> Vec<(shakmaty::Chess, PositionRecord)> {
@@ -956,8 +1010,8 @@ mod tests {
     fn check_fens_in_order(seen: &[(shakmaty::Chess, PositionRecord)], order: &[usize]) {
         use shakmaty::EnPassantMode;
         let records: Vec<PositionRecord> = seen.iter().map(|(_, r)| *r).collect();
-        let fullmoves: Vec<u32> = seen.iter().map(|(p, _)| p.fullmoves().get()).collect();
-        for (&i, fen) in order.iter().zip(fens_in_order(&records, &fullmoves, order)) {
+        let counters: Vec<(u16, u32)> = seen.iter().map(|(p, _)| counters_of(p)).collect();
+        for (&i, fen) in order.iter().zip(fens_in_order(&records, &counters, order)) {
             let want = Fen::from_position(&seen[i].0, EnPassantMode::Legal).to_string();
             assert_eq!(fen, want, "position {i}");
         }
@@ -1251,13 +1305,13 @@ mod tests {
                 if round % 3 == 0 {
                     for i in 0..n {
                         let p = cursor.position(first + u64::from(i)).unwrap();
-                        out.push(p.bb[0] as u8 ^ p.castling as u8 ^ p.halfmove as u8);
+                        out.push(p.bb[0] as u8 ^ p.castling as u8 ^ p.ply as u8);
                     }
                 } else if round % 3 == 1 {
                     let mut board = BoardText::new();
                     for i in 0..n {
                         let p = cursor.position(first + u64::from(i)).unwrap();
-                        push_fen(&mut out, &mut board, &p, u32::from(p.ply) / 2 + 1);
+                        push_fen(&mut out, &mut board, &p, 0, u32::from(p.ply) / 2 + 1);
                         out.push(b'\n');
                     }
                 } else {

@@ -15,7 +15,7 @@ use crate::layout::{ChunkColumns, ChunkSummary};
 /// First bytes of every store file.
 pub(crate) const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub(crate) const FORMAT_VERSION: u32 = 5;
+pub(crate) const FORMAT_VERSION: u32 = 6;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
 pub(crate) const ENDIAN_MARKER: u32 = 0x0102_0304;
@@ -134,8 +134,14 @@ pub struct GameEntry {
     pub source_file: u32,
     /// Start of the game in its (decompressed) source file.
     pub source_start: u64,
-    /// Bytes of the game in its source file.
+    /// Bytes of the game in its source file (below 2^32: the writer
+    /// refuses longer games).
     pub source_len: u64,
+    /// The halfmove clock of the game's initial position (its `[FEN]`
+    /// setup's, else 0), clamped to `u16::MAX`. The positions' clocks
+    /// follow from it and the moves
+    /// ([`halfmove_after`](crate::layout::halfmove_after)).
+    pub setup_halfmoves: u16,
     /// Absolute file offset of the game's tags (inside a data segment when
     /// `tags_len > 0`).
     pub(super) tags_offset: u64,
@@ -153,7 +159,9 @@ impl GameEntry {
         let mut b = [0u8; GAME_ENTRY_LEN];
         b[0..8].copy_from_slice(&self.first_position.to_le_bytes());
         b[8..16].copy_from_slice(&self.source_start.to_le_bytes());
-        b[16..24].copy_from_slice(&self.source_len.to_le_bytes());
+        // `source_len` < 2^32 (the writer checks), so 4 bytes hold it.
+        b[16..20].copy_from_slice(&(self.source_len as u32).to_le_bytes());
+        b[20..22].copy_from_slice(&self.setup_halfmoves.to_le_bytes());
         b[24..32].copy_from_slice(&self.tags_offset.to_le_bytes());
         b[32..36].copy_from_slice(&self.n_positions.to_le_bytes());
         b[36..40].copy_from_slice(&self.tags_len.to_le_bytes());
@@ -174,7 +182,8 @@ impl GameEntry {
         GameEntry {
             first_position: r.u64(0),
             source_start: r.u64(8),
-            source_len: r.u64(16),
+            source_len: u64::from(r.u32(16)),
+            setup_halfmoves: r.u16(20),
             tags_offset: r.u64(24),
             n_positions: r.u32(32),
             tags_len: r.u32(36),

@@ -1,6 +1,6 @@
 //! The on-disk position store: file format, writer and memory-mapped reader.
 //!
-//! # File format (version 5, `FORMAT_VERSION`)
+//! # File format (version 6, `FORMAT_VERSION`)
 //!
 //! All integers of the header and the index sections are little-endian. The
 //! chunk images are [`ChunkColumns`](crate::layout::ChunkColumns) in native
@@ -32,16 +32,20 @@
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
 //!
-//! A chunk image is 71 bytes per position
+//! A chunk image is 69 bytes per position
 //! ([`BYTES_PER_POSITION`](crate::layout::BYTES_PER_POSITION)), one
 //! column per field: seven u64
 //! bitboard columns (pawns, knights, bishops, rooks, queens, white,
 //! black), the packed move (u32: 24 bits of move, the en-passant square
 //! in the top byte), the two king squares (u16: white in the low byte,
 //! black in the high byte; the king bitboard is rebuilt from them),
-//! parent delta, ply, halfmove clock, castling (u16 each) and flags (u8).
-//! Version 3 stored the king bitboard as an eighth u64 column and en
-//! passant as a u8 column (78 bytes per position).
+//! parent delta, ply, castling (u16 each) and flags (u8). The halfmove
+//! clock is not stored: it follows from the moves and the game's initial
+//! clock in its game-index entry
+//! ([`halfmove_after`](crate::layout::halfmove_after),
+//! [`PositionCursor::halfmove_clock`]); only FENs show it. Version 5
+//! stored it as a u16 column (71 bytes per position), version 3 the king
+//! bitboard as an eighth u64 column and en passant as a u8 column (78).
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one LZ4 block (raw, no frame or size
@@ -113,8 +117,9 @@
 //! maps.
 //!
 //! Formats 1 (one header, chunks at fixed offsets), 2 (one tag blob and
-//! one text section, copied by every append) and 3 (the king bitboard as
-//! a u64 column) are not read: opening them fails with
+//! one text section, copied by every append), 3 (the king bitboard as
+//! a u64 column), 4 (zstd text blocks) and 5 (the halfmove clock as a
+//! column) are not read: opening them fails with
 //! [`StoreError::UnsupportedVersion`], whose message says to re-index (a
 //! cached store of a PGN input is rebuilt).
 //!

@@ -485,6 +485,48 @@ impl<'s> PositionCursor<'s> {
     }
 }
 
+impl PositionCursor<'_> {
+    /// The halfmove clock of position `i` of the game whose initial
+    /// position is `first` and whose initial clock is `setup_halfmoves`
+    /// ([`GameEntry::setup_halfmoves`]): the clock is not stored, so it is
+    /// counted back along the parents to the last pawn move or capture
+    /// ([`halfmove_after`](crate::layout::halfmove_after)), or to
+    /// `known`, a position of the game whose clock was computed before
+    /// (`(index, clock)`; matches come in store order, so most often the
+    /// parent). A parent delta reaching before the game (a corrupt store)
+    /// ends the walk as the initial position would.
+    pub fn halfmove_clock(
+        &mut self,
+        first: u64,
+        i: u32,
+        setup_halfmoves: u16,
+        known: Option<(u32, u16)>,
+    ) -> Result<u16, StoreError> {
+        let mut j = i;
+        let mut steps: u16 = 0;
+        loop {
+            if let Some((k, clock)) = known
+                && k == j
+            {
+                return Ok(clock.saturating_add(steps));
+            }
+            let (chunk, slot) = self.slot(first + u64::from(j))?;
+            let delta = u32::from(chunk.parent_delta[slot]);
+            let Some(parent) = j.checked_sub(delta).filter(|_| delta != 0) else {
+                return Ok(setup_halfmoves.saturating_add(steps));
+            };
+            let mv = PackedMove(chunk.mv[slot] & MOVE_MASK);
+            if mv.is_zeroing() {
+                return Ok(steps);
+            }
+            if !mv.is_null() {
+                steps = steps.saturating_add(1);
+            }
+            j = parent;
+        }
+    }
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")

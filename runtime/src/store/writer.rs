@@ -44,8 +44,11 @@ pub struct GameMeta {
     pub source_file: u32,
     /// Byte range of the game in the (decompressed) source file.
     pub source_start: u64,
-    /// Length of that range.
+    /// Length of that range (below 2^32).
     pub source_len: u64,
+    /// The halfmove clock of the game's initial position (see
+    /// [`GameEntry::setup_halfmoves`]).
+    pub setup_halfmoves: u16,
     /// Tag pairs in PGN order, raw bytes (escapes resolved).
     pub tags: Vec<(Vec<u8>, Vec<u8>)>,
     /// The original text of the game, byte for byte.
@@ -231,7 +234,6 @@ fn copy_chunk(dst: &mut ChunkColumns, src: &ChunkColumns) {
     dst.kings.copy_from_slice(&src.kings);
     dst.parent_delta.copy_from_slice(&src.parent_delta);
     dst.ply.copy_from_slice(&src.ply);
-    dst.halfmove.copy_from_slice(&src.halfmove);
     dst.castling.copy_from_slice(&src.castling);
     dst.flags.copy_from_slice(&src.flags);
 }
@@ -508,6 +510,9 @@ impl StoreWriter {
             u32::try_from(positions.len()).map_err(|_| limit("game with 2^32 positions"))?;
         let n_tags = u16::try_from(meta.tags.len()).map_err(|_| limit("more than 65535 tags"))?;
         let text_len = u32::try_from(meta.text.len()).map_err(|_| limit("game text over 4 GB"))?;
+        if u32::try_from(meta.source_len).is_err() {
+            return Err(limit("game over 4 GB in its source file"));
+        }
         // Tags.
         let tags_offset = self.tags.len() as u64;
         for (name, value) in &meta.tags {
@@ -540,6 +545,7 @@ impl StoreWriter {
             source_file: meta.source_file,
             source_start: meta.source_start,
             source_len: meta.source_len,
+            setup_halfmoves: meta.setup_halfmoves,
             tags_offset,
             tags_len,
             n_tags,
