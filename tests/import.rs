@@ -618,3 +618,33 @@ fn import_garbage_is_skipped_input_not_games() {
     assert_eq!((r.game(), r.line()), (None, 1), "{r}");
     assert!(r.to_string().contains("mixed.pgn:1: skipped input"), "{r}");
 }
+
+/// A Chess960 right to castle with the fourth rook from the board's edge
+/// (after promotions) has no code in the store's castling column: the game
+/// is skipped and reported, the games around it imported. The third rook
+/// from the edge is stored, and its right read back.
+#[test]
+fn import_skips_castling_rights_the_store_cannot_hold() {
+    let text = "[Event \"before\"]\n\n1. e4 *\n\n\
+        [Event \"fourth rook\"]\n[Variant \"Chess960\"]\n[SetUp \"1\"]\n\
+        [FEN \"4k3/8/8/8/8/8/8/RRRR2K1 w D - 0 1\"]\n\n1. Kh1 *\n\n\
+        [Event \"third rook\"]\n[Variant \"Chess960\"]\n[SetUp \"1\"]\n\
+        [FEN \"4k3/8/8/8/8/8/8/RRR3K1 w C - 0 1\"]\n\n1. Kh2 *\n\n\
+        [Event \"after\"]\n\n1. d4 *\n";
+    let (_tmp, store, summary, reports) = import_text(text.as_bytes(), "castling-code");
+    assert_eq!((summary.games, summary.skipped), (3, 1), "{:#?}", reports.0);
+    let skipped: Vec<_> = reports.0.iter().filter(|r| r.is_skipped()).collect();
+    assert_eq!(skipped.len(), 1);
+    let message = skipped[0].to_string();
+    assert!(
+        message.contains("game 2") && message.contains("castling"),
+        "{message}"
+    );
+    let events: Vec<_> = (0..3)
+        .map(|g| store.game_tag(g, "Event").expect("tags").expect("event"))
+        .collect();
+    assert_eq!(events, ["before", "third rook", "after"]);
+    let (first, _) = store.game_span(1).expect("span");
+    assert_eq!(store.position(first).expect("setup").castling, 1 << 2);
+    assert_eq!(store.position(first + 1).expect("after Kh2").castling, 0);
+}

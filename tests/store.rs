@@ -7,7 +7,7 @@ use crate::support::same_store;
 use crate::support::scratch;
 use cqlj::runtime::layout::{
     BB_BLACK, BB_KING, BB_WHITE, CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MoveKind, MoveParts,
-    PackedMove, PositionRecord, flags,
+    PackedMove, PositionRecord, castling_of, flags,
 };
 use same_store::assert_same_store;
 use shakmaty::{Color, Role, Square};
@@ -49,6 +49,8 @@ fn record(g: u64, initial: bool) -> PositionRecord {
     bb[BB_WHITE] = (bb[BB_WHITE] | 1 << wk) & !(1 << bk);
     bb[BB_BLACK] = (bb[BB_BLACK] | 1 << bk) & !(1 << wk);
     bb[BB_KING] = 1 << wk | 1 << bk;
+    // Rights the board has rooks for (the column holds a code on it).
+    let castling = castling_of((g % 256) as u8, &bb);
     PositionRecord {
         bb,
         mv: if initial {
@@ -70,7 +72,7 @@ fn record(g: u64, initial: bool) -> PositionRecord {
         },
         parent_delta: if initial { 0 } else { 1 },
         ply: (g % 1000) as u16,
-        castling: (g % 0xffff) as u16,
+        castling,
         // Shares the move's column (its top byte).
         ep: if g.is_multiple_of(5) {
             (g % 64) as u8

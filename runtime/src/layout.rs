@@ -392,6 +392,112 @@ pub const fn kings_representable(bb: &[u64; BB_COUNT]) -> bool {
         && k & !(bb[BB_WHITE] | bb[BB_BLACK]) == 0
 }
 
+/// The back-rank files of a colour's king and rooks (bit f = file f), when
+/// it has exactly one king and that king is on its back rank.
+fn back_rank(bb: &[u64; BB_COUNT], white: bool) -> Option<(u8, u8)> {
+    let colour = bb[if white { BB_WHITE } else { BB_BLACK }];
+    let shift = if white { 0 } else { 56 };
+    let kings = bb[BB_KING] & colour;
+    let king = (kings >> shift) as u8;
+    (kings.count_ones() == 1 && king != 0).then(|| (king, ((bb[BB_ROOK] & colour) >> shift) as u8))
+}
+
+/// The files on the king side (towards the h-file, `true`) or the queen
+/// side of a king on file bit `king`.
+const fn side_files(king: u8, king_side: bool) -> u8 {
+    if king_side {
+        !(king | (king - 1))
+    } else {
+        king - 1
+    }
+}
+
+/// The one-byte [`ChunkColumns::castling`] code of the rights `castling`
+/// (rook files, as [`PositionRecord::castling`]) on the board `bb`: two
+/// bits per colour and side of its king (white's king side in bits 0-1,
+/// white's queen side 2-3, black's 4-5 and 6-7), 0 for no right, `n` for
+/// the right to castle with the `n`-th rook of that colour on its back
+/// rank on that side of its king counted from the board's edge (1 = the
+/// outermost: every right of a standard game). `None` when the rights do
+/// not fit one: a right without its rook, or with no king of its colour
+/// on the back rank, two rights on one side of a king, or a right's rook
+/// fourth or further from the edge (only after promotions in Chess960).
+/// shakmaty keeps a right only with its king and rook on the back rank,
+/// one a side.
+pub fn castling_code(castling: u16, bb: &[u64; BB_COUNT]) -> Option<u8> {
+    let mut code = 0u8;
+    for (white, shift) in [(true, 0), (false, 4)] {
+        let rights = (castling >> if white { 0 } else { 8 }) as u8;
+        if rights == 0 {
+            continue;
+        }
+        let (king, rooks) = back_rank(bb, white)?;
+        if rights & king != 0 {
+            return None;
+        }
+        for (king_side, field) in [(true, 0), (false, 2)] {
+            let right = rights & side_files(king, king_side);
+            if right == 0 {
+                continue;
+            }
+            if right.count_ones() != 1 || rooks & right == 0 {
+                return None;
+            }
+            // The rooks between the right's and the edge.
+            let outer = rooks
+                & if king_side {
+                    !(right | (right - 1))
+                } else {
+                    right - 1
+                };
+            let n = outer.count_ones() + 1;
+            if n > 3 {
+                return None;
+            }
+            code |= (n as u8) << (shift + field);
+        }
+    }
+    Some(code)
+}
+
+/// The rights (rook files, as [`PositionRecord::castling`]) of a
+/// [`castling_code`] on the board `bb`. Every code decodes: a field naming
+/// a rook the board does not have (only in a damaged store), or a colour
+/// without one king on its back rank, gives no right.
+pub fn castling_of(code: u8, bb: &[u64; BB_COUNT]) -> u16 {
+    let mut castling = 0u16;
+    for (white, shift) in [(true, 0), (false, 4)] {
+        if (code >> shift) & 0xf == 0 {
+            continue;
+        }
+        let Some((king, rooks)) = back_rank(bb, white) else {
+            continue;
+        };
+        for (king_side, field) in [(true, 0), (false, 2)] {
+            let n = (code >> (shift + field)) & 3;
+            let mut side = rooks & side_files(king, king_side);
+            // Drop the n - 1 rooks nearest the edge, then take the next.
+            for _ in 1..n {
+                side &= if king_side {
+                    // Clear the highest set bit.
+                    side.checked_ilog2().map_or(0, |h| !(1u8 << h))
+                } else {
+                    side.wrapping_sub(1)
+                };
+            }
+            let rook = if n == 0 || side == 0 {
+                0
+            } else if king_side {
+                1u8 << side.ilog2()
+            } else {
+                side & side.wrapping_neg()
+            };
+            castling |= u16::from(rook) << if white { 0 } else { 8 };
+        }
+    }
+    castling
+}
+
 /// The columns of one chunk, each contiguous. Exactly the bytes of a chunk
 /// in the store file (native little-endian; the store header checks
 /// endianness).
@@ -416,8 +522,9 @@ pub struct ChunkColumns {
     pub parent_delta: [u16; CHUNK_POSITIONS],
     /// [`PositionRecord::ply`].
     pub ply: [u16; CHUNK_POSITIONS],
-    /// [`PositionRecord::castling`].
-    pub castling: [u16; CHUNK_POSITIONS],
+    /// [`PositionRecord::castling`] as a one-byte code on the board
+    /// ([`castling_code`], [`castling_of`]).
+    pub castling: [u8; CHUNK_POSITIONS],
     /// [`PositionRecord::flags`].
     pub flags: [u8; CHUNK_POSITIONS],
 }
@@ -447,7 +554,7 @@ pub enum Column {
     ParentDelta,
     /// [`ChunkColumns::ply`] (u16 per position).
     Ply,
-    /// [`ChunkColumns::castling`] (u16 per position).
+    /// [`ChunkColumns::castling`] (u8 per position: a code on the board).
     Castling,
     /// [`ChunkColumns::flags`] (u8 per position).
     Flags,
@@ -504,8 +611,8 @@ impl Column {
             Column::Bitboard(BitboardIndex::King) => 2,
             Column::Bitboard(_) => 8,
             Column::Move => 4,
-            Column::Kings | Column::ParentDelta | Column::Ply | Column::Castling => 2,
-            Column::Flags => 1,
+            Column::Kings | Column::ParentDelta | Column::Ply => 2,
+            Column::Castling | Column::Flags => 1,
         }
     }
 }
@@ -575,20 +682,22 @@ impl ChunkColumns {
             *b = self.board(k, i);
         }
         PositionRecord {
+            castling: castling_of(self.castling[i], &bb),
             bb,
             mv: PackedMove(self.mv[i] & MOVE_MASK),
             parent_delta: self.parent_delta[i],
             ply: self.ply[i],
-            castling: self.castling[i],
             ep: (self.mv[i] >> EP_SHIFT) as u8,
             flags: self.flags[i],
         }
     }
 
     /// Writes position `i` (< CHUNK_POSITIONS) from row form. The kings
-    /// are stored as squares ([`kings_of`]): `get` gives `p` back iff
-    /// [`kings_representable`] holds for `p.bb` and `p.mv` has no bit
-    /// outside [`MOVE_MASK`] (as every [`PackedMove::new`]; the store
+    /// are stored as squares ([`kings_of`]), the castling rights as a code
+    /// on the board ([`castling_code`]; none when it has no code): `get`
+    /// gives `p` back iff [`kings_representable`] holds for `p.bb`,
+    /// `castling_code` gives a code for `p.castling` and `p.mv` has no
+    /// bit outside [`MOVE_MASK`] (as every [`PackedMove::new`]; the store
     /// writer refuses other records).
     pub fn set(&mut self, i: usize, p: &PositionRecord) {
         for k in 0..BB_COUNT {
@@ -600,7 +709,7 @@ impl ChunkColumns {
         self.mv[i] = p.mv.0 & MOVE_MASK | u32::from(p.ep) << EP_SHIFT;
         self.parent_delta[i] = p.parent_delta;
         self.ply[i] = p.ply;
-        self.castling[i] = p.castling;
+        self.castling[i] = castling_code(p.castling, &p.bb).unwrap_or(0);
         self.flags[i] = p.flags;
     }
 }
@@ -653,7 +762,7 @@ mod tests {
 
     #[test]
     fn layout_is_dense_and_aligned() {
-        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 3 + 1);
+        assert_eq!(BYTES_PER_POSITION, 7 * 8 + 4 + 2 + 2 * 2 + 1 + 1);
         // Every field of a packed move lies below the en-passant byte.
         assert_eq!(MOVE_MASK >> move_bits::WHITE_SHIFT, 1);
         assert_eq!(size_of::<ChunkColumns>() % 4096, 0);
@@ -677,11 +786,150 @@ mod tests {
         }
     }
 
+    /// The Chess960 start position `n` (0..960, Scharnagl's numbering) as
+    /// a FEN with Shredder castling rights (the rooks' files).
+    fn chess960_fen(mut n: usize) -> String {
+        let mut rank = [None::<char>; 8];
+        rank[2 * (n % 4) + 1] = Some('b');
+        n /= 4;
+        rank[2 * (n % 4)] = Some('b');
+        n /= 4;
+        let place = |k: usize, piece: char, rank: &mut [Option<char>; 8]| {
+            let f = (0..8).filter(|&f| rank[f].is_none()).nth(k).unwrap();
+            rank[f] = Some(piece);
+        };
+        place(n % 6, 'q', &mut rank);
+        n /= 6;
+        let knights = [
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (0, 4),
+            (1, 2),
+            (1, 3),
+            (1, 4),
+            (2, 3),
+            (2, 4),
+            (3, 4),
+        ];
+        let (a, b) = knights[n];
+        // The second knight's index counts the squares left after the first.
+        place(a, 'n', &mut rank);
+        place(b - 1, 'n', &mut rank);
+        for piece in ['r', 'k', 'r'] {
+            place(0, piece, &mut rank);
+        }
+        let black: String = rank.iter().map(|c| c.unwrap()).collect();
+        let files: String = (0..8)
+            .filter(|&f| rank[f] == Some('r'))
+            .map(|f| (b'a' + f as u8) as char)
+            .collect();
+        format!(
+            "{black}/pppppppp/8/8/8/8/PPPPPPPP/{} w {}{files} - 0 1",
+            black.to_uppercase(),
+            files.to_uppercase()
+        )
+    }
+
+    /// Every castling right of the 960 start positions and of random
+    /// games from them (castling, rook moves and captures included) has a
+    /// one-byte code that gives it back.
+    #[test]
+    fn castling_codes_give_back_the_rights_of_chess960_games() {
+        use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut with_rights = 0;
+        for n in 0..960 {
+            let fen = chess960_fen(n);
+            let setup = Fen::from_ascii(fen.as_bytes()).unwrap().into_setup();
+            let mut pos: Chess = setup.position(CastlingMode::Chess960).unwrap();
+            let start = chess::record_of(&pos, true);
+            assert_eq!(start.castling.count_ones(), 4, "{fen}");
+            assert_eq!(
+                castling_code(start.castling, &start.bb),
+                Some(0b0101_0101),
+                "{fen}"
+            );
+            for _ in 0..120 {
+                let rec = chess::record_of(&pos, true);
+                let code = castling_code(rec.castling, &rec.bb);
+                assert_eq!(
+                    code.map(|c| castling_of(c, &rec.bb)),
+                    Some(rec.castling),
+                    "{fen}"
+                );
+                with_rights += usize::from(rec.castling != 0);
+                let legal = pos.legal_moves();
+                if legal.is_empty() {
+                    break;
+                }
+                // Castle whenever it is legal, so that both sides are seen.
+                let m = legal
+                    .iter()
+                    .find(|m| m.is_castle() && next(2) == 0)
+                    .copied()
+                    .unwrap_or_else(|| legal[next(legal.len())]);
+                pos.play_unchecked(m);
+            }
+        }
+        assert!(with_rights > 960 * 20, "{with_rights}");
+    }
+
+    /// Rights with no code: without the rook, with the king off the back
+    /// rank, two on one side of the king, the fourth rook from the edge.
+    /// Codes naming rooks the board lacks decode to no right.
+    #[test]
+    fn castling_rights_without_a_code_are_refused() {
+        let mut bb = [0u64; BB_COUNT];
+        bb[BB_KING] = 1 << 6 | 1 << 60; // g1, e8
+        bb[BB_WHITE] = 1 << 6 | 0x8f; // king, rooks a1 b1 c1 d1 h1
+        bb[BB_BLACK] = 1 << 60 | 0x81 << 56;
+        bb[BB_ROOK] = 0x8f | 0x81 << 56;
+        // d1 is the fourth rook from the a-file; c1 the third.
+        assert_eq!(castling_code(0x08, &bb), None);
+        assert_eq!(castling_code(0x04, &bb), Some(3 << 2));
+        assert_eq!(castling_of(3 << 2, &bb), 0x04);
+        // h1 is on the king side: the outermost there.
+        assert_eq!(castling_code(0x80, &bb), Some(1));
+        assert_eq!(castling_of(1, &bb), 0x80);
+        // Two rights on the queen side; a right on the king's file; no
+        // rook on e1; black's rights on a8 and h8.
+        assert_eq!(castling_code(0x03, &bb), None);
+        assert_eq!(castling_code(0x40, &bb), None);
+        assert_eq!(castling_code(0x10, &bb), None);
+        assert_eq!(castling_code(0x8100, &bb), Some(0b0101 << 4));
+        // The black king off its back rank: no right of black has a code.
+        let mut off = bb;
+        off[BB_KING] = 1 << 6 | 1 << 52;
+        off[BB_BLACK] = 1 << 52 | 0x81 << 56;
+        assert_eq!(castling_code(0x8100, &off), None);
+        assert_eq!(castling_of(0b0101 << 4, &off), 0);
+        // A code for rooks the board does not have (a damaged store).
+        // (the third rook from the edge: none on the king sides or on
+        // black's queen side, c1 on white's).
+        assert_eq!(castling_of(0xff, &bb), 0x04);
+    }
+
     #[test]
     fn record_round_trips_through_columns() {
         let mut c = ChunkColumns::new_boxed();
         let p = PositionRecord {
-            bb: [1, 2, 4, 8, 16, 1 << 4 | 1 << 60, 0xffff, 0xffff << 48],
+            bb: [
+                1,
+                2,
+                4,
+                0x81 << 56 | 0x81,
+                16,
+                1 << 4 | 1 << 60,
+                0xffff,
+                0xffff << 48,
+            ],
             mv: PackedMove::new(MoveParts {
                 from: shakmaty::Square::E2,
                 to: shakmaty::Square::E4,

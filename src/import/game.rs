@@ -15,7 +15,7 @@
 
 use std::ops::ControlFlow;
 
-use cqlj_runtime::layout::{PackedMove, PositionRecord, chess as lchess, flags};
+use cqlj_runtime::layout::{PackedMove, PositionRecord, castling_code, chess as lchess, flags};
 use cqlj_runtime::store::{GameMeta, game_flags, result};
 
 use super::report::{BadMove, GameWarning, Line, SkipReason};
@@ -558,6 +558,17 @@ impl Visitor for GameVisitor {
         }
         if self.meta.tags.is_empty() && positions.len() == 1 {
             return Err(SkipReason::NotAGame);
+        }
+        // The store holds castling rights as a one-byte code on the board;
+        // rights with none (a Chess960 right whose rook is the fourth from
+        // the edge, after promotions) would fail the store writer.
+        if let Some(p) = positions
+            .iter()
+            .find(|p| castling_code(p.castling, &p.bb).is_none())
+        {
+            return Err(SkipReason::CastlingRights {
+                ply: u32::from(p.ply),
+            });
         }
         let mut has_child = vec![false; positions.len()];
         for (i, p) in positions.iter().enumerate().skip(1) {

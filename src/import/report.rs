@@ -38,6 +38,16 @@ pub enum SkipReason {
     /// More than [`MAX_GAME_POSITIONS`] positions.
     #[error("game has more than {MAX_GAME_POSITIONS} positions (u16 ply/parent limit)")]
     TooManyPositions,
+    /// Castling rights the store cannot hold (see
+    /// `runtime::layout::castling_code`: a Chess960 right to castle with
+    /// the fourth rook or more from the board's edge).
+    #[error(
+        "castling rights at ply {ply} name a rook the store cannot hold (fourth from the edge)"
+    )]
+    CastlingRights {
+        /// Ply of the first position with such rights.
+        ply: u32,
+    },
     /// A game text over [`MAX_GAME_BYTES`].
     #[error("game text of {bytes} bytes, more than the limit {MAX_GAME_BYTES}")]
     TextTooLong {

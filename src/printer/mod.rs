@@ -530,6 +530,83 @@ mod tests {
         }
     }
 
+    /// The FENs of JSON lines carry the halfmove clock the store does not
+    /// keep (counted from the setup's clock along variations, unchanged by
+    /// a null move) and the castling rights it keeps as a code on the
+    /// board, as shakmaty has them; a Chess960 game's FENs are shakmaty's.
+    #[test]
+    fn json_fens_count_the_halfmove_clock_and_keep_castling_rights() {
+        use shakmaty::{CastlingMode, EnPassantMode, Position, fen::Fen, san::San};
+        let chess960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9";
+        // Moves of the Chess960 game: castling when legal (both sides
+        // castle), else a pick among the legal moves.
+        let start960 = || -> shakmaty::Chess {
+            let setup = Fen::from_ascii(chess960.as_bytes()).unwrap().into_setup();
+            setup.position(CastlingMode::Chess960).unwrap()
+        };
+        let mut pos = start960();
+        let mut picks = Vec::new();
+        for k in 0..40 {
+            let legal = pos.legal_moves();
+            let Some(&m) = legal
+                .iter()
+                .find(|m| m.is_castle())
+                .or(legal.get(k * 7 % legal.len().max(1)))
+            else {
+                break;
+            };
+            picks.push(m);
+            pos.play_unchecked(m);
+        }
+        assert!(picks.iter().filter(|m| m.is_castle()).count() >= 2);
+        let mut pos = start960();
+        let moves960: Vec<String> = picks
+            .iter()
+            .map(|&m| {
+                let san = San::from_move(&pos, m).to_string();
+                pos.play_unchecked(m);
+                san
+            })
+            .collect();
+        let pgn = format!(
+            "[Event \"clock\"]\n[SetUp \"1\"]\n[FEN \"r3k2r/8/8/8/8/8/4P3/R3K2R w KQkq - 37 50\"]\n\n\
+             50. Kd1 (50. Ra2 Kd8 51. e3) 50... Kd8 51. -- Ke8 52. e4 Rxa1+ *\n\n\
+             [Event \"960\"]\n[Variant \"Chess960\"]\n[SetUp \"1\"]\n[FEN \"{chess960}\"]\n\n\
+             9. {} *\n",
+            moves960.join(" ")
+        );
+        let (_dir, store) = GoldenStore::of("json-clock", pgn.as_bytes());
+        assert_eq!(store.n_games(), 2);
+        let fens = |game: u32| -> Vec<String> {
+            let n = store.game(game).unwrap().n_positions;
+            let all = Positions::from((0..n).collect::<Vec<u32>>());
+            let m = GameMatch::new(game, all, Recorded::default());
+            let mut out = Vec::new();
+            json::match_json(&mut out, &store, &m).unwrap();
+            let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            line["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["fen"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // Store order: the setup, 50. Kd1, the variation (Ra2 Kd8 e3),
+        // 50... Kd8, the null move, Ke8, e4, Rxa1+.
+        let clocks: Vec<u32> = fens(0)
+            .iter()
+            .map(|f| f.split(' ').nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(clocks, [37, 38, 38, 39, 0, 39, 39, 40, 0, 0]);
+        let mut pos = start960();
+        let mut want = vec![Fen::from_position(&pos, EnPassantMode::Legal).to_string()];
+        for &m in &picks {
+            pos.play_unchecked(m);
+            want.push(Fen::from_position(&pos, EnPassantMode::Legal).to_string());
+        }
+        assert_eq!(fens(1), want);
+    }
+
     /// The PGN a printer writes for `matches` of `store`.
     fn printed(store: &Store, matches: Vec<GameMatch>) -> String {
         let stop = AtomicBool::new(false);

@@ -32,20 +32,23 @@
 //! file_len      end of the store (bytes after it are ignored)
 //! ```
 //!
-//! A chunk image is 69 bytes per position
+//! A chunk image is 68 bytes per position
 //! ([`BYTES_PER_POSITION`](crate::layout::BYTES_PER_POSITION)), one
 //! column per field: seven u64
 //! bitboard columns (pawns, knights, bishops, rooks, queens, white,
 //! black), the packed move (u32: 24 bits of move, the en-passant square
 //! in the top byte), the two king squares (u16: white in the low byte,
 //! black in the high byte; the king bitboard is rebuilt from them),
-//! parent delta, ply, castling (u16 each) and flags (u8). The halfmove
-//! clock is not stored: it follows from the moves and the game's initial
-//! clock in its game-index entry
+//! parent delta and ply (u16 each), the castling rights (u8: a code on the
+//! board, [`castling_code`](crate::layout::castling_code): for each colour
+//! and side of its king, which rook of its back rank counted from the
+//! edge) and flags (u8). The halfmove clock is not stored: it follows from
+//! the moves and the game's initial clock in its game-index entry
 //! ([`halfmove_after`](crate::layout::halfmove_after),
 //! [`PositionCursor::halfmove_clock`]); only FENs show it. Version 5
-//! stored it as a u16 column (71 bytes per position), version 3 the king
-//! bitboard as an eighth u64 column and en passant as a u8 column (78).
+//! stored the clock as a u16 column and the rights as rook files in a u16
+//! column (71 bytes per position), version 3 the king bitboard as an
+//! eighth u64 column and en passant as a u8 column (78).
 //!
 //! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
 //! len, value); a text block is one LZ4 block (raw, no frame or size
@@ -118,8 +121,8 @@
 //!
 //! Formats 1 (one header, chunks at fixed offsets), 2 (one tag blob and
 //! one text section, copied by every append), 3 (the king bitboard as
-//! a u64 column), 4 (zstd text blocks) and 5 (the halfmove clock as a
-//! column) are not read: opening them fails with
+//! a u64 column), 4 (zstd text blocks) and 5 (the halfmove clock and
+//! the castling rooks' files as u16 columns) are not read: opening them fails with
 //! [`StoreError::UnsupportedVersion`], whose message says to re-index (a
 //! cached store of a PGN input is rebuilt).
 //!

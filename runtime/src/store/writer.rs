@@ -22,7 +22,8 @@ use super::reader::Store;
 use super::slots::{Tail, Trailer, current_header, newer_commit, read_first, slot_bytes};
 use super::validate::Checks;
 use crate::layout::{
-    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MOVE_MASK, PositionRecord, kings_representable,
+    CHUNK_POSITIONS, ChunkColumns, ChunkSummary, MOVE_MASK, PositionRecord, castling_code,
+    kings_representable,
 };
 
 /// LZ4HC level of the text blocks (3, the lowest: the book's text in
@@ -498,6 +499,15 @@ impl StoreWriter {
         if let Some(i) = positions.iter().position(|p| !kings_representable(&p.bb)) {
             return Err(limit(&format!(
                 "position {i} of the game has not exactly one king a side"
+            )));
+        }
+        // The castling rights are a one-byte code on the board.
+        if let Some(i) = positions
+            .iter()
+            .position(|p| castling_code(p.castling, &p.bb).is_none())
+        {
+            return Err(limit(&format!(
+                "position {i} of the game has castling rights the store cannot hold"
             )));
         }
         if let Some(i) = positions.iter().position(|p| p.mv.0 & !MOVE_MASK != 0) {
