@@ -1025,5 +1025,5 @@ fn a_cached_store_of_an_older_format_is_rebuilt() {
     assert_eq!(again.stdout, first.stdout);
     let (code, out, err) = cqlj(&["info", path]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("format version: 6"), "{out}");
+    assert!(out.contains("format version: 7"), "{out}");
 }

@@ -1081,9 +1081,10 @@ fn a_damaged_text_block_is_an_error_or_caught_by_the_checksum() {
     write_in_parts(&tmp.0, &[&games]);
     let mut bytes = std::fs::read(&tmp.0).expect("read");
     // The text is mostly literals in its LZ4 block: game 3's first bytes
-    // (the start of the second block: three games a block) are there as
-    // written. Zero the 64 bytes before them (the length bytes of the
-    // literal run) and the 64 from its start.
+    // (the start of the second block: three games a block; the tags are
+    // in a tag block of their own) are there as written. Zero the 64
+    // bytes before them (the length bytes of the literal run) and the 64
+    // from its start.
     let marker = &games[3].0.text[..24];
     let at = bytes
         .windows(marker.len())

@@ -14,7 +14,7 @@ use crate::runtime::layout::{
     BB_BISHOP, BB_BLACK, BB_COUNT, BB_KING, BB_KNIGHT, BB_PAWN, BB_QUEEN, BB_ROOK, BB_WHITE,
     MoveKind, PositionRecord, flags,
 };
-use crate::runtime::store::{Store, StoreError};
+use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, SortValue};
 
 /// The tags a JSON line carries (when the game has them), in key order.
@@ -30,6 +30,7 @@ const JSON_TAGS: [&str; 5] = ["Black", "Date", "Event", "Result", "White"];
 pub(crate) fn match_json(
     out: &mut Vec<u8>,
     store: &Store,
+    texts: &mut TextReader<'_>,
     m: &GameMatch,
 ) -> Result<(), StoreError> {
     // Only the matching positions and their parents are decoded from the
@@ -38,7 +39,7 @@ pub(crate) fn match_json(
     let mut cursor = store.position_cursor();
     // The record's ply counts from the game's initial position; the FEN's
     // move number continues the setup's (`[FEN]` tag), as a PGN reader would.
-    let tags = store.game_tags_raw(m.game)?;
+    let tags = texts.game_tags(m.game)?;
     let fen = tags.iter().find(|(n, _)| *n == b"FEN").map(|(_, v)| *v);
     // Every position of a game from the standard start without null moves
     // was reached by legal moves: shakmaty takes each as it stands (what
@@ -1295,6 +1296,7 @@ mod tests {
             let (mut bytes, mut lines) = (0, 0);
             let t = cpu();
             let mut cursor = store.position_cursor();
+            let mut texts = store.text_reader();
             for g in 0..games {
                 if g % 64 == 0 {
                     bytes += out.len();
@@ -1323,7 +1325,7 @@ mod tests {
                         ),
                         recorded: None,
                     };
-                    match_json(&mut out, &store, &m).unwrap();
+                    match_json(&mut out, &store, &mut texts, &m).unwrap();
                 }
             }
             bytes += out.len();

@@ -391,7 +391,7 @@ impl<'a> Renderer<'a> {
             Form::Pgn(options) => {
                 write_match(buf, self.store, texts, m, options, self.note.as_ref())?;
             }
-            Form::Jsonl => match_json(buf, self.store, m)?,
+            Form::Jsonl => match_json(buf, self.store, texts, m)?,
             Form::Count => {}
         }
         Ok(())
@@ -582,7 +582,7 @@ mod tests {
             let all = Positions::from((0..n).collect::<Vec<u32>>());
             let m = GameMatch::new(game, all, Recorded::default());
             let mut out = Vec::new();
-            json::match_json(&mut out, &store, &m).unwrap();
+            json::match_json(&mut out, &store, &mut store.text_reader(), &m).unwrap();
             let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
             line["matches"]
                 .as_array()

@@ -17,7 +17,7 @@ use crate::interp::{self, EvalOptions, GameView, Interpreter};
 use crate::ir::ExpandedQuery;
 use crate::jit::{self, ChunkOutput, CompiledQuery, JitOptions};
 use crate::runtime::layout::{CHUNK_POSITIONS, ChunkColumns, Column, PositionRecord, flags};
-use crate::runtime::store::Store;
+use crate::runtime::store::{Store, TextBlockCache};
 
 /// Chunks hinted with `WillNeed` beyond the end of each batch.
 const READ_AHEAD_CHUNKS: u64 = 8;
@@ -161,6 +161,9 @@ pub struct StoreMatcher<'s> {
 /// A worker's buffers for [`StoreMatcher`] (its [`GameMatcher::Scratch`]),
 /// reused across the games and batches the worker evaluates.
 pub struct Scratch {
+    /// The last text block and the last tag block read.
+    texts: TextBlockCache,
+    tags: TextBlockCache,
     /// The decoded positions of the game the interpreter evaluates.
     positions: Vec<PositionRecord>,
     /// The kernel's output for one chunk; its match words are zero between
@@ -445,16 +448,22 @@ impl<'s> StoreMatcher<'s> {
             .store
             .game_positions(g)
             .map_err(|e| err(e.to_string()))?;
-        let tags = self.store.game_tags(g).map_err(|e| err(e.to_string()))?;
+        let tags = self
+            .store
+            .game_tags_lossy_with(g, &mut scratch.tags)
+            .map_err(|e| err(e.to_string()))?;
         let view = GameView {
             number: u64::from(g) + 1,
             tags: &tags,
             positions: &scratch.positions,
         };
         let text = if self.reads_text {
-            let raw = self.store.game_text(g).map_err(|e| err(e.to_string()))?;
+            let raw = self
+                .store
+                .game_text_with(g, &mut scratch.texts)
+                .map_err(|e| err(e.to_string()))?;
             Some(crate::interp::GameText {
-                comments: crate::import::comments::position_comments(&raw),
+                comments: crate::import::comments::position_comments(raw),
                 contains_cook: raw
                     .windows(crate::interp::GameText::COOK.len())
                     .any(|w| w == crate::interp::GameText::COOK.as_bytes()),
@@ -510,7 +519,10 @@ impl<'s> StoreMatcher<'s> {
         scratch.selected.clear();
         scratch.game_values.clear();
         if !cq.game_slots().is_empty() {
-            let tags = self.store.game_tags(g).map_err(|e| err(e.to_string()))?;
+            let tags = self
+                .store
+                .game_tags_lossy_with(g, &mut scratch.tags)
+                .map_err(|e| err(e.to_string()))?;
             let lookup = |name: &str| {
                 tags.iter()
                     .find(|(n, _)| n == name)
@@ -1179,6 +1191,8 @@ impl GameMatcher for StoreMatcher<'_> {
 
     fn scratch(&self) -> Scratch {
         Scratch {
+            texts: TextBlockCache::default(),
+            tags: TextBlockCache::default(),
             positions: Vec::new(),
             out: ChunkOutput::new(),
             game_values: Vec::new(),

@@ -15,7 +15,7 @@ use crate::layout::{ChunkColumns, ChunkSummary};
 /// First bytes of every store file.
 pub(crate) const MAGIC: [u8; 8] = *b"CQLJSTOR";
 /// The format version this build reads and writes.
-pub(crate) const FORMAT_VERSION: u32 = 6;
+pub(crate) const FORMAT_VERSION: u32 = 7;
 /// Written in native byte order; reads back differently on a host of the
 /// other endianness.
 pub(crate) const ENDIAN_MARKER: u32 = 0x0102_0304;
@@ -32,6 +32,10 @@ pub const CHUNK_BYTES: usize = size_of::<ChunkColumns>();
 pub(crate) const CHUNK_ENTRY_LEN: usize = 200;
 /// Bytes of one game-index entry.
 pub(crate) const GAME_ENTRY_LEN: usize = 64;
+/// Offsets in a game-index entry of the u32 numbers of the game's text
+/// block and tag block (the writer sets them when it numbers the blocks).
+pub(crate) const TEXT_BLOCK_FIELD: usize = 40;
+pub(crate) const TAG_BLOCK_FIELD: usize = 28;
 /// Bytes of one text-block-index entry.
 pub(crate) const TEXT_BLOCK_LEN: usize = 16;
 /// Bytes of one data-segment-table entry.
@@ -142,9 +146,10 @@ pub struct GameEntry {
     /// follow from it and the moves
     /// ([`halfmove_after`](crate::layout::halfmove_after)).
     pub setup_halfmoves: u16,
-    /// Absolute file offset of the game's tags (inside a data segment when
-    /// `tags_len > 0`).
-    pub(super) tags_offset: u64,
+    /// Block (of the text-block index) holding the game's tag pairs, and
+    /// their offset in it decompressed.
+    pub(super) tag_block: u32,
+    pub(super) tags_offset: u32,
     pub(super) tags_len: u32,
     pub(super) n_tags: u16,
     /// Text block holding the game's text, and the text's range in the
@@ -162,10 +167,11 @@ impl GameEntry {
         // `source_len` < 2^32 (the writer checks), so 4 bytes hold it.
         b[16..20].copy_from_slice(&(self.source_len as u32).to_le_bytes());
         b[20..22].copy_from_slice(&self.setup_halfmoves.to_le_bytes());
-        b[24..32].copy_from_slice(&self.tags_offset.to_le_bytes());
+        b[24..28].copy_from_slice(&self.tags_offset.to_le_bytes());
+        b[TAG_BLOCK_FIELD..TAG_BLOCK_FIELD + 4].copy_from_slice(&self.tag_block.to_le_bytes());
         b[32..36].copy_from_slice(&self.n_positions.to_le_bytes());
         b[36..40].copy_from_slice(&self.tags_len.to_le_bytes());
-        b[40..44].copy_from_slice(&self.text_block.to_le_bytes());
+        b[TEXT_BLOCK_FIELD..TEXT_BLOCK_FIELD + 4].copy_from_slice(&self.text_block.to_le_bytes());
         b[44..48].copy_from_slice(&self.text_offset.to_le_bytes());
         b[48..52].copy_from_slice(&self.text_len.to_le_bytes());
         b[52..56].copy_from_slice(&self.source_file.to_le_bytes());
@@ -184,10 +190,11 @@ impl GameEntry {
             source_start: r.u64(8),
             source_len: u64::from(r.u32(16)),
             setup_halfmoves: r.u16(20),
-            tags_offset: r.u64(24),
+            tags_offset: r.u32(24),
+            tag_block: r.u32(TAG_BLOCK_FIELD),
             n_positions: r.u32(32),
             tags_len: r.u32(36),
-            text_block: r.u32(40),
+            text_block: r.u32(TEXT_BLOCK_FIELD),
             text_offset: r.u32(44),
             text_len: r.u32(48),
             source_file: r.u32(52),

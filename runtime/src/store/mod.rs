@@ -1,6 +1,6 @@
 //! The on-disk position store: file format, writer and memory-mapped reader.
 //!
-//! # File format (version 6, `FORMAT_VERSION`)
+//! # File format (version 7, `FORMAT_VERSION`)
 //!
 //! All integers of the header and the index sections are little-endian. The
 //! chunk images are [`ChunkColumns`](crate::layout::ChunkColumns) in native
@@ -14,16 +14,15 @@
 //! 4096 ..       chunk images (CHUNK_BYTES each, at 4096-aligned offsets
 //!               in increasing order; each chunk's offset is in its index
 //!               entry) and data segments (one per write that added games:
-//!               that write's tag blob, then its text blocks), each located
+//!               that write's text blocks), each located
 //!               by absolute offsets; a fresh store has chunk i at
 //!               4096 + i x CHUNK_BYTES and its one segment after the last
 //!               chunk
 //! meta_offset   the index:
 //!               chunk index   n_chunks x CHUNK_ENTRY_LEN
-//!               game index    n_games  x GAME_ENTRY_LEN (tags located by
-//!                             absolute file offset and length; text by
-//!                             block number, offset and length in the
-//!                             decompressed block)
+//!               game index    n_games  x GAME_ENTRY_LEN (tags and text
+//!                             each by block number, and offset and length
+//!                             in the decompressed block)
 //!               text index    n_text_blocks x TEXT_BLOCK_LEN (absolute
 //!                             offset, compressed len, decompressed len)
 //!               segment table n_segments x SEGMENT_ENTRY_LEN (absolute
@@ -50,14 +49,21 @@
 //! column (71 bytes per position), version 3 the king bitboard as an
 //! eighth u64 column and en passant as a u8 column (78).
 //!
-//! A tag blob holds, per game, n_tags x (u16 name len, name, u32 value
-//! len, value); a text block is one LZ4 block (raw, no frame or size
-//! prefix; LZ4HC-compressed) of whole games' original text (about
-//! `TEXT_BLOCK_TARGET`, 64 KiB, decompressed: a game written alone costs
-//! the decompression of its block, and a block this size stays in the
-//! core's cache while its games are written). Version 4 compressed the
+//! The text-block index lists two kinds of LZ4 block (raw, no frame or
+//! size prefix; LZ4HC-compressed), in the order they were written: text
+//! blocks of whole games' original texts and tag blocks of whole games'
+//! tag pairs (n_tags x (u16 name len, name, u32 value len, value)), each
+//! about `TEXT_BLOCK_TARGET` (64 KiB) decompressed: a game written alone
+//! costs the decompression of its block, and a block this size stays in
+//! the core's cache while its games are written. Version 4 compressed the
 //! blocks with zstd (level 3): 17% smaller, but decompressed at a third
-//! of LZ4's speed, the largest cost of writing every game.
+//! of LZ4's speed, the largest cost of writing every game. Versions 5
+//! and 6 kept the tag pairs uncompressed in a blob of their own (1.9
+//! bytes per position on the book; LZ4 stores them in about 0.3): a tag
+//! is read by decompressing its game's tag block ([`TextBlockCache`]
+//! keeps the last one). Tag blocks apart from the text blocks keep
+//! writing PGN from decompressing tags and writing JSON lines (which
+//! read only tags) from decompressing texts.
 //!
 //! Positions are numbered globally from 0 in store order (the games in order,
 //! each game's positions in PGN text order); chunk `i` holds positions
@@ -121,8 +127,10 @@
 //!
 //! Formats 1 (one header, chunks at fixed offsets), 2 (one tag blob and
 //! one text section, copied by every append), 3 (the king bitboard as
-//! a u64 column), 4 (zstd text blocks) and 5 (the halfmove clock and
-//! the castling rooks' files as u16 columns) are not read: opening them fails with
+//! a u64 column), 4 (zstd text blocks), 5 (the halfmove clock and
+//! the castling rooks' files as u16 columns, a tag blob) and 6 (the tag
+//! blob; written only by two commits of this change) are not read:
+//! opening them fails with
 //! [`StoreError::UnsupportedVersion`], whose message says to re-index (a
 //! cached store of a PGN input is rebuilt).
 //!
@@ -131,8 +139,10 @@
 //! `0 .. file_len`; chunk images are 4096-aligned, in increasing order, do
 //! not overlap and end before `meta_offset`; data segments are non-empty, in
 //! increasing order, overlap neither each other nor a chunk image and end
-//! before `meta_offset`; every game's tags and every text block lie inside
-//! one data segment; games are contiguous and cover every position exactly
+//! before `meta_offset`; every text and tag block lies inside one data
+//! segment, and every game with tags or text names existing blocks (their
+//! ranges in them are checked when they are decompressed); games are
+//! contiguous and cover every position exactly
 //! once; chunk entries agree with the position count; checksums match
 //! (chunk and segment checksums unless opened with
 //! [`Store::open_unverified`]). After a successful open no accessor panics
@@ -172,6 +182,6 @@ pub use format::{
     CHUNK_BYTES, CHUNKS_OFFSET, ChunkInfo, GameEntry, HEADER_LEN, HEADER_SLOTS, checksum64,
     game_flags, result,
 };
-pub use reader::{PositionCursor, RawTagPair, Store};
-pub use text::TextReader;
+pub use reader::{PositionCursor, RawTagPair, Store, TagPair};
+pub use text::{TextBlockCache, TextReader};
 pub use writer::{GameMeta, StoreWriter};

@@ -19,8 +19,11 @@ use super::text::TextReader;
 use super::validate::Checks;
 use crate::layout::{CHUNK_POSITIONS, ChunkColumns, MOVE_MASK, PackedMove, PositionRecord};
 
-/// A tag pair as stored: (name, value) raw bytes borrowed from the map.
+/// A tag pair as stored: (name, value) raw bytes borrowed from a decompressed
+/// text block.
 pub type RawTagPair<'a> = (&'a [u8], &'a [u8]);
+/// A tag pair (name, value) copied out of the store.
+pub type TagPair = (Vec<u8>, Vec<u8>);
 
 /// A memory-mapped store, validated at open.
 ///
@@ -286,51 +289,22 @@ impl Store {
         Ok((r.u64(0), r.u32(32)))
     }
 
-    /// Game `i`'s tag pairs, in PGN order, as raw bytes.
-    pub fn game_tags_raw(&self, i: u32) -> Result<Vec<RawTagPair<'_>>, StoreError> {
-        let g = self.game(i)?;
-        if g.tags_len == 0 {
-            return if g.n_tags == 0 {
-                Ok(Vec::new())
-            } else {
-                Err(out_of_range(format!("game {i} tag data")))
-            };
-        }
-        let start = g.tags_offset as usize;
-        let blob = &self.map[start..start + g.tags_len as usize];
-        let bad = || out_of_range(format!("game {i} tag data"));
-        let mut out = Vec::with_capacity(g.n_tags as usize);
-        let mut o = 0usize;
-        for _ in 0..g.n_tags {
-            let nl = blob.get(o..o + 2).ok_or_else(bad)?;
-            let nl = u16::from_le_bytes([nl[0], nl[1]]) as usize;
-            o += 2;
-            let name = blob.get(o..o + nl).ok_or_else(bad)?;
-            o += nl;
-            let vl = blob.get(o..o + 4).ok_or_else(bad)?;
-            let vl = u32::from_le_bytes([vl[0], vl[1], vl[2], vl[3]]) as usize;
-            o += 4;
-            let value = blob
-                .get(o..o.checked_add(vl).ok_or_else(bad)?)
-                .ok_or_else(bad)?;
-            o += vl;
-            out.push((name, value));
-        }
-        Ok(out)
+    /// Game `i`'s tag pairs, in PGN order, as raw bytes (copied out of
+    /// the game's text block, which this decompresses: to read many games,
+    /// use one [`TextReader`](super::TextReader) or
+    /// [`Store::game_tags_with`]).
+    pub fn game_tags_raw(&self, i: u32) -> Result<Vec<TagPair>, StoreError> {
+        let mut cache = super::TextBlockCache::default();
+        Ok(self
+            .game_tags_with(i, &mut cache)?
+            .into_iter()
+            .map(|(n, v)| (n.to_vec(), v.to_vec()))
+            .collect())
     }
 
     /// Game `i`'s tag pairs as (lossy) UTF-8 strings.
     pub fn game_tags(&self, i: u32) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(self
-            .game_tags_raw(i)?
-            .into_iter()
-            .map(|(n, v)| {
-                (
-                    String::from_utf8_lossy(n).into_owned(),
-                    String::from_utf8_lossy(v).into_owned(),
-                )
-            })
-            .collect())
+        self.game_tags_lossy_with(i, &mut super::TextBlockCache::default())
     }
 
     /// The value of tag `name` of game `i`, if present.
@@ -338,8 +312,8 @@ impl Store {
         Ok(self
             .game_tags_raw(i)?
             .into_iter()
-            .find(|(n, _)| *n == name.as_bytes())
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned()))
+            .find(|(n, _)| n == name.as_bytes())
+            .map(|(_, v)| String::from_utf8_lossy(&v).into_owned()))
     }
 
     /// The original text of game `i`, byte for byte as in its source file.

@@ -14,8 +14,8 @@ use std::sync::mpsc;
 use super::error::StoreError;
 use super::format::{
     Bytes, CHUNK_BYTES, CHUNKS_OFFSET, ChunkInfo, FORMAT_VERSION, GAME_ENTRY_LEN, GameEntry,
-    HEADER_LEN, HEADER_SLOTS, Header, Segment, TEXT_BLOCK_LEN, TEXT_BLOCK_TARGET, checksum64,
-    chunk_bytes,
+    HEADER_LEN, HEADER_SLOTS, Header, Segment, TAG_BLOCK_FIELD, TEXT_BLOCK_FIELD, TEXT_BLOCK_LEN,
+    TEXT_BLOCK_TARGET, checksum64, chunk_bytes,
 };
 use super::lock::{WriterLock, retry_lock};
 use super::reader::Store;
@@ -103,15 +103,16 @@ pub struct StoreWriter {
     summary: ChunkSummary,
     chunks: Vec<ChunkInfo>,
     n_positions: u64,
-    /// The game index: the old store's entries (absolute tag offsets), then
-    /// the added games' (tag offsets relative to `tags` until `finish`).
+    /// The game index: the old store's entries, then the added games'.
     games: Vec<u8>,
     n_games: u64,
-    /// Games of the old store (entries in `games` before the added ones).
-    old_games: u64,
-    /// The added games' tag blob.
-    tags: Vec<u8>,
+    /// The text block being filled, and the games whose texts it holds.
     text_block: Vec<u8>,
+    text_games: Vec<u32>,
+    /// The tag block being filled (each game's tag pairs), and the games
+    /// whose tags it holds.
+    tag_block: Vec<u8>,
+    tag_games: Vec<u32>,
     /// Compresses the full text blocks (`None` until the first one).
     compressor: Option<TextCompressor>,
     /// The text-block index: the old store's entries (absolute offsets),
@@ -125,6 +126,13 @@ pub struct StoreWriter {
     /// The old store's data segments (the added one is built at `finish`).
     segments: Vec<Segment>,
     sources: Vec<String>,
+}
+
+/// The two kinds of block of the text-block index.
+#[derive(Clone, Copy)]
+enum BlockKind {
+    Text,
+    Tags,
 }
 
 /// Compresses text blocks on a thread of its own while the writer goes on
@@ -301,9 +309,10 @@ impl StoreWriter {
             n_positions: 0,
             games: Vec::new(),
             n_games: 0,
-            old_games: 0,
-            tags: Vec::new(),
             text_block: Vec::new(),
+            text_games: Vec::new(),
+            tag_block: Vec::new(),
+            tag_games: Vec::new(),
             compressor: None,
             text_index: Vec::new(),
             old_text_blocks: 0,
@@ -394,9 +403,10 @@ impl StoreWriter {
             n_positions: h.n_positions,
             games,
             n_games: h.n_games,
-            old_games: h.n_games,
-            tags: Vec::new(),
             text_block: Vec::new(),
+            text_games: Vec::new(),
+            tag_block: Vec::new(),
+            tag_games: Vec::new(),
             compressor: None,
             text_index,
             old_text_blocks: h.n_text_blocks as usize,
@@ -523,28 +533,46 @@ impl StoreWriter {
         if u32::try_from(meta.source_len).is_err() {
             return Err(limit("game over 4 GB in its source file"));
         }
-        // Tags.
-        let tags_offset = self.tags.len() as u64;
+        // The tag pairs in a tag block, the text in a text block (whole
+        // games' per block; a block over TEXT_BLOCK_TARGET holds one game
+        // alone, so offsets in a block stay below 4 GB). The blocks are
+        // numbered when handed to the compressor (`flush_block`).
+        let mut tags_len = 0usize;
         for (name, value) in &meta.tags {
-            let nl = u16::try_from(name.len()).map_err(|_| limit("tag name over 64 KB"))?;
-            let vl = u32::try_from(value.len()).map_err(|_| limit("tag value over 4 GB"))?;
-            self.tags.extend_from_slice(&nl.to_le_bytes());
-            self.tags.extend_from_slice(name);
-            self.tags.extend_from_slice(&vl.to_le_bytes());
-            self.tags.extend_from_slice(value);
+            u16::try_from(name.len()).map_err(|_| limit("tag name over 64 KB"))?;
+            u32::try_from(value.len()).map_err(|_| limit("tag value over 4 GB"))?;
+            tags_len += 6 + name.len() + value.len();
         }
-        let tags_len = u32::try_from(self.tags.len() as u64 - tags_offset)
-            .map_err(|_| limit("tags of one game over 4 GB"))?;
-        // Text: whole games per block.
-        if !self.text_block.is_empty()
-            && self.text_block.len() + meta.text.len() > TEXT_BLOCK_TARGET
+        let tags_len = u32::try_from(tags_len).map_err(|_| limit("tags of one game over 4 GB"))?;
+        if tags_len > 0
+            && !self.tag_block.is_empty()
+            && self.tag_block.len() + tags_len as usize > TEXT_BLOCK_TARGET
         {
-            self.flush_text_block()?;
+            self.flush_block(BlockKind::Tags)?;
         }
-        let in_flight = self.compressor.as_ref().map_or(0, |c| c.in_flight);
-        let text_block = (self.text_index.len() / TEXT_BLOCK_LEN + in_flight) as u32;
+        if text_len > 0
+            && !self.text_block.is_empty()
+            && self.text_block.len() + text_len as usize > TEXT_BLOCK_TARGET
+        {
+            self.flush_block(BlockKind::Text)?;
+        }
+        let tags_offset = self.tag_block.len() as u32;
+        if tags_len > 0 {
+            for (name, value) in &meta.tags {
+                self.tag_block
+                    .extend_from_slice(&(name.len() as u16).to_le_bytes());
+                self.tag_block.extend_from_slice(name);
+                self.tag_block
+                    .extend_from_slice(&(value.len() as u32).to_le_bytes());
+                self.tag_block.extend_from_slice(value);
+            }
+            self.tag_games.push(index);
+        }
         let text_offset = self.text_block.len() as u32;
-        self.text_block.extend_from_slice(&meta.text);
+        if text_len > 0 {
+            self.text_block.extend_from_slice(&meta.text);
+            self.text_games.push(index);
+        }
         let entry = GameEntry {
             first_position: self.n_positions,
             n_positions,
@@ -556,10 +584,12 @@ impl StoreWriter {
             source_start: meta.source_start,
             source_len: meta.source_len,
             setup_halfmoves: meta.setup_halfmoves,
+            // Set when their blocks are numbered.
+            tag_block: 0,
             tags_offset,
             tags_len,
             n_tags,
-            text_block,
+            text_block: 0,
             text_offset,
             text_len,
         };
@@ -577,10 +607,22 @@ impl StoreWriter {
         Ok(index)
     }
 
-    /// Hands the current text block to the compressor and takes the blocks
-    /// it has finished.
-    fn flush_text_block(&mut self) -> Result<(), StoreError> {
-        let block = std::mem::replace(&mut self.text_block, Vec::with_capacity(TEXT_BLOCK_TARGET));
+    /// Hands the current text or tag block to the compressor, numbering
+    /// it (the next number of the text-block index, in the order blocks
+    /// are handed over) in the entries of the games it holds, and takes
+    /// the blocks the compressor has finished.
+    fn flush_block(&mut self, kind: BlockKind) -> Result<(), StoreError> {
+        let in_flight = self.compressor.as_ref().map_or(0, |c| c.in_flight);
+        let number = (self.text_index.len() / TEXT_BLOCK_LEN + in_flight) as u32;
+        let (buf, games, field) = match kind {
+            BlockKind::Text => (&mut self.text_block, &mut self.text_games, TEXT_BLOCK_FIELD),
+            BlockKind::Tags => (&mut self.tag_block, &mut self.tag_games, TAG_BLOCK_FIELD),
+        };
+        let block = std::mem::replace(buf, Vec::with_capacity(TEXT_BLOCK_TARGET));
+        for g in games.drain(..) {
+            let at = g as usize * GAME_ENTRY_LEN + field;
+            self.games[at..at + 4].copy_from_slice(&number.to_le_bytes());
+        }
         let compressor = self.compressor.get_or_insert_with(TextCompressor::new);
         compressor.submit(block);
         self.take_text_blocks(false)
@@ -655,21 +697,18 @@ impl StoreWriter {
         }
         self.flush_chunk()?;
         if !self.text_block.is_empty() {
-            self.flush_text_block()?;
+            self.flush_block(BlockKind::Text)?;
+        }
+        if !self.tag_block.is_empty() {
+            self.flush_block(BlockKind::Tags)?;
         }
         self.take_text_blocks(true)?;
         let n_chunks = self.chunks.len() as u64;
-        // The added games' data segment (tags, then text blocks), right
-        // after the chunks; the added entries now get absolute offsets.
+        // The added games' data segment (their text blocks), right after
+        // the chunks; the added blocks now get absolute offsets.
         let segment_offset = self.next_offset;
-        let text_start = segment_offset + self.tags.len() as u64;
-        let mut segment = std::mem::take(&mut self.tags);
-        segment.extend_from_slice(&std::mem::take(&mut self.text));
-        let first = self.old_games as usize * GAME_ENTRY_LEN;
-        for entry in self.games[first..].chunks_exact_mut(GAME_ENTRY_LEN) {
-            let relative = Bytes(entry).u64(24);
-            entry[24..32].copy_from_slice(&(segment_offset + relative).to_le_bytes());
-        }
+        let text_start = segment_offset;
+        let segment = std::mem::take(&mut self.text);
         let first = self.old_text_blocks * TEXT_BLOCK_LEN;
         for entry in self.text_index[first..].chunks_exact_mut(TEXT_BLOCK_LEN) {
             let relative = Bytes(entry).u64(0);
