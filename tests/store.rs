@@ -1183,3 +1183,73 @@ fn store_truncated_under_a_run_is_a_clear_error() {
     }
     panic!("the run always ended before the store was truncated");
 }
+
+/// Tag blocks and text blocks fill at their own rates (here about two
+/// text blocks to each tag block, and some games with no tags or no
+/// text), in a new store and across appends: every game reads back its
+/// own tags and text, whichever block was numbered first, through one
+/// reader and one at a time.
+#[test]
+fn tag_blocks_and_text_blocks_are_numbered_apart() {
+    let games: Vec<_> = (0..300u64)
+        .map(|i| {
+            let g = 7_000_000 + i * 10;
+            let positions: Vec<_> = (0..3).map(|k| record(g + k, k == 0)).collect();
+            let tags = if i % 7 == 3 {
+                Vec::new()
+            } else {
+                vec![
+                    (b"Event".to_vec(), format!("Block {i}").into_bytes()),
+                    (
+                        b"Annotator".to_vec(),
+                        noisy_text(g + 1, 900 + (i as usize % 5) * 100),
+                    ),
+                ]
+            };
+            let text = if i % 11 == 5 {
+                Vec::new()
+            } else {
+                noisy_text(g, 1500 + (i as usize % 3) * 700)
+            };
+            let meta = GameMeta {
+                tags,
+                text,
+                ..GameMeta::default()
+            };
+            (meta, positions)
+        })
+        .collect();
+    for (name, parts) in [
+        ("blocks-whole", vec![&games[..]]),
+        (
+            "blocks-parts",
+            vec![&games[..100], &games[100..101], &games[101..]],
+        ),
+    ] {
+        let tmp = Tmp::new(name);
+        write_in_parts(&tmp.0, &parts);
+        let store = Store::open(&tmp.0).expect("open");
+        assert_eq!(store.n_games(), 300);
+        let mut reader = store.text_reader();
+        for (i, (meta, _)) in games.iter().enumerate() {
+            let i32 = i as u32;
+            assert_eq!(
+                reader.game_text(i32).expect("text"),
+                meta.text.as_slice(),
+                "{name} {i}"
+            );
+            let tags: Vec<_> = reader
+                .game_tags(i32)
+                .expect("tags")
+                .into_iter()
+                .map(|(n, v)| (n.to_vec(), v.to_vec()))
+                .collect();
+            assert_eq!(tags, meta.tags, "{name} {i}");
+            assert_eq!(
+                store.game_tags_raw(i32).expect("tags"),
+                meta.tags,
+                "{name} {i}"
+            );
+        }
+    }
+}
