@@ -251,10 +251,12 @@ impl PackedMove {
     }
     /// Whether the move resets the halfmove clock: a pawn move or a
     /// capture (en passant included).
+    #[inline]
     pub fn is_zeroing(self) -> bool {
         !self.is_none() && (self.role() == 0 || self.captured() != Self::NO_ROLE)
     }
     /// Whether this is a null move ([`PackedMove::null`]).
+    #[inline]
     pub fn is_null(self) -> bool {
         !self.is_none() && self.from() == self.to() && self.kind() == MoveKind::Normal
     }
@@ -295,6 +297,7 @@ impl PackedMove {
 /// after a pawn move or a capture (en passant included), unchanged after
 /// a null move ([`PackedMove::is_null`]: the side to move passes), else
 /// one more (saturating at `u16::MAX`, where the importer clamped it).
+#[inline]
 pub fn halfmove_after(parent: u16, mv: PackedMove) -> u16 {
     if mv.is_null() {
         parent
@@ -399,7 +402,10 @@ fn back_rank(bb: &[u64; BB_COUNT], white: bool) -> Option<(u8, u8)> {
     let shift = if white { 0 } else { 56 };
     let kings = bb[BB_KING] & colour;
     let king = (kings >> shift) as u8;
-    (kings.count_ones() == 1 && king != 0).then(|| (king, ((bb[BB_ROOK] & colour) >> shift) as u8))
+    // One king (a power of two: cheaper than a population count, which
+    // JSON lines pay for at every position), on the back rank.
+    let one = kings != 0 && kings & (kings - 1) == 0;
+    (one && king != 0).then(|| (king, ((bb[BB_ROOK] & colour) >> shift) as u8))
 }
 
 /// The files on the king side (towards the h-file, `true`) or the queen
