@@ -291,7 +291,7 @@ impl Store {
 
     /// Game `i`'s tag pairs, in PGN order, as raw bytes (copied out of
     /// the game's text block, which this decompresses: to read many games,
-    /// use one [`TextReader`](super::TextReader) or
+    /// use one [`TextReader`] or
     /// [`Store::game_tags_with`]).
     pub fn game_tags_raw(&self, i: u32) -> Result<Vec<TagPair>, StoreError> {
         let mut cache = super::TextBlockCache::default();
