@@ -12,7 +12,7 @@ use crate::runtime::bitboard::{LINE_SQUARES, file_mask, rank_mask};
 use crate::runtime::layout::chess::{chess_of, role_of};
 use crate::runtime::layout::{
     BB_BISHOP, BB_BLACK, BB_COUNT, BB_KING, BB_KNIGHT, BB_PAWN, BB_QUEEN, BB_ROOK, BB_WHITE,
-    MoveKind, PositionRecord, flags, halfmove_after,
+    MoveKind, PositionRecord, flags,
 };
 use crate::runtime::store::{Store, StoreError, TextReader};
 use crate::scan::{GameMatch, SortValue};
@@ -82,12 +82,8 @@ pub(crate) fn match_json(
     let mut clock: Option<(u32, u16)> = None;
     for i in m.positions.iter().filter(|&i| i < n) {
         let p = cursor.position(first + u64::from(i))?;
-        // Most often the last match is the parent: one step from its clock.
-        let parent = i.checked_sub(u32::from(p.parent_delta));
-        let halfmoves = match clock {
-            Some((k, c)) if p.parent_delta != 0 && parent == Some(k) => halfmove_after(c, p.mv),
-            _ => cursor.halfmove_clock(first, i, setup_halfmoves, clock)?,
-        };
+        // Counted back to the last match's clock (most often the parent's).
+        let halfmoves = cursor.halfmove_clock(first, i, setup_halfmoves, clock)?;
         clock = Some((i, halfmoves));
         // The record is the position as imported: its en-passant square
         // is set only where a capture is legal and its castling rights are

@@ -299,6 +299,20 @@ impl Segment {
 }
 
 /// Little-endian reads from a slice whose length the caller has checked.
+/// The field at `*at` of a list of length-prefixed fields (a
+/// little-endian length of `width` bytes, 2 or 4, then that many bytes),
+/// `*at` moved past it; `None` when the field runs past `bytes` (damage).
+pub(super) fn take_prefixed<'a>(bytes: &'a [u8], at: &mut usize, width: usize) -> Option<&'a [u8]> {
+    debug_assert!(width <= 4);
+    let mut len = [0u8; 4];
+    len[..width].copy_from_slice(bytes.get(*at..at.checked_add(width)?)?);
+    let start = *at + width;
+    let end = start.checked_add(u32::from_le_bytes(len) as usize)?;
+    let field = bytes.get(start..end)?;
+    *at = end;
+    Some(field)
+}
+
 pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
 impl Bytes<'_> {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::error::{StoreError, out_of_range};
 use super::format::{
     Bytes, CHUNK_BYTES, CHUNK_ENTRY_LEN, CHUNKS_OFFSET, ChunkInfo, GAME_ENTRY_LEN, GameEntry,
-    Header, Segment, TEXT_BLOCK_LEN,
+    Header, Segment, TEXT_BLOCK_LEN, take_prefixed,
 };
 use super::slots::{Tail, current_header, newer_commit, read_first};
 #[cfg(doc)]
@@ -20,7 +20,7 @@ use super::validate::Checks;
 use crate::layout::{CHUNK_POSITIONS, ChunkColumns, MOVE_MASK, PackedMove, PositionRecord};
 
 /// A tag pair as stored: (name, value) raw bytes borrowed from a decompressed
-/// text block.
+/// tag block.
 pub type RawTagPair<'a> = (&'a [u8], &'a [u8]);
 /// A tag pair (name, value) copied out of the store.
 pub type TagPair = (Vec<u8>, Vec<u8>);
@@ -290,9 +290,8 @@ impl Store {
     }
 
     /// Game `i`'s tag pairs, in PGN order, as raw bytes (copied out of
-    /// the game's text block, which this decompresses: to read many games,
-    /// use one [`TextReader`] or
-    /// [`Store::game_tags_with`]).
+    /// the game's tag block, which this decompresses: to read many games,
+    /// use one [`TextReader`] or [`Store::game_tags_with`]).
     pub fn game_tags_raw(&self, i: u32) -> Result<Vec<TagPair>, StoreError> {
         let mut cache = super::TextBlockCache::default();
         Ok(self
@@ -398,13 +397,7 @@ impl Store {
         let mut out = Vec::new();
         let mut o = 0usize;
         for _ in 0..h.n_sources {
-            let l = bytes.get(o..o + 4).ok_or_else(bad)?;
-            let l = u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize;
-            o += 4;
-            let s = bytes
-                .get(o..o.checked_add(l).ok_or_else(bad)?)
-                .ok_or_else(bad)?;
-            o += l;
+            let s = take_prefixed(bytes, &mut o, 4).ok_or_else(bad)?;
             out.push(String::from_utf8_lossy(s).into_owned());
         }
         Ok(out)

@@ -5,6 +5,7 @@
 //! [`TextReader`] pairs a cache for texts and one for tags with its store.
 
 use super::error::{StoreError, out_of_range};
+use super::format::take_prefixed;
 use super::reader::{RawTagPair, Store};
 
 impl Store {
@@ -45,25 +46,13 @@ impl Store {
         let mut out = Vec::with_capacity(g.n_tags as usize);
         let mut o = 0usize;
         for _ in 0..g.n_tags {
-            let nl = blob.get(o..o + 2).ok_or_else(bad)?;
-            let nl = u16::from_le_bytes([nl[0], nl[1]]) as usize;
-            o += 2;
-            let name = blob.get(o..o + nl).ok_or_else(bad)?;
-            o += nl;
-            let vl = blob.get(o..o + 4).ok_or_else(bad)?;
-            let vl = u32::from_le_bytes([vl[0], vl[1], vl[2], vl[3]]) as usize;
-            o += 4;
-            let value = blob
-                .get(o..o.checked_add(vl).ok_or_else(bad)?)
-                .ok_or_else(bad)?;
-            o += vl;
+            let name = take_prefixed(blob, &mut o, 2).ok_or_else(bad)?;
+            let value = take_prefixed(blob, &mut o, 4).ok_or_else(bad)?;
             out.push((name, value));
         }
         Ok(out)
     }
-}
 
-impl Store {
     /// The original text of game `i`, byte for byte as in its source file,
     /// read through `cache` (see [`Store::game_tags_with`]).
     pub fn game_text_with<'c>(

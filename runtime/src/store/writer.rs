@@ -707,12 +707,11 @@ impl StoreWriter {
         // The added games' data segment (their text blocks), right after
         // the chunks; the added blocks now get absolute offsets.
         let segment_offset = self.next_offset;
-        let text_start = segment_offset;
         let segment = std::mem::take(&mut self.text);
         let first = self.old_text_blocks * TEXT_BLOCK_LEN;
         for entry in self.text_index[first..].chunks_exact_mut(TEXT_BLOCK_LEN) {
             let relative = Bytes(entry).u64(0);
-            entry[0..8].copy_from_slice(&(text_start + relative).to_le_bytes());
+            entry[0..8].copy_from_slice(&(segment_offset + relative).to_le_bytes());
         }
         if !segment.is_empty() {
             self.segments.push(Segment {
